@@ -1,0 +1,74 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+let package = Package(
+    name: "SeedSync",
+    platforms: [.macOS(.v14), .iOS(.v17)],
+    products: [
+        .library(name: "SeedSyncModel", targets: ["SeedSyncModel"]),
+        .library(name: "SeedSyncStore", targets: ["SeedSyncStore"]),
+        .library(name: "SeedSyncServer", targets: ["SeedSyncServer"]),
+        .library(name: "SeedSyncDemo", targets: ["SeedSyncDemo"]),
+        .executable(name: "seed-server", targets: ["seed-server"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/groue/GRDB.swift.git", exact: "7.10.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", exact: "2.28.1"),
+        .package(url: "https://github.com/adam-fowler/compress-nio.git", exact: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+    ],
+    targets: [
+        // Wire model: protocol types, schema description, JSON values. Foundation only.
+        .target(name: "SeedSyncModel"),
+        // Deterministic demo dataset and mutation generator.
+        .target(name: "SeedSyncDemo", dependencies: ["SeedSyncModel"]),
+        // Storage: the embedded SQLite store (GRDB).
+        .target(
+            name: "SeedSyncStore",
+            dependencies: [
+                "SeedSyncModel",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        // HTTP server: the only target that imports Hummingbird.
+        .target(
+            name: "SeedSyncServer",
+            dependencies: [
+                "SeedSyncModel",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "CompressNIO", package: "compress-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Fixtures shared by every test target.
+        .target(
+            name: "SeedSyncTesting",
+            dependencies: ["SeedSyncModel", "SeedSyncStore", "SeedSyncDemo"]
+        ),
+        .executableTarget(
+            name: "seed-server",
+            dependencies: [
+                "SeedSyncModel", "SeedSyncStore", "SeedSyncServer", "SeedSyncDemo",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "SeedSyncModelTests", dependencies: ["SeedSyncModel", "SeedSyncTesting"]),
+        .testTarget(
+            name: "SeedSyncStoreTests",
+            dependencies: ["SeedSyncStore", "SeedSyncDemo", "SeedSyncTesting"]
+        ),
+        .testTarget(
+            name: "SeedSyncServerTests",
+            dependencies: [
+                "SeedSyncServer", "SeedSyncStore", "SeedSyncDemo", "SeedSyncTesting",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "CompressNIO", package: "compress-nio"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,66 @@
+extension DatasetSchema {
+    /// Checks the rules every schema must follow before a store is created from it.
+    ///
+    /// Names match `^[a-z][a-z0-9_]{0,62}$`, type names do not start with `sqlite_`, no type or field is
+    /// called `revision`, names are unique, and every reference names a type of this schema whose
+    /// primary key has the field's type.
+    ///
+    /// - Throws: ``SchemaError`` naming the first rule broken.
+    public func validate() throws {
+        guard SchemaNames.isValidDataset(dataset) else {
+            throw SchemaError("dataset name '\(dataset)' must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+        }
+        guard schemaVersion >= 1 else { throw SchemaError("schemaVersion must be 1 or more, not \(schemaVersion)") }
+        guard !types.isEmpty else { throw SchemaError("the schema declares no types") }
+        var typeNames = Set<String>()
+        for type in types {
+            try type.validateNames()
+            guard typeNames.insert(type.name).inserted else { throw SchemaError("type '\(type.name)' is declared twice") }
+        }
+        for type in types {
+            for field in type.fields {
+                try validateReference(of: field, in: type)
+            }
+        }
+    }
+
+    private func validateReference(of field: Field, in type: EntityType) throws {
+        guard let target = field.references else { return }
+        guard let targetType = self.type(named: target) else {
+            throw SchemaError("field \(type.name).\(field.name) references unknown type '\(target)'")
+        }
+        guard field.type == targetType.primaryKey.type.fieldType else {
+            throw SchemaError(
+                "field \(type.name).\(field.name) is \(field.type.rawValue) but references \(target), whose key is \(targetType.primaryKey.type.rawValue)"
+            )
+        }
+    }
+}
+
+extension EntityType {
+    fileprivate func validateNames() throws {
+        guard SchemaNames.isValid(name) else {
+            throw SchemaError("type name '\(name)' must match ^[a-z][a-z0-9_]{0,62}$")
+        }
+        guard !name.hasPrefix("sqlite_") else { throw SchemaError("type name '\(name)' must not start with sqlite_") }
+        var seen = Set<String>()
+        for column in [primaryKey.name] + fields.map(\.name) {
+            guard SchemaNames.isValid(column) else {
+                throw SchemaError("field name '\(name).\(column)' must match ^[a-z][a-z0-9_]{0,62}$")
+            }
+            guard column != SchemaNames.revisionColumn else {
+                throw SchemaError("'\(name).revision' is reserved: every type carries its own revision column")
+            }
+            guard seen.insert(column).inserted else { throw SchemaError("field '\(name).\(column)' is declared twice") }
+        }
+    }
+}
+
+/// A schema that breaks one of the rules of ``DatasetSchema/validate()``.
+public struct SchemaError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+
+    public init(_ description: String) {
+        self.description = "invalid schema: " + description
+    }
+}

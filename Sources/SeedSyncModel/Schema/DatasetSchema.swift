@@ -1,0 +1,160 @@
+import Foundation
+
+/// The shape of a dataset: its name, version and entity types.
+///
+/// It is the body of a schema file for `seed-server init --schema` and, with the revisions added,
+/// the answer of `GET /v1/schema` (see ``SchemaInfo``).
+///
+/// ```swift
+/// let schema = try JSONDecoder().decode(DatasetSchema.self, from: data)
+/// try schema.validate()
+/// ```
+public struct DatasetSchema: Codable, Sendable, Hashable {
+    /// The dataset's name, such as `demo`.
+    public var dataset: String
+    /// A version the dataset's owner raises whenever the types change.
+    public var schemaVersion: Int
+    /// The entity types, in the order they were declared.
+    public var types: [EntityType]
+
+    public init(dataset: String, schemaVersion: Int, types: [EntityType]) {
+        self.dataset = dataset
+        self.schemaVersion = schemaVersion
+        self.types = types
+    }
+
+    /// The type called `name`, if the schema has one.
+    public func type(named name: String) -> EntityType? {
+        types.first { $0.name == name }
+    }
+
+    /// Every `(type, field)` pair whose field references the type called `target`.
+    public func references(to target: String) -> [(type: EntityType, field: Field)] {
+        types.flatMap { type in
+            type.fields.filter { $0.references == target }.map { (type, $0) }
+        }
+    }
+}
+
+/// One entity type: a table of rows with a primary key and typed fields.
+public struct EntityType: Codable, Sendable, Hashable {
+    public var name: String
+    public var primaryKey: PrimaryKey
+    /// The fields besides the primary key, in column order.
+    public var fields: [Field]
+
+    public init(name: String, primaryKey: PrimaryKey, fields: [Field]) {
+        self.name = name
+        self.primaryKey = primaryKey
+        self.fields = fields
+    }
+
+    /// The field called `name`, if the type has one.
+    public func field(named name: String) -> Field? {
+        fields.first { $0.name == name }
+    }
+
+    /// The column names of a snapshot page: primary key, fields, then `revision`.
+    public var columnNames: [String] {
+        [primaryKey.name] + fields.map(\.name) + [SchemaNames.revisionColumn]
+    }
+}
+
+/// The primary key of an entity type.
+public struct PrimaryKey: Codable, Sendable, Hashable {
+    public var name: String
+    public var type: KeyType
+
+    public init(name: String, type: KeyType) {
+        self.name = name
+        self.type = type
+    }
+}
+
+/// The types a primary key can have.
+public enum KeyType: String, Codable, Sendable, Hashable {
+    case integer
+    case text
+
+    /// The value type a field referencing a key of this type must have.
+    public var fieldType: FieldType {
+        switch self {
+        case .integer: .integer
+        case .text: .text
+        }
+    }
+}
+
+/// A typed field of an entity type.
+public struct Field: Codable, Sendable, Hashable {
+    public var name: String
+    public var type: FieldType
+    public var nullable: Bool
+    /// The name of the entity type whose primary key this field holds, if it is a reference.
+    public var references: String?
+
+    public init(name: String, type: FieldType, nullable: Bool = false, references: String? = nil) {
+        self.name = name
+        self.type = type
+        self.nullable = nullable
+        self.references = references
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case name, type, nullable, references
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        name = try container.decode(String.self, forKey: .name)
+        type = try container.decode(FieldType.self, forKey: .type)
+        nullable = try container.decodeIfPresent(Bool.self, forKey: .nullable) ?? false
+        references = try container.decodeIfPresent(String.self, forKey: .references)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(name, forKey: .name)
+        try container.encode(type, forKey: .type)
+        try container.encode(nullable, forKey: .nullable)
+        try container.encodeIfPresent(references, forKey: .references)
+    }
+}
+
+/// The value types of fields.
+///
+/// | type | JSON | SQLite |
+/// |---|---|---|
+/// | `integer` | number without fraction, 64-bit | INTEGER |
+/// | `real` | number | REAL |
+/// | `text` | string | TEXT |
+/// | `boolean` | `true` / `false` | INTEGER 0 / 1 |
+/// | `timestamp` | RFC 3339 string | TEXT |
+/// | `blob` | base64 string | BLOB |
+public enum FieldType: String, Codable, Sendable, Hashable, CaseIterable {
+    case integer, real, text, boolean, timestamp, blob
+}
+
+/// `GET /v1/schema`: the schema plus the revisions a client needs to decide how to sync.
+public struct SchemaInfo: Codable, Sendable, Hashable {
+    public var dataset: String
+    public var schemaVersion: Int
+    /// The newest committed revision.
+    public var revision: Int64
+    /// The oldest revision a client may sync from with `/v1/sync`.
+    public var minRevision: Int64
+    public var types: [EntityType]
+
+    public init(schema: DatasetSchema, revision: Int64, minRevision: Int64) {
+        dataset = schema.dataset
+        schemaVersion = schema.schemaVersion
+        types = schema.types
+        self.revision = revision
+        self.minRevision = minRevision
+    }
+
+    /// The schema without the revisions.
+    public var schema: DatasetSchema {
+        DatasetSchema(dataset: dataset, schemaVersion: schemaVersion, types: types)
+    }
+}

@@ -1,0 +1,115 @@
+/// The storage a sync server runs on.
+///
+/// The server target talks to storage through this protocol alone, so the embedded SQLite store
+/// and a PostgreSQL store are interchangeable. Every implementation keeps these rules:
+///
+/// 1. Revisions are assigned in commit order, one per change set: a reader never sees revision
+///    r+1 while r is uncommitted.
+/// 2. The change log holds every revision from `minRevision + 1` to `revision`, without gaps.
+/// 3. Each read (schema, snapshot page, change feed) sees one committed state.
+public protocol SyncStore: Sendable {
+    /// The schema with the newest revision and the oldest revision the change log can serve from.
+    func schemaInfo() async throws -> SchemaInfo
+
+    /// Up to `limit` current rows of `type` whose key is greater than `after`, in key order.
+    ///
+    /// - Throws: ``SyncStoreError/unknownType(_:)`` for a type the schema lacks.
+    func snapshotPage(of type: String, after: JSONValue?, limit: Int) async throws -> SnapshotPage
+
+    /// The change sets after `revision`, in order: at most `limit`, and no more than `byteBudget`
+    /// bytes of JSON unless a single change set is larger (one is always returned when any exists).
+    ///
+    /// - Throws: ``SyncStoreError/historyExpired(requested:minRevision:)`` when `revision` is
+    ///   older than `minRevision`, ``SyncStoreError/revisionAhead(requested:revision:)`` when it
+    ///   is newer than the store.
+    func changeFeed(after revision: Int64, limit: Int, byteBudget: Int) async throws -> ChangeFeed
+
+    /// Validates `changeSet` and commits it atomically as the next revision.
+    ///
+    /// - Returns: the revision assigned.
+    /// - Throws: ``SyncStoreError/invalidChangeSet(_:)`` when it does not fit the schema or the
+    ///   data (unknown row, duplicate row, dangling reference); nothing is written then.
+    func commit(_ changeSet: ChangeSet) async throws -> Int64
+}
+
+/// Change sets as the log stores them: already encoded, ready to splice into a response.
+public struct ChangeFeed: Sendable {
+    /// The revision of the last change set, or the requested revision when there are none.
+    public var maxRevision: Int64
+    /// Whether newer change sets exist than the ones returned.
+    public var hasMore: Bool
+    public var changeSets: [EncodedChangeSet]
+
+    public init(maxRevision: Int64, hasMore: Bool, changeSets: [EncodedChangeSet]) {
+        self.maxRevision = maxRevision
+        self.hasMore = hasMore
+        self.changeSets = changeSets
+    }
+}
+
+/// One logged change set: its revision and its JSON text (UTF-8).
+public struct EncodedChangeSet: Sendable, Hashable {
+    public var revision: Int64
+    public var json: [UInt8]
+
+    public init(revision: Int64, json: [UInt8]) {
+        self.revision = revision
+        self.json = json
+    }
+}
+
+/// A request storage cannot serve. The server maps each ``code`` to a status.
+///
+/// Messages name revisions, types and ids, never row data beyond ids.
+public struct SyncStoreError: Error, CustomStringConvertible, Sendable {
+    /// What went wrong, as the machine-readable code of the wire's error body.
+    public enum Code: String, Sendable {
+        case historyExpired = "history_expired"
+        case revisionAhead = "revision_ahead"
+        case unknownType = "unknown_type"
+        case invalidKey = "invalid_key"
+        case invalidChangeSet = "invalid_change_set"
+    }
+
+    public let code: Code
+    public let description: String
+    /// For ``Code/historyExpired``: the oldest revision a client may sync from.
+    public let minRevision: Int64?
+    /// For ``Code/revisionAhead``: the store's newest revision.
+    public let revision: Int64?
+
+    private init(_ code: Code, _ description: String, minRevision: Int64? = nil, revision: Int64? = nil) {
+        self.code = code
+        self.description = description
+        self.minRevision = minRevision
+        self.revision = revision
+    }
+
+    public static func historyExpired(requested: Int64, minRevision: Int64) -> Self {
+        Self(
+            .historyExpired,
+            "revision \(requested) is older than the change history, which starts after revision \(minRevision); download a new snapshot",
+            minRevision: minRevision
+        )
+    }
+
+    public static func revisionAhead(requested: Int64, revision: Int64) -> Self {
+        Self(
+            .revisionAhead,
+            "revision \(requested) is ahead of the server's revision \(revision); the client comes from another dataset or the server was reset",
+            revision: revision
+        )
+    }
+
+    public static func unknownType(_ name: String) -> Self {
+        Self(.unknownType, "unknown type '\(name)'")
+    }
+
+    public static func invalidKey(_ text: String, type: String) -> Self {
+        Self(.invalidKey, "'\(text)' is not a valid key of type \(type)")
+    }
+
+    public static func invalidChangeSet(_ error: ChangeSetError) -> Self {
+        Self(.invalidChangeSet, error.description)
+    }
+}

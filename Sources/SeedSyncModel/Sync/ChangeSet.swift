@@ -1,0 +1,153 @@
+import Foundation
+
+/// The changes of one revision: for each entity type, the ids created, updated and deleted,
+/// and the attributes of every created or updated row.
+///
+/// On the wire (protocol v1, after the sync case study):
+///
+/// ```json
+/// {"revision": 18, "types": ["events"],
+///  "events": {"create": [5], "update": [1], "delete": [2],
+///             "attributes": {"5": {"title": "Gig", "revision": 18}, "1": {…}}}}
+/// ```
+///
+/// `revision` is absent in a change set a writer submits; the server assigns it.
+public struct ChangeSet: Sendable, Hashable {
+    /// The revision this change set produces (r-1 → r), or `nil` before the server assigned one.
+    public var revision: Int64?
+    /// The changes per type, in the order of the `types` list.
+    public var changes: [TypeChanges]
+
+    public init(revision: Int64? = nil, changes: [TypeChanges]) {
+        self.revision = revision
+        self.changes = changes
+    }
+
+    /// The names of the types this change set touches, in order.
+    public var types: [String] { changes.map(\.type) }
+
+    /// The changes of one type, if this change set touches it.
+    public subscript(type: String) -> TypeChanges? {
+        changes.first { $0.type == type }
+    }
+}
+
+/// The changes of one entity type inside a ``ChangeSet``.
+public struct TypeChanges: Sendable, Hashable {
+    public var type: String
+    public var create: [JSONValue]
+    public var update: [JSONValue]
+    public var delete: [JSONValue]
+    /// Field values by the string form of the id (see ``JSONValue/keyString``), for every created
+    /// and updated row.
+    public var attributes: [String: [String: JSONValue]]
+
+    public init(
+        type: String,
+        create: [JSONValue] = [],
+        update: [JSONValue] = [],
+        delete: [JSONValue] = [],
+        attributes: [String: [String: JSONValue]] = [:]
+    ) {
+        self.type = type
+        self.create = create
+        self.update = update
+        self.delete = delete
+        self.attributes = attributes
+    }
+
+    /// The number of rows this touches.
+    public var rowCount: Int { create.count + update.count + delete.count }
+}
+
+// MARK: - Codable
+
+/// A coding key made at run time: change sets are keyed by type names.
+struct DynamicKey: CodingKey {
+    let stringValue: String
+    var intValue: Int? { nil }
+    init(_ string: String) { stringValue = string }
+    init?(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
+}
+
+extension ChangeSet: Codable {
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: DynamicKey.self)
+        revision = try container.decodeIfPresent(Int64.self, forKey: DynamicKey("revision"))
+        let types = try container.decode([String].self, forKey: DynamicKey("types"))
+        changes = try types.map { type in
+            var changes = try container.decode(TypeChanges.self, forKey: DynamicKey(type))
+            changes.type = type
+            return changes
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: DynamicKey.self)
+        try container.encodeIfPresent(revision, forKey: DynamicKey("revision"))
+        try container.encode(types, forKey: DynamicKey("types"))
+        for change in changes {
+            try container.encode(change, forKey: DynamicKey(change.type))
+        }
+    }
+
+    /// The change set as compact JSON, with a stable member order: `revision`, `types`, then one
+    /// object per type with `create`, `update`, `delete` and `attributes` (ids in create-then-update
+    /// order, fields sorted by name).
+    public func jsonBytes() -> [UInt8] {
+        var writer = JSONWriter()
+        writer.beginObject()
+        if let revision {
+            writer.key("revision")
+            writer.value(.int(revision))
+        }
+        writer.key("types")
+        writer.value(.array(types.map(JSONValue.string)))
+        for change in changes {
+            writer.key(change.type)
+            change.write(to: &writer)
+        }
+        writer.endObject()
+        return writer.bytes
+    }
+}
+
+extension TypeChanges: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case create, update, delete, attributes
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        type = ""
+        create = try container.decodeIfPresent([JSONValue].self, forKey: .create) ?? []
+        update = try container.decodeIfPresent([JSONValue].self, forKey: .update) ?? []
+        delete = try container.decodeIfPresent([JSONValue].self, forKey: .delete) ?? []
+        attributes = try container.decodeIfPresent([String: [String: JSONValue]].self, forKey: .attributes) ?? [:]
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(create, forKey: .create)
+        try container.encode(update, forKey: .update)
+        try container.encode(delete, forKey: .delete)
+        try container.encode(attributes, forKey: .attributes)
+    }
+
+    fileprivate func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("create"); writer.value(.array(create))
+        writer.key("update"); writer.value(.array(update))
+        writer.key("delete"); writer.value(.array(delete))
+        writer.key("attributes")
+        writer.beginObject()
+        for id in create + update {
+            guard let key = id.keyString, let fields = attributes[key] else { continue }
+            writer.key(key)
+            writer.value(.object(fields))
+        }
+        writer.endObject()
+        writer.endObject()
+    }
+}

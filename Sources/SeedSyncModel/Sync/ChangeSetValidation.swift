@@ -1,0 +1,132 @@
+/// A row to write: its key and its field values in schema order, already normalized.
+public struct RowValues: Sendable, Hashable {
+    public var key: JSONValue
+    public var values: [JSONValue]
+
+    public init(key: JSONValue, values: [JSONValue]) {
+        self.key = key
+        self.values = values
+    }
+}
+
+/// The changes of one type after they matched the schema: safe to hand to storage.
+public struct ValidatedChanges: Sendable {
+    public let type: EntityType
+    public let creates: [RowValues]
+    public let updates: [RowValues]
+    public let deletes: [JSONValue]
+}
+
+extension DatasetSchema {
+    /// Checks a change set against this schema and returns its rows in schema order.
+    ///
+    /// Every type must be declared once, every id must fit the primary key and appear in only one
+    /// of `create`, `update` and `delete`, every created or updated row must carry attributes that
+    /// name known fields with values of the right type and leave no non-null field out. A
+    /// `revision` attribute is ignored (the server assigns revisions), and a primary-key attribute
+    /// must equal the id. Whether rows exist, and references resolve, is for storage to check.
+    ///
+    /// ```swift
+    /// let changes = try schema.validate(changeSet)
+    /// ```
+    ///
+    /// - Throws: ``ChangeSetError`` naming the first problem, as `type[id].field: …`.
+    public func validate(_ changeSet: ChangeSet) throws(ChangeSetError) -> [ValidatedChanges] {
+        guard !changeSet.changes.isEmpty else { throw ChangeSetError("the change set has no types") }
+        var seen = Set<String>()
+        return try changeSet.changes.map { (changes) throws(ChangeSetError) -> ValidatedChanges in
+            guard let type = self.type(named: changes.type) else {
+                throw ChangeSetError("unknown type '\(changes.type)'")
+            }
+            guard seen.insert(type.name).inserted else { throw ChangeSetError("type '\(type.name)' appears twice") }
+            return try type.validate(changes)
+        }
+    }
+}
+
+extension EntityType {
+    fileprivate func validate(_ changes: TypeChanges) throws(ChangeSetError) -> ValidatedChanges {
+        var keys = Set<String>()
+        for id in changes.create + changes.update + changes.delete {
+            guard primaryKey.type.accepts(id), let key = id.keyString else {
+                throw ChangeSetError("\(name): id \(describe(id)) is not a valid \(primaryKey.type.rawValue) key")
+            }
+            guard keys.insert(key).inserted else {
+                throw ChangeSetError("\(name)[\(key)] appears more than once in create, update and delete")
+            }
+        }
+        let written = Set((changes.create + changes.update).compactMap(\.keyString))
+        if let stray = changes.attributes.keys.sorted().first(where: { !written.contains($0) }) {
+            throw ChangeSetError("\(name)[\(stray)] has attributes but is not created or updated")
+        }
+        return ValidatedChanges(
+            type: self,
+            creates: try changes.create.map { (id) throws(ChangeSetError) in try row(id, changes.attributes) },
+            updates: try changes.update.map { (id) throws(ChangeSetError) in try row(id, changes.attributes) },
+            deletes: changes.delete
+        )
+    }
+
+    fileprivate func row(_ id: JSONValue, _ attributes: [String: [String: JSONValue]]) throws(ChangeSetError) -> RowValues {
+        let key = id.keyString!
+        guard let given = attributes[key] else { throw ChangeSetError("\(name)[\(key)] has no attributes") }
+        for attribute in given.keys.sorted() where attribute != SchemaNames.revisionColumn && field(named: attribute) == nil {
+            if attribute == primaryKey.name, given[attribute] == id { continue }
+            throw ChangeSetError(
+                attribute == primaryKey.name
+                    ? "\(name)[\(key)].\(attribute) differs from the id"
+                    : "\(name)[\(key)]: unknown field '\(attribute)'"
+            )
+        }
+        let values = try fields.map { (field) throws(ChangeSetError) -> JSONValue in
+            try value(of: field, in: given, rowKey: key)
+        }
+        return RowValues(key: id, values: values)
+    }
+
+    private func value(of field: Field, in given: [String: JSONValue], rowKey: String) throws(ChangeSetError) -> JSONValue {
+        let value = given[field.name] ?? .null
+        if value == .null {
+            guard field.nullable else {
+                throw ChangeSetError("\(name)[\(rowKey)].\(field.name) is missing or null but the field is not nullable")
+            }
+            return .null
+        }
+        guard let normalized = field.type.normalize(value) else {
+            throw ChangeSetError("\(name)[\(rowKey)].\(field.name): expected \(field.type.expectation), got \(value.kindName)")
+        }
+        return normalized
+    }
+
+    fileprivate func describe(_ id: JSONValue) -> String {
+        id.keyString.map { "'\($0)'" } ?? id.kindName
+    }
+}
+
+/// A change set that does not fit the schema or the stored data. Servers answer 422.
+public struct ChangeSetError: Error, CustomStringConvertible, Sendable, Hashable {
+    public let description: String
+
+    public init(_ description: String) {
+        self.description = description
+    }
+}
+
+extension EntityType {
+    /// Checks one whole row, primary key included, as in a bulk-load file.
+    ///
+    /// ```swift
+    /// let row = try events.validateRow(["id": 1, "title": "Gig", …])
+    /// ```
+    ///
+    /// - Throws: ``ChangeSetError`` for a missing or invalid key, an unknown field or a bad value.
+    public func validateRow(_ object: [String: JSONValue]) throws(ChangeSetError) -> RowValues {
+        guard let id = object[primaryKey.name] else {
+            throw ChangeSetError("\(name): the row has no '\(primaryKey.name)'")
+        }
+        guard primaryKey.type.accepts(id), let key = id.keyString else {
+            throw ChangeSetError("\(name): id \(describe(id)) is not a valid \(primaryKey.type.rawValue) key")
+        }
+        return try row(id, [key: object])
+    }
+}

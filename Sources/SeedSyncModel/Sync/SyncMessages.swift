@@ -1,0 +1,77 @@
+/// The body of `POST /v1/sync`.
+///
+/// ```json
+/// {"maxRevision": 17382, "changeSets": [], "limit": 1000}
+/// ```
+public struct SyncRequest: Codable, Sendable, Hashable {
+    /// The revision the client has.
+    public var maxRevision: Int64
+    /// Changes from the client; must be empty in protocol v1 (no write-back).
+    public var changeSets: [ChangeSet]
+    /// The most change sets the client wants in one answer; the server caps it.
+    public var limit: Int?
+
+    public init(maxRevision: Int64, changeSets: [ChangeSet] = [], limit: Int? = nil) {
+        self.maxRevision = maxRevision
+        self.changeSets = changeSets
+        self.limit = limit
+    }
+
+    private enum CodingKeys: String, CodingKey { case maxRevision, changeSets, limit }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        maxRevision = try container.decode(Int64.self, forKey: .maxRevision)
+        changeSets = try container.decodeIfPresent([ChangeSet].self, forKey: .changeSets) ?? []
+        limit = try container.decodeIfPresent(Int.self, forKey: .limit)
+    }
+}
+
+/// The answer of `POST /v1/sync`: change sets from the client's revision on, in order, without gaps.
+public struct SyncResponse: Codable, Sendable, Hashable {
+    /// The revision of the last change set returned, or the request's revision when none is.
+    public var maxRevision: Int64
+    /// Whether the server stopped early and the client should ask again from ``maxRevision``.
+    public var hasMore: Bool
+    public var changeSets: [ChangeSet]
+
+    public init(maxRevision: Int64, hasMore: Bool, changeSets: [ChangeSet]) {
+        self.maxRevision = maxRevision
+        self.hasMore = hasMore
+        self.changeSets = changeSets
+    }
+}
+
+/// The answer of `POST /v1/admin/changes`: the revision the change set became.
+public struct CommitResponse: Codable, Sendable, Hashable {
+    public var revision: Int64
+
+    public init(revision: Int64) {
+        self.revision = revision
+    }
+}
+
+/// The body of every error answer: `{"error": {"code": "…", "message": "…"}}`.
+///
+/// `history_expired` errors add `minRevision`, `revision_ahead` errors add `revision`.
+public struct ErrorResponse: Codable, Sendable, Hashable {
+    public struct Detail: Codable, Sendable, Hashable {
+        public var code: String
+        public var message: String
+        public var minRevision: Int64?
+        public var revision: Int64?
+
+        public init(code: String, message: String, minRevision: Int64? = nil, revision: Int64? = nil) {
+            self.code = code
+            self.message = message
+            self.minRevision = minRevision
+            self.revision = revision
+        }
+    }
+
+    public var error: Detail
+
+    public init(error: Detail) {
+        self.error = error
+    }
+}

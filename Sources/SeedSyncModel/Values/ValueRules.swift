@@ -1,0 +1,105 @@
+import Foundation
+
+extension FieldType {
+    /// The canonical form of `value` for a field of this type, or `nil` when it does not fit.
+    ///
+    /// `real` accepts integers and stores them as reals, `blob` accepts base64 and re-encodes it
+    /// canonically, `timestamp` accepts RFC 3339 text only. `null` is not handled here.
+    public func normalize(_ value: JSONValue) -> JSONValue? {
+        switch (self, value) {
+        case (.integer, .int), (.text, .string), (.boolean, .bool): return value
+        case (.real, .int(let number)): return .double(Double(number))
+        case (.real, .double(let number)): return number.isFinite ? value : nil
+        case (.timestamp, .string(let text)): return RFC3339.isValid(text) ? value : nil
+        case (.blob, .string(let text)):
+            return Data(base64Encoded: text).map { .string($0.base64EncodedString()) }
+        default: return nil
+        }
+    }
+
+    /// A short description of what a value of this type looks like in JSON, for error messages.
+    public var expectation: String {
+        switch self {
+        case .integer: "an integer"
+        case .real: "a number"
+        case .text: "a string"
+        case .boolean: "true or false"
+        case .timestamp: "an RFC 3339 timestamp string"
+        case .blob: "a base64 string"
+        }
+    }
+}
+
+extension KeyType {
+    /// Whether `value` is a key of this type: an integer, or a non-empty string of at most 1,024 bytes.
+    public func accepts(_ value: JSONValue) -> Bool {
+        switch (self, value) {
+        case (.integer, .int): true
+        case (.text, .string(let text)): !text.isEmpty && text.utf8.count <= 1024
+        default: false
+        }
+    }
+
+    /// Parses a key from its string form (a query parameter or an `attributes` key).
+    public func key(from text: String) -> JSONValue? {
+        switch self {
+        case .integer:
+            guard let number = Int64(text), String(number) == text else { return nil }
+            return .int(number)
+        case .text:
+            return accepts(.string(text)) ? .string(text) : nil
+        }
+    }
+}
+
+/// RFC 3339 date-time checks: `2026-11-22T10:15:00Z`, `2026-11-22T10:15:00.250+01:00`.
+public enum RFC3339 {
+    /// Whether `text` is an RFC 3339 `date-time` (a space or lowercase `t` between date and time is accepted).
+    public static func isValid(_ text: String) -> Bool {
+        let b = Array(text.utf8)
+        guard b.count >= 20, b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-"),
+            [UInt8(ascii: "T"), UInt8(ascii: "t"), UInt8(ascii: " ")].contains(b[10]),
+            b[13] == UInt8(ascii: ":"), b[16] == UInt8(ascii: ":"),
+            let year = number(b, 0, 4), let month = number(b, 5, 2), let day = number(b, 8, 2),
+            let hour = number(b, 11, 2), let minute = number(b, 14, 2), let second = number(b, 17, 2),
+            year >= 0, (1...12).contains(month), (1...daysIn(month, of: year)).contains(day),
+            hour < 24, minute < 60, second <= 60
+        else { return false }
+        var index = 19
+        if b[index] == UInt8(ascii: ".") {
+            index += 1
+            let start = index
+            while index < b.count, isDigit(b[index]) { index += 1 }
+            guard index > start else { return false }
+        }
+        return isValidOffset(b[index...])
+    }
+
+    private static func isValidOffset(_ b: ArraySlice<UInt8>) -> Bool {
+        if b.count == 1 { return b.first == UInt8(ascii: "Z") || b.first == UInt8(ascii: "z") }
+        let o = Array(b)
+        guard o.count == 6, o[0] == UInt8(ascii: "+") || o[0] == UInt8(ascii: "-"), o[3] == UInt8(ascii: ":"),
+            let hours = number(o, 1, 2), let minutes = number(o, 4, 2)
+        else { return false }
+        return hours < 24 && minutes < 60
+    }
+
+    private static func number(_ b: [UInt8], _ start: Int, _ count: Int) -> Int? {
+        var value = 0
+        for byte in b[start..<start + count] {
+            guard isDigit(byte) else { return nil }
+            value = value * 10 + Int(byte - UInt8(ascii: "0"))
+        }
+        return value
+    }
+
+    private static func isDigit(_ byte: UInt8) -> Bool { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) }
+
+    private static func daysIn(_ month: Int, of year: Int) -> Int {
+        switch month {
+        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+}

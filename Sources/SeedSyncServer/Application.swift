@@ -1,0 +1,32 @@
+import Hummingbird
+import Logging
+import SeedSyncModel
+
+/// Builds the sync server: protocol v1 over `store`, with the middleware the protocol needs
+/// (errors as JSON, gzip, bearer tokens). Tests build the same application.
+///
+/// ```swift
+/// let store = try SQLiteSyncStore(path: "server.sqlite")
+/// let app = try await buildApplication(store: store, configuration: ServerConfiguration(tokens: tokens))
+/// try await app.runService()
+/// ```
+///
+/// - Parameter onServerRunning: called with the bound port once the server listens (useful with port 0).
+public func buildApplication(
+    store: any SyncStore,
+    configuration: ServerConfiguration,
+    logger: Logger = Logger(label: "seed-server"),
+    onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+) async throws -> some ApplicationProtocol {
+    let schema = try await store.schemaInfo().schema
+    let router = Router()
+    router.add(middleware: ErrorMiddleware())
+    router.add(middleware: ResponseCompressionMiddleware(minimumSize: configuration.minimumCompressionSize))
+    SyncRoutes(store: store, schema: schema, configuration: configuration).add(to: router)
+    return Application(
+        router: router,
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "seed-server"),
+        onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
+        logger: logger
+    )
+}

@@ -1,0 +1,77 @@
+import Foundation
+import Hummingbird
+import SeedSyncModel
+
+/// An error answer of protocol v1: a status and `{"error": {"code": "…", "message": "…"}}`.
+///
+/// Domain errors become these in this target alone (see ``init(_:)``); anything else is a bare 500.
+public struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable {
+    public let status: HTTPResponse.Status
+    public let code: String
+    public let message: String
+    var minRevision: Int64?
+    var revision: Int64?
+    var headers: HTTPFields = [:]
+
+    init(_ status: HTTPResponse.Status, code: String, message: String) {
+        self.status = status
+        self.code = code
+        self.message = message
+    }
+
+    /// The answer for a store error: 410, 409, 404, 400 or 422.
+    init(_ error: SyncStoreError) {
+        let status: HTTPResponse.Status = switch error.code {
+        case .historyExpired: .gone
+        case .revisionAhead: .conflict
+        case .unknownType: .notFound
+        case .invalidKey: .badRequest
+        case .invalidChangeSet: .unprocessableContent
+        }
+        self.init(status, code: error.code.rawValue, message: error.description)
+        minRevision = error.minRevision
+        revision = error.revision
+    }
+
+    /// The answer for an error Hummingbird raised (unknown route, wrong method, body too large).
+    init(_ error: HTTPError) {
+        let code: String = switch error.status {
+        case .notFound: "not_found"
+        case .methodNotAllowed: "method_not_allowed"
+        case .contentTooLarge: "body_too_large"
+        case .badRequest: "bad_request"
+        default: "http_\(error.status.code)"
+        }
+        self.init(error.status, code: code, message: error.body ?? error.status.reasonPhrase)
+        headers = error.headers
+    }
+
+    public var description: String { "\(status.code) \(code): \(message)" }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        let body = ErrorResponse(error: .init(code: code, message: message, minRevision: minRevision, revision: revision))
+        var headers = self.headers
+        headers[.contentType] = "application/json"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: try JSONEncoder().encode(body))))
+    }
+
+    static let unauthorized: ServerError = {
+        var error = ServerError(.unauthorized, code: "unauthorized", message: "a valid bearer token is required")
+        error.headers[.wwwAuthenticate] = "Bearer"
+        return error
+    }()
+
+    static let forbidden = ServerError(.forbidden, code: "forbidden", message: "this token may not use admin endpoints")
+
+    static func bodyTooLarge(_ limit: Int) -> ServerError {
+        ServerError(.contentTooLarge, code: "body_too_large", message: "the request body is larger than \(limit) bytes")
+    }
+
+    static func malformedJSON(_ what: String) -> ServerError {
+        ServerError(.badRequest, code: "malformed_json", message: "the request body is not a valid \(what)")
+    }
+
+    static func invalidParameter(_ name: String, _ expectation: String) -> ServerError {
+        ServerError(.badRequest, code: "invalid_parameter", message: "\(name) must be \(expectation)")
+    }
+}

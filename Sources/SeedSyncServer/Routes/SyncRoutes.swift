@@ -1,0 +1,94 @@
+import Foundation
+import Hummingbird
+import SeedSyncModel
+
+/// The endpoints of protocol v1 over one ``SyncStore``. See `docs/PROTOCOL.md`.
+struct SyncRoutes<Context: RequestContext>: Sendable {
+    let store: any SyncStore
+    let schema: DatasetSchema
+    let configuration: ServerConfiguration
+
+    func add(to router: Router<Context>) {
+        router.get("health") { _, _ in Self.json(Array(#"{"status":"ok"}"#.utf8)) }
+        let reader = router.group("v1").add(middleware: BearerAuthMiddleware(tokens: configuration.tokens, required: .read))
+        reader.get("schema") { _, _ in try await schemaInfo() }
+        reader.get("snapshot/:type") { request, context in try await snapshot(request, context) }
+        reader.post("sync") { request, _ in try await sync(request) }
+        let admin = router.group("v1/admin").add(middleware: BearerAuthMiddleware(tokens: configuration.tokens, required: .admin))
+        admin.post("changes") { request, _ in try await commit(request) }
+    }
+
+    private func schemaInfo() async throws -> Response {
+        Self.json(try JSONEncoder().encode(try await store.schemaInfo()))
+    }
+
+    private func snapshot(_ request: Request, _ context: Context) async throws -> Response {
+        let name = context.parameters.get("type") ?? ""
+        guard let type = schema.type(named: name) else { throw SyncStoreError.unknownType(name) }
+        let query = request.uri.queryParameters
+        let after = try query.get("after").map { text in
+            guard let key = type.primaryKey.type.key(from: String(text)) else {
+                throw SyncStoreError.invalidKey(String(text), type: type.name)
+            }
+            return key
+        }
+        let limit = try Self.limit(query.get("limit"), default: configuration.defaultSnapshotLimit, max: configuration.maxSnapshotLimit)
+        return Self.json(try await store.snapshotPage(of: type.name, after: after, limit: limit).jsonBytes())
+    }
+
+    private func sync(_ request: Request) async throws -> Response {
+        var request = request
+        let body = try await request.collectBody(decompressingUpTo: configuration.maxRequestBodySize)
+        guard let sync = try? JSONDecoder().decode(SyncRequest.self, from: Data(buffer: body)) else {
+            throw ServerError.malformedJSON("sync request: {\"maxRevision\": N, \"changeSets\": [], \"limit\": L}")
+        }
+        guard sync.changeSets.isEmpty else {
+            throw ServerError(.forbidden, code: "write_back_unsupported", message: "protocol v1 does not accept change sets from clients; send an empty changeSets list")
+        }
+        guard sync.maxRevision >= 0 else { throw ServerError.invalidParameter("maxRevision", "0 or more") }
+        let limit = try Self.limit(sync.limit.map(String.init), default: configuration.defaultSyncLimit, max: configuration.maxSyncLimit)
+        let feed = try await store.changeFeed(after: sync.maxRevision, limit: limit, byteBudget: configuration.syncByteBudget)
+        return Self.json(Self.encode(feed))
+    }
+
+    private func commit(_ request: Request) async throws -> Response {
+        var request = request
+        let body = try await request.collectBody(decompressingUpTo: configuration.maxRequestBodySize)
+        guard let changeSet = try? JSONDecoder().decode(ChangeSet.self, from: Data(buffer: body)) else {
+            throw ServerError.malformedJSON("change set: {\"types\": [...], \"<type>\": {\"create\": [...], ...}}")
+        }
+        guard changeSet.revision == nil else {
+            throw ServerError(.unprocessableContent, code: "invalid_change_set", message: "a submitted change set must not carry a revision; the server assigns it")
+        }
+        let revision = try await store.commit(changeSet)
+        return Self.json(try JSONEncoder().encode(CommitResponse(revision: revision)))
+    }
+
+    /// A `limit` parameter: absent gives `default`, values above `max` are reduced to it.
+    private static func limit(_ text: String?, default defaultValue: Int, max maximum: Int) throws -> Int {
+        guard let text else { return defaultValue }
+        guard let value = Int(text), value >= 1 else { throw ServerError.invalidParameter("limit", "a whole number of 1 or more") }
+        return min(value, maximum)
+    }
+
+    private static func encode(_ feed: ChangeFeed) -> [UInt8] {
+        var writer = JSONWriter(capacity: feed.changeSets.reduce(64) { $0 + $1.json.count + 1 })
+        writer.beginObject()
+        writer.key("maxRevision"); writer.value(.int(feed.maxRevision))
+        writer.key("hasMore"); writer.value(.bool(feed.hasMore))
+        writer.key("changeSets")
+        writer.beginArray()
+        for changeSet in feed.changeSets { writer.rawValue(changeSet.json) }
+        writer.endArray()
+        writer.endObject()
+        return writer.bytes
+    }
+
+    private static func json(_ bytes: some Sequence<UInt8>) -> Response {
+        Response(
+            status: .ok,
+            headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(bytes: bytes))
+        )
+    }
+}

@@ -1,0 +1,46 @@
+/// What a `seed-server serve` process runs with. Every limit has a default that suits a server on
+/// a small machine; tests shrink them to reach the edges cheaply.
+public struct ServerConfiguration: Sendable {
+    public var host: String
+    public var port: Int
+    /// Who may call what; `nil` serves without authentication (`--allow-anonymous`, for experiments).
+    public var tokens: TokenSet?
+    /// The largest request body accepted, compressed or decompressed: 8 MiB.
+    public var maxRequestBodySize: Int
+    /// Snapshot rows per page when the request gives no `limit`.
+    public var defaultSnapshotLimit: Int
+    /// The most snapshot rows per page; larger `limit` values are reduced to it.
+    public var maxSnapshotLimit: Int
+    /// Change sets per sync answer when the request gives no `limit`.
+    public var defaultSyncLimit: Int
+    /// The most change sets per sync answer; larger `limit` values are reduced to it.
+    public var maxSyncLimit: Int
+    /// The most change-set JSON per sync answer (a single larger change set is still sent whole).
+    public var syncByteBudget: Int
+    /// Responses smaller than this are not gzip-compressed.
+    public var minimumCompressionSize: Int
+
+    public init(
+        host: String = "127.0.0.1",
+        port: Int = 8080,
+        tokens: TokenSet?,
+        maxRequestBodySize: Int = 8 << 20,
+        defaultSnapshotLimit: Int = 5_000,
+        maxSnapshotLimit: Int = 50_000,
+        defaultSyncLimit: Int = 1_000,
+        maxSyncLimit: Int = 10_000,
+        syncByteBudget: Int = 4 << 20,
+        minimumCompressionSize: Int = 1_024
+    ) {
+        self.host = host
+        self.port = port
+        self.tokens = tokens
+        self.maxRequestBodySize = maxRequestBodySize
+        self.defaultSnapshotLimit = defaultSnapshotLimit
+        self.maxSnapshotLimit = maxSnapshotLimit
+        self.defaultSyncLimit = defaultSyncLimit
+        self.maxSyncLimit = maxSyncLimit
+        self.syncByteBudget = syncByteBudget
+        self.minimumCompressionSize = minimumCompressionSize
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import SeedSyncModel
+
+/// Reads an NDJSON file (one JSON object per line, primary key included) row by row, checking
+/// each against the type. Memory stays flat: the file is read in 1 MiB chunks.
+///
+/// ```swift
+/// var rows = try NDJSONRowReader(path: "events.ndjson", type: events)
+/// while let row = try rows.nextRow() { … }
+/// ```
+public struct NDJSONRowReader: RowSource {
+    /// The longest line accepted.
+    public static let maxLineLength = 16 << 20
+
+    private let path: String
+    private let type: EntityType
+    private let handle: FileHandle
+    private var buffer: [UInt8] = []
+    private var position = 0
+    private var isAtEnd = false
+    private var lineNumber = 0
+    private let decoder = JSONDecoder()
+
+    /// - Throws: ``StoreError`` when the file cannot be opened.
+    public init(path: String, type: EntityType) throws {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw StoreError.invalidLoad("cannot open \(path) for reading")
+        }
+        self.path = path
+        self.type = type
+        self.handle = handle
+    }
+
+    public mutating func nextRow() throws -> RowValues? {
+        while let line = try nextLine() {
+            lineNumber += 1
+            guard line.contains(where: { !Self.isWhitespace($0) }) else { continue }
+            let object: [String: JSONValue]
+            do {
+                object = try decoder.decode([String: JSONValue].self, from: Data(line))
+            } catch {
+                throw StoreError.invalidLoad("\(path):\(lineNumber): not a JSON object")
+            }
+            do {
+                return try type.validateRow(object)
+            } catch {
+                throw StoreError.invalidLoad("\(path):\(lineNumber): \(error)")
+            }
+        }
+        try? handle.close()
+        return nil
+    }
+
+    private mutating func nextLine() throws -> ArraySlice<UInt8>? {
+        while true {
+            if let end = buffer[position...].firstIndex(of: UInt8(ascii: "\n")) {
+                defer { position = end + 1 }
+                return buffer[position..<end]
+            }
+            guard !isAtEnd else {
+                defer { position = buffer.count }
+                return position < buffer.count ? buffer[position...] : nil
+            }
+            guard buffer.count - position <= Self.maxLineLength else {
+                throw StoreError.invalidLoad("\(path):\(lineNumber + 1): line longer than \(Self.maxLineLength) bytes")
+            }
+            buffer.removeFirst(position)
+            position = 0
+            let chunk = try handle.read(upToCount: 1 << 20) ?? Data()
+            if chunk.isEmpty { isAtEnd = true } else { buffer.append(contentsOf: chunk) }
+        }
+    }
+
+    private static func isWhitespace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0D
+    }
+}

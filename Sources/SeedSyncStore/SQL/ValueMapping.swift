@@ -1,0 +1,61 @@
+import Foundation
+import GRDB
+import SeedSyncModel
+
+/// Converts between wire values (already normalized by validation) and SQLite values.
+enum ValueMapping {
+    static func databaseValue(_ value: JSONValue, as type: FieldType) -> DatabaseValue {
+        switch (value, type) {
+        case (.null, _): .null
+        case (.bool(let flag), _): (flag ? 1 : 0).databaseValue
+        case (.int(let number), .real): Double(number).databaseValue
+        case (.int(let number), _): number.databaseValue
+        case (.double(let number), _): number.databaseValue
+        case (.string(let text), .blob): (Data(base64Encoded: text) ?? Data()).databaseValue
+        case (.string(let text), _): text.databaseValue
+        case (.array, _), (.object, _): .null
+        }
+    }
+
+    static func databaseValue(key: JSONValue) -> DatabaseValue {
+        switch key {
+        case .int(let number): number.databaseValue
+        case .string(let text): text.databaseValue
+        default: .null
+        }
+    }
+
+    static func jsonValue(_ value: DatabaseValue, as type: FieldType) -> JSONValue {
+        switch (value.storage, type) {
+        case (.null, _): .null
+        case (.int64(let number), .boolean): .bool(number != 0)
+        case (.int64(let number), .real): .double(Double(number))
+        case (.int64(let number), _): .int(number)
+        case (.double(let number), _): .double(number)
+        case (.string(let text), _): .string(text)
+        case (.blob(let data), _): .string(data.base64EncodedString())
+        }
+    }
+
+    static func jsonKey(_ value: DatabaseValue) -> JSONValue {
+        switch value.storage {
+        case .int64(let number): .int(number)
+        case .string(let text): .string(text)
+        default: .null
+        }
+    }
+
+    /// Arguments for ``TableSQL/insert`` and ``TableSQL/upsert``: key, fields, revision.
+    static func arguments(_ row: RowValues, of type: EntityType, revision: Int64) -> StatementArguments {
+        StatementArguments([databaseValue(key: row.key)] + fieldValues(row, of: type) + [revision.databaseValue])
+    }
+
+    /// Arguments for ``TableSQL/update``: fields, revision, key.
+    static func updateArguments(_ row: RowValues, of type: EntityType, revision: Int64) -> StatementArguments {
+        StatementArguments(fieldValues(row, of: type) + [revision.databaseValue, databaseValue(key: row.key)])
+    }
+
+    private static func fieldValues(_ row: RowValues, of type: EntityType) -> [DatabaseValue] {
+        zip(type.fields, row.values).map { databaseValue($1, as: $0.type) }
+    }
+}

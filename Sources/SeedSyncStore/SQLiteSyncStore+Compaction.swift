@@ -1,0 +1,27 @@
+import GRDB
+
+extension SQLiteSyncStore {
+    /// The outcome of ``SQLiteSyncStore/compact(keepingRevisions:)``.
+    public struct Compaction: Sendable {
+        /// How many change sets were dropped.
+        public var removedChangeSets: Int
+        /// The new oldest revision a client may sync from.
+        public var minRevision: Int64
+    }
+
+    /// Drops change sets older than the newest `keep` revisions and raises `minRevision` to match.
+    ///
+    /// A client at revision `revision - keep` or newer can still sync; older clients get
+    /// `history_expired` and download a new snapshot.
+    public func compact(keepingRevisions keep: Int64) async throws -> Compaction {
+        precondition(keep >= 0, "keep must not be negative")
+        return try await pool.write { db in
+            let state = try StateRecord.fetch(db)
+            let minRevision = max(state.minRevision, state.revision - keep)
+            try db.execute(sql: "DELETE FROM _seedsync_changes WHERE revision <= ?", arguments: [minRevision])
+            let removed = db.changesCount
+            try StateRecord.save(db, revision: state.revision, minRevision: minRevision)
+            return Compaction(removedChangeSets: removed, minRevision: minRevision)
+        }
+    }
+}

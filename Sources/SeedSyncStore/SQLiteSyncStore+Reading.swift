@@ -1,0 +1,90 @@
+import GRDB
+import SeedSyncModel
+
+extension SQLiteSyncStore {
+    public func schemaInfo() async throws -> SchemaInfo {
+        let schema = self.schema
+        return try await pool.read { db in
+            let state = try StateRecord.fetch(db)
+            return SchemaInfo(schema: schema, revision: state.revision, minRevision: state.minRevision)
+        }
+    }
+
+    public func snapshotPage(of type: String, after: JSONValue?, limit: Int) async throws -> SnapshotPage {
+        let table = try self.table(type)
+        return try await pool.read { db in
+            let state = try StateRecord.fetch(db)
+            let statement = try db.cachedStatement(sql: table.snapshot(after: after != nil))
+            var arguments: [DatabaseValue] = after.map { [ValueMapping.databaseValue(key: $0)] } ?? []
+            arguments.append((limit + 1).databaseValue)
+            var rows = try Self.rows(of: table.type, statement: statement, arguments: StatementArguments(arguments))
+            let isLast = rows.count <= limit
+            if !isLast { rows.removeLast() }
+            return SnapshotPage(
+                type: type,
+                revision: state.revision,
+                columns: table.type.columnNames,
+                rows: rows,
+                next: isLast ? .null : rows.last![0]
+            )
+        }
+    }
+
+    private static func rows(of type: EntityType, statement: Statement, arguments: StatementArguments) throws -> [[JSONValue]] {
+        let fieldTypes = type.fields.map(\.type)
+        var rows: [[JSONValue]] = []
+        let cursor = try Row.fetchCursor(statement, arguments: arguments)
+        while let row = try cursor.next() {
+            var values: [JSONValue] = [ValueMapping.jsonKey(row[0])]
+            values.reserveCapacity(fieldTypes.count + 2)
+            for (index, fieldType) in fieldTypes.enumerated() {
+                values.append(ValueMapping.jsonValue(row[index + 1], as: fieldType))
+            }
+            values.append(.int(row[fieldTypes.count + 1]))
+            rows.append(values)
+        }
+        return rows
+    }
+
+    public func changeFeed(after revision: Int64, limit: Int, byteBudget: Int) async throws -> ChangeFeed {
+        try await pool.read { db in
+            let state = try StateRecord.fetch(db)
+            if revision < state.minRevision {
+                throw SyncStoreError.historyExpired(requested: revision, minRevision: state.minRevision)
+            }
+            if revision > state.revision {
+                throw SyncStoreError.revisionAhead(requested: revision, revision: state.revision)
+            }
+            let cursor = try Row.fetchCursor(
+                db.cachedStatement(sql: "SELECT revision, change_set FROM _seedsync_changes WHERE revision > ? ORDER BY revision LIMIT ?"),
+                arguments: [revision, limit]
+            )
+            var changeSets: [EncodedChangeSet] = []
+            var bytes = 0
+            while let row = try cursor.next() {
+                let json: [UInt8] = try row.withUnsafeData(atIndex: 1) { data in data.map(Array.init) ?? [] }
+                if !changeSets.isEmpty, bytes + json.count > byteBudget { break }
+                bytes += json.count
+                changeSets.append(EncodedChangeSet(revision: row[0], json: json))
+            }
+            let maxRevision = changeSets.last?.revision ?? revision
+            return ChangeFeed(maxRevision: maxRevision, hasMore: maxRevision < state.revision, changeSets: changeSets)
+        }
+    }
+
+    /// Every key of `type`, in key order (for mutation generators and tests).
+    public func keys(of type: String) async throws -> [JSONValue] {
+        let table = try self.table(type)
+        return try await pool.read { db in
+            try DatabaseValue.fetchAll(db, sql: table.keys).map(ValueMapping.jsonKey)
+        }
+    }
+
+    /// The number of rows of each type.
+    public func rowCounts() async throws -> [String: Int] {
+        let tables = self.tables
+        return try await pool.read { db in
+            try tables.mapValues { try Int.fetchOne(db, sql: "SELECT count(*) FROM \($0.table)") ?? 0 }
+        }
+    }
+}

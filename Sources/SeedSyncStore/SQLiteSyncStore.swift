@@ -1,0 +1,163 @@
+import Foundation
+import GRDB
+import SeedSyncModel
+
+/// The embedded store: one SQLite file holding one table per type, the change log and the state.
+///
+/// Files are opened as a `DatabasePool` in WAL mode: readers (snapshot pages, change feeds) run
+/// concurrently with the single writer and each sees one committed state. Writes are serialized
+/// by the pool's writer, so revisions are assigned in commit order (rule 1 of ``SyncStore``).
+/// Commits are synced to disk (`synchronous = FULL`): an acknowledged revision survives a crash.
+///
+/// ```swift
+/// try await SQLiteSyncStore.create(at: "server.sqlite", schema: DemoDataset.schema)
+/// let store = try SQLiteSyncStore(path: "server.sqlite")
+/// let revision = try await store.commit(changeSet)
+/// ```
+///
+/// Internal tables start with `_seedsync_`, which no type name can (see ``SchemaNames``):
+/// `_seedsync_state` (one row: format, schema JSON, revision, min_revision) and
+/// `_seedsync_changes` (revision, change_set JSON).
+public final class SQLiteSyncStore: SyncStore {
+    /// The schema the file was created with.
+    public let schema: DatasetSchema
+    let pool: DatabasePool
+    let tables: [String: TableSQL]
+
+    /// Opens an existing server database.
+    ///
+    /// - Throws: ``StoreError`` when nothing is at `path` or the file is not a seed-server database.
+    public init(path: String) throws {
+        guard FileManager.default.fileExists(atPath: path) else { throw StoreError.missingDatabase(path) }
+        pool = try DatabasePool(path: path, configuration: Self.configuration())
+        do {
+            schema = try pool.read { db in try StateRecord.fetch(db).schema() }
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_ERROR || error.resultCode == .SQLITE_NOTADB {
+            try? pool.close()
+            throw StoreError.notAServerDatabase(path)
+        }
+        tables = Dictionary(uniqueKeysWithValues: schema.types.map { ($0.name, TableSQL(type: $0)) })
+    }
+
+    /// Creates a server database at `path` for `schema`, filled by `populate` as revision 1 when given.
+    ///
+    /// The file is built beside `path` under a temporary name and renamed into place when complete,
+    /// so a failed or interrupted `init` never leaves a half-filled database at `path`.
+    ///
+    /// - Throws: ``StoreError/alreadyExists(_:)`` when `path` exists, ``SchemaError`` for an invalid
+    ///   schema, and whatever `populate` throws.
+    public static func create(
+        at path: String,
+        schema: DatasetSchema,
+        populate: (@Sendable (inout BulkWriter) throws -> Void)? = nil
+    ) async throws {
+        try schema.validate()
+        guard !FileManager.default.fileExists(atPath: path) else { throw StoreError.alreadyExists(path) }
+        let temporary = path + ".partial-\(UUID().uuidString.prefix(8))"
+        defer { removeDatabaseFiles(at: temporary) }
+        let pool = try DatabasePool(path: temporary, configuration: configuration())
+        try await pool.write { db in
+            try createTables(in: db, schema: schema)
+        }
+        try pool.close()
+        let store = try SQLiteSyncStore(path: temporary)
+        if let populate { _ = try await store.bulkWrite(populate) }
+        try store.close()
+        guard !FileManager.default.fileExists(atPath: path) else { throw StoreError.alreadyExists(path) }
+        try FileManager.default.moveItem(atPath: temporary, toPath: path)
+    }
+
+    /// Closes the file; later calls fail.
+    public func close() throws {
+        try pool.close()
+    }
+
+    static func configuration() -> Configuration {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        return configuration
+    }
+
+    private static func createTables(in db: Database, schema: DatasetSchema) throws {
+        try db.execute(sql: """
+            CREATE TABLE _seedsync_state (
+              id INTEGER PRIMARY KEY CHECK (id = 1),
+              format INTEGER NOT NULL,
+              schema TEXT NOT NULL,
+              revision INTEGER NOT NULL,
+              min_revision INTEGER NOT NULL
+            );
+            CREATE TABLE _seedsync_changes (
+              revision INTEGER PRIMARY KEY,
+              change_set BLOB NOT NULL
+            );
+            """)
+        let schemaJSON = String(decoding: try JSONEncoder().encode(schema), as: UTF8.self)
+        try db.execute(
+            sql: "INSERT INTO _seedsync_state (id, format, schema, revision, min_revision) VALUES (1, 1, ?, 0, 0)",
+            arguments: [schemaJSON]
+        )
+        for type in schema.types {
+            for statement in TableSQL(type: type).create { try db.execute(sql: statement) }
+        }
+    }
+
+    private static func removeDatabaseFiles(at path: String) {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            try? FileManager.default.removeItem(atPath: path + suffix)
+        }
+    }
+
+    func table(_ name: String) throws -> TableSQL {
+        guard let table = tables[name] else { throw SyncStoreError.unknownType(name) }
+        return table
+    }
+}
+
+/// The one row of `_seedsync_state`.
+struct StateRecord {
+    var schemaJSON: String
+    var revision: Int64
+    var minRevision: Int64
+
+    static func fetch(_ db: Database) throws -> StateRecord {
+        guard let row = try Row.fetchOne(db, sql: "SELECT schema, revision, min_revision FROM _seedsync_state WHERE id = 1")
+        else { throw DatabaseError(resultCode: .SQLITE_ERROR, message: "no state row") }
+        return StateRecord(schemaJSON: row[0], revision: row[1], minRevision: row[2])
+    }
+
+    static func save(_ db: Database, revision: Int64, minRevision: Int64) throws {
+        try db.execute(
+            sql: "UPDATE _seedsync_state SET revision = ?, min_revision = ? WHERE id = 1",
+            arguments: [revision, minRevision]
+        )
+    }
+
+    func schema() throws -> DatasetSchema {
+        try JSONDecoder().decode(DatasetSchema.self, from: Data(schemaJSON.utf8))
+    }
+}
+
+/// A problem with the database file itself, for the command line.
+public struct StoreError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+
+    static func missingDatabase(_ path: String) -> Self {
+        Self(description: "no server database at \(path); create one with `seed-server init`")
+    }
+
+    static func notAServerDatabase(_ path: String) -> Self {
+        Self(description: "\(path) is not a seed-server database")
+    }
+
+    static func alreadyExists(_ path: String) -> Self {
+        Self(description: "\(path) already exists; remove it or choose another path")
+    }
+
+    static func invalidLoad(_ message: String) -> Self {
+        Self(description: message)
+    }
+}

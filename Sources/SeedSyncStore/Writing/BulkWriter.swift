@@ -1,0 +1,78 @@
+import GRDB
+import SeedSyncModel
+
+extension SQLiteSyncStore {
+    /// Writes rows in bulk as one new revision, in one transaction.
+    ///
+    /// Bulk revisions are too large to replay through `/v1/sync`, so they are not logged: the
+    /// change log is cleared and `minRevision` moves up to the new revision, and clients older than
+    /// it download a new snapshot. Rows are upserted (a loaded row replaces the stored one).
+    ///
+    /// ```swift
+    /// let revision = try await store.bulkWrite { writer in
+    ///     var rows = try NDJSONRowReader(path: "events.ndjson", type: eventsType)
+    ///     try writer.upsert(&rows, into: "events")
+    /// }
+    /// ```
+    ///
+    /// - Returns: the revision the load became.
+    /// - Throws: ``StoreError`` when a loaded row holds a reference to a missing row, and whatever
+    ///   the row sources throw; nothing is written then.
+    @discardableResult
+    public func bulkWrite(_ body: @escaping @Sendable (inout BulkWriter) throws -> Void) async throws -> Int64 {
+        let schema = self.schema
+        let tables = self.tables
+        return try await pool.write { db in
+            let state = try StateRecord.fetch(db)
+            var writer = BulkWriter(db: db, tables: tables, revision: state.revision + 1)
+            try body(&writer)
+            try writer.checkReferences(schema: schema)
+            try db.execute(sql: "DELETE FROM _seedsync_changes")
+            try StateRecord.save(db, revision: writer.revision, minRevision: writer.revision)
+            return writer.revision
+        }
+    }
+}
+
+/// Upserts rows during ``SQLiteSyncStore/bulkWrite(_:)``. The database connection never escapes.
+public struct BulkWriter {
+    fileprivate let db: Database
+    fileprivate let tables: [String: TableSQL]
+    /// The revision every written row gets.
+    public let revision: Int64
+    fileprivate var loadedTypes: Set<String> = []
+
+    /// Upserts every row of `rows` into `type`.
+    ///
+    /// - Returns: the number of rows written.
+    @discardableResult
+    public mutating func upsert(_ rows: inout some RowSource, into type: String) throws -> Int {
+        guard let table = tables[type] else { throw SyncStoreError.unknownType(type) }
+        loadedTypes.insert(type)
+        let statement = try db.cachedStatement(sql: table.upsert)
+        var count = 0
+        while let row = try rows.nextRow() {
+            try statement.execute(arguments: ValueMapping.arguments(row, of: table.type, revision: revision))
+            count += 1
+        }
+        return count
+    }
+
+    /// Fails when a loaded type holds a reference to a missing row.
+    fileprivate func checkReferences(schema: DatasetSchema) throws {
+        for type in schema.types where loadedTypes.contains(type.name) {
+            let table = tables[type.name]!
+            for field in type.fields {
+                guard let target = field.references else { continue }
+                let dangling = try Row.fetchOne(db, sql: table.dangling(through: field, target: tables[target]!))
+                if let dangling {
+                    let key = ValueMapping.jsonKey(dangling[0]).keyString ?? "?"
+                    let reference = ValueMapping.jsonKey(dangling[1]).keyString ?? "?"
+                    throw StoreError.invalidLoad(
+                        "\(type.name)[\(key)].\(field.name) references \(target)[\(reference)], which does not exist; nothing was loaded"
+                    )
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import GRDB
+import SeedSyncModel
+
+extension SQLiteSyncStore {
+    public func commit(_ changeSet: ChangeSet) async throws -> Int64 {
+        let changes: [ValidatedChanges]
+        do {
+            changes = try schema.validate(changeSet)
+        } catch {
+            throw SyncStoreError.invalidChangeSet(error)
+        }
+        let writer = ChangeWriter(schema: schema, tables: tables)
+        do {
+            return try await pool.write { db in try writer.commit(changes, in: db) }
+        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_FOREIGNKEY {
+            throw SyncStoreError.invalidChangeSet(ChangeSetError("the change set leaves a reference to a missing row"))
+        }
+    }
+}
+
+/// Applies one validated change set inside a write transaction and logs it as the next revision.
+///
+/// Creates fail on an existing key, updates and deletes on a missing one. After every row is
+/// written, each reference a created or updated row holds must resolve, and no remaining row may
+/// reference a deleted one. Any failure throws, and the transaction rolls back whole.
+struct ChangeWriter {
+    let schema: DatasetSchema
+    let tables: [String: TableSQL]
+
+    func commit(_ changes: [ValidatedChanges], in db: Database) throws -> Int64 {
+        let state = try StateRecord.fetch(db)
+        let revision = state.revision + 1
+        for change in changes {
+            try write(change, revision: revision, in: db)
+        }
+        for change in changes {
+            try checkReferences(of: change, in: db)
+        }
+        try db.execute(
+            sql: "INSERT INTO _seedsync_changes (revision, change_set) VALUES (?, ?)",
+            arguments: [revision, Data(loggedChangeSet(changes, revision: revision))]
+        )
+        try StateRecord.save(db, revision: revision, minRevision: state.minRevision)
+        return revision
+    }
+
+    private func write(_ change: ValidatedChanges, revision: Int64, in db: Database) throws {
+        let table = tables[change.type.name]!
+        let insert = try db.cachedStatement(sql: table.insert)
+        for row in change.creates {
+            do {
+                try insert.execute(arguments: ValueMapping.arguments(row, of: change.type, revision: revision))
+            } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY {
+                throw invalid("\(change.type.name)[\(row.key.keyString!)] cannot be created: it already exists")
+            }
+        }
+        let update = try db.cachedStatement(sql: table.update)
+        for row in change.updates {
+            try update.execute(arguments: ValueMapping.updateArguments(row, of: change.type, revision: revision))
+            guard db.changesCount == 1 else {
+                throw invalid("\(change.type.name)[\(row.key.keyString!)] cannot be updated: it does not exist")
+            }
+        }
+        let delete = try db.cachedStatement(sql: table.delete)
+        for key in change.deletes {
+            try delete.execute(arguments: [ValueMapping.databaseValue(key: key)])
+            guard db.changesCount == 1 else {
+                throw invalid("\(change.type.name)[\(key.keyString!)] cannot be deleted: it does not exist")
+            }
+        }
+    }
+
+    private func checkReferences(of change: ValidatedChanges, in db: Database) throws {
+        for (index, field) in change.type.fields.enumerated() {
+            guard let target = field.references, let targetTable = tables[target] else { continue }
+            let exists = try db.cachedStatement(sql: targetTable.exists)
+            for row in change.creates + change.updates where row.values[index] != .null {
+                let key = row.values[index]
+                guard try Bool.fetchOne(exists, arguments: [ValueMapping.databaseValue(key: key)]) != nil else {
+                    throw invalid("\(change.type.name)[\(row.key.keyString!)].\(field.name) references \(target)[\(key.keyString ?? "?")], which does not exist")
+                }
+            }
+        }
+        for (referrer, field) in schema.references(to: change.type.name) {
+            let statement = try db.cachedStatement(sql: tables[referrer.name]!.referrer(through: field))
+            for key in change.deletes {
+                if let holder = try DatabaseValue.fetchOne(statement, arguments: [ValueMapping.databaseValue(key: key)]) {
+                    throw invalid("\(change.type.name)[\(key.keyString!)] cannot be deleted: \(referrer.name)[\(ValueMapping.jsonKey(holder).keyString ?? "?")].\(field.name) references it")
+                }
+            }
+        }
+    }
+
+    /// The change set as served by `/v1/sync`: normalized values, `revision` in every row.
+    private func loggedChangeSet(_ changes: [ValidatedChanges], revision: Int64) -> [UInt8] {
+        let typeChanges = changes.map { change in
+            var attributes: [String: [String: JSONValue]] = [:]
+            for row in change.creates + change.updates {
+                var values = Dictionary(uniqueKeysWithValues: zip(change.type.fields.map(\.name), row.values))
+                values[SchemaNames.revisionColumn] = .int(revision)
+                attributes[row.key.keyString!] = values
+            }
+            return TypeChanges(
+                type: change.type.name,
+                create: change.creates.map(\.key),
+                update: change.updates.map(\.key),
+                delete: change.deletes,
+                attributes: attributes
+            )
+        }
+        return ChangeSet(revision: revision, changes: typeChanges).jsonBytes()
+    }
+
+    private func invalid(_ message: String) -> SyncStoreError {
+        .invalidChangeSet(ChangeSetError(message))
+    }
+}

@@ -95,7 +95,7 @@ public final class SQLiteSyncStore: SyncStore {
               change_set BLOB NOT NULL
             );
             """)
-        let schemaJSON = String(decoding: try JSONEncoder().encode(schema), as: UTF8.self)
+        let schemaJSON = String(decoding: try JSONEncoder.stable().encode(schema), as: UTF8.self)
         try db.execute(
             sql: "INSERT INTO _seedsync_state (id, format, schema, revision, min_revision) VALUES (1, 1, ?, 0, 0)",
             arguments: [schemaJSON]

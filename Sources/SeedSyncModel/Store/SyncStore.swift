@@ -30,6 +30,9 @@ public protocol SyncStore: Sendable {
     /// - Throws: ``SyncStoreError/invalidChangeSet(_:)`` when it does not fit the schema or the
     ///   data (unknown row, duplicate row, dangling reference); nothing is written then.
     func commit(_ changeSet: ChangeSet) async throws -> Int64
+
+    /// Every key of `type`, in key order (for mutation generators and tests).
+    func keys(of type: String) async throws -> [JSONValue]
 }
 
 /// Change sets as the log stores them: already encoded, ready to splice into a response.

@@ -52,7 +52,7 @@ public struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable 
         let body = ErrorResponse(error: .init(code: code, message: message, minRevision: minRevision, revision: revision))
         var headers = self.headers
         headers[.contentType] = "application/json"
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: try JSONEncoder().encode(body))))
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: try JSONEncoder.stable().encode(body))))
     }
 
     static let unauthorized: ServerError = {

@@ -19,7 +19,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
     }
 
     private func schemaInfo() async throws -> Response {
-        Self.json(try JSONEncoder().encode(try await store.schemaInfo()))
+        Self.json(try JSONEncoder.stable().encode(try await store.schemaInfo()))
     }
 
     private func snapshot(_ request: Request, _ context: Context) async throws -> Response {
@@ -61,7 +61,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
             throw ServerError(.unprocessableContent, code: "invalid_change_set", message: "a submitted change set must not carry a revision; the server assigns it")
         }
         let revision = try await store.commit(changeSet)
-        return Self.json(try JSONEncoder().encode(CommitResponse(revision: revision)))
+        return Self.json(try JSONEncoder.stable().encode(CommitResponse(revision: revision)))
     }
 
     /// A `limit` parameter: absent gives `default`, values above `max` are reduced to it.

@@ -1,0 +1,55 @@
+import ArgumentParser
+import Foundation
+import Logging
+import SeedSyncServer
+import SeedSyncStore
+
+extension SeedServerCommand {
+    struct Serve: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Serve protocol v1. Tokens come from SEED_SERVER_TOKENS / SEED_SERVER_ADMIN_TOKENS or token files.",
+            discussion: "Prints 'listening on http://HOST:PORT' on stdout once ready; --port 0 picks a free port."
+        )
+
+        @OptionGroup var options: DatabaseOption
+        @Option(help: "Address to listen on.") var host = "127.0.0.1"
+        @Option(help: "Port to listen on; 0 picks a free one.") var port = 8080
+        @Option(help: "File with read tokens (comma- or line-separated).") var tokenFile: String?
+        @Option(help: "File with admin tokens (comma- or line-separated).") var adminTokenFile: String?
+        @Flag(help: "Serve without authentication when no token is configured (local experiments only).") var allowAnonymous = false
+        @Option(help: "Largest request body in bytes, compressed or not.") var maxBodySize = 8 << 20
+        @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel: Logger.Level = .info
+
+        func validate() throws {
+            guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+            guard maxBodySize > 0 else { throw ValidationError("--max-body-size must be positive") }
+        }
+
+        func run() async throws {
+            let tokens = try TokenSet.load(
+                environment: ProcessInfo.processInfo.environment,
+                readTokenFile: tokenFile,
+                adminTokenFile: adminTokenFile
+            )
+            guard !tokens.isEmpty || allowAnonymous else {
+                throw ValidationError("no token configured: set SEED_SERVER_TOKENS or SEED_SERVER_ADMIN_TOKENS, pass --token-file, or use --allow-anonymous for local experiments")
+            }
+            var logger = Logger(label: "seed-server")
+            logger.logLevel = logLevel
+            let store = try SQLiteSyncStore(path: options.database)
+            let configuration = ServerConfiguration(
+                host: host,
+                port: port,
+                tokens: tokens.isEmpty ? nil : tokens,
+                maxRequestBodySize: maxBodySize
+            )
+            let host = self.host
+            let app = try await buildApplication(store: store, configuration: configuration, logger: logger) { port in
+                FileHandle.standardOutput.write(Data("listening on http://\(host):\(port)\n".utf8))
+            }
+            try await app.runService()
+        }
+    }
+}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}

@@ -1,0 +1,87 @@
+import Foundation
+import SeedSyncDemo
+import SeedSyncModel
+import SeedSyncStore
+
+/// Schemas, stores and documents shared by the test targets.
+public enum Fixtures {
+    /// A schema that uses every field type, a text key and a text reference.
+    public static let catalogSchema = DatasetSchema(
+        dataset: "catalog",
+        schemaVersion: 3,
+        types: [
+            EntityType(
+                name: "authors",
+                primaryKey: PrimaryKey(name: "code", type: .text),
+                fields: [
+                    Field(name: "name", type: .text),
+                    Field(name: "born", type: .timestamp, nullable: true),
+                    Field(name: "photo", type: .blob, nullable: true),
+                ]
+            ),
+            EntityType(
+                name: "books",
+                primaryKey: PrimaryKey(name: "id", type: .integer),
+                fields: [
+                    Field(name: "title", type: .text),
+                    Field(name: "author_code", type: .text, nullable: true, references: "authors"),
+                    Field(name: "price", type: .real),
+                    Field(name: "in_stock", type: .boolean),
+                    Field(name: "pages", type: .integer, nullable: true),
+                ]
+            ),
+        ]
+    )
+
+    /// A valid `catalog` change set creating one author and one book by them.
+    public static func catalogCreation(author: String = "le-guin", book: Int64 = 1) -> ChangeSet {
+        ChangeSet(changes: [
+            TypeChanges(
+                type: "authors",
+                create: [.string(author)],
+                attributes: [author: ["name": "Ursula K. Le Guin", "born": "1929-10-21T00:00:00Z", "photo": "AAEC"]]
+            ),
+            TypeChanges(
+                type: "books",
+                create: [.int(book)],
+                attributes: [String(book): ["title": "The Dispossessed", "author_code": .string(author), "price": 12, "in_stock": true]]
+            ),
+        ])
+    }
+
+    /// A new store at revision 0 for `schema`.
+    public static func emptyStore(_ schema: DatasetSchema = catalogSchema, in directory: URL, name: String = "server.sqlite") async throws -> SQLiteSyncStore {
+        let path = directory.appendingPathComponent(name).path
+        try await SQLiteSyncStore.create(at: path, schema: schema)
+        return try SQLiteSyncStore(path: path)
+    }
+
+    /// A new demo store at revision 1.
+    public static func demoStore(events: Int = 300, locations: Int = 20, seed: UInt64 = 1, in directory: URL) async throws -> SQLiteSyncStore {
+        let path = directory.appendingPathComponent("demo.sqlite").path
+        let dataset = DemoDataset(events: events, locations: locations, seed: seed)
+        try await SQLiteSyncStore.create(at: path, schema: DemoDataset.schema) { writer in
+            var locations = dataset.rows(of: "locations")
+            var events = dataset.rows(of: "events")
+            try writer.upsert(&locations, into: "locations")
+            try writer.upsert(&events, into: "events")
+        }
+        return try SQLiteSyncStore(path: path)
+    }
+
+    /// Every row of every type, read through snapshot pages of `pageSize` rows.
+    public static func contents(of store: any SyncStore, pageSize: Int = 97) async throws -> [String: [[JSONValue]]] {
+        var contents: [String: [[JSONValue]]] = [:]
+        for type in try await store.schemaInfo().types {
+            var rows: [[JSONValue]] = []
+            var after: JSONValue?
+            repeat {
+                let page = try await store.snapshotPage(of: type.name, after: after, limit: pageSize)
+                rows += page.rows
+                after = page.next == .null ? nil : page.next
+            } while after != nil
+            contents[type.name] = rows
+        }
+        return contents
+    }
+}

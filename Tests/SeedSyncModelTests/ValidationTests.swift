@@ -1,0 +1,110 @@
+import Foundation
+import SeedSyncModel
+import SeedSyncTesting
+import Testing
+
+@Suite struct SchemaValidationTests {
+    @Test func demoAndCatalogSchemasAreValid() throws {
+        try Fixtures.catalogSchema.validate()
+    }
+
+    @Test(arguments: [
+        ("Bad", "type name 'Bad'"),
+        ("sqlite_master", "must not start with sqlite_"),
+        ("x234567890123456789012345678901234567890123456789012345678901234", "type name"),
+    ])
+    func rejectsBadTypeNames(name: String, message: String) {
+        let schema = DatasetSchema(dataset: "d", schemaVersion: 1, types: [
+            EntityType(name: name, primaryKey: PrimaryKey(name: "id", type: .integer), fields: []),
+        ])
+        #expect { try schema.validate() } throws: { "\($0)".contains(message) }
+    }
+
+    @Test func rejectsReservedDuplicateAndDanglingDeclarations() {
+        func schema(_ fields: [Field], key: String = "id") -> DatasetSchema {
+            DatasetSchema(dataset: "d", schemaVersion: 1, types: [
+                EntityType(name: "things", primaryKey: PrimaryKey(name: key, type: .integer), fields: fields),
+            ])
+        }
+        #expect(throws: SchemaError.self) { try schema([Field(name: "revision", type: .integer)]).validate() }
+        #expect(throws: SchemaError.self) { try schema([], key: "revision").validate() }
+        #expect(throws: SchemaError.self) { try schema([Field(name: "id", type: .text)]).validate() }
+        #expect(throws: SchemaError.self) { try schema([Field(name: "a", type: .text), Field(name: "a", type: .text)]).validate() }
+        #expect(throws: SchemaError.self) { try schema([Field(name: "x", type: .integer, references: "nowhere")]).validate() }
+        #expect(throws: SchemaError.self) { try schema([Field(name: "x", type: .text, references: "things")]).validate() }
+        #expect(throws: SchemaError.self) { try schema([Field(name: "Title", type: .text)]).validate() }
+        #expect(throws: SchemaError.self) { try DatasetSchema(dataset: "d", schemaVersion: 1, types: []).validate() }
+        #expect(throws: SchemaError.self) { try DatasetSchema(dataset: "a b", schemaVersion: 1, types: schema([]).types).validate() }
+    }
+}
+
+@Suite struct ChangeSetValidationTests {
+    let schema = Fixtures.catalogSchema
+
+    @Test func normalizesValuesInSchemaOrder() throws {
+        let changes = try schema.validate(Fixtures.catalogCreation())
+        #expect(changes.map(\.type.name) == ["authors", "books"])
+        #expect(changes[0].creates[0].values == ["Ursula K. Le Guin", "1929-10-21T00:00:00Z", "AAEC"])
+        // price 12 becomes a real, pages (nullable, left out) becomes null
+        #expect(changes[1].creates[0].values == ["The Dispossessed", "le-guin", .double(12), true, .null])
+    }
+
+    @Test(arguments: [
+        (#"{"types":["nope"],"nope":{}}"#, "unknown type 'nope'"),
+        (#"{"types":["books","books"],"books":{}}"#, "appears twice"),
+        (#"{"types":[]}"#, "no types"),
+        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":"T","price":1,"in_stock":true,"colour":"red"}}}}"#, "unknown field 'colour'"),
+        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":5,"price":1,"in_stock":true}}}}"#, "books[1].title: expected a string, got integer"),
+        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":"T","price":"1","in_stock":true}}}}"#, "expected a number"),
+        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":"T","price":1,"in_stock":1}}}}"#, "expected true or false"),
+        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":"T","price":1,"in_stock":true,"pages":1.5}}}}"#, "expected an integer"),
+        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"price":1,"in_stock":true}}}}"#, "books[1].title is missing"),
+        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":null,"price":1,"in_stock":true}}}}"#, "not nullable"),
+        (#"{"types":["books"],"books":{"create":[1]}}"#, "books[1] has no attributes"),
+        (#"{"types":["books"],"books":{"create":[1],"delete":[1],"attributes":{"1":{"title":"T","price":1,"in_stock":true}}}}"#, "more than once"),
+        (#"{"types":["books"],"books":{"delete":[2],"attributes":{"2":{"title":"T"}}}}"#, "not created or updated"),
+        (#"{"types":["books"],"books":{"delete":["2"]}}"#, "not a valid integer key"),
+        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"id":2,"title":"T","price":1,"in_stock":true}}}}"#, "differs from the id"),
+        (#"{"types":["authors"],"authors":{"create":["a"],"attributes":{"a":{"name":"N","born":"yesterday"}}}}"#, "RFC 3339"),
+        (#"{"types":["authors"],"authors":{"create":["a"],"attributes":{"a":{"name":"N","photo":"not base64!"}}}}"#, "base64"),
+        (#"{"types":["authors"],"authors":{"create":[""],"attributes":{"":{"name":"N"}}}}"#, "not a valid text key"),
+        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":["T"],"price":1,"in_stock":true}}}}"#, "got array"),
+    ])
+    func rejectsWithAClearMessage(json: String, message: String) throws {
+        let changeSet = try JSONDecoder().decode(ChangeSet.self, from: Data(json.utf8))
+        #expect { try schema.validate(changeSet) } throws: { error in
+            "\(error)".contains(message)
+        }
+    }
+
+    @Test func ignoresRevisionAndAcceptsMatchingKeyAttribute() throws {
+        let json = #"{"types":["books"],"books":{"update":[4],"attributes":{"4":{"id":4,"revision":99,"title":"T","price":1,"in_stock":false}}}}"#
+        let changes = try schema.validate(JSONDecoder().decode(ChangeSet.self, from: Data(json.utf8)))
+        #expect(changes[0].updates == [RowValues(key: 4, values: ["T", .null, .double(1), false, .null])])
+    }
+
+    @Test func validatesWholeRowsForBulkLoads() throws {
+        let books = try #require(schema.type(named: "books"))
+        #expect(try books.validateRow(["id": 3, "title": "T", "price": 2.5, "in_stock": true]).key == 3)
+        #expect(throws: ChangeSetError.self) { try books.validateRow(["title": "T", "price": 2.5, "in_stock": true]) }
+    }
+
+    @Test(arguments: [
+        ("2026-11-22T10:15:00Z", true), ("2026-11-22t10:15:00.250+01:00", true), ("2024-02-29 23:59:60-05:30", true),
+        ("2023-02-29T00:00:00Z", false), ("2026-13-01T00:00:00Z", false), ("2026-11-22T24:00:00Z", false),
+        ("2026-11-22T10:15:00", false), ("2026-11-22T10:15:00.Z", false), ("2026-11-22T10:15:00+0100", false), ("", false),
+    ])
+    func rfc3339(text: String, valid: Bool) {
+        #expect(RFC3339.isValid(text) == valid)
+    }
+
+    @Test func keysParseOnlyInCanonicalForm() {
+        #expect(KeyType.integer.key(from: "42") == 42)
+        #expect(KeyType.integer.key(from: "-7") == -7)
+        #expect(KeyType.integer.key(from: "+7") == nil)
+        #expect(KeyType.integer.key(from: "07") == nil)
+        #expect(KeyType.integer.key(from: "x") == nil)
+        #expect(KeyType.text.key(from: "abc") == "abc")
+        #expect(KeyType.text.key(from: "") == nil)
+    }
+}

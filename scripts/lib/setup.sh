@@ -1,0 +1,28 @@
+# Shared setup for the scripts: system packages and the Swift toolchain.
+
+# System packages SeedSync builds against: SQLite (GRDB), libcurl (URLSession on Linux), zlib (gzip).
+SEEDSYNC_PACKAGES=(libsqlite3-dev libcurl4-openssl-dev zlib1g-dev sqlite3)
+
+ensure_system_packages() {
+    local missing=()
+    for package in "${SEEDSYNC_PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    if [ "$(id -u)" -eq 0 ]; then
+        echo "installing ${missing[*]}" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    else
+        echo "missing system packages: ${missing[*]}; install them with: sudo apt-get install ${missing[*]}" >&2
+        return 1
+    fi
+}
+
+ensure_swift() {
+    if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then
+        export PATH="/opt/swift/usr/bin:$PATH"
+    fi
+    command -v swift >/dev/null 2>&1 || { echo "swift not found: install Swift 6.2 or newer" >&2; return 1; }
+}

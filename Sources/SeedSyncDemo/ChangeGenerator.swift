@@ -17,7 +17,7 @@ public struct ChangeGenerator {
     private let schema: DatasetSchema
     private var random: SplitMix64
     private var live: [String: KeyPool] = [:]
-    private var deletable: [String: Set<JSONValue>] = [:]
+    private var deletable: [String: KeyPool] = [:]
     private var nextInteger: [String: Int64] = [:]
     private var created = 0
     private let referencedTypes: Set<String>
@@ -64,7 +64,7 @@ public struct ChangeGenerator {
         guard let values = values(for: type, key: key) else { return }
         builder.create(type.name, RowValues(key: key, values: values))
         live[type.name]!.insert(key)
-        if referencedTypes.contains(type.name) { deletable[type.name, default: []].insert(key) }
+        if referencedTypes.contains(type.name) { deletable[type.name, default: KeyPool([])].insert(key) }
     }
 
     private mutating func update(_ type: EntityType, into builder: inout Builder) {

@@ -29,11 +29,10 @@ public final class SQLiteSyncStore: SyncStore {
     /// - Throws: ``StoreError`` when nothing is at `path` or the file is not a seed-server database.
     public init(path: String) throws {
         guard FileManager.default.fileExists(atPath: path) else { throw StoreError.missingDatabase(path) }
-        pool = try DatabasePool(path: path, configuration: Self.configuration())
         do {
+            pool = try DatabasePool(path: path, configuration: Self.configuration())
             schema = try pool.read { db in try StateRecord.fetch(db).schema() }
         } catch let error as DatabaseError where error.resultCode == .SQLITE_ERROR || error.resultCode == .SQLITE_NOTADB {
-            try? pool.close()
             throw StoreError.notAServerDatabase(path)
         }
         tables = Dictionary(uniqueKeysWithValues: schema.types.map { ($0.name, TableSQL(type: $0)) })
@@ -62,13 +61,24 @@ public final class SQLiteSyncStore: SyncStore {
         try pool.close()
         let store = try SQLiteSyncStore(path: temporary)
         if let populate { _ = try await store.bulkWrite(populate) }
-        try store.close()
+        try await store.closeCheckpointed()
         guard !FileManager.default.fileExists(atPath: path) else { throw StoreError.alreadyExists(path) }
         try FileManager.default.moveItem(atPath: temporary, toPath: path)
     }
 
     /// Closes the file; later calls fail.
     public func close() throws {
+        try pool.close()
+    }
+
+    /// Moves every committed page from the WAL into the main file, then closes.
+    ///
+    /// Needed before the main file is renamed: the pool's last connection to close may be a
+    /// read-only reader, which leaves the WAL in place.
+    func closeCheckpointed() async throws {
+        try await pool.barrierWriteWithoutTransaction { db in
+            try db.checkpoint(.truncate)
+        }
         try pool.close()
     }
 

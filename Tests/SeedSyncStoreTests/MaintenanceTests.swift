@@ -1,0 +1,90 @@
+import Foundation
+import SeedSyncDemo
+import SeedSyncModel
+import SeedSyncStore
+import SeedSyncTesting
+import Testing
+
+private struct Interrupted: Error {}
+
+@Suite struct MaintenanceTests {
+    @Test func createRefusesToOverwriteAndOpenRefusesMissingOrForeignFiles() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory.appendingPathComponent("server.sqlite").path
+            try await SQLiteSyncStore.create(at: path, schema: Fixtures.catalogSchema)
+            await #expect(throws: StoreError.self) { try await SQLiteSyncStore.create(at: path, schema: Fixtures.catalogSchema) }
+            #expect(throws: StoreError.self) { try SQLiteSyncStore(path: directory.appendingPathComponent("missing.sqlite").path) }
+            let foreign = directory.appendingPathComponent("foreign.sqlite").path
+            FileManager.default.createFile(atPath: foreign, contents: Data("not a database at all, just text".utf8))
+            #expect(throws: StoreError.self) { try SQLiteSyncStore(path: foreign) }
+        }
+    }
+
+    @Test func aFailedCreateLeavesNothingBehind() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory.appendingPathComponent("server.sqlite").path
+            await #expect(throws: Interrupted.self) {
+                try await SQLiteSyncStore.create(at: path, schema: DemoDataset.schema) { writer in
+                    var rows = DemoDataset(events: 10, locations: 5, seed: 1).rows(of: "locations")
+                    try writer.upsert(&rows, into: "locations")
+                    throw Interrupted()
+                }
+            }
+            let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+            #expect(leftovers == [])
+        }
+    }
+
+    @Test func bulkLoadIsOneRevisionThatMovesMinRevision() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try await Fixtures.emptyStore(in: directory)
+            try await store.commit(Fixtures.catalogCreation())
+            let file = directory.appendingPathComponent("books.ndjson")
+            let lines = (2...1_001).map { #"{"id": \#($0), "title": "Book \#($0)", "price": \#($0).5, "in_stock": true, "author_code": "le-guin"}"# }
+            try (lines.joined(separator: "\n") + "\n\n").write(to: file, atomically: true, encoding: .utf8)
+            let result = try await store.load(ndjsonFile: file.path, into: "books")
+            #expect(result.rows == 1_000)
+            #expect(result.revision == 2)
+            let info = try await store.schemaInfo()
+            #expect(info.revision == 2)
+            #expect(info.minRevision == 2)
+            #expect(try await store.rowCounts()["books"] == 1_001)
+            await #expect { try await store.changeFeed(after: 1, limit: 10, byteBudget: 1 << 20) } throws: {
+                ($0 as? SyncStoreError)?.code == .historyExpired
+            }
+        }
+    }
+
+    @Test(arguments: [
+        (#"{"id": 5, "title": "T", "price": 1, "in_stock": true}\#n{"id": 6, "title": 7, "price": 1, "in_stock": true}"#, "books.ndjson:2: books[6].title: expected a string"),
+        (#"{"id": 5, "title": "T", "price": 1, "in_stock": true}\#n{"id": 6,"#, "books.ndjson:2: not a JSON object"),
+        (#"{"id": 5, "title": "T", "price": 1, "in_stock": true, "author_code": "ghost"}"#, "books[5].author_code references authors[ghost], which does not exist"),
+        (#"{"title": "T", "price": 1, "in_stock": true}"#, "has no 'id'"),
+    ])
+    func badLoadsWriteNothing(content: String, message: String) async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try await Fixtures.emptyStore(in: directory)
+            let file = directory.appendingPathComponent("books.ndjson")
+            try content.write(to: file, atomically: true, encoding: .utf8)
+            await #expect { try await store.load(ndjsonFile: file.path, into: "books") } throws: { "\($0)".contains(message) }
+            #expect(try await store.rowCounts()["books"] == 0)
+            #expect(try await store.schemaInfo().revision == 0)
+        }
+    }
+
+    @Test func compactionKeepsTheNewestRevisions() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try await Fixtures.demoStore(in: directory)
+            try await ChangeGenerator.mutate(store, changes: 20, seed: 9)
+            let compaction = try await store.compact(keepingRevisions: 5)
+            #expect(compaction.minRevision == 16)
+            #expect(compaction.removedChangeSets == 15)
+            #expect(try await store.schemaInfo().minRevision == 16)
+            #expect(try await store.changeFeed(after: 16, limit: 100, byteBudget: 1 << 20).changeSets.map(\.revision) == Array(17...21))
+            await #expect { try await store.changeFeed(after: 15, limit: 100, byteBudget: 1 << 20) } throws: {
+                ($0 as? SyncStoreError)?.minRevision == 16
+            }
+            #expect(try await store.compact(keepingRevisions: 50).minRevision == 16)
+        }
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import SeedSyncDemo
+import SeedSyncModel
+import SeedSyncStore
+import SeedSyncTesting
+import Testing
+
+@Suite struct ReadingTests {
+    @Test func snapshotPagesWalkEveryRowInKeyOrder() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try await Fixtures.demoStore(events: 250, locations: 7, in: directory)
+            let first = try await store.snapshotPage(of: "events", after: nil, limit: 100)
+            #expect(first.revision == 1)
+            #expect(first.columns == ["id", "title", "starts_at", "ends_at", "location_id", "capacity", "cancelled", "description", "revision"])
+            #expect(first.rows.count == 100)
+            #expect(first.next == 100)
+            let last = try await store.snapshotPage(of: "events", after: 200, limit: 100)
+            #expect(last.rows.map { $0[0] } == (201...250).map { JSONValue.int($0) })
+            #expect(last.next == .null)
+            // A page that ends exactly at the last row already says it is the last.
+            let exact = try await store.snapshotPage(of: "events", after: 150, limit: 100)
+            #expect(exact.rows.count == 100)
+            #expect(exact.next == .null)
+            let all = try await Fixtures.contents(of: store, pageSize: 33)
+            #expect(all["events"]?.count == 250)
+            #expect(all["locations"]?.count == 7)
+        }
+    }
+
+    @Test func textKeysPageInByteOrder() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try await Fixtures.emptyStore(in: directory)
+            let names = ["b", "a", "B", "é", "aa"]
+            try await store.commit(ChangeSet(changes: [
+                TypeChanges(type: "authors", create: names.map(JSONValue.string), attributes: Dictionary(uniqueKeysWithValues: names.map { ($0, ["name": .string($0)]) })),
+            ]))
+            let page = try await store.snapshotPage(of: "authors", after: "B", limit: 2)
+            #expect(page.rows.map { $0[0] } == ["a", "aa"])
+            #expect(page.next == "aa")
+            let rest = try await store.snapshotPage(of: "authors", after: "aa", limit: 10)
+            #expect(rest.rows.map { $0[0] } == ["b", "é"])
+        }
+    }
+
+    @Test func changeFeedHonoursLimitAndByteBudget() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try await Fixtures.demoStore(in: directory)
+            try await ChangeGenerator.mutate(store, changes: 30, seed: 3)
+            let limited = try await store.changeFeed(after: 1, limit: 10, byteBudget: 1 << 20)
+            #expect(limited.changeSets.map(\.revision) == Array(2...11))
+            #expect(limited.maxRevision == 11)
+            #expect(limited.hasMore)
+            let tight = try await store.changeFeed(after: 1, limit: 100, byteBudget: 1)
+            #expect(tight.changeSets.map(\.revision) == [2])
+            #expect(tight.hasMore)
+            let rest = try await store.changeFeed(after: 21, limit: 100, byteBudget: 1 << 20)
+            #expect(rest.changeSets.map(\.revision) == Array(22...31))
+            #expect(rest.hasMore == false)
+            let none = try await store.changeFeed(after: 31, limit: 100, byteBudget: 1 << 20)
+            #expect(none.changeSets.isEmpty)
+            #expect(none.maxRevision == 31)
+            #expect(none.hasMore == false)
+        }
+    }
+
+    @Test func changeFeedRefusesExpiredAndFutureRevisions() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try await Fixtures.demoStore(in: directory)
+            try await ChangeGenerator.mutate(store, changes: 5, seed: 3)
+            await #expect { try await store.changeFeed(after: 0, limit: 10, byteBudget: 1 << 20) } throws: { error in
+                let error = error as? SyncStoreError
+                return error?.code == .historyExpired && error?.minRevision == 1
+            }
+            await #expect { try await store.changeFeed(after: 7, limit: 10, byteBudget: 1 << 20) } throws: { error in
+                let error = error as? SyncStoreError
+                return error?.code == .revisionAhead && error?.revision == 6
+            }
+        }
+    }
+}

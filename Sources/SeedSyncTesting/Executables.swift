@@ -1,0 +1,51 @@
+import Foundation
+
+/// Runs the package's built executables, as swift-argument-parser's example tests do.
+public enum Executables {
+    /// The folder with the built products (`.build/debug`), found from the running test bundle.
+    public static var productsDirectory: URL {
+        let executable = Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])
+        var directory = executable.deletingLastPathComponent()
+        while directory.path != "/" {
+            if FileManager.default.isExecutableFile(atPath: directory.appendingPathComponent("seed-server").path) {
+                return directory
+            }
+            directory.deleteLastPathComponent()
+        }
+        return executable.deletingLastPathComponent()
+    }
+
+    /// The outcome of a finished command.
+    public struct Result: Sendable {
+        public var status: Int32
+        public var stdout: String
+        public var stderr: String
+    }
+
+    /// Runs `name arguments…` to completion and returns its status and output.
+    public static func run(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws -> Result {
+        let process = try start(name, arguments, environment: environment)
+        let stdout = (process.standardOutput as! Pipe).fileHandleForReading.readDataToEndOfFile()
+        let stderr = (process.standardError as! Pipe).fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Result(
+            status: process.terminationStatus,
+            stdout: String(decoding: stdout, as: UTF8.self),
+            stderr: String(decoding: stderr, as: UTF8.self)
+        )
+    }
+
+    /// Starts `name arguments…` with piped output; the caller waits for or terminates it.
+    public static func start(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws -> Process {
+        let process = Process()
+        process.executableURL = productsDirectory.appendingPathComponent(name)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment
+            .filter { !$0.key.hasPrefix("SEED_") }
+            .merging(environment) { $1 }
+        process.standardOutput = Pipe()
+        process.standardError = Pipe()
+        try process.run()
+        return process
+    }
+}

@@ -1,0 +1,277 @@
+import CompressNIO
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import SeedSyncDemo
+import SeedSyncModel
+import SeedSyncServer
+import SeedSyncStore
+import SeedSyncTesting
+import Testing
+
+/// Every endpoint and every error status, through the router without sockets.
+@Suite struct RouterTests {
+    func withApp(
+        events: Int = 120,
+        mutations: Int = 10,
+        configuration: ServerConfiguration = testConfiguration(),
+        _ test: @escaping @Sendable (any TestClientProtocol, SQLiteSyncStore) async throws -> Void
+    ) async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try await Fixtures.demoStore(events: events, locations: 10, in: directory)
+            try await ChangeGenerator.mutate(store, changes: mutations, seed: 2)
+            let app = try await buildApplication(store: store, configuration: configuration)
+            try await app.test(.router) { client in try await test(client, store) }
+        }
+    }
+
+    @Test func healthNeedsNoToken() async throws {
+        try await withApp { client, _ in
+            try await client.execute(uri: "/health", method: .get) { response in
+                #expect(response.status == .ok)
+                #expect(String(buffer: response.body) == #"{"status":"ok"}"#)
+            }
+        }
+    }
+
+    @Test func schemaAnswersWithRevisions() async throws {
+        try await withApp { client, _ in
+            try await client.execute(uri: "/v1/schema", method: .get, headers: headers()) { response in
+                #expect(response.status == .ok)
+                #expect(response.headers[.contentType] == "application/json")
+                let info = try decode(SchemaInfo.self, response)
+                #expect(info.schema == DemoDataset.schema)
+                #expect(info.revision == 11)
+                #expect(info.minRevision == 1)
+            }
+        }
+    }
+
+    @Test func tokensAreRequiredAndRolesEnforced() async throws {
+        try await withApp { client, _ in
+            for token in [nil, "wrong", ""] as [String?] {
+                try await client.execute(uri: "/v1/schema", method: .get, headers: headers(token: token)) { response in
+                    #expect(response.status == .unauthorized)
+                    #expect(response.headers[.wwwAuthenticate] == "Bearer")
+                    #expect(errorCode(response) == "unauthorized")
+                }
+            }
+            try await client.execute(uri: "/v1/schema", method: .get, headers: [.authorization: "Basic \(TestTokens.read)"]) { response in
+                #expect(response.status == .unauthorized)
+            }
+            try await client.execute(uri: "/v1/schema", method: .get, headers: headers(token: "read-token-2")) { response in
+                #expect(response.status == .ok)
+            }
+            try await client.execute(uri: "/v1/schema", method: .get, headers: headers(token: TestTokens.admin)) { response in
+                #expect(response.status == .ok)
+            }
+            try await client.execute(uri: "/v1/admin/changes", method: .post, headers: headers(), body: body("{}")) { response in
+                #expect(response.status == .forbidden)
+                #expect(errorCode(response) == "forbidden")
+            }
+            try await client.execute(uri: "/v1/admin/changes", method: .post, headers: headers(token: nil), body: body("{}")) { response in
+                #expect(response.status == .unauthorized)
+            }
+        }
+    }
+
+    @Test func anonymousServersServeWithoutTokens() async throws {
+        try await withApp(configuration: testConfiguration { $0.tokens = nil }) { client, _ in
+            try await client.execute(uri: "/v1/schema", method: .get) { response in
+                #expect(response.status == .ok)
+            }
+        }
+    }
+
+    @Test func snapshotPagesAndTheirErrors() async throws {
+        try await withApp(events: 120) { client, store in
+            try await client.execute(uri: "/v1/snapshot/locations?limit=4", method: .get, headers: headers()) { response in
+                let page = try decode(SnapshotPage.self, response)
+                #expect(page.type == "locations")
+                #expect(page.revision == 11)
+                #expect(page.columns == ["id", "name", "city", "latitude", "longitude", "revision"])
+                #expect(page.rows.count == 4)
+                #expect(page.next == 4)
+            }
+            let expected = try await store.snapshotPage(of: "events", after: 100, limit: 1_000)
+            try await client.execute(uri: "/v1/snapshot/events?after=100", method: .get, headers: headers()) { response in
+                let page = try decode(SnapshotPage.self, response)
+                #expect(page == expected)
+            }
+            try await client.execute(uri: "/v1/snapshot/nope", method: .get, headers: headers()) { response in
+                #expect(response.status == .notFound)
+                #expect(errorCode(response) == "unknown_type")
+            }
+            for query in ["after=abc", "after=1.5", "limit=0", "limit=-3", "limit=ten"] {
+                try await client.execute(uri: "/v1/snapshot/events?\(query)", method: .get, headers: headers()) { response in
+                    #expect(response.status == .badRequest, "\(query)")
+                }
+            }
+        }
+    }
+
+    @Test func snapshotLimitIsCappedByTheServer() async throws {
+        try await withApp(events: 50, configuration: testConfiguration { $0.maxSnapshotLimit = 7 }) { client, _ in
+            try await client.execute(uri: "/v1/snapshot/events?limit=1000", method: .get, headers: headers()) { response in
+                let page = try decode(SnapshotPage.self, response)
+                #expect(page.rows.count == 7)
+            }
+        }
+    }
+
+    @Test func syncReturnsChangeSetsInOrder() async throws {
+        try await withApp { client, _ in
+            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 1, "changeSets": [], "limit": 4}"#)) { response in
+                let sync = try decode(SyncResponse.self, response)
+                #expect(sync.changeSets.map(\.revision) == [2, 3, 4, 5])
+                #expect(sync.maxRevision == 5)
+                #expect(sync.hasMore)
+            }
+            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 5, "changeSets": []}"#)) { response in
+                let sync = try decode(SyncResponse.self, response)
+                #expect(sync.changeSets.map(\.revision) == Array(6...11))
+                #expect(sync.hasMore == false)
+            }
+            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 11}"#)) { response in
+                #expect(String(buffer: response.body) == #"{"maxRevision":11,"hasMore":false,"changeSets":[]}"#)
+            }
+        }
+    }
+
+    @Test func syncErrors() async throws {
+        try await withApp { client, _ in
+            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 0, "changeSets": []}"#)) { response in
+                #expect(response.status == .gone)
+                let error = try decode(ErrorResponse.self, response).error
+                #expect(error.code == "history_expired")
+                #expect(error.minRevision == 1)
+            }
+            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 12, "changeSets": []}"#)) { response in
+                #expect(response.status == .conflict)
+                #expect(errorCode(response) == "revision_ahead")
+            }
+            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 3, "changeSets": [{"types": []}]}"#)) { response in
+                #expect(response.status == .forbidden)
+                #expect(errorCode(response) == "write_back_unsupported")
+            }
+            for bad in [#"{"maxRevision": "#, #"{"changeSets": []}"#, #"[1]"#, #"{"maxRevision": 3, "limit": 0}"#, #"{"maxRevision": -1}"#] {
+                try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(bad)) { response in
+                    #expect(response.status == .badRequest, "\(bad)")
+                    #expect(errorCode(response) != nil)
+                }
+            }
+        }
+    }
+
+    @Test func adminChangesCommitTheNextRevision() async throws {
+        try await withApp { client, store in
+            let changeSet = #"{"types":["events"],"events":{"create":[9001],"attributes":{"9001":{"title":"Launch","starts_at":"2026-12-01T18:00:00Z","location_id":3,"capacity":80,"cancelled":false}}}}"#
+            try await client.execute(uri: "/v1/admin/changes", method: .post, headers: headers(token: TestTokens.admin), body: body(changeSet)) { response in
+                let commit = try decode(CommitResponse.self, response)
+                #expect(response.status == .ok)
+                #expect(commit.revision == 12)
+            }
+            let page = try await store.snapshotPage(of: "events", after: 9000, limit: 1)
+            #expect(page.rows == [[9001, "Launch", "2026-12-01T18:00:00Z", .null, 3, 80, false, .null, 12]])
+        }
+    }
+
+    @Test(arguments: [
+        #"{"types":["nope"],"nope":{}}"#,
+        #"{"types":["events"],"events":{"create":[9001],"attributes":{"9001":{"title":"T","starts_at":"2026-12-01T18:00:00Z","capacity":80,"cancelled":false,"colour":"red"}}}}"#,
+        #"{"types":["events"],"events":{"create":[9001],"attributes":{"9001":{"title":"T","starts_at":"tomorrow","capacity":80,"cancelled":false}}}}"#,
+        #"{"types":["events"],"events":{"create":[9001],"attributes":{"9001":{"starts_at":"2026-12-01T18:00:00Z","capacity":80,"cancelled":false}}}}"#,
+        #"{"types":["events"],"events":{"create":[9001],"attributes":{"9001":{"title":"T","starts_at":"2026-12-01T18:00:00Z","capacity":80,"cancelled":false,"location_id":99999}}}}"#,
+        #"{"types":["events"],"events":{"create":[1],"attributes":{"1":{"title":"T","starts_at":"2026-12-01T18:00:00Z","capacity":80,"cancelled":false}}}}"#,
+        #"{"revision":40,"types":["events"],"events":{"delete":[1]}}"#,
+    ])
+    func invalidAdminChangesAre422AndWriteNothing(changeSet: String) async throws {
+        try await withApp { client, store in
+            let before = try await Fixtures.contents(of: store)
+            try await client.execute(uri: "/v1/admin/changes", method: .post, headers: headers(token: TestTokens.admin), body: body(changeSet)) { response in
+                #expect(response.status == .unprocessableContent)
+                #expect(errorCode(response) == "invalid_change_set")
+            }
+            #expect(try await store.schemaInfo().revision == 11)
+            #expect(try await Fixtures.contents(of: store) == before)
+        }
+    }
+
+    @Test func malformedAdminBodiesAre400() async throws {
+        try await withApp { client, _ in
+            for bad in ["", "{", #"{"types": "events"}"#, #"{"types": ["events"]}"#] {
+                try await client.execute(uri: "/v1/admin/changes", method: .post, headers: headers(token: TestTokens.admin), body: body(bad)) { response in
+                    #expect(response.status == .badRequest, "\(bad)")
+                    #expect(errorCode(response) == "malformed_json")
+                }
+            }
+        }
+    }
+
+    @Test func bodiesOverTheLimitAre413EvenWhenCompressed() async throws {
+        try await withApp(configuration: testConfiguration { $0.maxRequestBodySize = 1_024 }) { client, _ in
+            let large = #"{"maxRevision": 1, "changeSets": [], "padding": ""# + String(repeating: "x", count: 2_000) + #""}"#
+            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(large)) { response in
+                #expect(response.status == .contentTooLarge)
+                #expect(errorCode(response) == "body_too_large")
+            }
+            // 2,000 bytes that gzip to far less than the limit: the decompressed size counts too.
+            var plain = ByteBuffer(string: large)
+            let compressed = try plain.compress(with: .gzip)
+            #expect(compressed.readableBytes < 1_024)
+            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(token: TestTokens.read, [.contentEncoding: "gzip"]), body: compressed) { response in
+                #expect(response.status == .contentTooLarge)
+            }
+        }
+    }
+
+    @Test func gzipAndOtherRequestEncodings() async throws {
+        try await withApp { client, _ in
+            var plain = ByteBuffer(string: #"{"maxRevision": 9, "changeSets": []}"#)
+            let compressed = try plain.compress(with: .gzip)
+            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(token: TestTokens.read, [.contentEncoding: "gzip"]), body: compressed) { response in
+                let sync = try decode(SyncResponse.self, response)
+                #expect(sync.maxRevision == 11)
+            }
+            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(token: TestTokens.read, [.contentEncoding: "gzip"]), body: body("not gzip")) { response in
+                #expect(response.status == .badRequest)
+                #expect(errorCode(response) == "malformed_gzip")
+            }
+            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(token: TestTokens.read, [.contentEncoding: "br"]), body: body("{}")) { response in
+                #expect(response.status == .unsupportedMediaType)
+            }
+        }
+    }
+
+    @Test func unknownRoutesAndMethodsAreJSONErrors() async throws {
+        try await withApp { client, _ in
+            for (uri, method) in [("/nope", HTTPRequest.Method.get), ("/v1/nope", .get), ("/v1/sync", .get), ("/v1/snapshot", .get)] {
+                try await client.execute(uri: uri, method: method, headers: headers()) { response in
+                    #expect([.notFound, .methodNotAllowed].contains(response.status), "\(method) \(uri)")
+                    #expect(errorCode(response) != nil, "\(method) \(uri)")
+                }
+            }
+        }
+    }
+
+    @Test func unexpectedErrorsAreABare500() async throws {
+        let app = try await buildApplication(store: FailingStore(), configuration: testConfiguration())
+        try await app.test(.router) { client in
+            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 1}"#)) { response in
+                #expect(response.status == .internalServerError)
+                #expect(response.body.readableBytes == 0)
+            }
+        }
+    }
+}
+
+/// A store that fails the way a broken disk would: the only way to reach a 500.
+private struct FailingStore: SyncStore {
+    struct DiskOnFire: Error {}
+    func schemaInfo() async throws -> SchemaInfo { SchemaInfo(schema: DemoDataset.schema, revision: 1, minRevision: 1) }
+    func snapshotPage(of type: String, after: JSONValue?, limit: Int) async throws -> SnapshotPage { throw DiskOnFire() }
+    func changeFeed(after revision: Int64, limit: Int, byteBudget: Int) async throws -> ChangeFeed { throw DiskOnFire() }
+    func commit(_ changeSet: ChangeSet) async throws -> Int64 { throw DiskOnFire() }
+    func keys(of type: String) async throws -> [JSONValue] { throw DiskOnFire() }
+}

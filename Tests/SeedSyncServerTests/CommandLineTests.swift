@@ -1,0 +1,119 @@
+import Foundation
+import SeedSyncModel
+import SeedSyncTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The built `seed-server` executable, run as a user would.
+@Suite struct CommandLineTests {
+    @Test func initMutateCompactAndLoad() async throws {
+        try await withTemporaryDirectory { directory in
+            let database = directory.appendingPathComponent("server.sqlite").path
+            let created = try Executables.run("seed-server", ["init", "--database", database, "--demo", "--events", "500", "--locations", "20", "--seed", "4"])
+            #expect(created.status == 0, "\(created.stderr)")
+            #expect(created.stdout.contains("500 events at revision 1"))
+
+            let again = try Executables.run("seed-server", ["init", "--database", database, "--demo"])
+            #expect(again.status != 0)
+            #expect(again.stderr.contains("already exists"))
+
+            let mutated = try Executables.run("seed-server", ["mutate", "--database", database, "--changes", "50", "--seed", "4"])
+            #expect(mutated.status == 0, "\(mutated.stderr)")
+            #expect(mutated.stdout.contains("revisions 2 to 51"))
+
+            let compacted = try Executables.run("seed-server", ["compact", "--database", database, "--keep-revisions", "10"])
+            #expect(compacted.status == 0, "\(compacted.stderr)")
+            #expect(compacted.stdout.contains("removed 40 change sets; clients can sync from revision 41"))
+
+            let file = directory.appendingPathComponent("locations.ndjson")
+            try #"{"id": 900, "name": "Pier", "city": "Oslo", "latitude": 59.9, "longitude": 10.7}"#.write(to: file, atomically: true, encoding: .utf8)
+            let loaded = try Executables.run("seed-server", ["load", "--database", database, "--type", "locations", "--file", file.path])
+            #expect(loaded.status == 0, "\(loaded.stderr)")
+            #expect(loaded.stdout.contains("loaded 1 rows into locations as revision 52"))
+
+            let badFlag = try Executables.run("seed-server", ["init", "--database", database])
+            #expect(badFlag.status == 64)
+        }
+    }
+
+    @Test func schemaFilesCreateEmptyDatabases() async throws {
+        try await withTemporaryDirectory { directory in
+            let schemaFile = directory.appendingPathComponent("schema.json")
+            try JSONEncoder().encode(Fixtures.catalogSchema).write(to: schemaFile)
+            let database = directory.appendingPathComponent("catalog.sqlite").path
+            let created = try Executables.run("seed-server", ["init", "--database", database, "--schema", schemaFile.path])
+            #expect(created.status == 0, "\(created.stderr)")
+            #expect(created.stdout.contains("dataset catalog, 2 types, revision 0"))
+
+            try #"{"dataset": "x", "schemaVersion": 1, "types": [{"name": "Bad", "primaryKey": {"name": "id", "type": "integer"}, "fields": []}]}"#
+                .write(to: schemaFile, atomically: true, encoding: .utf8)
+            let invalid = try Executables.run("seed-server", ["init", "--database", database + "2", "--schema", schemaFile.path])
+            #expect(invalid.status != 0)
+            #expect(invalid.stderr.contains("type name 'Bad'"))
+            #expect(!FileManager.default.fileExists(atPath: database + "2"))
+        }
+    }
+
+    @Test func serveRefusesToStartWithoutTokens() async throws {
+        try await withTemporaryDirectory { directory in
+            let database = directory.appendingPathComponent("server.sqlite").path
+            _ = try Executables.run("seed-server", ["init", "--database", database, "--demo", "--events", "10", "--locations", "2"])
+            let refused = try Executables.run("seed-server", ["serve", "--database", database, "--port", "0"])
+            #expect(refused.status != 0)
+            #expect(refused.stderr.contains("no token configured"))
+        }
+    }
+
+    @Test func serveListensOnAFreePortAndStopsOnSIGTERM() async throws {
+        try await withTemporaryDirectory { directory in
+            let database = directory.appendingPathComponent("server.sqlite").path
+            _ = try Executables.run("seed-server", ["init", "--database", database, "--demo", "--events", "10", "--locations", "2"])
+            let tokenFile = directory.appendingPathComponent("tokens")
+            try "# read tokens\nfile-token\n".write(to: tokenFile, atomically: true, encoding: .utf8)
+            let server = try Executables.start(
+                "seed-server", ["serve", "--database", database, "--port", "0", "--token-file", tokenFile.path],
+                environment: ["SEED_SERVER_ADMIN_TOKENS": "env-admin"]
+            )
+            defer { if server.isRunning { server.terminate() } }
+            let base = try #require(readListeningAddress(server))
+
+            #expect(try await status(of: "\(base)/health") == 200)
+            #expect(try await status(of: "\(base)/v1/schema") == 401)
+            #expect(try await status(of: "\(base)/v1/schema", token: "file-token") == 200)
+            #expect(try await status(of: "\(base)/v1/schema", token: "env-admin") == 200)
+
+            server.terminate()
+            server.waitUntilExit()
+            #expect(server.terminationReason == .exit)
+            let log = String(decoding: (server.standardError as! Pipe).fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(!log.contains("file-token"))
+            #expect(!log.contains("env-admin"))
+        }
+    }
+
+    /// The `http://host:port` from the server's "listening on" line, read within 30 seconds.
+    private func readListeningAddress(_ server: Process) -> String? {
+        let output = (server.standardOutput as! Pipe).fileHandleForReading
+        let deadline = Date().addingTimeInterval(30)
+        var text = ""
+        while Date() < deadline, server.isRunning {
+            let data = output.availableData
+            if data.isEmpty { break }
+            text += String(decoding: data, as: UTF8.self)
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("listening on ") }) {
+                return String(line.dropFirst("listening on ".count))
+            }
+        }
+        return nil
+    }
+
+    private func status(of url: String, token: String? = nil) async throws -> Int {
+        var request = URLRequest(url: URL(string: url)!, timeoutInterval: 10)
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        let (_, response) = try await URLSession.shared.data(for: request)
+        return (response as? HTTPURLResponse)?.statusCode ?? 0
+    }
+}

@@ -33,11 +33,10 @@ public struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable 
         revision = error.revision
     }
 
-    /// The answer for an error Hummingbird raised (unknown route, wrong method, body too large).
+    /// The answer for an error Hummingbird raised (unknown route, body too large).
     init(_ error: HTTPError) {
         let code: String = switch error.status {
         case .notFound: "not_found"
-        case .methodNotAllowed: "method_not_allowed"
         case .contentTooLarge: "body_too_large"
         case .badRequest: "bad_request"
         default: "http_\(error.status.code)"

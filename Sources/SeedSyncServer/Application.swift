@@ -23,8 +23,10 @@ public func buildApplication(
     router.add(middleware: ErrorMiddleware())
     router.add(middleware: ResponseCompressionMiddleware(minimumSize: configuration.minimumCompressionSize))
     SyncRoutes(store: store, schema: schema, configuration: configuration).add(to: router)
+    let idleTimeout = configuration.idleTimeout.components
     return Application(
         router: router,
+        server: .http1(configuration: .init(idleTimeout: .seconds(idleTimeout.seconds))),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "seed-server"),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
         logger: logger

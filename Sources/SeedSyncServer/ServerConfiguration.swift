@@ -19,6 +19,8 @@ public struct ServerConfiguration: Sendable {
     public var syncByteBudget: Int
     /// Responses smaller than this are not gzip-compressed.
     public var minimumCompressionSize: Int
+    /// A connection that sends nothing for this long is closed: 60 seconds.
+    public var idleTimeout: Duration
 
     public init(
         host: String = "127.0.0.1",
@@ -30,7 +32,8 @@ public struct ServerConfiguration: Sendable {
         defaultSyncLimit: Int = 1_000,
         maxSyncLimit: Int = 10_000,
         syncByteBudget: Int = 4 << 20,
-        minimumCompressionSize: Int = 1_024
+        minimumCompressionSize: Int = 1_024,
+        idleTimeout: Duration = .seconds(60)
     ) {
         self.host = host
         self.port = port
@@ -42,5 +45,6 @@ public struct ServerConfiguration: Sendable {
         self.maxSyncLimit = maxSyncLimit
         self.syncByteBudget = syncByteBudget
         self.minimumCompressionSize = minimumCompressionSize
+        self.idleTimeout = idleTimeout
     }
 }

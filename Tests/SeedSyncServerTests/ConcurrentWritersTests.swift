@@ -1,0 +1,76 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import SeedSyncModel
+import SeedSyncServer
+import SeedSyncStore
+import SeedSyncTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Many admin writers over real HTTP connections at once; then the change log, read back through
+/// `/v1/sync`, is gap-free and replaying it into an empty store reproduces every table.
+@Suite struct ConcurrentWritersTests {
+    @Test func concurrentAdminWritersLeaveAGapFreeReplayableLog() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try await Fixtures.emptyStore(in: directory)
+            let app = try await buildApplication(store: store, configuration: testConfiguration())
+            try await app.test(.live) { client in
+                let base = URL(string: "http://127.0.0.1:\(client.port!)")!
+                let writers = 8, commitsPerWriter = 20
+                let revisions = try await withThrowingTaskGroup(of: [Int64].self) { group in
+                    for writer in 0..<writers {
+                        group.addTask {
+                            var revisions: [Int64] = []
+                            for index in 0..<commitsPerWriter {
+                                let changeSet = Fixtures.catalogCreation(author: "w\(writer)-\(index)", book: Int64(writer * 1_000 + index))
+                                let data = try await post(base.appendingPathComponent("v1/admin/changes"), JSONEncoder().encode(changeSet), token: TestTokens.admin)
+                                revisions.append(try JSONDecoder().decode(CommitResponse.self, from: data).revision)
+                            }
+                            return revisions
+                        }
+                    }
+                    return try await group.reduce(into: []) { $0 += $1 }
+                }
+                #expect(revisions.sorted() == Array(1...Int64(writers * commitsPerWriter)))
+
+                let replica = try await Fixtures.emptyStore(in: directory, name: "replica.sqlite")
+                var revision: Int64 = 0
+                var hasMore = true
+                while hasMore {
+                    let request = try JSONEncoder().encode(SyncRequest(maxRevision: revision, limit: 23))
+                    let response = try JSONDecoder().decode(SyncResponse.self, from: await post(base.appendingPathComponent("v1/sync"), request, token: TestTokens.read))
+                    #expect(response.changeSets.map(\.revision) == Array(revision + 1 ..< revision + 1 + Int64(response.changeSets.count)))
+                    for var changeSet in response.changeSets {
+                        changeSet.revision = nil
+                        revision = try await replica.commit(changeSet)
+                    }
+                    #expect(response.maxRevision == revision)
+                    hasMore = response.hasMore
+                }
+                #expect(revision == Int64(writers * commitsPerWriter))
+                #expect(try await Fixtures.contents(of: replica) == Fixtures.contents(of: store))
+            }
+        }
+    }
+}
+
+private func post(_ url: URL, _ body: Data, token: String) async throws -> Data {
+    var request = URLRequest(url: url, timeoutInterval: 30)
+    request.httpMethod = "POST"
+    request.httpBody = body
+    request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+    request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+    let (data, response) = try await URLSession.shared.data(for: request)
+    let status = (response as? HTTPURLResponse)?.statusCode
+    guard status == 200 else { throw UnexpectedStatus(status: status ?? 0, body: String(decoding: data, as: UTF8.self)) }
+    return data
+}
+
+private struct UnexpectedStatus: Error {
+    let status: Int
+    let body: String
+}

@@ -32,7 +32,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
             }
             return key
         }
-        let limit = try Self.limit(query.get("limit"), default: configuration.defaultSnapshotLimit, max: configuration.maxSnapshotLimit)
+        let limit = try Self.limit(query.get("limit").map { Int($0) ?? 0 }, default: configuration.defaultSnapshotLimit, max: configuration.maxSnapshotLimit)
         return Self.json(try await store.snapshotPage(of: type.name, after: after, limit: limit).jsonBytes())
     }
 
@@ -46,7 +46,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
             throw ServerError(.forbidden, code: "write_back_unsupported", message: "protocol v1 does not accept change sets from clients; send an empty changeSets list")
         }
         guard sync.maxRevision >= 0 else { throw ServerError.invalidParameter("maxRevision", "0 or more") }
-        let limit = try Self.limit(sync.limit.map(String.init), default: configuration.defaultSyncLimit, max: configuration.maxSyncLimit)
+        let limit = try Self.limit(sync.limit, default: configuration.defaultSyncLimit, max: configuration.maxSyncLimit)
         let feed = try await store.changeFeed(after: sync.maxRevision, limit: limit, byteBudget: configuration.syncByteBudget)
         return Self.json(Self.encode(feed))
     }
@@ -65,9 +65,9 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
     }
 
     /// A `limit` parameter: absent gives `default`, values above `max` are reduced to it.
-    private static func limit(_ text: String?, default defaultValue: Int, max maximum: Int) throws -> Int {
-        guard let text else { return defaultValue }
-        guard let value = Int(text), value >= 1 else { throw ServerError.invalidParameter("limit", "a whole number of 1 or more") }
+    private static func limit(_ value: Int?, default defaultValue: Int, max maximum: Int) throws -> Int {
+        guard let value else { return defaultValue }
+        guard value >= 1 else { throw ServerError.invalidParameter("limit", "a whole number of 1 or more") }
         return min(value, maximum)
     }
 

@@ -51,7 +51,8 @@ public struct DemoDataset: Sendable {
         ]
     )
 
-    /// The rows of `type` (`locations` first, then `events`), keys 1…count, in key order.
+    /// The rows of `type`, keys 1…count, in key order. Load the types in schema order (`locations`
+    /// first): events reference locations.
     public func rows(of type: String) -> DemoRows {
         let count = type == "locations" ? locationCount : type == "events" ? eventCount : 0
         let locationCount = self.locationCount

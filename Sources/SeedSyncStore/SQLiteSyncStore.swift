@@ -76,8 +76,11 @@ public final class SQLiteSyncStore: SyncStore {
     /// Needed before the main file is renamed: the pool's last connection to close may be a
     /// read-only reader, which leaves the WAL in place.
     func closeCheckpointed() async throws {
-        try await pool.barrierWriteWithoutTransaction { db in
+        let frames = try await pool.barrierWriteWithoutTransaction { db in
             try db.checkpoint(.truncate)
+        }
+        guard frames.walFrameCount == frames.checkpointedFrameCount else {
+            throw StoreError.incompleteCheckpoint
         }
         try pool.close()
     }
@@ -166,6 +169,8 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
     static func alreadyExists(_ path: String) -> Self {
         Self(description: "\(path) already exists; remove it or choose another path")
     }
+
+    static let incompleteCheckpoint = Self(description: "the new database could not be checkpointed completely; nothing was created")
 
     static func invalidLoad(_ message: String) -> Self {
         Self(description: message)

@@ -61,10 +61,10 @@ public enum Fixtures {
         let path = directory.appendingPathComponent("demo.sqlite").path
         let dataset = DemoDataset(events: events, locations: locations, seed: seed)
         try await SQLiteSyncStore.create(at: path, schema: DemoDataset.schema) { writer in
-            var locations = dataset.rows(of: "locations")
-            var events = dataset.rows(of: "events")
-            try writer.upsert(&locations, into: "locations")
-            try writer.upsert(&events, into: "events")
+            for type in DemoDataset.schema.types {
+                var rows = dataset.rows(of: type.name)
+                try writer.upsert(&rows, into: type.name)
+            }
         }
         return try SQLiteSyncStore(path: path)
     }

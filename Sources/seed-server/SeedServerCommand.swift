@@ -40,10 +40,10 @@ extension SeedServerCommand {
             if demo {
                 let dataset = DemoDataset(events: events, locations: locations, seed: seed)
                 try await SQLiteSyncStore.create(at: options.database, schema: DemoDataset.schema) { writer in
-                    var locations = dataset.rows(of: "locations")
-                    var events = dataset.rows(of: "events")
-                    try writer.upsert(&locations, into: "locations")
-                    try writer.upsert(&events, into: "events")
+                    for type in DemoDataset.schema.types {
+                        var rows = dataset.rows(of: type.name)
+                        try writer.upsert(&rows, into: type.name)
+                    }
                 }
                 print("created \(options.database): demo dataset, \(locations) locations, \(events) events at revision 1")
             } else if let schema {

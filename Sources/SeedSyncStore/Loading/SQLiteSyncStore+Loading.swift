@@ -6,16 +6,10 @@ extension SQLiteSyncStore {
     /// - Returns: the revision and the number of rows loaded.
     public func load(ndjsonFile path: String, into type: String) async throws -> (revision: Int64, rows: Int) {
         let entity = try table(type).type
-        let counter = RowCounter()
-        let revision = try await bulkWrite { writer in
+        let (revision, rows) = try await bulkWrite { writer in
             var rows = try NDJSONRowReader(path: path, type: entity)
-            counter.count = try writer.upsert(&rows, into: type)
+            return try writer.upsert(&rows, into: type)
         }
-        return (revision, counter.count)
+        return (revision, rows)
     }
-}
-
-/// Carries a count out of a `@Sendable` write closure, which runs once on the writer's queue.
-private final class RowCounter: @unchecked Sendable {
-    var count = 0
 }

@@ -9,27 +9,29 @@ extension SQLiteSyncStore {
     /// it download a new snapshot. Rows are upserted (a loaded row replaces the stored one).
     ///
     /// ```swift
-    /// let revision = try await store.bulkWrite { writer in
+    /// let (revision, count) = try await store.bulkWrite { writer in
     ///     var rows = try NDJSONRowReader(path: "events.ndjson", type: eventsType)
-    ///     try writer.upsert(&rows, into: "events")
+    ///     return try writer.upsert(&rows, into: "events")
     /// }
     /// ```
     ///
-    /// - Returns: the revision the load became.
+    /// - Returns: the revision the load became, and what `body` returned.
     /// - Throws: ``StoreError`` when a loaded row holds a reference to a missing row, and whatever
     ///   the row sources throw; nothing is written then.
     @discardableResult
-    public func bulkWrite(_ body: @escaping @Sendable (inout BulkWriter) throws -> Void) async throws -> Int64 {
+    public func bulkWrite<T: Sendable>(
+        _ body: @escaping @Sendable (inout BulkWriter) throws -> T
+    ) async throws -> (revision: Int64, result: T) {
         let schema = self.schema
         let tables = self.tables
         return try await pool.write { db in
             let state = try StateRecord.fetch(db)
             var writer = BulkWriter(db: db, tables: tables, revision: state.revision + 1)
-            try body(&writer)
+            let result = try body(&writer)
             try writer.checkReferences(schema: schema)
             try db.execute(sql: "DELETE FROM _seedsync_changes")
             try StateRecord.save(db, revision: writer.revision, minRevision: writer.revision)
-            return writer.revision
+            return (writer.revision, result)
         }
     }
 }

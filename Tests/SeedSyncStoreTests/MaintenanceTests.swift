@@ -15,7 +15,7 @@ private struct Interrupted: Error {}
             await #expect(throws: StoreError.self) { try await SQLiteSyncStore.create(at: path, schema: Fixtures.catalogSchema) }
             #expect(throws: StoreError.self) { try SQLiteSyncStore(path: directory.appendingPathComponent("missing.sqlite").path) }
             let foreign = directory.appendingPathComponent("foreign.sqlite").path
-            FileManager.default.createFile(atPath: foreign, contents: Data("not a database at all, just text".utf8))
+            _ = FileManager.default.createFile(atPath: foreign, contents: Data("not a database at all, just text".utf8))
             #expect(throws: StoreError.self) { try SQLiteSyncStore(path: foreign) }
         }
     }

@@ -3,6 +3,7 @@ import GRDB
 import SeedSyncModel
 
 extension SQLiteSyncStore {
+    @discardableResult
     public func commit(_ changeSet: ChangeSet) async throws -> Int64 {
         let changes: [ValidatedChanges]
         do {

@@ -64,6 +64,12 @@ import FoundationNetworking
             let refused = try Executables.run("seed-server", ["serve", "--database", database, "--port", "0"])
             #expect(refused.status != 0)
             #expect(refused.stderr.contains("no token configured"))
+            let missingFile = try Executables.run("seed-server", ["serve", "--database", database, "--port", "0", "--token-file", directory.appendingPathComponent("none").path])
+            #expect(missingFile.status != 0)
+            #expect(missingFile.stderr.contains("cannot read token file"))
+            let missingDatabase = try Executables.run("seed-server", ["serve", "--database", database + ".none", "--port", "0"], environment: ["SEED_SERVER_TOKENS": "t"])
+            #expect(missingDatabase.status != 0)
+            #expect(missingDatabase.stderr.contains("no server database at"))
         }
     }
 

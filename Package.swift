@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "SeedSyncStore", targets: ["SeedSyncStore"]),
         .library(name: "SeedSyncServer", targets: ["SeedSyncServer"]),
         .library(name: "SeedSyncDemo", targets: ["SeedSyncDemo"]),
+        .library(name: "SeedSyncClient", targets: ["SeedSyncClient"]),
         .executable(name: "seed-server", targets: ["seed-server"]),
     ],
     dependencies: [
@@ -43,6 +44,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Protocol v1 client over URLSession (FoundationNetworking on Linux): limits, timeouts, retries.
+        .target(name: "SeedSyncClient", dependencies: ["SeedSyncModel"]),
         // Fixtures shared by every test target.
         .target(
             name: "SeedSyncTesting",
@@ -60,6 +63,13 @@ let package = Package(
         .testTarget(
             name: "SeedSyncStoreTests",
             dependencies: ["SeedSyncStore", "SeedSyncDemo", "SeedSyncTesting"]
+        ),
+        .testTarget(
+            name: "SeedSyncClientTests",
+            dependencies: [
+                "SeedSyncClient", "SeedSyncServer", "SeedSyncStore", "SeedSyncDemo", "SeedSyncTesting",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
         ),
         .testTarget(
             name: "SeedSyncServerTests",

@@ -1,0 +1,100 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Loads HTTP responses through one `URLSession`, refusing bodies over a size limit as they arrive
+/// (a declared `Content-Length` over the limit is refused before any body is read).
+///
+/// The limit counts the bytes the session delivers, that is after gzip decompression, so a small
+/// compressed answer cannot expand past it.
+final class BoundedLoader: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    /// A load that ended without a complete answer.
+    enum Failure: Error {
+        case tooLarge(limit: Int)
+        case transport(URLError)
+    }
+
+    private struct Pending {
+        var data = Data()
+        let limit: Int
+        var response: HTTPURLResponse?
+        var failure: Failure?
+        let continuation: CheckedContinuation<(HTTPURLResponse, Data), any Error>
+    }
+
+    private let lock = NSLock()
+    private var pending: [Int: Pending] = [:]
+    private var session: URLSession!
+
+    init(timeout: TimeInterval) {
+        super.init()
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = timeout
+        configuration.timeoutIntervalForResource = timeout * 4
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        session = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
+    }
+
+    deinit {
+        session.invalidateAndCancel()
+    }
+
+    /// The response and its whole body, or a ``Failure``.
+    func load(_ request: URLRequest, limit: Int) async throws -> (HTTPURLResponse, Data) {
+        let task = session.dataTask(with: request)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                lock.withLock { pending[task.taskIdentifier] = Pending(limit: limit, continuation: continuation) }
+                task.resume()
+            }
+        } onCancel: {
+            task.cancel()
+        }
+    }
+
+    func urlSession(
+        _ session: URLSession,
+        dataTask: URLSessionDataTask,
+        didReceive response: URLResponse,
+        completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
+    ) {
+        let allowed: Bool = lock.withLock {
+            guard var state = pending[dataTask.taskIdentifier] else { return false }
+            state.response = response as? HTTPURLResponse
+            if response.expectedContentLength > Int64(state.limit) { state.failure = .tooLarge(limit: state.limit) }
+            pending[dataTask.taskIdentifier] = state
+            return state.failure == nil
+        }
+        completionHandler(allowed ? .allow : .cancel)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        let overLimit: Bool = lock.withLock {
+            guard var state = pending[dataTask.taskIdentifier], state.failure == nil else { return false }
+            if state.data.count + data.count > state.limit {
+                state.failure = .tooLarge(limit: state.limit)
+                state.data = Data()
+            } else {
+                state.data.append(data)
+            }
+            pending[dataTask.taskIdentifier] = state
+            return state.failure != nil
+        }
+        if overLimit { dataTask.cancel() }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        guard let state = lock.withLock({ pending.removeValue(forKey: task.taskIdentifier) }) else { return }
+        if let failure = state.failure {
+            state.continuation.resume(throwing: failure)
+        } else if let error {
+            state.continuation.resume(throwing: Failure.transport(error as? URLError ?? URLError(.unknown)))
+        } else if let response = state.response {
+            state.continuation.resume(returning: (response, state.data))
+        } else {
+            state.continuation.resume(throwing: Failure.transport(URLError(.badServerResponse)))
+        }
+    }
+}

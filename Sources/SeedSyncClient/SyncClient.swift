@@ -1,0 +1,153 @@
+import Foundation
+import SeedSyncModel
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A protocol v1 client: schema, snapshot pages and change feeds from one server.
+///
+/// Every request has a timeout and a response-size limit, failures that may pass are retried a
+/// bounded number of times (see ``RetryPolicy``), and answers are checked to be the JSON the
+/// protocol defines before they are returned.
+///
+/// ```swift
+/// let client = SyncClient(configuration: .init(serverURL: url, token: try SyncClient.token()))
+/// let schema = try await client.schema()
+/// let feed = try await client.sync(from: 42)
+/// ```
+public final class SyncClient: Sendable {
+    /// Where and how to talk to the server.
+    public struct Configuration: Sendable {
+        public var serverURL: URL
+        /// The bearer token; `nil` for an anonymous server.
+        public var token: String?
+        /// Seconds a request may wait for data before it fails (and may be retried).
+        public var requestTimeout: TimeInterval
+        /// The largest answer accepted, decompressed: 64 MiB.
+        public var maxResponseSize: Int
+        public var retry: RetryPolicy
+
+        public init(
+            serverURL: URL,
+            token: String?,
+            requestTimeout: TimeInterval = 30,
+            maxResponseSize: Int = 64 << 20,
+            retry: RetryPolicy = RetryPolicy()
+        ) {
+            self.serverURL = serverURL
+            self.token = token
+            self.requestTimeout = requestTimeout
+            self.maxResponseSize = maxResponseSize
+            self.retry = retry
+        }
+    }
+
+    public let configuration: Configuration
+    private let loader: BoundedLoader
+    /// Called before each retry with the attempt that failed, the error and the delay; for progress output.
+    private let onRetry: @Sendable (_ attempt: Int, _ error: SyncClientError, _ delay: Double) -> Void
+
+    public init(
+        configuration: Configuration,
+        onRetry: @escaping @Sendable (_ attempt: Int, _ error: SyncClientError, _ delay: Double) -> Void = { _, _, _ in }
+    ) {
+        self.configuration = configuration
+        self.onRetry = onRetry
+        loader = BoundedLoader(timeout: configuration.requestTimeout)
+    }
+
+    /// `GET /v1/schema`.
+    public func schema() async throws -> SchemaInfo {
+        try await send(path: "v1/schema", as: SchemaInfo.self)
+    }
+
+    /// `GET /v1/snapshot/{type}`: up to `limit` rows after `after`.
+    public func snapshotPage(of type: String, after: JSONValue?, limit: Int) async throws -> SnapshotPage {
+        var query = [URLQueryItem(name: "limit", value: String(limit))]
+        if let key = after?.keyString { query.append(URLQueryItem(name: "after", value: key)) }
+        let page = try await send(path: "v1/snapshot/\(type)", query: query, as: SnapshotPage.self)
+        guard page.type == type else {
+            throw SyncClientError(.malformedResponse, "GET /v1/snapshot/\(type) answered with a page of '\(page.type)'")
+        }
+        return page
+    }
+
+    /// `POST /v1/sync` from `revision`.
+    ///
+    /// - Throws: ``SyncClientError`` with ``SyncClientError/Code/historyExpired`` (and
+    ///   `minRevision`) or ``SyncClientError/Code/revisionAhead`` when the server cannot serve
+    ///   from `revision`; ``SyncClientError/Code/malformedResponse`` when the change sets do not
+    ///   follow on from `revision` without gaps.
+    public func sync(from revision: Int64, limit: Int? = nil) async throws -> SyncResponse {
+        let body = try JSONEncoder().encode(SyncRequest(maxRevision: revision, limit: limit))
+        let response = try await send(path: "v1/sync", body: body, as: SyncResponse.self)
+        var next = revision + 1
+        for changeSet in response.changeSets {
+            guard changeSet.revision == next else {
+                throw SyncClientError(.malformedResponse, "POST /v1/sync from revision \(revision): expected change set \(next), got \(changeSet.revision.map(String.init) ?? "one without a revision")")
+            }
+            next += 1
+        }
+        guard response.maxRevision == next - 1 else {
+            throw SyncClientError(.malformedResponse, "POST /v1/sync from revision \(revision): maxRevision \(response.maxRevision) does not match the change sets returned")
+        }
+        return response
+    }
+
+    /// The client token from `SEED_TOKEN`, or from `file` when one is given (surrounding
+    /// whitespace trimmed).
+    public static func token(environment: [String: String] = ProcessInfo.processInfo.environment, file: String? = nil) throws -> String? {
+        if let file {
+            guard let data = FileManager.default.contents(atPath: file) else {
+                throw SyncClientError(.unauthorized, "cannot read token file \(file)")
+            }
+            return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        return environment["SEED_TOKEN"].map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+    }
+
+    private func send<T: Decodable>(path: String, query: [URLQueryItem] = [], body: Data? = nil, as type: T.Type) async throws -> T {
+        let request = try makeRequest(path: path, query: query, body: body)
+        let label = "\(body == nil ? "GET" : "POST") /\(path)"
+        var attempt = 1
+        while true {
+            do {
+                let (response, data) = try await load(request, label: label)
+                return try decode(type, from: data, response: response, label: label)
+            } catch let error as SyncClientError where Self.isRetryable(error) && attempt < configuration.retry.maxAttempts {
+                let delay = configuration.retry.delay(afterAttempt: attempt, retryAfter: error.retryAfter)
+                onRetry(attempt, error, delay)
+                try await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
+                attempt += 1
+            }
+        }
+    }
+
+    private func makeRequest(path: String, query: [URLQueryItem], body: Data?) throws -> URLRequest {
+        var components = URLComponents(url: configuration.serverURL.appendingPathComponent(path), resolvingAgainstBaseURL: false)
+        if !query.isEmpty { components?.queryItems = query }
+        guard let url = components?.url else { throw SyncClientError(.unreachable, "invalid server URL \(configuration.serverURL)") }
+        var request = URLRequest(url: url, timeoutInterval: configuration.requestTimeout)
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        request.setValue("gzip", forHTTPHeaderField: "Accept-Encoding")
+        if let token = configuration.token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        if let body {
+            request.httpMethod = "POST"
+            request.httpBody = body
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        return request
+    }
+
+    private func load(_ request: URLRequest, label: String) async throws -> (HTTPURLResponse, Data) {
+        do {
+            return try await loader.load(request, limit: configuration.maxResponseSize)
+        } catch BoundedLoader.Failure.tooLarge(let limit) {
+            throw SyncClientError(.responseTooLarge, "\(label): the answer is larger than the client's limit of \(limit) bytes")
+        } catch BoundedLoader.Failure.transport(let error) {
+            let reason = error.code == .timedOut ? "no answer within \(Int(configuration.requestTimeout)) s" : error.localizedDescription
+            throw SyncClientError(.unreachable, "\(label): cannot reach \(configuration.serverURL.absoluteString): \(reason)")
+        }
+    }
+}

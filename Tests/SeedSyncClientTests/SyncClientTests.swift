@@ -1,0 +1,178 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import SeedSyncClient
+import SeedSyncDemo
+import SeedSyncModel
+import SeedSyncServer
+import SeedSyncStore
+import SeedSyncTesting
+import Synchronization
+import Testing
+
+/// The client against a real server on loopback, and against servers that misbehave on purpose.
+@Suite struct SyncClientTests {
+    static let token = "client-test-token"
+
+    func withServer(_ test: @escaping @Sendable (URL, SQLiteSyncStore) async throws -> Void) async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try await Fixtures.demoStore(events: 300, locations: 10, in: directory)
+            try await ChangeGenerator.mutate(store, changes: 25, seed: 8)
+            let tokens = TokenSet(readTokens: [Self.token], adminTokens: [])
+            let app = try await buildApplication(store: store, configuration: ServerConfiguration(port: 0, tokens: tokens))
+            try await app.test(.live) { client in
+                try await test(URL(string: "http://127.0.0.1:\(client.port!)")!, store)
+            }
+        }
+    }
+
+    func client(_ url: URL, token: String? = token, retry: RetryPolicy = .none, limit: Int = 64 << 20, timeout: TimeInterval = 10) -> SyncClient {
+        SyncClient(configuration: .init(serverURL: url, token: token, requestTimeout: timeout, maxResponseSize: limit, retry: retry))
+    }
+
+    @Test func readsSchemaSnapshotsAndChangeFeeds() async throws {
+        try await withServer { url, store in
+            let client = client(url)
+            let schema = try await client.schema()
+            #expect(schema.schema == DemoDataset.schema)
+            #expect(schema.revision == 26)
+            let page = try await client.snapshotPage(of: "events", after: 10, limit: 50)
+            #expect(page == (try await store.snapshotPage(of: "events", after: 10, limit: 50)))
+            let feed = try await client.sync(from: 1, limit: 10)
+            #expect(feed.changeSets.map(\.revision) == Array(2...11))
+            #expect(feed.hasMore)
+        }
+    }
+
+    @Test func mapsServerErrorsToCodes() async throws {
+        try await withServer { url, _ in
+            await #expect { try await client(url, token: nil).schema() } throws: { ($0 as? SyncClientError)?.code == .unauthorized }
+            await #expect { try await client(url).sync(from: 0) } throws: { error in
+                let error = error as? SyncClientError
+                return error?.code == .historyExpired && error?.minRevision == 1 && error?.status == 410
+            }
+            await #expect { try await client(url).sync(from: 99) } throws: { ($0 as? SyncClientError)?.code == .revisionAhead }
+            await #expect { try await client(url).snapshotPage(of: "nope", after: nil, limit: 1) } throws: {
+                ($0 as? SyncClientError)?.serverCode == "unknown_type"
+            }
+        }
+    }
+
+    @Test func refusesAnswersOverTheLimit() async throws {
+        try await withServer { url, _ in
+            await #expect { try await client(url, limit: 1_000).snapshotPage(of: "events", after: nil, limit: 300) } throws: {
+                ($0 as? SyncClientError)?.code == .responseTooLarge
+            }
+        }
+    }
+
+    @Test func unreachableServersFailAfterBoundedRetries() async throws {
+        let retries = Mutex(0)
+        let client = SyncClient(
+            configuration: .init(serverURL: URL(string: "http://127.0.0.1:1")!, token: nil, requestTimeout: 2, retry: RetryPolicy(maxAttempts: 3, baseDelay: 0.01)),
+            onRetry: { _, _, _ in retries.withLock { $0 += 1 } }
+        )
+        await #expect { try await client.schema() } throws: { ($0 as? SyncClientError)?.code == .unreachable }
+        #expect(retries.withLock { $0 } == 2)
+    }
+
+    @Test func retries5xxAnd429ThenSucceeds() async throws {
+        let stub = MisbehavingServer()
+        try await stub.run { url in
+            stub.plan([.status(503), .status(429, retryAfter: "0"), .ok])
+            let schema = try await client(url, retry: RetryPolicy(maxAttempts: 5, baseDelay: 0.01)).schema()
+            #expect(schema.dataset == "demo")
+            #expect(stub.requests == 3)
+
+            stub.plan(Array(repeating: .status(500), count: 10))
+            await #expect { try await client(url, retry: RetryPolicy(maxAttempts: 4, baseDelay: 0.01)).schema() } throws: {
+                ($0 as? SyncClientError)?.status == 500
+            }
+            #expect(stub.requests == 4)
+
+            stub.plan([.status(404), .ok])
+            await #expect { try await client(url, retry: RetryPolicy(maxAttempts: 4, baseDelay: 0.01)).schema() } throws: {
+                ($0 as? SyncClientError)?.code == .serverError
+            }
+            #expect(stub.requests == 1, "4xx are not retried")
+        }
+    }
+
+    @Test func malformedAndSlowAnswersFail() async throws {
+        let stub = MisbehavingServer()
+        try await stub.run { url in
+            stub.plan([.body("{not json")])
+            await #expect { try await client(url).schema() } throws: { ($0 as? SyncClientError)?.code == .malformedResponse }
+            stub.plan([.body(#"{"maxRevision": 7, "hasMore": false, "changeSets": [{"revision": 7, "types": []}]}"#)])
+            await #expect { try await client(url).sync(from: 5) } throws: { ($0 as? SyncClientError)?.code == .malformedResponse }
+            stub.plan([.body(#"{"maxRevision": 4, "hasMore": false, "changeSets": []}"#)])
+            await #expect { try await client(url).sync(from: 5) } throws: { ($0 as? SyncClientError)?.code == .malformedResponse }
+            stub.plan([.slow(seconds: 5)])
+            await #expect { try await client(url, timeout: 1).schema() } throws: { ($0 as? SyncClientError)?.code == .unreachable }
+        }
+    }
+
+    @Test func tokensComeFromTheEnvironmentOrAFile() async throws {
+        try await withTemporaryDirectory { directory in
+            #expect(try SyncClient.token(environment: ["SEED_TOKEN": " abc \n"]) == "abc")
+            #expect(try SyncClient.token(environment: [:]) == nil)
+            let file = directory.appendingPathComponent("token")
+            try "from-file\n".write(to: file, atomically: true, encoding: .utf8)
+            #expect(try SyncClient.token(environment: ["SEED_TOKEN": "env"], file: file.path) == "from-file")
+            #expect(throws: SyncClientError.self) { try SyncClient.token(file: directory.appendingPathComponent("none").path) }
+        }
+    }
+}
+
+/// A real HTTP server on loopback that answers `/v1/schema` and `/v1/sync` as planned: the only
+/// way to get failures a correct server never produces.
+final class MisbehavingServer: Sendable {
+    enum Answer: Sendable {
+        case ok
+        case status(Int, retryAfter: String? = nil)
+        case body(String)
+        case slow(seconds: Double)
+    }
+
+    private let state = Mutex<(answers: [Answer], requests: Int)>(([], 0))
+
+    /// Replaces the planned answers and resets the request count.
+    func plan(_ answers: [Answer]) {
+        state.withLock { $0 = (answers, 0) }
+    }
+
+    var requests: Int { state.withLock { $0.requests } }
+
+    func run(_ test: @escaping @Sendable (URL) async throws -> Void) async throws {
+        let router = Router()
+        router.get("v1/schema") { _, _ in try await self.answer() }
+        router.post("v1/sync") { _, _ in try await self.answer() }
+        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+        try await app.test(.live) { client in try await test(URL(string: "http://127.0.0.1:\(client.port!)")!) }
+    }
+
+    private func answer() async throws -> Response {
+        let next = state.withLock { state -> Answer in
+            state.requests += 1
+            return state.answers.isEmpty ? .ok : state.answers.removeFirst()
+        }
+        switch next {
+        case .ok:
+            let info = SchemaInfo(schema: DemoDataset.schema, revision: 1, minRevision: 1)
+            return Self.json(String(decoding: try JSONEncoder().encode(info), as: UTF8.self))
+        case .status(let code, let retryAfter):
+            var headers: HTTPFields = [:]
+            if let retryAfter { headers[.retryAfter] = retryAfter }
+            return Response(status: .init(code: code), headers: headers)
+        case .body(let text):
+            return Self.json(text)
+        case .slow(let seconds):
+            try await Task.sleep(nanoseconds: UInt64(seconds * 1_000_000_000))
+            return Self.json("{}")
+        }
+    }
+
+    private static func json(_ text: String) -> Response {
+        Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+}

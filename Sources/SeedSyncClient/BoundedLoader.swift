@@ -37,7 +37,8 @@ final class BoundedLoader: NSObject, URLSessionDataDelegate, @unchecked Sendable
         session = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
     }
 
-    deinit {
+    /// Ends the session, which otherwise keeps this delegate alive (a session retains its delegate).
+    func invalidate() {
         session.invalidateAndCancel()
     }
 

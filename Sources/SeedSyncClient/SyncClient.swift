@@ -57,6 +57,10 @@ public final class SyncClient: Sendable {
         loader = BoundedLoader(timeout: configuration.requestTimeout)
     }
 
+    deinit {
+        loader.invalidate()
+    }
+
     /// `GET /v1/schema`.
     public func schema() async throws -> SchemaInfo {
         try await send(path: "v1/schema", as: SchemaInfo.self)

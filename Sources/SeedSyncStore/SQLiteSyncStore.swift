@@ -31,7 +31,7 @@ public final class SQLiteSyncStore: SyncStore {
         guard FileManager.default.fileExists(atPath: path) else { throw StoreError.missingDatabase(path) }
         do {
             pool = try DatabasePool(path: path, configuration: Self.configuration())
-            schema = try pool.read { db in try StateRecord.fetch(db).schema() }
+            schema = try pool.read { db in try StateRecord.schema(db) }
         } catch let error as DatabaseError where error.resultCode == .SQLITE_ERROR || error.resultCode == .SQLITE_NOTADB {
             throw StoreError.notAServerDatabase(path)
         }
@@ -130,16 +130,15 @@ public final class SQLiteSyncStore: SyncStore {
     }
 }
 
-/// The one row of `_seedsync_state`.
+/// The revisions in the one row of `_seedsync_state`, read by every request.
 struct StateRecord {
-    var schemaJSON: String
     var revision: Int64
     var minRevision: Int64
 
     static func fetch(_ db: Database) throws -> StateRecord {
-        guard let row = try Row.fetchOne(db, sql: "SELECT schema, revision, min_revision FROM _seedsync_state WHERE id = 1")
+        guard let row = try Row.fetchOne(db, sql: "SELECT revision, min_revision FROM _seedsync_state WHERE id = 1")
         else { throw DatabaseError(resultCode: .SQLITE_ERROR, message: "no state row") }
-        return StateRecord(schemaJSON: row[0], revision: row[1], minRevision: row[2])
+        return StateRecord(revision: row[0], minRevision: row[1])
     }
 
     static func save(_ db: Database, revision: Int64, minRevision: Int64) throws {
@@ -149,8 +148,12 @@ struct StateRecord {
         )
     }
 
-    func schema() throws -> DatasetSchema {
-        try JSONDecoder().decode(DatasetSchema.self, from: Data(schemaJSON.utf8))
+    /// The schema stored at creation; read once, when the store opens.
+    static func schema(_ db: Database) throws -> DatasetSchema {
+        guard let json = try String.fetchOne(db, sql: "SELECT schema FROM _seedsync_state WHERE id = 1") else {
+            throw DatabaseError(resultCode: .SQLITE_ERROR, message: "no state row")
+        }
+        return try JSONDecoder().decode(DatasetSchema.self, from: Data(json.utf8))
     }
 }
 

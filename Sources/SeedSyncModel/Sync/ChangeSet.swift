@@ -55,9 +55,6 @@ public struct TypeChanges: Sendable, Hashable {
         self.delete = delete
         self.attributes = attributes
     }
-
-    /// The number of rows this touches.
-    public var rowCount: Int { create.count + update.count + delete.count }
 }
 
 // MARK: - Codable

@@ -85,3 +85,27 @@ public enum Fixtures {
         return contents
     }
 }
+
+extension Fixtures {
+    /// Runs `writers` concurrent tasks, each committing `commitsPerWriter` catalog creations
+    /// (an author and a book of their own) through `commit`, and returns every revision assigned.
+    public static func commitConcurrently(
+        writers: Int,
+        commitsPerWriter: Int,
+        _ commit: @escaping @Sendable (ChangeSet) async throws -> Int64
+    ) async throws -> [Int64] {
+        try await withThrowingTaskGroup(of: [Int64].self) { group in
+            for writer in 0..<writers {
+                group.addTask {
+                    var revisions: [Int64] = []
+                    for index in 0..<commitsPerWriter {
+                        let creation = catalogCreation(author: "w\(writer)-\(index)", book: Int64(writer * 1_000 + index))
+                        revisions.append(try await commit(creation))
+                    }
+                    return revisions
+                }
+            }
+            return try await group.reduce(into: []) { $0 += $1 }
+        }
+    }
+}

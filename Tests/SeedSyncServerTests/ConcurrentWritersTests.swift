@@ -21,19 +21,9 @@ import FoundationNetworking
             try await app.test(.live) { client in
                 let base = URL(string: "http://127.0.0.1:\(client.port!)")!
                 let writers = 8, commitsPerWriter = 20
-                let revisions = try await withThrowingTaskGroup(of: [Int64].self) { group in
-                    for writer in 0..<writers {
-                        group.addTask {
-                            var revisions: [Int64] = []
-                            for index in 0..<commitsPerWriter {
-                                let changeSet = Fixtures.catalogCreation(author: "w\(writer)-\(index)", book: Int64(writer * 1_000 + index))
-                                let data = try await post(base.appendingPathComponent("v1/admin/changes"), JSONEncoder().encode(changeSet), token: TestTokens.admin)
-                                revisions.append(try JSONDecoder().decode(CommitResponse.self, from: data).revision)
-                            }
-                            return revisions
-                        }
-                    }
-                    return try await group.reduce(into: []) { $0 += $1 }
+                let revisions = try await Fixtures.commitConcurrently(writers: writers, commitsPerWriter: commitsPerWriter) { changeSet in
+                    let data = try await post(base.appendingPathComponent("v1/admin/changes"), JSONEncoder().encode(changeSet), token: TestTokens.admin)
+                    return try JSONDecoder().decode(CommitResponse.self, from: data).revision
                 }
                 #expect(revisions.sorted() == Array(1...Int64(writers * commitsPerWriter)))
 

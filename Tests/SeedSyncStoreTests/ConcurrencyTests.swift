@@ -11,19 +11,8 @@ import Testing
         try await withTemporaryDirectory { directory in
             let store = try await Fixtures.emptyStore(in: directory)
             let writers = 8, commitsPerWriter = 25
-            let revisions = try await withThrowingTaskGroup(of: [Int64].self) { group in
-                for writer in 0..<writers {
-                    group.addTask {
-                        var revisions: [Int64] = []
-                        for index in 0..<commitsPerWriter {
-                            let author = "w\(writer)-\(index)"
-                            let creation = Fixtures.catalogCreation(author: author, book: Int64(writer * 1_000 + index))
-                            revisions.append(try await store.commit(creation))
-                        }
-                        return revisions
-                    }
-                }
-                return try await group.reduce(into: []) { $0 += $1 }
+            let revisions = try await Fixtures.commitConcurrently(writers: writers, commitsPerWriter: commitsPerWriter) {
+                try await store.commit($0)
             }
             #expect(revisions.sorted() == Array(1...Int64(writers * commitsPerWriter)))
             try await expectReplayReproduces(store, in: directory)

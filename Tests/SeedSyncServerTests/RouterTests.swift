@@ -120,6 +120,29 @@ import Testing
         }
     }
 
+    @Test func syncLimitsHaveADefaultAndAServerMaximum() async throws {
+        let configuration = testConfiguration { $0.defaultSyncLimit = 2; $0.maxSyncLimit = 3 }
+        try await withApp(configuration: configuration) { client, _ in
+            for (request, expected) in [(#"{"maxRevision": 1}"#, [2, 3] as [Int64]), (#"{"maxRevision": 1, "limit": 100}"#, [2, 3, 4])] {
+                try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(request)) { response in
+                    let sync = try decode(SyncResponse.self, response)
+                    #expect(sync.changeSets.map(\.revision) == expected)
+                    #expect(sync.hasMore)
+                }
+            }
+        }
+    }
+
+    @Test func syncAnswersStayWithinTheByteBudget() async throws {
+        try await withApp(configuration: testConfiguration { $0.syncByteBudget = 1 }) { client, _ in
+            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 1, "limit": 100}"#)) { response in
+                let sync = try decode(SyncResponse.self, response)
+                #expect(sync.changeSets.map(\.revision) == [2], "one change set even when it alone exceeds the budget")
+                #expect(sync.hasMore)
+            }
+        }
+    }
+
     @Test func syncReturnsChangeSetsInOrder() async throws {
         try await withApp { client, _ in
             try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 1, "changeSets": [], "limit": 4}"#)) { response in

@@ -88,3 +88,24 @@ private struct Interrupted: Error {}
         }
     }
 }
+
+@Suite struct NDJSONRowReaderTests {
+    @Test func refusesLinesOverTheLimitWhereverTheyFall() async throws {
+        try await withTemporaryDirectory { directory in
+            let books = try #require(Fixtures.catalogSchema.type(named: "books"))
+            let short = #"{"id": 1, "title": "T", "price": 1, "in_stock": true}"#
+            let long = #"{"id": 2, "title": "\#(String(repeating: "x", count: 200))", "price": 1, "in_stock": true}"#
+            for (name, content) in [("middle", "\(short)\n\(long)\n\(short)\n"), ("last", "\(short)\n\(long)")] {
+                let file = directory.appendingPathComponent("\(name).ndjson")
+                try content.write(to: file, atomically: true, encoding: .utf8)
+                var rows = try NDJSONRowReader(path: file.path, type: books, maxLineLength: 100)
+                #expect(try rows.nextRow()?.key == 1)
+                #expect { try rows.nextRow() } throws: { "\($0)".contains("\(name).ndjson:2: line longer than 100 bytes") }
+            }
+            var generous = try NDJSONRowReader(path: directory.appendingPathComponent("middle.ndjson").path, type: books)
+            var count = 0
+            while try generous.nextRow() != nil { count += 1 }
+            #expect(count == 3)
+        }
+    }
+}

@@ -9,8 +9,8 @@ import SeedSyncModel
 /// while let row = try rows.nextRow() { … }
 /// ```
 public struct NDJSONRowReader: RowSource {
-    /// The longest line accepted.
-    public static let maxLineLength = 16 << 20
+    /// The longest line accepted by default: 16 MiB.
+    public static let defaultMaxLineLength = 16 << 20
 
     private let path: String
     private let type: EntityType
@@ -20,15 +20,17 @@ public struct NDJSONRowReader: RowSource {
     private var isAtEnd = false
     private var lineNumber = 0
     private let decoder = JSONDecoder()
+    private let maxLineLength: Int
 
     /// - Throws: ``StoreError`` when the file cannot be opened.
-    public init(path: String, type: EntityType) throws {
+    public init(path: String, type: EntityType, maxLineLength: Int = defaultMaxLineLength) throws {
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw StoreError.invalidLoad("cannot open \(path) for reading")
         }
         self.path = path
         self.type = type
         self.handle = handle
+        self.maxLineLength = maxLineLength
     }
 
     public mutating func nextRow() throws -> RowValues? {
@@ -53,16 +55,17 @@ public struct NDJSONRowReader: RowSource {
 
     private mutating func nextLine() throws -> ArraySlice<UInt8>? {
         while true {
-            if let end = buffer[position...].firstIndex(of: UInt8(ascii: "\n")) {
+            let end = buffer[position...].firstIndex(of: UInt8(ascii: "\n"))
+            guard (end ?? buffer.count) - position <= maxLineLength else {
+                throw StoreError.invalidLoad("\(path):\(lineNumber + 1): line longer than \(maxLineLength) bytes")
+            }
+            if let end {
                 defer { position = end + 1 }
                 return buffer[position..<end]
             }
             guard !isAtEnd else {
                 defer { position = buffer.count }
                 return position < buffer.count ? buffer[position...] : nil
-            }
-            guard buffer.count - position <= Self.maxLineLength else {
-                throw StoreError.invalidLoad("\(path):\(lineNumber + 1): line longer than \(Self.maxLineLength) bytes")
             }
             buffer.removeFirst(position)
             position = 0

@@ -10,7 +10,11 @@ let package = Package(
         .library(name: "SeedSyncServer", targets: ["SeedSyncServer"]),
         .library(name: "SeedSyncDemo", targets: ["SeedSyncDemo"]),
         .library(name: "SeedSyncClient", targets: ["SeedSyncClient"]),
+        .library(name: "SeedSyncSeed", targets: ["SeedSyncSeed"]),
+        .library(name: "SeedSyncBuild", targets: ["SeedSyncBuild"]),
         .executable(name: "seed-server", targets: ["seed-server"]),
+        .executable(name: "seed-build", targets: ["seed-build"]),
+        .executable(name: "seed-verify", targets: ["seed-verify"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift.git", exact: "7.10.0"),
@@ -25,11 +29,16 @@ let package = Package(
         .target(name: "SeedSyncModel"),
         // Deterministic demo dataset and mutation generator.
         .target(name: "SeedSyncDemo", dependencies: ["SeedSyncModel"]),
+        // SQL shared by every SQLite file SeedSync writes: typed tables and value mapping (GRDB).
+        .target(
+            name: "SeedSyncSQL",
+            dependencies: ["SeedSyncModel", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
         // Storage: the embedded SQLite store (GRDB).
         .target(
             name: "SeedSyncStore",
             dependencies: [
-                "SeedSyncModel",
+                "SeedSyncModel", "SeedSyncSQL",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
@@ -44,8 +53,21 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // zlib, for `.gz` seeds (system library on Linux and Apple platforms).
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        // Seed files: the format, writing, applying change sets, manifests and verification (GRDB).
+        .target(
+            name: "SeedSyncSeed",
+            dependencies: [
+                "SeedSyncModel", "SeedSyncSQL", "CZlib",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         // Protocol v1 client over URLSession (FoundationNetworking on Linux): limits, timeouts, retries.
         .target(name: "SeedSyncClient", dependencies: ["SeedSyncModel"]),
+        // seed-build as a library: snapshot download, catch-up, publishing with a manifest.
+        .target(name: "SeedSyncBuild", dependencies: ["SeedSyncModel", "SeedSyncSeed", "SeedSyncClient"]),
         // Fixtures shared by every test target.
         .target(
             name: "SeedSyncTesting",
@@ -58,6 +80,17 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        .executableTarget(
+            name: "seed-build",
+            dependencies: [
+                "SeedSyncBuild", "SeedSyncClient", "SeedSyncModel",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "seed-verify",
+            dependencies: ["SeedSyncSeed", "SeedSyncModel", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(name: "SeedSyncModelTests", dependencies: ["SeedSyncModel", "SeedSyncTesting"]),
         .testTarget(

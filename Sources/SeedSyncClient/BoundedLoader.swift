@@ -27,6 +27,10 @@ final class BoundedLoader: NSObject, URLSessionDataDelegate, @unchecked Sendable
     private let lock = NSLock()
     private var pending: [Int: Pending] = [:]
     private var session: URLSession!
+    private var received: Int64 = 0
+
+    /// Body bytes delivered so far over all requests, after decompression.
+    var bytesReceived: Int64 { lock.withLock { received } }
 
     init(timeout: TimeInterval) {
         super.init()
@@ -72,16 +76,18 @@ final class BoundedLoader: NSObject, URLSessionDataDelegate, @unchecked Sendable
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        // Mutated in place: copying `Pending` out would copy its body on every chunk.
         let overLimit: Bool = lock.withLock {
-            guard var state = pending[dataTask.taskIdentifier], state.failure == nil else { return false }
+            let id = dataTask.taskIdentifier
+            guard let state = pending[id], state.failure == nil else { return false }
+            received += Int64(data.count)
             if state.data.count + data.count > state.limit {
-                state.failure = .tooLarge(limit: state.limit)
-                state.data = Data()
-            } else {
-                state.data.append(data)
+                pending[id]!.failure = .tooLarge(limit: state.limit)
+                pending[id]!.data = Data()
+                return true
             }
-            pending[dataTask.taskIdentifier] = state
-            return state.failure != nil
+            pending[id]!.data.append(data)
+            return false
         }
         if overLimit { dataTask.cancel() }
     }

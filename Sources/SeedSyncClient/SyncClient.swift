@@ -61,6 +61,9 @@ public final class SyncClient: Sendable {
         loader.invalidate()
     }
 
+    /// Body bytes received so far, over every request of this client (after gzip decompression).
+    public var bytesReceived: Int64 { loader.bytesReceived }
+
     /// `GET /v1/schema`.
     public func schema() async throws -> SchemaInfo {
         try await send(path: "v1/schema", as: SchemaInfo.self)
@@ -82,7 +85,7 @@ public final class SyncClient: Sendable {
     /// - Throws: ``SyncClientError`` with ``SyncClientError/Code/historyExpired`` (and
     ///   `minRevision`) or ``SyncClientError/Code/revisionAhead`` when the server cannot serve
     ///   from `revision`; ``SyncClientError/Code/malformedResponse`` when the change sets do not
-    ///   follow on from `revision` without gaps.
+    ///   follow on from `revision` without gaps, or `hasMore` comes without any.
     public func sync(from revision: Int64, limit: Int? = nil) async throws -> SyncResponse {
         let body = try JSONEncoder().encode(SyncRequest(maxRevision: revision, limit: limit))
         let response = try await send(path: "v1/sync", body: body, as: SyncResponse.self)
@@ -92,6 +95,9 @@ public final class SyncClient: Sendable {
                 throw SyncClientError(.malformedResponse, "POST /v1/sync from revision \(revision): expected change set \(next), got \(changeSet.revision.map(String.init) ?? "one without a revision")")
             }
             next += 1
+        }
+        guard !response.hasMore || !response.changeSets.isEmpty else {
+            throw SyncClientError(.malformedResponse, "POST /v1/sync from revision \(revision): hasMore is true but no change set came")
         }
         guard response.maxRevision == next - 1 else {
             throw SyncClientError(.malformedResponse, "POST /v1/sync from revision \(revision): maxRevision \(response.maxRevision) does not match the change sets returned")

@@ -1,12 +1,15 @@
 import GRDB
 import SeedSyncModel
+import SeedSyncSQL
 
 extension SQLiteSyncStore {
     public func schemaInfo() async throws -> SchemaInfo {
         let schema = self.schema
+        let tables = self.tables
         return try await pool.read { db in
             let state = try StateRecord.fetch(db)
-            return SchemaInfo(schema: schema, revision: state.revision, minRevision: state.minRevision)
+            let counts = try Self.rowCounts(tables, in: db)
+            return SchemaInfo(schema: schema, revision: state.revision, minRevision: state.minRevision, rowCounts: counts)
         }
     }
 
@@ -31,17 +34,10 @@ extension SQLiteSyncStore {
     }
 
     private static func rows(of type: EntityType, statement: Statement, arguments: StatementArguments) throws -> [[JSONValue]] {
-        let fieldTypes = type.fields.map(\.type)
         var rows: [[JSONValue]] = []
         let cursor = try Row.fetchCursor(statement, arguments: arguments)
         while let row = try cursor.next() {
-            var values: [JSONValue] = [ValueMapping.jsonKey(row[0])]
-            values.reserveCapacity(fieldTypes.count + 2)
-            for (index, fieldType) in fieldTypes.enumerated() {
-                values.append(ValueMapping.jsonValue(row[index + 1], as: fieldType))
-            }
-            values.append(.int(row[fieldTypes.count + 1]))
-            rows.append(values)
+            rows.append(ValueMapping.jsonRow(row, of: type))
         }
         return rows
     }
@@ -83,8 +79,10 @@ extension SQLiteSyncStore {
     /// The number of rows of each type.
     public func rowCounts() async throws -> [String: Int] {
         let tables = self.tables
-        return try await pool.read { db in
-            try tables.mapValues { try Int.fetchOne(db, sql: "SELECT count(*) FROM \($0.table)") ?? 0 }
-        }
+        return try await pool.read { db in try Self.rowCounts(tables, in: db) }
+    }
+
+    private static func rowCounts(_ tables: [String: TableSQL], in db: Database) throws -> [String: Int] {
+        try tables.mapValues { try Int.fetchOne(db, sql: "SELECT count(*) FROM \($0.table)") ?? 0 }
     }
 }

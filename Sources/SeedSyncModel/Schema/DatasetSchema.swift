@@ -144,13 +144,17 @@ public struct SchemaInfo: Codable, Sendable, Hashable {
     /// The oldest revision a client may sync from with `/v1/sync`.
     public var minRevision: Int64
     public var types: [EntityType]
+    /// The number of rows of each type at ``revision``, when the server reports it (for progress
+    /// and ETA; optional in protocol v1).
+    public var rowCounts: [String: Int]?
 
-    public init(schema: DatasetSchema, revision: Int64, minRevision: Int64) {
+    public init(schema: DatasetSchema, revision: Int64, minRevision: Int64, rowCounts: [String: Int]? = nil) {
         dataset = schema.dataset
         schemaVersion = schema.schemaVersion
         types = schema.types
         self.revision = revision
         self.minRevision = minRevision
+        self.rowCounts = rowCounts
     }
 
     /// The schema without the revisions.

@@ -79,13 +79,13 @@ extension EntityType {
             )
         }
         let values = try fields.map { (field) throws(ChangeSetError) -> JSONValue in
-            try value(of: field, in: given, rowKey: key)
+            try value(of: field, given[field.name], rowKey: key)
         }
         return RowValues(key: id, values: values)
     }
 
-    private func value(of field: Field, in given: [String: JSONValue], rowKey: String) throws(ChangeSetError) -> JSONValue {
-        let value = given[field.name] ?? .null
+    private func value(of field: Field, _ given: JSONValue?, rowKey: String) throws(ChangeSetError) -> JSONValue {
+        let value = given ?? .null
         if value == .null {
             guard field.nullable else {
                 throw ChangeSetError("\(name)[\(rowKey)].\(field.name) is missing or null but the field is not nullable")
@@ -128,5 +128,34 @@ extension EntityType {
             throw ChangeSetError("\(name): id \(describe(id)) is not a valid \(primaryKey.type.rawValue) key")
         }
         return try row(id, [key: object])
+    }
+}
+
+extension EntityType {
+    /// Checks one row of a snapshot page whose columns are ``columnNames``: key, fields, revision.
+    ///
+    /// ```swift
+    /// let (row, revision) = try events.validateSnapshotRow([1, "Gig", …, 17])
+    /// ```
+    ///
+    /// - Throws: ``ChangeSetError`` for a row of the wrong length, an invalid key or revision, or a
+    ///   value that does not fit its field.
+    public func validateSnapshotRow(_ values: [JSONValue]) throws(ChangeSetError) -> (row: RowValues, revision: Int64) {
+        guard values.count == fields.count + 2 else {
+            throw ChangeSetError("\(name): a row has \(values.count) values, expected \(fields.count + 2)")
+        }
+        let id = values[0]
+        guard primaryKey.type.accepts(id), let key = id.keyString else {
+            throw ChangeSetError("\(name): id \(describe(id)) is not a valid \(primaryKey.type.rawValue) key")
+        }
+        guard case .int(let revision) = values[fields.count + 1], revision >= 0 else {
+            throw ChangeSetError("\(name)[\(key)].revision is not a non-negative integer")
+        }
+        var fieldValues: [JSONValue] = []
+        fieldValues.reserveCapacity(fields.count)
+        for (index, field) in fields.enumerated() {
+            fieldValues.append(try value(of: field, values[index + 1], rowKey: key))
+        }
+        return (RowValues(key: id, values: fieldValues), revision)
     }
 }

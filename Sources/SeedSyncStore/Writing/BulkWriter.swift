@@ -1,5 +1,6 @@
 import GRDB
 import SeedSyncModel
+import SeedSyncSQL
 
 extension SQLiteSyncStore {
     /// Writes rows in bulk as one new revision, in one transaction.

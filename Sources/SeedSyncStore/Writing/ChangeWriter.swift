@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import SeedSyncModel
+import SeedSyncSQL
 
 extension SQLiteSyncStore {
     @discardableResult

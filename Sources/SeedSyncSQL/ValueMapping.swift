@@ -3,8 +3,8 @@ import GRDB
 import SeedSyncModel
 
 /// Converts between wire values (already normalized by validation) and SQLite values.
-enum ValueMapping {
-    static func databaseValue(_ value: JSONValue, as type: FieldType) -> DatabaseValue {
+package enum ValueMapping {
+    package static func databaseValue(_ value: JSONValue, as type: FieldType) -> DatabaseValue {
         switch (value, type) {
         case (.null, _): .null
         case (.bool(let flag), _): (flag ? 1 : 0).databaseValue
@@ -17,7 +17,7 @@ enum ValueMapping {
         }
     }
 
-    static func databaseValue(key: JSONValue) -> DatabaseValue {
+    package static func databaseValue(key: JSONValue) -> DatabaseValue {
         switch key {
         case .int(let number): number.databaseValue
         case .string(let text): text.databaseValue
@@ -25,7 +25,7 @@ enum ValueMapping {
         }
     }
 
-    static func jsonValue(_ value: DatabaseValue, as type: FieldType) -> JSONValue {
+    package static func jsonValue(_ value: DatabaseValue, as type: FieldType) -> JSONValue {
         switch (value.storage, type) {
         case (.null, _): .null
         case (.int64(let number), .boolean): .bool(number != 0)
@@ -37,7 +37,7 @@ enum ValueMapping {
         }
     }
 
-    static func jsonKey(_ value: DatabaseValue) -> JSONValue {
+    package static func jsonKey(_ value: DatabaseValue) -> JSONValue {
         switch value.storage {
         case .int64(let number): .int(number)
         case .string(let text): .string(text)
@@ -46,16 +46,27 @@ enum ValueMapping {
     }
 
     /// Arguments for ``TableSQL/insert`` and ``TableSQL/upsert``: key, fields, revision.
-    static func arguments(_ row: RowValues, of type: EntityType, revision: Int64) -> StatementArguments {
+    package static func arguments(_ row: RowValues, of type: EntityType, revision: Int64) -> StatementArguments {
         StatementArguments([databaseValue(key: row.key)] + fieldValues(row, of: type) + [revision.databaseValue])
     }
 
     /// Arguments for ``TableSQL/update``: fields, revision, key.
-    static func updateArguments(_ row: RowValues, of type: EntityType, revision: Int64) -> StatementArguments {
+    package static func updateArguments(_ row: RowValues, of type: EntityType, revision: Int64) -> StatementArguments {
         StatementArguments(fieldValues(row, of: type) + [revision.databaseValue, databaseValue(key: row.key)])
     }
 
     private static func fieldValues(_ row: RowValues, of type: EntityType) -> [DatabaseValue] {
         zip(type.fields, row.values).map { databaseValue($1, as: $0.type) }
+    }
+
+    /// One stored row as wire values, in ``TableSQL/columns`` order: key, fields, revision.
+    package static func jsonRow(_ row: Row, of type: EntityType) -> [JSONValue] {
+        var values: [JSONValue] = [jsonKey(row[0])]
+        values.reserveCapacity(type.fields.count + 2)
+        for (index, field) in type.fields.enumerated() {
+            values.append(jsonValue(row[index + 1], as: field.type))
+        }
+        values.append(.int(row[type.fields.count + 1]))
+        return values
     }
 }

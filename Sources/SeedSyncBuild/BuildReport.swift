@@ -1,0 +1,20 @@
+import SeedSyncSeed
+
+/// What a finished build produced, as `seed-build --json` prints it.
+public struct BuildReport: Codable, Sendable, Hashable {
+    /// The seed file.
+    public var output: String
+    public var manifestPath: String
+    public var manifest: SeedManifest
+    /// The revision the download started from (R0).
+    public var startRevision: Int64
+    /// Whether an interrupted build was continued.
+    public var resumed: Bool
+    /// Snapshot pages and change sets fetched by this run.
+    public var pages: Int
+    public var changeSets: Int
+    /// Body bytes received by this run, decompressed.
+    public var bytesDownloaded: Int64
+    /// Seconds per step: `download`, `catchUp`, `finish`, `total`.
+    public var seconds: [String: Double]
+}

@@ -1,0 +1,206 @@
+import Foundation
+import SeedSyncClient
+import SeedSyncModel
+import SeedSyncSeed
+
+/// Builds a seed from a sync server over HTTP: `seed-build` as a library.
+///
+/// 1. Reads `/v1/schema`; its revision R0 is where the download starts.
+/// 2. Downloads every type through `/v1/snapshot` pages into `OUT.partial` (``SeedWriter``).
+/// 3. Catches up through `/v1/sync` from R0 until `hasMore` is false, applying the change sets with
+///    the importer's code (``SeedWriter/apply(_:)``), so the file equals the server at the final
+///    revision even when the server changed during the download.
+/// 4. Finishes the file (checks, `VACUUM`, `journal_mode=DELETE`), writes the `.gz` copy when asked
+///    and the manifest, then renames them into place. Until then nothing exists at `OUT`.
+///
+/// ```swift
+/// let builder = SeedBuilder(client: client, options: .init(output: "Snapshots/demo.sqlite"))
+/// let report = try await builder.build()
+/// print(report.manifest.sha256)
+/// ```
+///
+/// An interrupted or failed download keeps `OUT.partial`; with ``Options/resume`` the next build
+/// continues from the last complete page of each type. Data errors (a malformed page, a change set
+/// that does not fit, an expired history) discard it instead: resuming could not help.
+public struct SeedBuilder: Sendable {
+    public struct Options: Sendable {
+        /// The seed file to write.
+        public var output: String
+        /// The types to include, `nil` for all. Every type a chosen type references must be chosen too.
+        public var types: [String]?
+        /// Rows per snapshot page (the server caps it).
+        public var pageSize: Int
+        /// Change sets per `/v1/sync` request (the server caps it).
+        public var syncLimit: Int
+        /// Also write `OUT.gz`.
+        public var gzip: Bool
+        /// Continue `OUT.partial` when there is one.
+        public var resume: Bool
+
+        public init(output: String, types: [String]? = nil, pageSize: Int = 10_000, syncLimit: Int = 1000, gzip: Bool = false, resume: Bool = false) {
+            self.output = output
+            self.types = types
+            self.pageSize = pageSize
+            self.syncLimit = syncLimit
+            self.gzip = gzip
+            self.resume = resume
+        }
+    }
+
+    public let client: SyncClient
+    public let options: Options
+
+    public init(client: SyncClient, options: Options) {
+        self.client = client
+        self.options = options
+    }
+
+    /// The work file beside the output.
+    public var partialPath: String { options.output + ".partial" }
+
+    /// Builds the seed, reporting progress to `progress` (which may throw to stop the build).
+    ///
+    /// - Throws: ``SyncClientError`` for network and server failures, ``SeedError`` for data that
+    ///   does not fit and for file problems. Nothing is written at ``Options/output`` then.
+    public func build(progress: @Sendable (BuildEvent) async throws -> Void = { _ in }) async throws -> BuildReport {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let bytesBefore = client.bytesReceived
+        var run = BuildRun()
+        do {
+            let info = try await client.schema()
+            let schema = try SchemaSelection(info: info, types: options.types).schema
+            let (writer, resumed) = try await openWriter(schema: schema, info: info)
+            run.resumed = resumed
+            do {
+                run.startRevision = try await writer.revision()
+                try await progress(.started(revision: run.startRevision, rowCounts: info.rowCounts, resumed: resumed))
+                try await download(into: writer, run: &run, progress: progress)
+                run.mark("download", since: start, clock: clock)
+                try await catchUp(writer, serverTypes: Set(info.types.map(\.name)), run: &run, progress: progress)
+                run.mark("catchUp", since: start, clock: clock)
+                try await progress(.finishing)
+                try await writer.finish()
+            } catch {
+                try? writer.close()
+                throw error
+            }
+            let manifest = try SeedPublisher(output: options.output, partial: partialPath, gzip: options.gzip).publish()
+            run.mark("finish", since: start, clock: clock)
+            run.seconds["total"] = (clock.now - start).seconds
+            return BuildReport(
+                output: options.output, manifestPath: SeedManifest.path(forSeed: options.output), manifest: manifest,
+                startRevision: run.startRevision, resumed: run.resumed, pages: run.pages, changeSets: run.changeSets,
+                bytesDownloaded: client.bytesReceived - bytesBefore, seconds: run.seconds
+            )
+        } catch {
+            if !Self.isResumable(error) { FileSystem.removeDatabase(at: partialPath) }
+            throw error
+        }
+    }
+
+    private func openWriter(schema: DatasetSchema, info: SchemaInfo) async throws -> (SeedWriter, Bool) {
+        let folder = URL(fileURLWithPath: options.output).deletingLastPathComponent()
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let exists = FileManager.default.fileExists(atPath: partialPath)
+        if exists {
+            let previous = try await SeedWriter.open(at: partialPath)
+            if options.resume {
+                try await checkResumable(previous, schema: schema, info: info)
+                return (previous, true)
+            }
+            try previous.close()
+            FileSystem.removeDatabase(at: partialPath)
+        }
+        return (try await SeedWriter.create(at: partialPath, schema: schema, revision: info.revision), false)
+    }
+
+    private func checkResumable(_ writer: SeedWriter, schema: DatasetSchema, info: SchemaInfo) async throws {
+        let revision = try await writer.revision()
+        let problem: String? = if writer.schema.hash != schema.hash {
+            "it was started for another schema or type selection"
+        } else if revision > info.revision {
+            "it is at revision \(revision) but the server is at \(info.revision)"
+        } else if revision < info.minRevision {
+            "the server's history no longer reaches its revision \(revision) (minRevision \(info.minRevision))"
+        } else {
+            nil
+        }
+        if let problem {
+            try writer.close()
+            throw SeedError("cannot resume \(partialPath): \(problem); build again without --resume")
+        }
+    }
+
+    private func download(into writer: SeedWriter, run: inout BuildRun, progress: @Sendable (BuildEvent) async throws -> Void) async throws {
+        let cursors = try await writer.cursors()
+        for type in writer.schema.types {
+            guard var cursor = cursors[type.name] else { continue }
+            while !cursor.isComplete {
+                try Task.checkCancellation()
+                let before = client.bytesReceived
+                let page = try await client.snapshotPage(of: type.name, after: cursor.after, limit: options.pageSize)
+                let rows = try await writer.insert(page)
+                run.pages += 1
+                cursor = SeedWriter.Cursor(after: page.rows.last?.first ?? cursor.after, isComplete: page.next == .null)
+                try await progress(.page(type: type.name, rows: rows, bytes: client.bytesReceived - before))
+            }
+        }
+    }
+
+    /// `/v1/sync` from the seed's revision until the server has nothing more; change sets of types
+    /// left out of the seed are dropped, the revision still advances.
+    private func catchUp(_ writer: SeedWriter, serverTypes: Set<String>, run: inout BuildRun, progress: @Sendable (BuildEvent) async throws -> Void) async throws {
+        let included = Set(writer.schema.types.map(\.name))
+        let excluded = serverTypes.subtracting(included)
+        var revision = try await writer.revision()
+        while true {
+            try Task.checkCancellation()
+            let response = try await client.sync(from: revision, limit: options.syncLimit)
+            guard !response.changeSets.isEmpty else { return }
+            let changeSets = response.changeSets.map { changeSet in
+                var kept = changeSet
+                kept.changes.removeAll { excluded.contains($0.type) }
+                return kept
+            }
+            revision = try await writer.apply(changeSets)
+            run.changeSets += changeSets.count
+            try await progress(.caughtUp(changeSets: run.changeSets, revision: revision))
+            if !response.hasMore { return }
+        }
+    }
+
+    /// Whether a later `--resume` could finish what this error interrupted.
+    static func isResumable(_ error: any Error) -> Bool {
+        switch error {
+        case let error as SyncClientError:
+            error.code == .unreachable || error.code == .serverError || error.code == .unauthorized || error.code == .forbidden
+        case is CancellationError: true
+        case is SeedError: false
+        default: true
+        }
+    }
+}
+
+/// Counters of one build.
+private struct BuildRun {
+    var resumed = false
+    var startRevision: Int64 = 0
+    var pages = 0
+    var changeSets = 0
+    var seconds: [String: Double] = [:]
+    private var lastMark: Double = 0
+
+    mutating func mark(_ step: String, since start: ContinuousClock.Instant, clock: ContinuousClock) {
+        let elapsed = (clock.now - start).seconds
+        seconds[step] = elapsed - lastMark
+        lastMark = elapsed
+    }
+}
+
+extension Duration {
+    var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

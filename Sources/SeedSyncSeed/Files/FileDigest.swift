@@ -1,0 +1,53 @@
+import Crypto
+import Foundation
+
+/// The size and SHA-256 of a file's bytes, as a manifest records them.
+public struct FileDigest: Sendable, Hashable {
+    public var size: Int64
+    /// Lowercase hexadecimal.
+    public var sha256: String
+
+    /// Reads the file at `path` in 1 MiB chunks and hashes it.
+    ///
+    /// ```swift
+    /// let digest = try FileDigest(ofFile: "demo.sqlite")
+    /// ```
+    public init(ofFile path: String) throws {
+        var hasher = FileDigest.Hasher()
+        try FileChunks.read(path) { hasher.update($0) }
+        self = hasher.finalize()
+    }
+
+    init(size: Int64, sha256: String) {
+        self.size = size
+        self.sha256 = sha256
+    }
+
+    /// Hashes bytes as they stream past (a download, a decompression).
+    struct Hasher {
+        private var sha = SHA256()
+        private var size: Int64 = 0
+
+        mutating func update(_ bytes: UnsafeRawBufferPointer) {
+            sha.update(bufferPointer: bytes)
+            size += Int64(bytes.count)
+        }
+
+        func finalize() -> FileDigest {
+            FileDigest(size: size, sha256: sha.finalize().hexString)
+        }
+    }
+}
+
+/// Reads files in fixed-size chunks without loading them whole.
+enum FileChunks {
+    static let chunkSize = 1 << 20
+
+    static func read(_ path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw SeedError("cannot read \(path)") }
+        defer { try? handle.close() }
+        while let chunk = try handle.read(upToCount: chunkSize), !chunk.isEmpty {
+            try chunk.withUnsafeBytes(body)
+        }
+    }
+}

@@ -1,0 +1,122 @@
+import Foundation
+import GRDB
+import SeedSyncModel
+
+/// What a seed says about itself: the rows of its `_seedsync_seed` table.
+///
+/// | key | value |
+/// |---|---|
+/// | `format_version` | `1` |
+/// | `dataset` | the dataset name |
+/// | `schema_version` | the schema version (also `PRAGMA user_version`) |
+/// | `schema_hash` | ``DatasetSchema/hash`` of `schema` |
+/// | `schema` | ``DatasetSchema/canonicalJSON`` of the types in the file |
+/// | `revision` | the server revision the rows are at |
+public struct SeedMetadata: Sendable, Hashable {
+    public var formatVersion: Int
+    public var schema: DatasetSchema
+    public var schemaHash: String
+    /// The revision every row of the file is at: no row's `revision` is above it.
+    public var revision: Int64
+
+    public var dataset: String { schema.dataset }
+    public var schemaVersion: Int { schema.schemaVersion }
+
+    public init(schema: DatasetSchema, revision: Int64) {
+        formatVersion = SeedFormat.version
+        self.schema = schema
+        schemaHash = schema.hash
+        self.revision = revision
+    }
+
+    enum Key: String, CaseIterable {
+        case formatVersion = "format_version"
+        case dataset
+        case schemaVersion = "schema_version"
+        case schemaHash = "schema_hash"
+        case schema
+        case revision
+    }
+
+    /// Reads the metadata table.
+    ///
+    /// - Throws: ``SeedError`` naming the missing or invalid key.
+    static func read(_ db: Database, path: String) throws -> SeedMetadata {
+        guard try db.tableExists(SeedFormat.metadataTable) else {
+            throw SeedError.notASeed(path, "it has no \(SeedFormat.metadataTable) table")
+        }
+        let rows = try Row.fetchAll(db, sql: "SELECT key, value FROM \(SeedFormat.metadataTable)")
+        var values: [String: String] = [:]
+        for row in rows { values[row[0]] = row[1] }
+        func value(_ key: Key) throws -> String {
+            guard let value = values[key.rawValue] else { throw SeedError.notASeed(path, "metadata '\(key.rawValue)' is missing") }
+            return value
+        }
+        guard let formatVersion = Int(try value(.formatVersion)) else {
+            throw SeedError.notASeed(path, "metadata 'format_version' is not a number")
+        }
+        guard formatVersion == SeedFormat.version else {
+            throw SeedError.notASeed(path, "format version \(formatVersion) is not supported (this build reads \(SeedFormat.version))")
+        }
+        guard let revision = Int64(try value(.revision)), revision >= 0 else {
+            throw SeedError.notASeed(path, "metadata 'revision' is not a revision")
+        }
+        let schema: DatasetSchema
+        do {
+            schema = try JSONDecoder().decode(DatasetSchema.self, from: Data(try value(.schema).utf8))
+            try schema.validate()
+        } catch let error as SeedError {
+            throw error
+        } catch {
+            throw SeedError.notASeed(path, "metadata 'schema' is not a valid schema")
+        }
+        guard try value(.dataset) == schema.dataset, try value(.schemaVersion) == String(schema.schemaVersion) else {
+            throw SeedError.notASeed(path, "metadata 'dataset' or 'schema_version' disagrees with 'schema'")
+        }
+        var metadata = SeedMetadata(schema: schema, revision: revision)
+        metadata.schemaHash = try value(.schemaHash)
+        return metadata
+    }
+
+    /// Writes every key, replacing what is there.
+    func write(_ db: Database) throws {
+        let values: [Key: String] = [
+            .formatVersion: String(formatVersion), .dataset: dataset, .schemaVersion: String(schemaVersion),
+            .schemaHash: schemaHash, .schema: schema.canonicalJSON, .revision: String(revision),
+        ]
+        for key in Key.allCases {
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO \(SeedFormat.metadataTable) (key, value) VALUES (?, ?)",
+                arguments: [key.rawValue, values[key]]
+            )
+        }
+    }
+
+    /// Stores a new revision; called in the transaction that applied the change sets up to it.
+    static func save(revision: Int64, in db: Database) throws {
+        try db.execute(
+            sql: "UPDATE \(SeedFormat.metadataTable) SET value = ? WHERE key = ?",
+            arguments: [String(revision), Key.revision.rawValue]
+        )
+    }
+
+    /// `CREATE TABLE` of the metadata table.
+    static let createTable = """
+        CREATE TABLE \(SeedFormat.metadataTable) (
+          key TEXT PRIMARY KEY NOT NULL,
+          value TEXT NOT NULL
+        ) WITHOUT ROWID
+        """
+}
+
+extension SeedMetadata {
+    /// The `revision` key alone, read inside a write transaction.
+    static func storedRevision(_ db: Database) throws -> Int64 {
+        guard let text = try String.fetchOne(
+            db, sql: "SELECT value FROM \(SeedFormat.metadataTable) WHERE key = ?", arguments: [Key.revision.rawValue]
+        ), let revision = Int64(text) else {
+            throw SeedError.invalidData("the database has no seed revision")
+        }
+        return revision
+    }
+}

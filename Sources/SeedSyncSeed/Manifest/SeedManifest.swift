@@ -1,0 +1,110 @@
+import Foundation
+
+/// The manifest written beside a seed (`demo.sqlite.manifest.json`): what the file holds and the
+/// hash that proves it arrived whole.
+///
+/// ```json
+/// {"format": "seedsync-seed-manifest", "formatVersion": 1, "file": "demo.sqlite",
+///  "size": 532480, "sha256": "…", "revision": 301, "dataset": "demo", "schemaVersion": 1,
+///  "schemaHash": "…", "rowCounts": {"events": 2000, "locations": 200},
+///  "sqliteVersion": "3.40.1", "pageSize": 4096, "createdAt": "2026-11-22T10:00:00Z",
+///  "gzip": {"file": "demo.sqlite.gz", "size": 180211, "sha256": "…"}}
+/// ```
+public struct SeedManifest: Codable, Sendable, Hashable {
+    /// A compressed copy of the seed.
+    public struct Compressed: Codable, Sendable, Hashable {
+        public var file: String
+        public var size: Int64
+        public var sha256: String
+
+        public init(file: String, size: Int64, sha256: String) {
+            self.file = file
+            self.size = size
+            self.sha256 = sha256
+        }
+    }
+
+    /// Always `seedsync-seed-manifest`.
+    public var format: String
+    public var formatVersion: Int
+    /// The seed's file name, without a directory.
+    public var file: String
+    public var size: Int64
+    public var sha256: String
+    public var revision: Int64
+    public var dataset: String
+    public var schemaVersion: Int
+    public var schemaHash: String
+    /// Rows per type's table.
+    public var rowCounts: [String: Int]
+    /// The SQLite library that wrote the file: byte-identical builds need the same one.
+    public var sqliteVersion: String
+    public var pageSize: Int
+    /// When the manifest was written, RFC 3339 UTC; the one field that differs between builds.
+    public var createdAt: String
+    public var gzip: Compressed?
+
+    public static let formatName = "seedsync-seed-manifest"
+
+    /// The manifest path for a seed: `SEED.manifest.json`, with a `.gz` suffix dropped first.
+    public static func path(forSeed seed: String) -> String {
+        (seed.hasSuffix(".gz") ? String(seed.dropLast(3)) : seed) + ".manifest.json"
+    }
+
+    /// Describes the finished seed at `path`, hashing it.
+    ///
+    /// - Parameter createdAt: the creation time; `SOURCE_DATE_EPOCH` from the environment when set,
+    ///   for reproducible manifests, else now.
+    public init(describing path: String, createdAt: Date = SeedManifest.creationDate()) throws {
+        let seed = try SeedFile(path: path)
+        defer { try? seed.close() }
+        let metadata = try seed.metadata()
+        let storage = try seed.storage()
+        let digest = try FileDigest(ofFile: path)
+        format = Self.formatName
+        formatVersion = metadata.formatVersion
+        file = URL(fileURLWithPath: path).lastPathComponent
+        size = digest.size
+        sha256 = digest.sha256
+        revision = metadata.revision
+        dataset = metadata.dataset
+        schemaVersion = metadata.schemaVersion
+        schemaHash = metadata.schemaHash
+        rowCounts = try seed.rowCounts()
+        sqliteVersion = storage.sqliteVersion
+        pageSize = storage.pageSize
+        self.createdAt = Self.rfc3339(createdAt)
+    }
+
+    /// Reads a manifest file.
+    public static func read(from path: String) throws -> SeedManifest {
+        guard let data = FileManager.default.contents(atPath: path) else { throw SeedError("cannot read manifest \(path)") }
+        do {
+            let manifest = try JSONDecoder().decode(SeedManifest.self, from: data)
+            guard manifest.format == formatName else { throw SeedError("\(path) is not a seed manifest") }
+            return manifest
+        } catch let error as SeedError {
+            throw error
+        } catch {
+            throw SeedError("\(path) is not a valid seed manifest")
+        }
+    }
+
+    /// The manifest as pretty-printed JSON with sorted keys, ending in a newline.
+    public func jsonData() -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return try! encoder.encode(self) + Data("\n".utf8)
+    }
+
+    /// `SOURCE_DATE_EPOCH` when set (reproducible builds), else now.
+    public static func creationDate(environment: [String: String] = ProcessInfo.processInfo.environment) -> Date {
+        environment["SOURCE_DATE_EPOCH"].flatMap(TimeInterval.init).map(Date.init(timeIntervalSince1970:)) ?? Date()
+    }
+
+    private static func rfc3339(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.string(from: date)
+    }
+}

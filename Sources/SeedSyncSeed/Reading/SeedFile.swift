@@ -1,0 +1,85 @@
+import Foundation
+import GRDB
+import SeedSyncModel
+import SeedSyncSQL
+
+/// A finished seed, opened read-only.
+///
+/// ```swift
+/// let seed = try SeedFile(path: "Snapshots/demo.sqlite")
+/// let metadata = try seed.metadata()
+/// let counts = try seed.rowCounts()
+/// ```
+public final class SeedFile: Sendable {
+    public let path: String
+    let queue: DatabaseQueue
+
+    /// Opens the file read-only; nothing is written beside it.
+    ///
+    /// - Throws: ``SeedError`` when nothing is at `path` or it is not a SQLite database.
+    public init(path: String) throws {
+        guard FileManager.default.fileExists(atPath: path) else { throw SeedError("no seed at \(path)") }
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.foreignKeysEnabled = false
+        do {
+            queue = try DatabaseQueue(path: path, configuration: configuration)
+            _ = try queue.read { db in try Int.fetchOne(db, sql: "PRAGMA schema_version") }
+        } catch let error as DatabaseError {
+            throw SeedError.notASeed(path, "SQLite cannot open it (\(error.message ?? "error \(error.resultCode.rawValue)"))")
+        }
+        self.path = path
+    }
+
+    /// Reads with the connection, which never escapes `body`.
+    func read<T>(_ body: (Database) throws -> T) throws -> T {
+        try queue.read(body)
+    }
+
+    /// The metadata table.
+    ///
+    /// - Throws: ``SeedError`` when the file is not a seed of a supported format.
+    public func metadata() throws -> SeedMetadata {
+        let path = self.path
+        return try read { db in
+            let applicationID = try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0
+            guard applicationID == SeedFormat.applicationID else {
+                throw SeedError.notASeed(path, "its application id is \(applicationID), not \(SeedFormat.applicationID)")
+            }
+            return try SeedMetadata.read(db, path: path)
+        }
+    }
+
+    /// The number of rows of each type's table.
+    public func rowCounts() throws -> [String: Int] {
+        let schema = try metadata().schema
+        return try read { db in
+            var counts: [String: Int] = [:]
+            for type in schema.types {
+                counts[type.name] = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(TableSQL(type: type).table)") ?? 0
+            }
+            return counts
+        }
+    }
+
+    /// Every row of `type` in key order, as wire values: key, fields, revision.
+    public func rows(of type: String) throws -> [[JSONValue]] {
+        guard let entity = try metadata().schema.type(named: type) else { throw SeedError("the seed has no type '\(type)'") }
+        let table = TableSQL(type: entity)
+        return try read { db in
+            try Row.fetchAll(db, sql: "SELECT \(table.columns) FROM \(table.table) ORDER BY \(table.key)")
+                .map { ValueMapping.jsonRow($0, of: entity) }
+        }
+    }
+
+    /// The page size and the version of the SQLite library reading the file.
+    public func storage() throws -> (pageSize: Int, sqliteVersion: String) {
+        try read { db in
+            (try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 0, try String.fetchOne(db, sql: "SELECT sqlite_version()") ?? "")
+        }
+    }
+
+    public func close() throws {
+        try queue.close()
+    }
+}

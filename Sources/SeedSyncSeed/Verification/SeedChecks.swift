@@ -1,0 +1,212 @@
+import Foundation
+import GRDB
+import SeedSyncModel
+import SeedSyncSQL
+
+/// The checks of one plain seed file, in report order.
+struct SeedChecks {
+    let path: String
+    let manifest: SeedManifest?
+    let options: SeedVerifier.Options
+    /// The file the user named, when `path` is its decompressed copy; sidecar files are looked for beside it.
+    var besideFile: String?
+
+    init(path: String, manifest: SeedManifest?, options: SeedVerifier.Options, besideFile: String? = nil) {
+        self.path = path
+        self.manifest = manifest
+        self.options = options
+        self.besideFile = besideFile
+    }
+
+    func run(into report: inout VerificationReport) async {
+        let path = self.path
+        let digest = Task.detached { try FileDigest(ofFile: path) }
+        let header = checkHeader(into: &report)
+        guard let header, let seed = open(into: &report) else {
+            digest.cancel()
+            return
+        }
+        defer { try? seed.close() }
+        checkJournal(header, into: &report)
+        guard let metadata = checkFormat(seed, into: &report) else { return }
+        report.revision = metadata.revision
+        checkIntegrity(seed, into: &report)
+        checkFreePages(seed, into: &report)
+        checkRevisions(seed, metadata, into: &report)
+        checkSchema(seed, metadata, into: &report)
+        checkExpectations(metadata, into: &report)
+        guard let manifest else { return }
+        do {
+            checkManifest(manifest, seed: seed, metadata: metadata, digest: try await digest.value, into: &report)
+        } catch {
+            report.record("manifest", false, "cannot hash the seed: \(error)")
+        }
+    }
+
+    /// The 100-byte SQLite header: magic, page size, and a file size of exactly `page count × page size`.
+    private func checkHeader(into report: inout VerificationReport) -> SQLiteHeader? {
+        guard let header = SQLiteHeader(path: path) else {
+            report.record("sqlite-file", false, "not a SQLite 3 database file")
+            return nil
+        }
+        let expected = Int64(header.pageCount) * Int64(header.pageSize)
+        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int64) ?? nil ?? -1
+        if size == expected {
+            report.record("sqlite-file", true, "\(header.pageCount) pages of \(header.pageSize) bytes")
+        } else {
+            let problem = size < expected ? "truncated" : "followed by \(size - expected) bytes of junk"
+            report.record("sqlite-file", false, "\(size) bytes, but the header says \(header.pageCount) pages of \(header.pageSize) bytes (\(expected) bytes): \(problem)")
+        }
+        return header
+    }
+
+    private func open(into report: inout VerificationReport) -> SeedFile? {
+        do {
+            return try SeedFile(path: path)
+        } catch {
+            report.record("seed-format", false, "\(error)")
+            return nil
+        }
+    }
+
+    private func checkJournal(_ header: SQLiteHeader, into report: inout VerificationReport) {
+        let beside = besideFile ?? path
+        let leftovers = ["-wal", "-shm", "-journal"].map { beside + $0 }.filter { FileManager.default.fileExists(atPath: $0) }
+        if !header.isRollbackJournal {
+            report.record("journal-mode", false, "the file is in WAL mode; a seed must use journal_mode=DELETE")
+        } else if !leftovers.isEmpty {
+            report.record("journal-mode", false, "leftover \(leftovers.joined(separator: ", ")) beside the seed")
+        } else {
+            report.record("journal-mode", true, "DELETE, no -wal, -shm or -journal beside it")
+        }
+    }
+
+    private func checkFormat(_ seed: SeedFile, into report: inout VerificationReport) -> SeedMetadata? {
+        do {
+            let metadata = try seed.metadata()
+            report.record("seed-format", true, "application id \(SeedFormat.applicationID), format \(metadata.formatVersion), dataset \(metadata.dataset), revision \(metadata.revision)")
+            return metadata
+        } catch {
+            report.record("seed-format", false, "\(error)")
+            return nil
+        }
+    }
+
+    private func checkIntegrity(_ seed: SeedFile, into report: inout VerificationReport) {
+        record("integrity", into: &report) {
+            let problems = try seed.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
+            return (problems == ["ok"], problems == ["ok"] ? "ok" : problems.prefix(3).joined(separator: "; "))
+        }
+        record("foreign-keys", into: &report) {
+            let violations = try seed.read { db in try Row.fetchAll(db, sql: "PRAGMA foreign_key_check") }
+            guard let first = violations.first else { return (true, "every reference resolves") }
+            return (false, "\(violations.count) dangling reference(s), the first in \(first[0] as String) to \(first[2] as String)")
+        }
+    }
+
+    private func checkFreePages(_ seed: SeedFile, into report: inout VerificationReport) {
+        record("free-pages", into: &report) {
+            let free = try seed.read { db in try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0 }
+            return (free == 0, free == 0 ? "none" : "\(free) free pages; the seed was not vacuumed")
+        }
+    }
+
+    private func checkRevisions(_ seed: SeedFile, _ metadata: SeedMetadata, into report: inout VerificationReport) {
+        record("revisions", into: &report) {
+            for type in metadata.schema.types {
+                let table = TableSQL(type: type)
+                let newest = try seed.read { db in
+                    try Int64.fetchOne(db, sql: "SELECT max(\(quote(SchemaNames.revisionColumn))) FROM \(table.table)")
+                }
+                if let newest, newest > metadata.revision {
+                    return (false, "\(type.name) has a row at revision \(newest), after the embedded revision \(metadata.revision)")
+                }
+            }
+            return (true, "no row is after revision \(metadata.revision)")
+        }
+    }
+
+    /// The stored hash matches the stored schema, and the tables in the file are exactly the ones it describes.
+    private func checkSchema(_ seed: SeedFile, _ metadata: SeedMetadata, into report: inout VerificationReport) {
+        record("schema", into: &report) {
+            guard metadata.schema.hash == metadata.schemaHash else {
+                return (false, "schema_hash \(metadata.schemaHash) is not the hash of the stored schema (\(metadata.schema.hash))")
+            }
+            let expected = Set([SeedMetadata.createTable] + metadata.schema.types.flatMap { TableSQL(type: $0).create(withoutRowID: true) })
+            let (found, userVersion) = try seed.read { db in
+                (Set(try String.fetchAll(db, sql: "SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL")),
+                 try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0)
+            }
+            guard userVersion == metadata.schemaVersion else {
+                return (false, "user_version \(userVersion) is not the schema version \(metadata.schemaVersion)")
+            }
+            guard found == expected else {
+                let extra = found.subtracting(expected).count, missing = expected.subtracting(found).count
+                return (false, "the tables do not match the stored schema (\(missing) definitions missing or changed, \(extra) unexpected)")
+            }
+            return (true, "hash \(metadata.schemaHash) matches the \(metadata.schema.types.count) tables")
+        }
+    }
+
+    private func checkExpectations(_ metadata: SeedMetadata, into report: inout VerificationReport) {
+        if let revision = options.expectedRevision {
+            report.record("expected-revision", metadata.revision == revision, "revision \(metadata.revision), expected \(revision)")
+        }
+        if let version = options.expectedSchemaVersion {
+            report.record("expected-schema-version", metadata.schemaVersion == version, "schema version \(metadata.schemaVersion), expected \(version)")
+        }
+    }
+
+    private func checkManifest(_ manifest: SeedManifest, seed: SeedFile, metadata: SeedMetadata, digest: FileDigest, into report: inout VerificationReport) {
+        record("manifest", into: &report) {
+            let counts = try seed.rowCounts()
+            let name = URL(fileURLWithPath: besideFile.map { String($0.dropLast(3)) } ?? path).lastPathComponent
+            let mismatches = [
+                manifest.file == name ? nil : "file \(manifest.file), not \(name)",
+                manifest.size == digest.size ? nil : "size \(manifest.size), the file has \(digest.size) bytes",
+                manifest.sha256 == digest.sha256 ? nil : "SHA-256 \(manifest.sha256), the file hashes to \(digest.sha256)",
+                manifest.revision == metadata.revision ? nil : "revision \(manifest.revision), the seed has \(metadata.revision)",
+                manifest.dataset == metadata.dataset ? nil : "dataset \(manifest.dataset), the seed has \(metadata.dataset)",
+                manifest.schemaVersion == metadata.schemaVersion ? nil : "schema version \(manifest.schemaVersion), the seed has \(metadata.schemaVersion)",
+                manifest.schemaHash == metadata.schemaHash ? nil : "schema hash differs",
+                manifest.rowCounts == counts ? nil : "row counts \(Self.describe(manifest.rowCounts)), the seed has \(Self.describe(counts))",
+            ].compactMap { $0 }
+            return (mismatches.isEmpty, mismatches.isEmpty ? "size, SHA-256, revision, schema and row counts match" : "manifest says " + mismatches.joined(separator: "; "))
+        }
+    }
+
+    private func record(_ name: String, into report: inout VerificationReport, _ check: () throws -> (Bool, String)) {
+        do {
+            let (passed, detail) = try check()
+            report.record(name, passed, detail)
+        } catch let error as DatabaseError {
+            report.record(name, false, "SQLite: \(error.message ?? "error \(error.resultCode.rawValue)")")
+        } catch {
+            report.record(name, false, "\(error)")
+        }
+    }
+
+    private static func describe(_ counts: [String: Int]) -> String {
+        counts.keys.sorted().map { "\($0)=\(counts[$0]!)" }.joined(separator: ", ")
+    }
+}
+
+/// The fields of the 100-byte SQLite database header that a seed check needs.
+struct SQLiteHeader {
+    let pageSize: Int
+    let pageCount: UInt32
+    /// File format write and read versions both 1: rollback journal, not WAL.
+    let isRollbackJournal: Bool
+
+    init?(path: String) {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? handle.close() }
+        guard let data = try? handle.read(upToCount: 100), data.count == 100 else { return nil }
+        let bytes = [UInt8](data)
+        guard bytes.starts(with: Array("SQLite format 3\0".utf8)) else { return nil }
+        let rawPageSize = Int(bytes[16]) << 8 | Int(bytes[17])
+        pageSize = rawPageSize == 1 ? 65536 : rawPageSize
+        pageCount = bytes[28..<32].reduce(0) { $0 << 8 | UInt32($1) }
+        isRollbackJournal = bytes[18] == 1 && bytes[19] == 1
+    }
+}

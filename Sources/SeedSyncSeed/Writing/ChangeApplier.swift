@@ -1,0 +1,61 @@
+import GRDB
+import SeedSyncModel
+import SeedSyncSQL
+
+/// Applies `/v1/sync` change sets to the tables of a seed-format database.
+///
+/// Shared by `seed-build` (catch-up) and the importer, so both reach the same state from the same
+/// change sets. Each change set must carry the revision after the stored one; it is validated
+/// against the schema before anything is written (names from the wire reach SQL only as table
+/// names that matched the schema, values are bound). Creates and updates are upserts, the server
+/// wins; deletes remove the row when it is there. The stored revision moves in the same
+/// transaction, so a change set is applied exactly once.
+package struct ChangeApplier: Sendable {
+    let schema: DatasetSchema
+    let tables: [String: TableSQL]
+
+    package init(schema: DatasetSchema) {
+        self.schema = schema
+        tables = Dictionary(uniqueKeysWithValues: schema.types.map { ($0.name, TableSQL(type: $0)) })
+    }
+
+    /// Applies `changeSets` in order inside the current transaction of `db`.
+    ///
+    /// - Returns: the revision the database is at afterwards.
+    /// - Throws: ``SeedError`` for a change set out of order or one that does not fit the schema;
+    ///   the caller's transaction must then roll back.
+    @discardableResult
+    package func apply(_ changeSets: [ChangeSet], in db: Database) throws -> Int64 {
+        var revision = try SeedMetadata.storedRevision(db)
+        for changeSet in changeSets {
+            guard let next = changeSet.revision, next == revision + 1 else {
+                throw SeedError.invalidData("change set \(changeSet.revision.map(String.init) ?? "without a revision") does not follow revision \(revision)")
+            }
+            try apply(changeSet, revision: next, in: db)
+            revision = next
+        }
+        try SeedMetadata.save(revision: revision, in: db)
+        return revision
+    }
+
+    private func apply(_ changeSet: ChangeSet, revision: Int64, in db: Database) throws {
+        guard !changeSet.changes.isEmpty else { return }
+        let changes: [ValidatedChanges]
+        do {
+            changes = try schema.validate(changeSet)
+        } catch {
+            throw SeedError.invalidData("change set \(revision) does not fit the schema: \(error)")
+        }
+        for change in changes {
+            let table = tables[change.type.name]!
+            let upsert = try db.cachedStatement(sql: table.upsert)
+            for row in change.creates + change.updates {
+                try upsert.execute(arguments: ValueMapping.arguments(row, of: change.type, revision: revision))
+            }
+            let delete = try db.cachedStatement(sql: table.delete)
+            for key in change.deletes {
+                try delete.execute(arguments: [ValueMapping.databaseValue(key: key)])
+            }
+        }
+    }
+}

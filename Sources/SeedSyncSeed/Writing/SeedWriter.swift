@@ -1,0 +1,215 @@
+import Foundation
+import GRDB
+import SeedSyncModel
+import SeedSyncSQL
+
+/// A seed file under construction: created for a schema at the revision its download starts from,
+/// filled with snapshot pages, caught up with change sets, then finished.
+///
+/// While it is built the file is a private work file: WAL mode with an exclusive lock (no `-shm`,
+/// and no second process can open it), `synchronous = NORMAL`, and foreign keys unchecked until
+/// ``finish()``, because pages of different types are read at different revisions. Each page is
+/// inserted in one transaction with its type's download cursor, so an interrupted build resumes
+/// from the last complete page (``open(at:)``, ``cursors()``).
+///
+/// ```swift
+/// let writer = try await SeedWriter.create(at: "demo.sqlite.partial", schema: schema, revision: 40)
+/// try await writer.insert(page)          // every page of every type
+/// try await writer.apply(feed.changeSets) // catch-up from revision 40
+/// try await writer.finish()               // checks, checkpoint, VACUUM, journal_mode=DELETE
+/// ```
+public final class SeedWriter: Sendable {
+    /// Where one type's download stands.
+    public struct Cursor: Sendable, Hashable {
+        /// The last key inserted, or `nil` before the first page.
+        public var after: JSONValue?
+        /// Whether the last page was inserted.
+        public var isComplete: Bool
+
+        public init(after: JSONValue?, isComplete: Bool) {
+            self.after = after
+            self.isComplete = isComplete
+        }
+    }
+
+    public let path: String
+    /// The schema of the types in the file.
+    public let schema: DatasetSchema
+    private let queue: DatabaseQueue
+    private let tables: [String: TableSQL]
+    private let applier: ChangeApplier
+
+    private init(path: String, queue: DatabaseQueue, schema: DatasetSchema) {
+        self.path = path
+        self.queue = queue
+        self.schema = schema
+        tables = Dictionary(uniqueKeysWithValues: schema.types.map { ($0.name, TableSQL(type: $0)) })
+        applier = ChangeApplier(schema: schema)
+    }
+
+    /// Creates an empty seed at `path` for `schema`, at `revision`.
+    ///
+    /// - Throws: ``SeedError`` when `path` exists or the schema is invalid.
+    public static func create(at path: String, schema: DatasetSchema, revision: Int64) async throws -> SeedWriter {
+        try schema.validate()
+        guard !FileManager.default.fileExists(atPath: path) else {
+            throw SeedError("\(path) already exists; remove it or build with --resume")
+        }
+        let queue = try openQueue(at: path)
+        try await queue.write { db in
+            try db.execute(sql: "PRAGMA application_id = \(SeedFormat.applicationID)")
+            try db.execute(sql: "PRAGMA user_version = \(schema.schemaVersion)")
+            try db.execute(sql: SeedMetadata.createTable)
+            try SeedMetadata(schema: schema, revision: revision).write(db)
+            try db.execute(sql: "CREATE TABLE \(SeedFormat.buildTable) (type TEXT PRIMARY KEY NOT NULL, after, complete INTEGER NOT NULL)")
+            for type in schema.types {
+                for statement in TableSQL(type: type).create(withoutRowID: true) { try db.execute(sql: statement) }
+                try db.execute(sql: "INSERT INTO \(SeedFormat.buildTable) (type, after, complete) VALUES (?, NULL, 0)", arguments: [type.name])
+            }
+        }
+        return SeedWriter(path: path, queue: queue, schema: schema)
+    }
+
+    /// Opens a seed whose build was interrupted, to go on where it stopped.
+    ///
+    /// - Throws: ``SeedError`` when the file is not an unfinished seed, or another process has it open.
+    public static func open(at path: String) async throws -> SeedWriter {
+        guard FileManager.default.fileExists(atPath: path) else { throw SeedError("no unfinished seed at \(path)") }
+        let queue = try openQueue(at: path)
+        let metadata = try await queue.read { db in
+            guard try db.tableExists(SeedFormat.buildTable) else {
+                throw SeedError.notASeed(path, "it is not an unfinished build")
+            }
+            return try SeedMetadata.read(db, path: path)
+        }
+        return SeedWriter(path: path, queue: queue, schema: metadata.schema)
+    }
+
+    /// The revision the rows are at so far: the download's start until change sets are applied.
+    public func revision() async throws -> Int64 {
+        try await queue.read { db in try SeedMetadata.storedRevision(db) }
+    }
+
+    /// The download cursor of every type.
+    public func cursors() async throws -> [String: Cursor] {
+        let tables = self.tables
+        return try await queue.read { db in
+            var cursors: [String: Cursor] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT type, after, complete FROM \(SeedFormat.buildTable)") {
+                let after = ValueMapping.jsonKey(row[1])
+                let type: String = row[0]
+                guard tables[type] != nil else { continue }
+                cursors[type] = Cursor(after: after == .null ? nil : after, isComplete: row[2])
+            }
+            return cursors
+        }
+    }
+
+    /// Checks one snapshot page and inserts its rows, moving its type's cursor in the same transaction.
+    ///
+    /// - Returns: the number of rows inserted.
+    /// - Throws: ``SeedError`` when the page does not follow the cursor or a row does not fit the
+    ///   schema; nothing of the page is written then.
+    @discardableResult
+    public func insert(_ page: SnapshotPage) async throws -> Int {
+        guard let table = tables[page.type] else { throw SeedError.invalidData("snapshot of unknown type '\(page.type)'") }
+        guard page.columns == table.type.columnNames else {
+            throw SeedError.invalidData("snapshot page of \(page.type) has columns \(page.columns), expected \(table.type.columnNames)")
+        }
+        return try await queue.write { db in
+            guard let cursor = try Self.cursor(of: page.type, in: db), !cursor.isComplete else {
+                throw SeedError.invalidData("snapshot page of \(page.type) arrived after its last page")
+            }
+            let rows = try PageRows(page, type: table.type, after: cursor.after)
+            let insert = try db.cachedStatement(sql: table.insert)
+            for (row, revision) in rows.rows {
+                do {
+                    try insert.execute(arguments: ValueMapping.arguments(row, of: table.type, revision: revision))
+                } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                    throw SeedError.invalidData("snapshot of \(page.type) repeats \(page.type)[\(row.key.keyString ?? "?")]")
+                }
+            }
+            try db.execute(
+                sql: "UPDATE \(SeedFormat.buildTable) SET after = ?, complete = ? WHERE type = ?",
+                arguments: [rows.last.map(ValueMapping.databaseValue(key:)) ?? cursor.after.map(ValueMapping.databaseValue(key:)), rows.isLast, page.type]
+            )
+            return rows.rows.count
+        }
+    }
+
+    /// Applies change sets (creates and updates as upserts, deletes) and stores the new revision,
+    /// in one transaction. See ``ChangeApplier``.
+    ///
+    /// - Returns: the revision the file is at afterwards.
+    @discardableResult
+    public func apply(_ changeSets: [ChangeSet]) async throws -> Int64 {
+        let applier = self.applier
+        return try await queue.write { db in try applier.apply(changeSets, in: db) }
+    }
+
+    /// Makes the file a finished seed and closes it.
+    ///
+    /// Checks that every type was downloaded and that every reference resolves, drops the build
+    /// cursors, then runs `wal_checkpoint(TRUNCATE)`, `VACUUM` and `journal_mode=DELETE`: one
+    /// self-contained file without free pages, whose bytes depend only on its rows.
+    ///
+    /// - Throws: ``SeedError`` when a type is incomplete or a reference dangles.
+    public func finish() async throws {
+        try await queue.write { db in
+            let incomplete = try String.fetchAll(db, sql: "SELECT type FROM \(SeedFormat.buildTable) WHERE complete = 0 ORDER BY type")
+            guard incomplete.isEmpty else {
+                throw SeedError("the snapshot of \(incomplete.joined(separator: ", ")) is incomplete")
+            }
+            try db.execute(sql: "DROP TABLE \(SeedFormat.buildTable)")
+            if let violation = try Row.fetchOne(db, sql: "PRAGMA foreign_key_check") {
+                let table: String = violation[0]
+                let target: String = violation[2]
+                throw SeedError.invalidData("\(table) holds a reference to a missing row of \(target) at the final revision")
+            }
+        }
+        try await queue.writeWithoutTransaction { db in
+            let checkpoint = try db.checkpoint(.truncate)
+            guard checkpoint.walFrameCount == checkpoint.checkpointedFrameCount else {
+                throw SeedError("the seed could not be checkpointed completely")
+            }
+            try db.execute(sql: "VACUUM")
+            let mode = try String.fetchOne(db, sql: "PRAGMA journal_mode = DELETE")
+            guard mode == "delete" else { throw SeedError("the seed could not leave WAL mode") }
+        }
+        try queue.close()
+    }
+
+    /// Closes the file without finishing it, keeping it for a later ``open(at:)``.
+    public func close() throws {
+        try queue.close()
+    }
+
+    private static func cursor(of type: String, in db: Database) throws -> Cursor? {
+        guard let row = try Row.fetchOne(db, sql: "SELECT after, complete FROM \(SeedFormat.buildTable) WHERE type = ?", arguments: [type]) else {
+            return nil
+        }
+        let after = ValueMapping.jsonKey(row[0])
+        return Cursor(after: after == .null ? nil : after, isComplete: row[1])
+    }
+
+    private static func openQueue(at path: String) throws -> DatabaseQueue {
+        var configuration = Configuration()
+        configuration.foreignKeysEnabled = false
+        configuration.busyMode = .immediateError
+        configuration.prepareDatabase { db in
+            try db.execute(sql: """
+                PRAGMA page_size = \(SeedFormat.pageSize);
+                PRAGMA locking_mode = EXCLUSIVE;
+                PRAGMA journal_mode = WAL;
+                PRAGMA synchronous = NORMAL;
+                """)
+        }
+        do {
+            return try DatabaseQueue(path: path, configuration: configuration)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED {
+            throw SeedError.busy(path)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_NOTADB {
+            throw SeedError.notASeed(path, "it is not a SQLite database")
+        }
+    }
+}

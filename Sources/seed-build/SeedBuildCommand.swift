@@ -1,0 +1,65 @@
+import ArgumentParser
+import Foundation
+import SeedSyncBuild
+import SeedSyncClient
+import SeedSyncModel
+
+@main
+struct SeedBuildCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "seed-build",
+        abstract: "Download a dataset from a SeedSync server into a seed database, with its manifest.",
+        discussion: """
+            The token comes from SEED_TOKEN or --token-file. The seed is built in OUT.partial and \
+            renamed to OUT when complete; --resume continues an interrupted build.
+            """
+    )
+
+    @Option(help: "The server's base URL, such as http://127.0.0.1:8080.") var server: String
+    @Option(help: "The seed file to write; the manifest goes to OUT.manifest.json.") var out: String
+    @Option(help: "Comma-separated types to include (default: all).") var types: String?
+    @Option(help: "Rows per snapshot page.") var pageSize = 10_000
+    @Option(help: "Change sets per sync request during catch-up.") var syncLimit = 1000
+    @Option(help: "Seconds a request may wait for data.") var timeout: Double = 30
+    @Option(help: "A file holding the bearer token (instead of SEED_TOKEN).") var tokenFile: String?
+    @Flag(help: "Also write OUT.gz.") var gzip = false
+    @Flag(help: "Continue OUT.partial from an interrupted build.") var resume = false
+    @Flag(help: "Print a JSON summary on stdout.") var json = false
+    @Flag(help: "Print nothing but errors.") var quiet = false
+
+    func validate() throws {
+        guard let url = URL(string: server), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+            throw ValidationError("--server must be an http or https URL, such as http://127.0.0.1:8080")
+        }
+        guard pageSize > 0, syncLimit > 0, timeout > 0 else { throw ValidationError("--page-size, --sync-limit and --timeout must be positive") }
+        guard types.map({ !$0.split(separator: ",").isEmpty }) ?? true else { throw ValidationError("--types needs at least one type") }
+    }
+
+    func run() async throws {
+        let progress = ProgressPrinter(enabled: !quiet && ProgressPrinter.stderrIsTerminal)
+        let client = SyncClient(
+            configuration: .init(serverURL: URL(string: server)!, token: try SyncClient.token(file: tokenFile), requestTimeout: timeout),
+            onRetry: { attempt, error, delay in progress.retry(attempt: attempt, error: error, delay: delay) }
+        )
+        let options = SeedBuilder.Options(
+            output: out, types: types.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } },
+            pageSize: pageSize, syncLimit: syncLimit, gzip: gzip, resume: resume
+        )
+        let report = try await SeedBuilder(client: client, options: options).build { progress.handle($0) }
+        progress.end()
+        if json {
+            print(String(decoding: try JSONEncoder.stable().encode(report), as: UTF8.self))
+        } else if !quiet {
+            print(Self.summary(report))
+        }
+    }
+
+    static func summary(_ report: BuildReport) -> String {
+        let manifest = report.manifest
+        let rows = manifest.rowCounts.values.reduce(0, +)
+        return """
+            wrote \(report.output): revision \(manifest.revision), \(rows) rows, \(manifest.size) bytes, sha256 \(manifest.sha256)
+            manifest \(report.manifestPath)\(manifest.gzip.map { "; gzip \($0.file), \($0.size) bytes" } ?? "")
+            """
+    }
+}

@@ -71,7 +71,10 @@ let package = Package(
         // Fixtures shared by every test target.
         .target(
             name: "SeedSyncTesting",
-            dependencies: ["SeedSyncModel", "SeedSyncStore", "SeedSyncDemo"]
+            dependencies: [
+                "SeedSyncModel", "SeedSyncStore", "SeedSyncDemo", "SeedSyncServer",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
         ),
         .executableTarget(
             name: "seed-server",
@@ -101,6 +104,15 @@ let package = Package(
             name: "SeedSyncClientTests",
             dependencies: [
                 "SeedSyncClient", "SeedSyncServer", "SeedSyncStore", "SeedSyncDemo", "SeedSyncTesting",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
+        ),
+        .testTarget(
+            name: "SeedSyncBuildTests",
+            dependencies: [
+                "SeedSyncBuild", "SeedSyncSeed", "SeedSyncClient", "SeedSyncStore", "SeedSyncDemo", "SeedSyncTesting",
+                "SeedSyncModel", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]
         ),

@@ -10,8 +10,8 @@ import SeedSyncSeed
 /// 3. Catches up through `/v1/sync` from R0 until `hasMore` is false, applying the change sets with
 ///    the importer's code (``SeedWriter/apply(_:)``), so the file equals the server at the final
 ///    revision even when the server changed during the download.
-/// 4. Finishes the file (checks, `VACUUM`, `journal_mode=DELETE`), writes the `.gz` copy when asked
-///    and the manifest, then renames them into place. Until then nothing exists at `OUT`.
+/// 4. Finishes the file (checks, `VACUUM INTO OUT.new`: compact, rollback journal), writes the `.gz`
+///    copy when asked and the manifest, then renames them into place. Until then nothing exists at `OUT`.
 ///
 /// ```swift
 /// let builder = SeedBuilder(client: client, options: .init(output: "Snapshots/demo.sqlite"))
@@ -67,51 +67,44 @@ public struct SeedBuilder: Sendable {
         let start = clock.now
         let bytesBefore = client.bytesReceived
         var run = BuildRun()
+        let info = try await client.schema()
+        let schema = try SchemaSelection(info: info, types: options.types).schema
+        let (writer, resumed) = try await openWriter(schema: schema, info: info)
+        run.resumed = resumed
+        let finished = options.output + ".new"
         do {
-            let info = try await client.schema()
-            let schema = try SchemaSelection(info: info, types: options.types).schema
-            let (writer, resumed) = try await openWriter(schema: schema, info: info)
-            run.resumed = resumed
-            do {
-                run.startRevision = try await writer.revision()
-                try await progress(.started(revision: run.startRevision, rowCounts: info.rowCounts, resumed: resumed))
-                try await download(into: writer, run: &run, progress: progress)
-                run.mark("download", since: start, clock: clock)
-                try await catchUp(writer, serverTypes: Set(info.types.map(\.name)), run: &run, progress: progress)
-                run.mark("catchUp", since: start, clock: clock)
-                try await progress(.finishing)
-                try await writer.finish()
-            } catch {
-                try? writer.close()
-                throw error
-            }
-            let manifest = try SeedPublisher(output: options.output, partial: partialPath, gzip: options.gzip).publish()
-            run.mark("finish", since: start, clock: clock)
-            run.seconds["total"] = (clock.now - start).seconds
-            return BuildReport(
-                output: options.output, manifestPath: SeedManifest.path(forSeed: options.output), manifest: manifest,
-                startRevision: run.startRevision, resumed: run.resumed, pages: run.pages, changeSets: run.changeSets,
-                bytesDownloaded: client.bytesReceived - bytesBefore, seconds: run.seconds
-            )
+            run.startRevision = try await writer.revision()
+            try await progress(.started(revision: run.startRevision, rowCounts: info.rowCounts, resumed: resumed))
+            try await download(into: writer, run: &run, progress: progress)
+            run.mark("download", since: start, clock: clock)
+            try await catchUp(writer, serverTypes: Set(info.types.map(\.name)), run: &run, progress: progress)
+            run.mark("catchUp", since: start, clock: clock)
+            try await progress(.finishing)
+            try await writer.finish(to: finished)
         } catch {
+            try? writer.close()
             if !Self.isResumable(error) { FileSystem.removeDatabase(at: partialPath) }
             throw error
         }
+        let manifest = try SeedPublisher(output: options.output, finished: finished, gzip: options.gzip).publish()
+        run.mark("finish", since: start, clock: clock)
+        run.seconds["total"] = (clock.now - start).seconds
+        return BuildReport(
+            output: options.output, manifestPath: SeedManifest.path(forSeed: options.output), manifest: manifest,
+            startRevision: run.startRevision, resumed: run.resumed, pages: run.pages, changeSets: run.changeSets,
+            bytesDownloaded: client.bytesReceived - bytesBefore, seconds: run.seconds
+        )
     }
 
     private func openWriter(schema: DatasetSchema, info: SchemaInfo) async throws -> (SeedWriter, Bool) {
         let folder = URL(fileURLWithPath: options.output).deletingLastPathComponent()
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let exists = FileManager.default.fileExists(atPath: partialPath)
-        if exists {
+        if options.resume, FileManager.default.fileExists(atPath: partialPath) {
             let previous = try await SeedWriter.open(at: partialPath)
-            if options.resume {
-                try await checkResumable(previous, schema: schema, info: info)
-                return (previous, true)
-            }
-            try previous.close()
-            FileSystem.removeDatabase(at: partialPath)
+            try await checkResumable(previous, schema: schema, info: info)
+            return (previous, true)
         }
+        try SeedWriter.removeUnfinished(at: partialPath)
         return (try await SeedWriter.create(at: partialPath, schema: schema, revision: info.revision), false)
     }
 

@@ -6,7 +6,8 @@ import SeedSyncSeed
 /// the final path always describes the seed beside it.
 struct SeedPublisher {
     let output: String
-    let partial: String
+    /// The finished seed, `OUT.new`.
+    let finished: String
     let gzip: Bool
 
     func publish() throws -> SeedManifest {
@@ -15,31 +16,32 @@ struct SeedPublisher {
         do {
             return try write(manifestPath: manifestPath, compressed: compressed)
         } catch {
-            try? FileManager.default.removeItem(atPath: compressed + ".partial")
-            try? FileManager.default.removeItem(atPath: manifestPath + ".partial")
+            for path in [finished, compressed + ".new", manifestPath + ".new"] {
+                try? FileManager.default.removeItem(atPath: path)
+            }
             throw error
         }
     }
 
     private func write(manifestPath: String, compressed: String) throws -> SeedManifest {
-        var manifest = try SeedManifest(describing: partial)
+        var manifest = try SeedManifest(describing: finished)
         manifest.file = URL(fileURLWithPath: output).lastPathComponent
         if gzip {
-            try Gzip.compress(partial, to: compressed + ".partial")
-            let digest = try FileDigest(ofFile: compressed + ".partial")
+            try Gzip.compress(finished, to: compressed + ".new")
+            let digest = try FileDigest(ofFile: compressed + ".new")
             manifest.gzip = .init(file: manifest.file + ".gz", size: digest.size, sha256: digest.sha256)
         }
-        try manifest.jsonData().write(to: URL(fileURLWithPath: manifestPath + ".partial"))
-        try FileSystem.sync(partial)
-        try FileSystem.sync(manifestPath + ".partial")
+        try manifest.jsonData().write(to: URL(fileURLWithPath: manifestPath + ".new"))
+        try FileSystem.sync(finished)
+        try FileSystem.sync(manifestPath + ".new")
         try? FileManager.default.removeItem(atPath: manifestPath)
-        try FileSystem.rename(partial, to: output)
+        try FileSystem.rename(finished, to: output)
         if gzip {
-            try FileSystem.rename(compressed + ".partial", to: compressed)
+            try FileSystem.rename(compressed + ".new", to: compressed)
         } else {
             try? FileManager.default.removeItem(atPath: compressed)  // a stale copy of an older build
         }
-        try FileSystem.rename(manifestPath + ".partial", to: manifestPath)
+        try FileSystem.rename(manifestPath + ".new", to: manifestPath)
         FileSystem.syncDirectory(of: output)
         return manifest
     }

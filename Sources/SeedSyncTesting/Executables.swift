@@ -48,4 +48,21 @@ public enum Executables {
         try process.run()
         return process
     }
+
+    /// The `http://host:port` from a `seed-server serve --port 0` process's "listening on" line,
+    /// read within 30 seconds.
+    public static func listeningAddress(of server: Process) -> String? {
+        let output = (server.standardOutput as! Pipe).fileHandleForReading
+        let deadline = Date().addingTimeInterval(30)
+        var text = ""
+        while Date() < deadline, server.isRunning {
+            let data = output.availableData
+            if data.isEmpty { break }
+            text += String(decoding: data, as: UTF8.self)
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("listening on ") }) {
+                return String(line.dropFirst("listening on ".count))
+            }
+        }
+        return nil
+    }
 }

@@ -18,11 +18,7 @@ import Testing
         try await withTemporaryDirectory { directory in
             let store = try await Fixtures.demoStore(events: 300, locations: 10, in: directory)
             try await ChangeGenerator.mutate(store, changes: 25, seed: 8)
-            let tokens = TokenSet(readTokens: [Self.token], adminTokens: [])
-            let app = try await buildApplication(store: store, configuration: ServerConfiguration(port: 0, tokens: tokens))
-            try await app.test(.live) { client in
-                try await test(URL(string: "http://127.0.0.1:\(client.port!)")!, store)
-            }
+            try await withLiveServer(store, token: Self.token) { url in try await test(url, store) }
         }
     }
 

@@ -84,7 +84,7 @@ import FoundationNetworking
                 environment: ["SEED_SERVER_ADMIN_TOKENS": "env-admin"]
             )
             defer { if server.isRunning { server.terminate() } }
-            let base = try #require(readListeningAddress(server))
+            let base = try #require(Executables.listeningAddress(of: server))
 
             #expect(try await status(of: "\(base)/health") == 200)
             #expect(try await status(of: "\(base)/v1/schema") == 401)
@@ -98,22 +98,6 @@ import FoundationNetworking
             #expect(!log.contains("file-token"))
             #expect(!log.contains("env-admin"))
         }
-    }
-
-    /// The `http://host:port` from the server's "listening on" line, read within 30 seconds.
-    private func readListeningAddress(_ server: Process) -> String? {
-        let output = (server.standardOutput as! Pipe).fileHandleForReading
-        let deadline = Date().addingTimeInterval(30)
-        var text = ""
-        while Date() < deadline, server.isRunning {
-            let data = output.availableData
-            if data.isEmpty { break }
-            text += String(decoding: data, as: UTF8.self)
-            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("listening on ") }) {
-                return String(line.dropFirst("listening on ".count))
-            }
-        }
-        return nil
     }
 
     private func status(of url: String, token: String? = nil) async throws -> Int {

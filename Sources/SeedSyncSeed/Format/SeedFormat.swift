@@ -14,7 +14,7 @@ public enum SeedFormat {
     public static let version = 1
     /// The page size seeds are written with.
     public static let pageSize = 4096
-    /// The metadata table: `key TEXT PRIMARY KEY, value TEXT`.
+    /// The metadata table: `key` and `value`, both text (see ``SeedMetadata``).
     static let metadataTable = "_seedsync_seed"
     /// Present while a seed is being built: the download cursor of each type.
     static let buildTable = "_seedsync_build"

@@ -62,13 +62,15 @@ public struct SeedMetadata: Sendable, Hashable {
             throw SeedError.notASeed(path, "metadata 'revision' is not a revision")
         }
         let schema: DatasetSchema
+        let schemaJSON = try value(.schema)
         do {
-            schema = try JSONDecoder().decode(DatasetSchema.self, from: Data(try value(.schema).utf8))
+            schema = try JSONDecoder().decode(DatasetSchema.self, from: Data(schemaJSON.utf8))
             try schema.validate()
-        } catch let error as SeedError {
-            throw error
         } catch {
             throw SeedError.notASeed(path, "metadata 'schema' is not a valid schema")
+        }
+        guard schema.canonicalJSON == schemaJSON else {
+            throw SeedError.notASeed(path, "metadata 'schema' is not in canonical form")
         }
         guard try value(.dataset) == schema.dataset, try value(.schemaVersion) == String(schema.schemaVersion) else {
             throw SeedError.notASeed(path, "metadata 'dataset' or 'schema_version' disagrees with 'schema'")

@@ -8,7 +8,7 @@ struct SeedChecks {
     let path: String
     let manifest: SeedManifest?
     let options: SeedVerifier.Options
-    /// The file the user named, when `path` is its decompressed copy; sidecar files are looked for beside it.
+    /// The file the user named, when `path` is its decompressed copy.
     var besideFile: String?
 
     init(path: String, manifest: SeedManifest?, options: SeedVerifier.Options, besideFile: String? = nil) {
@@ -51,7 +51,9 @@ struct SeedChecks {
         }
         let expected = Int64(header.pageCount) * Int64(header.pageSize)
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int64) ?? nil ?? -1
-        if size == expected {
+        if header.pageSize != SeedFormat.pageSize || !header.isUTF8 {
+            report.record("sqlite-file", false, "page size \(header.pageSize) and \(header.isUTF8 ? "UTF-8" : "UTF-16") text; seeds use \(SeedFormat.pageSize)-byte pages and UTF-8")
+        } else if size == expected {
             report.record("sqlite-file", true, "\(header.pageCount) pages of \(header.pageSize) bytes")
         } else {
             let problem = size < expected ? "truncated" : "followed by \(size - expected) bytes of junk"
@@ -70,8 +72,7 @@ struct SeedChecks {
     }
 
     private func checkJournal(_ header: SQLiteHeader, into report: inout VerificationReport) {
-        let beside = besideFile ?? path
-        let leftovers = ["-wal", "-shm", "-journal"].map { beside + $0 }.filter { FileManager.default.fileExists(atPath: $0) }
+        let leftovers = ["-wal", "-shm", "-journal"].map { path + $0 }.filter { FileManager.default.fileExists(atPath: $0) }
         if !header.isRollbackJournal {
             report.record("journal-mode", false, "the file is in WAL mode; a seed must use journal_mode=DELETE")
         } else if !leftovers.isEmpty {
@@ -163,6 +164,8 @@ struct SeedChecks {
             let name = URL(fileURLWithPath: besideFile.map { String($0.dropLast(3)) } ?? path).lastPathComponent
             let mismatches = [
                 manifest.file == name ? nil : "file \(manifest.file), not \(name)",
+                manifest.formatVersion == metadata.formatVersion ? nil : "format version \(manifest.formatVersion), the seed has \(metadata.formatVersion)",
+                manifest.pageSize == SeedFormat.pageSize ? nil : "page size \(manifest.pageSize)",
                 manifest.size == digest.size ? nil : "size \(manifest.size), the file has \(digest.size) bytes",
                 manifest.sha256 == digest.sha256 ? nil : "SHA-256 \(manifest.sha256), the file hashes to \(digest.sha256)",
                 manifest.revision == metadata.revision ? nil : "revision \(manifest.revision), the seed has \(metadata.revision)",
@@ -197,6 +200,8 @@ struct SQLiteHeader {
     let pageCount: UInt32
     /// File format write and read versions both 1: rollback journal, not WAL.
     let isRollbackJournal: Bool
+    /// Text encoding 1.
+    let isUTF8: Bool
 
     init?(path: String) {
         guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
@@ -208,5 +213,6 @@ struct SQLiteHeader {
         pageSize = rawPageSize == 1 ? 65536 : rawPageSize
         pageCount = bytes[28..<32].reduce(0) { $0 << 8 | UInt32($1) }
         isRollbackJournal = bytes[18] == 1 && bytes[19] == 1
+        isUTF8 = bytes[56..<60].reduce(0) { $0 << 8 | UInt32($1) } == 1
     }
 }

@@ -16,7 +16,7 @@ import SeedSyncSQL
 /// let writer = try await SeedWriter.create(at: "demo.sqlite.partial", schema: schema, revision: 40)
 /// try await writer.insert(page)          // every page of every type
 /// try await writer.apply(feed.changeSets) // catch-up from revision 40
-/// try await writer.finish()               // checks, checkpoint, VACUUM, journal_mode=DELETE
+/// try await writer.finish(to: "demo.sqlite.new") // checks, checkpoint, VACUUM INTO
 /// ```
 public final class SeedWriter: Sendable {
     /// Where one type's download stands.
@@ -61,11 +61,10 @@ public final class SeedWriter: Sendable {
             try db.execute(sql: "PRAGMA user_version = \(schema.schemaVersion)")
             try db.execute(sql: SeedMetadata.createTable)
             try SeedMetadata(schema: schema, revision: revision).write(db)
-            try db.execute(sql: "CREATE TABLE \(SeedFormat.buildTable) (type TEXT PRIMARY KEY NOT NULL, after, complete INTEGER NOT NULL)")
             for type in schema.types {
                 for statement in TableSQL(type: type).create(withoutRowID: true) { try db.execute(sql: statement) }
-                try db.execute(sql: "INSERT INTO \(SeedFormat.buildTable) (type, after, complete) VALUES (?, NULL, 0)", arguments: [type.name])
             }
+            try createBuildTable(db, cursors: schema.types.map { [$0.name.databaseValue, .null, false.databaseValue] })
         }
         return SeedWriter(path: path, queue: queue, schema: schema)
     }
@@ -147,41 +146,75 @@ public final class SeedWriter: Sendable {
         return try await queue.write { db in try applier.apply(changeSets, in: db) }
     }
 
-    /// Makes the file a finished seed and closes it.
+    /// Writes the finished seed to `destination`, then closes and removes the work file.
     ///
-    /// Checks that every type was downloaded and that every reference resolves, drops the build
-    /// cursors, then runs `wal_checkpoint(TRUNCATE)`, `VACUUM` and `journal_mode=DELETE`: one
-    /// self-contained file without free pages, whose bytes depend only on its rows.
+    /// Checks that every type was downloaded and that every reference resolves, runs
+    /// `wal_checkpoint(TRUNCATE)`, then `VACUUM INTO destination`: a new, compact file in
+    /// rollback-journal mode (`journal_mode=DELETE`) without free pages or build cursors. A
+    /// `VACUUM` in place would do the same but carry the work file's history in its header (the
+    /// change counter grows with every session), so a resumed build would differ by a few bytes;
+    /// the new file depends on its rows alone.
     ///
-    /// - Throws: ``SeedError`` when a type is incomplete or a reference dangles.
-    public func finish() async throws {
-        try await queue.write { db in
+    /// - Throws: ``SeedError`` when a type is incomplete or a reference dangles; the work file is
+    ///   kept then.
+    public func finish(to destination: String) async throws {
+        try await queue.read { db in
             let incomplete = try String.fetchAll(db, sql: "SELECT type FROM \(SeedFormat.buildTable) WHERE complete = 0 ORDER BY type")
             guard incomplete.isEmpty else {
                 throw SeedError("the snapshot of \(incomplete.joined(separator: ", ")) is incomplete")
             }
-            try db.execute(sql: "DROP TABLE \(SeedFormat.buildTable)")
             if let violation = try Row.fetchOne(db, sql: "PRAGMA foreign_key_check") {
                 let table: String = violation[0]
                 let target: String = violation[2]
                 throw SeedError.invalidData("\(table) holds a reference to a missing row of \(target) at the final revision")
             }
         }
+        FileSystem.removeDatabase(at: destination)
         try await queue.writeWithoutTransaction { db in
             let checkpoint = try db.checkpoint(.truncate)
             guard checkpoint.walFrameCount == checkpoint.checkpointedFrameCount else {
                 throw SeedError("the seed could not be checkpointed completely")
             }
-            try db.execute(sql: "VACUUM")
-            let mode = try String.fetchOne(db, sql: "PRAGMA journal_mode = DELETE")
-            guard mode == "delete" else { throw SeedError("the seed could not leave WAL mode") }
+            let cursors = try Row.fetchAll(db, sql: "SELECT type, after, complete FROM \(SeedFormat.buildTable)")
+            try db.execute(sql: "DROP TABLE \(SeedFormat.buildTable)")
+            do {
+                try db.execute(sql: "VACUUM INTO ?", arguments: [destination])
+            } catch {
+                // Keep the work file resumable (a full disk, say): put the cursors back.
+                try? Self.createBuildTable(db, cursors: cursors.map { [$0[0], $0[1], $0[2]] })
+                throw error
+            }
         }
         try queue.close()
+        FileSystem.removeDatabase(at: path)
+    }
+
+    /// Removes an unfinished seed at `path`, unless another process is writing it.
+    ///
+    /// - Throws: ``SeedError`` when the file is in use.
+    public static func removeUnfinished(at path: String) throws {
+        guard FileManager.default.fileExists(atPath: path) else { return }
+        do {
+            try openQueue(at: path).close()
+        } catch let error as SeedError where error == .busy(path) {
+            throw error
+        } catch {
+            // Not a database, or not a seed: nothing of value to keep.
+        }
+        FileSystem.removeDatabase(at: path)
     }
 
     /// Closes the file without finishing it, keeping it for a later ``open(at:)``.
     public func close() throws {
         try queue.close()
+    }
+
+    /// The build cursors: one row per type with its last key and whether it is complete.
+    private static func createBuildTable(_ db: Database, cursors: [[DatabaseValue]]) throws {
+        try db.execute(sql: "CREATE TABLE \(SeedFormat.buildTable) (type TEXT PRIMARY KEY NOT NULL, after, complete INTEGER NOT NULL)")
+        for cursor in cursors {
+            try db.execute(sql: "INSERT INTO \(SeedFormat.buildTable) (type, after, complete) VALUES (?, ?, ?)", arguments: StatementArguments(cursor))
+        }
     }
 
     private static func cursor(of type: String, in db: Database) throws -> Cursor? {

@@ -1,0 +1,28 @@
+import Foundation
+import HummingbirdTesting
+import SeedSyncModel
+import SeedSyncServer
+
+/// The read token of ``withLiveServer(_:token:_:)``.
+public let liveServerToken = "live-test-token"
+
+/// Serves `store` on a free loopback port for the duration of `body`, which gets the base URL.
+///
+/// ```swift
+/// try await withLiveServer(store) { url in
+///     let client = SyncClient(configuration: .init(serverURL: url, token: liveServerToken))
+/// }
+/// ```
+public func withLiveServer(
+    _ store: any SyncStore,
+    token: String = liveServerToken,
+    configure: (inout ServerConfiguration) -> Void = { _ in },
+    _ body: @escaping @Sendable (URL) async throws -> Void
+) async throws {
+    var configuration = ServerConfiguration(port: 0, tokens: TokenSet(readTokens: [token], adminTokens: []))
+    configure(&configuration)
+    let app = try await buildApplication(store: store, configuration: configuration)
+    try await app.test(.live) { client in
+        try await body(URL(string: "http://127.0.0.1:\(client.port!)")!)
+    }
+}

@@ -1,0 +1,137 @@
+import Foundation
+import SeedSyncBuild
+import SeedSyncClient
+import SeedSyncDemo
+import SeedSyncModel
+import SeedSyncSeed
+import SeedSyncTesting
+import Synchronization
+import Testing
+
+/// `SeedBuilder` against a real server on loopback.
+@Suite struct SeedBuilderTests {
+    @Test func buildEqualsTheServerRowByRow() async throws {
+        try await withServedStore { served in
+            let report = try await served.builder("out/demo.sqlite").build()
+            let info = try await served.store.schemaInfo()
+            #expect(report.manifest.revision == info.revision)
+            #expect(report.startRevision == info.revision)
+            #expect(report.changeSets == 0)
+            #expect(try contents(ofSeed: report.output) == (try await Fixtures.contents(of: served.store)))
+            #expect(report.manifest.rowCounts == (try await served.store.rowCounts()))
+            #expect(try sha256(of: report.output) == report.manifest.sha256)
+            let verified = try await SeedVerifier.verify(report.output)
+            #expect(verified.passed, "\(verified.failures)")
+            let files = try FileManager.default.contentsOfDirectory(atPath: served.path("out")).sorted()
+            #expect(files == ["demo.sqlite", "demo.sqlite.manifest.json"])
+        }
+    }
+
+    @Test func everyFieldTypeAndTextKeysSurvive() async throws {
+        try await withServedStore(schema: Fixtures.catalogSchema, changes: 60) { served in
+            let report = try await served.builder("catalog.sqlite", pageSize: 3, gzip: true).build()
+            #expect(try contents(ofSeed: report.output) == (try await Fixtures.contents(of: served.store)))
+            let verified = try await SeedVerifier.verify(report.output + ".gz")
+            #expect(verified.passed, "\(verified.failures)")
+        }
+    }
+
+    @Test func aServerChangingBetweenPagesIsCaughtUp() async throws {
+        try await withServedStore { served in
+            let mutations = Atomic<UInt64>(100)
+            let report = try await served.builder("moving.sqlite", pageSize: 40).build { event in
+                guard case .page = event else { return }
+                try await ChangeGenerator.mutate(served.store, changes: 3, seed: mutations.add(1, ordering: .relaxed).newValue)
+            }
+            let info = try await served.store.schemaInfo()
+            #expect(report.changeSets > 0)
+            #expect(report.manifest.revision == info.revision)
+            #expect(try contents(ofSeed: report.output) == (try await Fixtures.contents(of: served.store)))
+            #expect(try await SeedVerifier.verify(report.output).passed)
+
+            // A build of the same state without changes underway gives the same bytes.
+            let still = try await served.builder("still.sqlite", pageSize: 1000).build()
+            #expect(still.manifest.sha256 == report.manifest.sha256)
+        }
+    }
+
+    @Test func pageSizesAndResumptionGiveTheSameBytes() async throws {
+        try await withServedStore { served in
+            let reference = try await served.builder("a.sqlite", pageSize: 1000).build()
+            let small = try await served.builder("b.sqlite", pageSize: 7).build()
+            #expect(small.manifest.sha256 == reference.manifest.sha256)
+
+            let pages = Atomic<Int>(0)
+            await #expect(throws: Interruption.self) {
+                try await served.builder("c.sqlite", pageSize: 13).build { event in
+                    if case .page = event, pages.add(1, ordering: .relaxed).newValue == 5 { throw Interruption() }
+                }
+            }
+            #expect(!FileManager.default.fileExists(atPath: served.path("c.sqlite")))
+            #expect(FileManager.default.fileExists(atPath: served.path("c.sqlite.partial")))
+            #expect(!FileManager.default.fileExists(atPath: served.path("c.sqlite.manifest.json")))
+
+            let resumed = try await served.builder("c.sqlite", pageSize: 29, resume: true).build()
+            #expect(resumed.resumed)
+            #expect(resumed.manifest.sha256 == reference.manifest.sha256)
+            #expect(!FileManager.default.fileExists(atPath: served.path("c.sqlite.partial")))
+        }
+    }
+
+    @Test func aBuildWithoutResumeStartsOver() async throws {
+        try await withServedStore { served in
+            await #expect(throws: Interruption.self) {
+                try await served.builder("d.sqlite").build { if case .page = $0 { throw Interruption() } }
+            }
+            let fresh = try await served.builder("d.sqlite").build()
+            #expect(!fresh.resumed)
+            #expect(try await SeedVerifier.verify(fresh.output).passed)
+        }
+    }
+
+    @Test func typesCanBeChosen() async throws {
+        try await withServedStore { served in
+            let report = try await served.builder("places.sqlite", types: ["locations"]).build()
+            #expect(report.manifest.rowCounts.keys.sorted() == ["locations"])
+            #expect(try await SeedVerifier.verify(report.output).passed)
+            await #expect { try await served.builder("events.sqlite", types: ["events"]).build() } throws: {
+                "\($0)".contains("add locations to --types")
+            }
+            await #expect { try await served.builder("none.sqlite", types: ["nope"]).build() } throws: {
+                "\($0)".contains("no type 'nope'")
+            }
+        }
+    }
+
+    @Test func failuresLeaveNothingAtTheOutput() async throws {
+        try await withServedStore { served in
+            await #expect { try await served.builder("denied.sqlite", token: "wrong").build() } throws: {
+                ($0 as? SyncClientError)?.code == .unauthorized
+            }
+            #expect(!FileManager.default.fileExists(atPath: served.path("denied.sqlite")))
+
+            // The server compacts its history while the download runs: catch-up gets 410.
+            await #expect {
+                try await served.builder("expired.sqlite", pageSize: 100).build { event in
+                    guard case .page = event else { return }
+                    try await ChangeGenerator.mutate(served.store, changes: 2, seed: 9)
+                    _ = try await served.store.compact(keepingRevisions: 0)
+                }
+            } throws: { ($0 as? SyncClientError)?.code == .historyExpired }
+            let files = try FileManager.default.contentsOfDirectory(atPath: served.directory.path)
+            #expect(!files.contains { $0.hasPrefix("expired") }, "\(files)")
+        }
+    }
+
+    @Test func unreachableServersFailClearly() async throws {
+        try await withTemporaryDirectory { directory in
+            let client = SyncClient(configuration: .init(serverURL: URL(string: "http://127.0.0.1:1")!, token: nil, requestTimeout: 2, retry: .none))
+            let output = directory.appendingPathComponent("x.sqlite").path
+            await #expect { try await SeedBuilder(client: client, options: .init(output: output)).build() } throws: {
+                ($0 as? SyncClientError)?.code == .unreachable
+            }
+            let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+            #expect(leftovers.isEmpty)
+        }
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+import SeedSyncBuild
+import SeedSyncSeed
+import SeedSyncTesting
+import Testing
+
+/// The built `seed-server`, `seed-build` and `seed-verify` executables, run as a user would.
+@Suite struct CommandLineTests {
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    @Test func buildAndVerifyEndToEnd() async throws {
+        try await withTemporaryDirectory { directory in
+            let database = directory.appendingPathComponent("server.sqlite").path
+            _ = try Executables.run("seed-server", ["init", "--database", database, "--demo", "--events", "500", "--locations", "30"])
+            _ = try Executables.run("seed-server", ["mutate", "--database", database, "--changes", "20"])
+            let server = try Executables.start("seed-server", ["serve", "--database", database, "--port", "0"], environment: ["SEED_SERVER_TOKENS": "cli-token"])
+            defer { if server.isRunning { server.terminate() } }
+            let url = try #require(Executables.listeningAddress(of: server))
+            let seed = directory.appendingPathComponent("out/demo.sqlite").path
+
+            let built = try Executables.run("seed-build", ["--server", url, "--out", seed, "--gzip", "--json"], environment: ["SEED_TOKEN": "cli-token"])
+            #expect(built.status == 0, "\(built.stderr)")
+            let report = try JSONDecoder().decode(BuildReport.self, from: Data(built.stdout.utf8))
+            #expect(report.manifest.revision == 21)
+            #expect(report.manifest.rowCounts.values.reduce(0, +) > 500)
+            #expect(built.stderr.isEmpty, "progress goes to a terminal only")
+
+            let verified = try Executables.run("seed-verify", [seed + ".gz", "--json", "--expect-revision", "21"])
+            #expect(verified.status == 0, "\(verified.stdout)")
+            let verification = try JSONDecoder().decode(VerificationReport.self, from: Data(verified.stdout.utf8))
+            #expect(verification.passed)
+            #expect(verification.checks.count == 12)
+
+            let denied = try Executables.run("seed-build", ["--server", url, "--out", directory.appendingPathComponent("denied.sqlite").path], environment: ["SEED_TOKEN": "wrong"])
+            #expect(denied.status != 0)
+            #expect(denied.stderr.contains("401"))
+            #expect(denied.stderr.split(separator: "\n").count == 1, "\(denied.stderr)")
+            #expect(!denied.stderr.contains("wrong"), "the token is never printed")
+            #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("denied.sqlite").path))
+
+            try Data("{}".utf8).write(to: URL(fileURLWithPath: seed + ".manifest.json"))
+            let broken = try Executables.run("seed-verify", [seed])
+            #expect(broken.status == 1)
+            #expect(broken.stdout.contains("FAILED  manifest"))
+            #expect(broken.stderr.contains("failed manifest"))
+
+            #expect(try Executables.run("seed-build", ["--server", "ftp://x", "--out", seed]).status == 64)
+            #expect(try Executables.run("seed-verify", []).status == 64)
+        }
+    }
+
+    /// The reproducibility guard: the committed demo seed rebuilds to the SHA-256 in its manifest.
+    @Test func theCommittedDemoSeedRebuildsToTheSameBytes() async throws {
+        try await withTemporaryDirectory { directory in
+            let script = Self.repository.appendingPathComponent("scripts/build-seed.sh").path
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/bash")
+            process.arguments = [script, "--out", directory.path, "--bin", Executables.productsDirectory.path]
+            process.standardOutput = Pipe()
+            process.standardError = Pipe()
+            try process.run()
+            let errors = (process.standardError as! Pipe).fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0, "\(String(decoding: errors, as: UTF8.self))")
+
+            let committed = try SeedManifest.read(from: Self.repository.appendingPathComponent("Snapshots/demo.sqlite.manifest.json").path)
+            let rebuilt = try SeedManifest.read(from: directory.appendingPathComponent("demo.sqlite.manifest.json").path)
+            #expect(rebuilt.sha256 == committed.sha256)
+            #expect(try FileDigest(ofFile: directory.appendingPathComponent("demo.sqlite").path).sha256 == committed.sha256)
+            let shipped = try await SeedVerifier.verify(Self.repository.appendingPathComponent("Snapshots/demo.sqlite").path)
+            #expect(shipped.passed, "\(shipped.failures)")
+        }
+    }
+}

@@ -1,0 +1,35 @@
+# Starting and stopping a seed-server for the scripts: a free loopback port, a generated token.
+
+# new_token FILE: writes a random token to FILE (mode 600).
+new_token() {
+    (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$1")
+}
+
+# start_server BIN DATABASE TOKEN_FILE WORK_DIR: starts `seed-server serve` on a free port in the
+# background and sets SERVER_PID and SERVER_URL. Fails after 30 s without a "listening on" line.
+start_server() {
+    local bin=$1 database=$2 token_file=$3 work=$4
+    "$bin/seed-server" serve --database "$database" --host 127.0.0.1 --port 0 --token-file "$token_file" \
+        >"$work/server.out" 2>"$work/server.err" &
+    SERVER_PID=$!
+    local waited=0
+    until grep -q '^listening on ' "$work/server.out" 2>/dev/null; do
+        if ! kill -0 "$SERVER_PID" 2>/dev/null || [ "$waited" -ge 300 ]; then
+            echo "seed-server did not start:" >&2
+            cat "$work/server.err" >&2
+            return 1
+        fi
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+    SERVER_URL=$(sed -n 's/^listening on //p' "$work/server.out" | head -n 1)
+}
+
+# stop_server: stops the server started by start_server, by its pid.
+stop_server() {
+    if [ -n "${SERVER_PID:-}" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+        kill -TERM "$SERVER_PID"
+        wait "$SERVER_PID" 2>/dev/null || true
+    fi
+    SERVER_PID=
+}

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The main job on the embedded defaults: build SeedSync in release mode, create a demo server database,
+# serve it on a free loopback port with a generated token, build a seed from it with seed-build, prove it
+# with seed-verify, stop the server, and print a summary. Any failure stops it with a non-zero status.
+#
+# Usage: scripts/pipeline.sh [--events N] [--locations N] [--out DIR]
+#   --events N     demo events in the server database (default 100000)
+#   --locations N  demo locations (default 2000)
+#   --out DIR      where the server database, the seed and its manifest go (default .build/pipeline)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib/setup.sh
+source scripts/lib/server.sh
+
+events=100000
+locations=2000
+out=.build/pipeline
+while [ $# -gt 0 ]; do
+    case $1 in
+        --events) events=$2; shift 2 ;;
+        --locations) locations=$2; shift 2 ;;
+        --out) out=$2; shift 2 ;;
+        *) echo "usage: scripts/pipeline.sh [--events N] [--locations N] [--out DIR]" >&2; exit 64 ;;
+    esac
+done
+
+steps=()
+step_started=0
+begin() {
+    echo "==> $1" >&2
+    step_name=$1
+    step_started=$(date +%s.%N)
+}
+end() {
+    steps+=("$(printf '%-28s %8.2f s' "$step_name" "$(echo "$(date +%s.%N) $step_started" | awk '{print $1 - $2}')")")
+}
+
+work=$(mktemp -d)
+trap 'stop_server; rm -rf "$work"' EXIT
+
+begin "install and check tools"
+ensure_system_packages
+ensure_swift
+end
+
+begin "release build"
+swift build -c release >&2
+bin=$(swift build -c release --show-bin-path)
+end
+
+begin "create server database"
+mkdir -p "$out"
+rm -f "$out/server.sqlite"
+"$bin/seed-server" init --database "$out/server.sqlite" --demo --events "$events" --locations "$locations" >&2
+end
+
+begin "start server"
+new_token "$work/token"
+start_server "$bin" "$out/server.sqlite" "$work/token" "$work"
+echo "serving $SERVER_URL (pid $SERVER_PID)" >&2
+end
+
+begin "seed-build"
+"$bin/seed-build" --server "$SERVER_URL" --token-file "$work/token" --out "$out/demo.sqlite" --gzip >&2
+end
+
+begin "seed-verify"
+"$bin/seed-verify" "$out/demo.sqlite" >&2
+"$bin/seed-verify" "$out/demo.sqlite.gz" >/dev/null
+end
+
+begin "stop server"
+stop_server
+end
+
+manifest="$out/demo.sqlite.manifest.json"
+field() { sed -n "s/^  \"$1\" : \"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}$/\1/p" "$manifest" | head -n 1; }
+rows=$(sed -n '/"rowCounts"/,/}/s/^ *"\([a-z0-9_]*\)" : \([0-9]*\),\{0,1\}$/\1 \2/p' "$manifest" | tr '\n' ' ')
+gz_size=$(sed -n '/"gzip"/,/}/s/^ *"size" : \([0-9]*\),\{0,1\}$/\1/p' "$manifest")
+
+cat <<SUMMARY
+
+SeedSync pipeline: done
+  seed       $out/demo.sqlite
+  manifest   $manifest
+  rows       $rows
+  revision   $(field revision)
+  size       $(field size) bytes ($gz_size bytes gzipped)
+  sha256     $(field sha256)
+  steps
+$(printf '    %s\n' "${steps[@]}")
+SUMMARY

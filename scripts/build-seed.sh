@@ -30,9 +30,9 @@ done
 if [ -z "$bin" ]; then
     ensure_system_packages
     ensure_swift
-    swift build --product seed-server >&2
-    swift build --product seed-build >&2
-    swift build --product seed-verify >&2
+    for product in seed-server seed-build seed-verify; do
+        swift build --product "$product" >&2
+    done
     bin=$(swift build --show-bin-path)
 fi
 

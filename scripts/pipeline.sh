@@ -44,7 +44,9 @@ ensure_swift
 end
 
 begin "release build"
-swift build -c release >&2
+for product in seed-server seed-build seed-verify; do
+    swift build -c release --product "$product" >&2
+done
 bin=$(swift build -c release --show-bin-path)
 end
 

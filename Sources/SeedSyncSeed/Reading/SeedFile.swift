@@ -22,6 +22,10 @@ public final class SeedFile: Sendable {
         var configuration = Configuration()
         configuration.readonly = true
         configuration.foreignKeysEnabled = false
+        configuration.prepareDatabase { db in
+            // Reading through a memory map halves the time of full scans such as integrity_check.
+            try db.execute(sql: "PRAGMA mmap_size = \(1 << 30)")
+        }
         do {
             queue = try DatabaseQueue(path: path, configuration: configuration)
             _ = try queue.read { db in try Int.fetchOne(db, sql: "PRAGMA schema_version") }

@@ -30,11 +30,15 @@ struct SeedChecks {
         checkJournal(header, into: &report)
         guard let metadata = checkFormat(seed, into: &report) else { return }
         report.revision = metadata.revision
-        checkIntegrity(seed, into: &report)
-        checkFreePages(seed, into: &report)
-        checkRevisions(seed, metadata, into: &report)
-        checkSchema(seed, metadata, into: &report)
-        checkExpectations(metadata, into: &report)
+        // The slowest check runs on a connection of its own while this one does the others.
+        let integrity = Task.detached { Self.checkIntegrity(path) }
+        var others = VerificationReport(seed: path)
+        checkForeignKeys(seed, into: &others)
+        checkFreePages(seed, into: &others)
+        checkRevisions(seed, metadata, into: &others)
+        checkSchema(seed, metadata, into: &others)
+        checkExpectations(metadata, into: &others)
+        report.checks += await integrity.value.checks + others.checks
         guard let manifest else { return }
         do {
             checkManifest(manifest, seed: seed, metadata: metadata, digest: try await digest.value, into: &report)
@@ -93,11 +97,19 @@ struct SeedChecks {
         }
     }
 
-    private func checkIntegrity(_ seed: SeedFile, into report: inout VerificationReport) {
+    /// `PRAGMA integrity_check`, on a connection of its own.
+    private static func checkIntegrity(_ path: String) -> VerificationReport {
+        var report = VerificationReport(seed: path)
         record("integrity", into: &report) {
+            let seed = try SeedFile(path: path)
+            defer { try? seed.close() }
             let problems = try seed.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
             return (problems == ["ok"], problems == ["ok"] ? "ok" : problems.prefix(3).joined(separator: "; "))
         }
+        return report
+    }
+
+    private func checkForeignKeys(_ seed: SeedFile, into report: inout VerificationReport) {
         record("foreign-keys", into: &report) {
             let violations = try seed.read { db in try Row.fetchAll(db, sql: "PRAGMA foreign_key_check") }
             guard let first = violations.first else { return (true, "every reference resolves") }
@@ -179,6 +191,10 @@ struct SeedChecks {
     }
 
     private func record(_ name: String, into report: inout VerificationReport, _ check: () throws -> (Bool, String)) {
+        Self.record(name, into: &report, check)
+    }
+
+    private static func record(_ name: String, into report: inout VerificationReport, _ check: () throws -> (Bool, String)) {
         do {
             let (passed, detail) = try check()
             report.record(name, passed, detail)

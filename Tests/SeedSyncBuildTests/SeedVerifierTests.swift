@@ -113,6 +113,18 @@ import Testing
         }
     }
 
+    @Test func aGzipThatInflatesPastTheManifestStops() async throws {
+        try await withSeed { seed, served in
+            let zeros = served.path("zeros")
+            try Data(count: 8 << 20).write(to: URL(fileURLWithPath: zeros))
+            try Gzip.compress(zeros, to: seed + ".gz")
+            let report = try await SeedVerifier.verify(seed + ".gz")
+            let gzip = report.checks.first { $0.name == "gzip" }
+            #expect(gzip?.status == .failed)
+            #expect(gzip?.detail.contains("more than the manifest's") == true)
+        }
+    }
+
     @Test func filesThatAreNotSeedsFail() async throws {
         try await withTemporaryDirectory { directory in
             let text = directory.appendingPathComponent("notes.sqlite").path

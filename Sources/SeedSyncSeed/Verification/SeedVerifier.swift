@@ -83,8 +83,15 @@ public enum SeedVerifier {
         do {
             let output = try OutputFile(path: plain)
             defer { output.close() }
-            try Gzip.decompress(path) { try output.write($0) }
-            report.record("gzip", true, "decompressed")
+            // With a manifest, a file that inflates past the seed's size is wrong: stop there, not at a full disk.
+            let limit = manifest?.size ?? .max
+            var size: Int64 = 0
+            try Gzip.decompress(path) { chunk in
+                size += Int64(chunk.count)
+                guard size <= limit else { throw SeedError("it decompresses to more than the manifest's \(limit) bytes") }
+                try output.write(chunk)
+            }
+            report.record("gzip", true, "decompressed to \(size) bytes")
             return true
         } catch {
             report.record("gzip", false, "\(error)")

@@ -83,7 +83,7 @@ public struct SeedBuilder: Sendable {
             try await writer.finish(to: finished)
         } catch {
             try? writer.close()
-            if !Self.isResumable(error) { FileSystem.removeDatabase(at: partialPath) }
+            if !Self.isResumable(error) { try? SeedWriter.removeUnfinished(at: partialPath) }
             throw error
         }
         let manifest = try SeedPublisher(output: options.output, finished: finished, gzip: options.gzip).publish()

@@ -54,7 +54,7 @@ public final class SQLiteSyncStore: SyncStore {
         try schema.validate()
         guard !FileManager.default.fileExists(atPath: path) else { throw StoreError.alreadyExists(path) }
         let temporary = path + ".partial-\(UUID().uuidString.prefix(8))"
-        defer { removeDatabaseFiles(at: temporary) }
+        defer { SQLiteFiles.remove(at: temporary) }
         let pool = try DatabasePool(path: temporary, configuration: configuration())
         try await pool.write { db in
             try createTables(in: db, schema: schema)
@@ -77,12 +77,8 @@ public final class SQLiteSyncStore: SyncStore {
     /// Needed before the main file is renamed: the pool's last connection to close may be a
     /// read-only reader, which leaves the WAL in place.
     func closeCheckpointed() async throws {
-        let frames = try await pool.barrierWriteWithoutTransaction { db in
-            try db.checkpoint(.truncate)
-        }
-        guard frames.walFrameCount == frames.checkpointedFrameCount else {
-            throw StoreError.incompleteCheckpoint
-        }
+        let complete = try await pool.barrierWriteWithoutTransaction { db in try db.checkpointCompletely() }
+        guard complete else { throw StoreError.incompleteCheckpoint }
         try pool.close()
     }
 
@@ -116,12 +112,6 @@ public final class SQLiteSyncStore: SyncStore {
         )
         for type in schema.types {
             for statement in TableSQL(type: type).create { try db.execute(sql: statement) }
-        }
-    }
-
-    private static func removeDatabaseFiles(at path: String) {
-        for suffix in ["", "-wal", "-shm", "-journal"] {
-            try? FileManager.default.removeItem(atPath: path + suffix)
         }
     }
 

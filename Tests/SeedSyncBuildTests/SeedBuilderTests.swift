@@ -17,6 +17,8 @@ import Testing
             #expect(report.manifest.revision == info.revision)
             #expect(report.startRevision == info.revision)
             #expect(report.changeSets == 0)
+            #expect(report.pages == report.manifest.rowCounts.values.map { max(1, ($0 + 49) / 50) }.reduce(0, +))
+            #expect(report.bytesDownloaded > Int64(report.manifest.size) / 4)
             #expect(try contents(ofSeed: report.output) == (try await Fixtures.contents(of: served.store)))
             #expect(report.manifest.rowCounts == (try await served.store.rowCounts()))
             #expect(try sha256(of: report.output) == report.manifest.sha256)
@@ -86,6 +88,35 @@ import Testing
             let fresh = try await served.builder("d.sqlite").build()
             #expect(!fresh.resumed)
             #expect(try await SeedVerifier.verify(fresh.output).passed)
+        }
+    }
+
+    @Test func resumingRefusesWorkItCannotFinish() async throws {
+        try await withServedStore { served in
+            await #expect(throws: Interruption.self) {
+                try await served.builder("r.sqlite", pageSize: 20).build { if case .page = $0 { throw Interruption() } }
+            }
+            await #expect { try await served.builder("r.sqlite", resume: true, types: ["locations"]).build() } throws: {
+                "\($0)".contains("another schema or type selection")
+            }
+            try await ChangeGenerator.mutate(served.store, changes: 3, seed: 11)
+            _ = try await served.store.compact(keepingRevisions: 0)
+            await #expect { try await served.builder("r.sqlite", resume: true).build() } throws: {
+                "\($0)".contains("no longer reaches its revision")
+            }
+            #expect(FileManager.default.fileExists(atPath: served.path("r.sqlite.partial")), "a refused resume leaves the work file")
+            let fresh = try await served.builder("r.sqlite").build()
+            #expect(!fresh.resumed)
+        }
+    }
+
+    @Test func aWorkFileInUseIsLeftAlone() async throws {
+        try await withServedStore { served in
+            let other = try await SeedWriter.create(at: served.path("busy.sqlite.partial"), schema: DemoDataset.schema, revision: 1)
+            defer { try? other.close() }
+            await #expect { try await served.builder("busy.sqlite").build() } throws: { "\($0)".contains("in use by another process") }
+            #expect(FileManager.default.fileExists(atPath: served.path("busy.sqlite.partial")), "the other build's file is not deleted")
+            #expect(try await other.cursors().count == 2)
         }
     }
 

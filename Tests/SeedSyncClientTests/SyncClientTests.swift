@@ -103,6 +103,9 @@ import Testing
             await #expect { try await client(url).sync(from: 5) } throws: { ($0 as? SyncClientError)?.code == .malformedResponse }
             stub.plan([.body(#"{"maxRevision": 4, "hasMore": false, "changeSets": []}"#)])
             await #expect { try await client(url).sync(from: 5) } throws: { ($0 as? SyncClientError)?.code == .malformedResponse }
+            // "More" without anything would make a catch-up loop forever.
+            stub.plan([.body(#"{"maxRevision": 5, "hasMore": true, "changeSets": []}"#)])
+            await #expect { try await client(url).sync(from: 5) } throws: { ($0 as? SyncClientError)?.code == .malformedResponse }
             stub.plan([.slow(seconds: 5)])
             await #expect { try await client(url, timeout: 1).schema() } throws: { ($0 as? SyncClientError)?.code == .unreachable }
         }

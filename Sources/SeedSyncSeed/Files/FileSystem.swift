@@ -30,11 +30,4 @@ package enum FileSystem {
         _ = fsync(descriptor)
         close(descriptor)
     }
-
-    /// Removes a SQLite file and its journal files, ignoring the ones that are not there.
-    package static func removeDatabase(at path: String) {
-        for suffix in ["", "-wal", "-shm", "-journal"] {
-            try? FileManager.default.removeItem(atPath: path + suffix)
-        }
-    }
 }

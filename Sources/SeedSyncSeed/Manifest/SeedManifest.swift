@@ -70,7 +70,7 @@ public struct SeedManifest: Codable, Sendable, Hashable {
         dataset = metadata.dataset
         schemaVersion = metadata.schemaVersion
         schemaHash = metadata.schemaHash
-        rowCounts = try seed.rowCounts()
+        rowCounts = try seed.rowCounts(of: metadata.schema)
         sqliteVersion = storage.sqliteVersion
         pageSize = storage.pageSize
         self.createdAt = Self.rfc3339(createdAt)

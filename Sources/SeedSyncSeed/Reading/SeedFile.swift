@@ -56,8 +56,12 @@ public final class SeedFile: Sendable {
 
     /// The number of rows of each type's table.
     public func rowCounts() throws -> [String: Int] {
-        let schema = try metadata().schema
-        return try read { db in
+        try rowCounts(of: try metadata().schema)
+    }
+
+    /// The number of rows of each of `schema`'s tables, when the metadata is already read.
+    func rowCounts(of schema: DatasetSchema) throws -> [String: Int] {
+        try read { db in
             var counts: [String: Int] = [:]
             for type in schema.types {
                 counts[type.name] = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(TableSQL(type: type).table)") ?? 0

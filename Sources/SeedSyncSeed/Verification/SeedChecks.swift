@@ -100,7 +100,7 @@ struct SeedChecks {
     /// `PRAGMA integrity_check`, on a connection of its own.
     private static func checkIntegrity(_ path: String) -> VerificationReport {
         var report = VerificationReport(seed: path)
-        record("integrity", into: &report) {
+        Self.record("integrity", into: &report) {
             let seed = try SeedFile(path: path)
             defer { try? seed.close() }
             let problems = try seed.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
@@ -110,7 +110,7 @@ struct SeedChecks {
     }
 
     private func checkForeignKeys(_ seed: SeedFile, into report: inout VerificationReport) {
-        record("foreign-keys", into: &report) {
+        Self.record("foreign-keys", into: &report) {
             let violations = try seed.read { db in try Row.fetchAll(db, sql: "PRAGMA foreign_key_check") }
             guard let first = violations.first else { return (true, "every reference resolves") }
             return (false, "\(violations.count) dangling reference(s), the first in \(first[0] as String) to \(first[2] as String)")
@@ -118,14 +118,14 @@ struct SeedChecks {
     }
 
     private func checkFreePages(_ seed: SeedFile, into report: inout VerificationReport) {
-        record("free-pages", into: &report) {
+        Self.record("free-pages", into: &report) {
             let free = try seed.read { db in try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0 }
             return (free == 0, free == 0 ? "none" : "\(free) free pages; the seed was not vacuumed")
         }
     }
 
     private func checkRevisions(_ seed: SeedFile, _ metadata: SeedMetadata, into report: inout VerificationReport) {
-        record("revisions", into: &report) {
+        Self.record("revisions", into: &report) {
             for type in metadata.schema.types {
                 let table = TableSQL(type: type)
                 let newest = try seed.read { db in
@@ -141,7 +141,7 @@ struct SeedChecks {
 
     /// The stored hash matches the stored schema, and the tables in the file are exactly the ones it describes.
     private func checkSchema(_ seed: SeedFile, _ metadata: SeedMetadata, into report: inout VerificationReport) {
-        record("schema", into: &report) {
+        Self.record("schema", into: &report) {
             guard metadata.schema.hash == metadata.schemaHash else {
                 return (false, "schema_hash \(metadata.schemaHash) is not the hash of the stored schema (\(metadata.schema.hash))")
             }
@@ -171,8 +171,8 @@ struct SeedChecks {
     }
 
     private func checkManifest(_ manifest: SeedManifest, seed: SeedFile, metadata: SeedMetadata, digest: FileDigest, into report: inout VerificationReport) {
-        record("manifest", into: &report) {
-            let counts = try seed.rowCounts()
+        Self.record("manifest", into: &report) {
+            let counts = try seed.rowCounts(of: metadata.schema)
             let name = URL(fileURLWithPath: besideFile.map { String($0.dropLast(3)) } ?? path).lastPathComponent
             let mismatches = [
                 manifest.file == name ? nil : "file \(manifest.file), not \(name)",
@@ -188,10 +188,6 @@ struct SeedChecks {
             ].compactMap { $0 }
             return (mismatches.isEmpty, mismatches.isEmpty ? "size, SHA-256, revision, schema and row counts match" : "manifest says " + mismatches.joined(separator: "; "))
         }
-    }
-
-    private func record(_ name: String, into report: inout VerificationReport, _ check: () throws -> (Bool, String)) {
-        Self.record(name, into: &report, check)
     }
 
     private static func record(_ name: String, into report: inout VerificationReport, _ check: () throws -> (Bool, String)) {

@@ -91,17 +91,7 @@ public final class SeedWriter: Sendable {
 
     /// The download cursor of every type.
     public func cursors() async throws -> [String: Cursor] {
-        let tables = self.tables
-        return try await queue.read { db in
-            var cursors: [String: Cursor] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT type, after, complete FROM \(SeedFormat.buildTable)") {
-                let after = ValueMapping.jsonKey(row[1])
-                let type: String = row[0]
-                guard tables[type] != nil else { continue }
-                cursors[type] = Cursor(after: after == .null ? nil : after, isComplete: row[2])
-            }
-            return cursors
-        }
+        try await queue.read { db in try Self.cursors(in: db) }
     }
 
     /// Checks one snapshot page and inserts its rows, moving its type's cursor in the same transaction.
@@ -116,7 +106,7 @@ public final class SeedWriter: Sendable {
             throw SeedError.invalidData("snapshot page of \(page.type) has columns \(page.columns), expected \(table.type.columnNames)")
         }
         return try await queue.write { db in
-            guard let cursor = try Self.cursor(of: page.type, in: db), !cursor.isComplete else {
+            guard let cursor = try Self.cursors(in: db)[page.type], !cursor.isComplete else {
                 throw SeedError.invalidData("snapshot page of \(page.type) arrived after its last page")
             }
             let rows = try PageRows(page, type: table.type, after: cursor.after)
@@ -169,12 +159,9 @@ public final class SeedWriter: Sendable {
                 throw SeedError.invalidData("\(table) holds a reference to a missing row of \(target) at the final revision")
             }
         }
-        FileSystem.removeDatabase(at: destination)
+        SQLiteFiles.remove(at: destination)
         try await queue.writeWithoutTransaction { db in
-            let checkpoint = try db.checkpoint(.truncate)
-            guard checkpoint.walFrameCount == checkpoint.checkpointedFrameCount else {
-                throw SeedError("the seed could not be checkpointed completely")
-            }
+            guard try db.checkpointCompletely() else { throw SeedError("the seed could not be checkpointed completely") }
             let cursors = try Row.fetchAll(db, sql: "SELECT type, after, complete FROM \(SeedFormat.buildTable)")
             try db.execute(sql: "DROP TABLE \(SeedFormat.buildTable)")
             do {
@@ -186,7 +173,7 @@ public final class SeedWriter: Sendable {
             }
         }
         try queue.close()
-        FileSystem.removeDatabase(at: path)
+        SQLiteFiles.remove(at: path)
     }
 
     /// Removes an unfinished seed at `path`, unless another process is writing it.
@@ -201,7 +188,7 @@ public final class SeedWriter: Sendable {
         } catch {
             // Not a database, or not a seed: nothing of value to keep.
         }
-        FileSystem.removeDatabase(at: path)
+        SQLiteFiles.remove(at: path)
     }
 
     /// Closes the file without finishing it, keeping it for a later ``open(at:)``.
@@ -217,12 +204,13 @@ public final class SeedWriter: Sendable {
         }
     }
 
-    private static func cursor(of type: String, in db: Database) throws -> Cursor? {
-        guard let row = try Row.fetchOne(db, sql: "SELECT after, complete FROM \(SeedFormat.buildTable) WHERE type = ?", arguments: [type]) else {
-            return nil
+    private static func cursors(in db: Database) throws -> [String: Cursor] {
+        var cursors: [String: Cursor] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT type, after, complete FROM \(SeedFormat.buildTable)") {
+            let after = ValueMapping.jsonKey(row[1])
+            cursors[row[0]] = Cursor(after: after == .null ? nil : after, isComplete: row[2])
         }
-        let after = ValueMapping.jsonKey(row[0])
-        return Cursor(after: after == .null ? nil : after, isComplete: row[1])
+        return cursors
     }
 
     private static func openQueue(at path: String) throws -> DatabaseQueue {

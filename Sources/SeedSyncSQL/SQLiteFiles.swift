@@ -1,0 +1,22 @@
+import Foundation
+import GRDB
+
+/// File-level operations shared by every SQLite file SeedSync writes.
+package enum SQLiteFiles {
+    /// Removes a database file and its `-wal`, `-shm` and `-journal` files, ignoring the ones that are not there.
+    package static func remove(at path: String) {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            try? FileManager.default.removeItem(atPath: path + suffix)
+        }
+    }
+}
+
+extension Database {
+    /// Runs `wal_checkpoint(TRUNCATE)` and tells whether every frame of the WAL reached the main file.
+    ///
+    /// Needed before a file is renamed or copied as a whole: a frame left in the WAL is data left behind.
+    package func checkpointCompletely() throws -> Bool {
+        let frames = try checkpoint(.truncate)
+        return frames.walFrameCount == frames.checkpointedFrameCount
+    }
+}

@@ -12,9 +12,11 @@ let package = Package(
         .library(name: "SeedSyncClient", targets: ["SeedSyncClient"]),
         .library(name: "SeedSyncSeed", targets: ["SeedSyncSeed"]),
         .library(name: "SeedSyncBuild", targets: ["SeedSyncBuild"]),
+        .library(name: "SeedSyncImport", targets: ["SeedSyncImport"]),
         .executable(name: "seed-server", targets: ["seed-server"]),
         .executable(name: "seed-build", targets: ["seed-build"]),
         .executable(name: "seed-verify", targets: ["seed-verify"]),
+        .executable(name: "seed-import", targets: ["seed-import"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift.git", exact: "7.10.0"),
@@ -68,11 +70,19 @@ let package = Package(
         .target(name: "SeedSyncClient", dependencies: ["SeedSyncModel"]),
         // seed-build as a library: snapshot download, catch-up, publishing with a manifest.
         .target(name: "SeedSyncBuild", dependencies: ["SeedSyncModel", "SeedSyncSeed", "SeedSyncClient"]),
+        // seed-import as a library, for apps: install the shipped seed, then incremental sync.
+        .target(
+            name: "SeedSyncImport",
+            dependencies: [
+                "SeedSyncModel", "SeedSyncSeed", "SeedSyncClient", "SeedSyncBuild",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
         // Fixtures shared by every test target.
         .target(
             name: "SeedSyncTesting",
             dependencies: [
-                "SeedSyncModel", "SeedSyncStore", "SeedSyncDemo", "SeedSyncServer",
+                "SeedSyncModel", "SeedSyncStore", "SeedSyncDemo", "SeedSyncServer", "SeedSyncSeed", "SeedSyncClient", "SeedSyncBuild",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]
         ),
@@ -95,6 +105,13 @@ let package = Package(
             name: "seed-verify",
             dependencies: ["SeedSyncSeed", "SeedSyncModel", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
+        .executableTarget(
+            name: "seed-import",
+            dependencies: [
+                "SeedSyncImport", "SeedSyncClient", "SeedSyncModel",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .testTarget(name: "SeedSyncModelTests", dependencies: ["SeedSyncModel", "SeedSyncTesting"]),
         .testTarget(
             name: "SeedSyncStoreTests",
@@ -114,6 +131,14 @@ let package = Package(
                 "SeedSyncModel", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
+        ),
+        .testTarget(
+            name: "SeedSyncImportTests",
+            dependencies: [
+                "SeedSyncImport", "SeedSyncBuild", "SeedSyncSeed", "SeedSyncClient", "SeedSyncStore", "SeedSyncDemo",
+                "SeedSyncTesting", "SeedSyncModel", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
             ]
         ),
         .testTarget(

@@ -151,11 +151,7 @@ public struct SeedBuilder: Sendable {
             try Task.checkCancellation()
             let response = try await client.sync(from: revision, limit: options.syncLimit)
             guard !response.changeSets.isEmpty else { return }
-            let changeSets = response.changeSets.map { changeSet in
-                var kept = changeSet
-                kept.changes.removeAll { excluded.contains($0.type) }
-                return kept
-            }
+            let changeSets = response.changeSets.map { $0.removingChanges(ofTypes: excluded) }
             revision = try await writer.apply(changeSets)
             run.changeSets += changeSets.count
             try await progress(.caughtUp(changeSets: run.changeSets, revision: revision))

@@ -26,6 +26,14 @@ public struct ChangeSet: Sendable, Hashable {
     /// The names of the types this change set touches, in order.
     public var types: [String] { changes.map(\.type) }
 
+    /// This change set without the changes of `types`: a client that keeps only some types drops
+    /// the others but still moves to this revision.
+    public func removingChanges(ofTypes types: Set<String>) -> ChangeSet {
+        var kept = self
+        kept.changes.removeAll { types.contains($0.type) }
+        return kept
+    }
+
     /// The changes of one type, if this change set touches it.
     public subscript(type: String) -> TypeChanges? {
         changes.first { $0.type == type }

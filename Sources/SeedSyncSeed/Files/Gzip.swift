@@ -74,29 +74,29 @@ package enum Gzip {
 }
 
 /// A file written front to back, synced before it is renamed into place.
-final class OutputFile {
+package final class OutputFile {
     private let handle: FileHandle
 
-    init(path: String) throws {
+    package init(path: String) throws {
         guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
             throw SeedError("cannot create \(path)")
         }
         self.handle = handle
     }
 
-    func write(_ bytes: some DataProtocol) throws {
+    package func write(_ bytes: some DataProtocol) throws {
         try handle.write(contentsOf: bytes)
     }
 
-    func write(_ bytes: UnsafeRawBufferPointer) throws {
+    package func write(_ bytes: UnsafeRawBufferPointer) throws {
         try handle.write(contentsOf: Data(bytes))
     }
 
-    func sync() throws {
+    package func sync() throws {
         try handle.synchronize()
     }
 
-    func close() {
+    package func close() {
         try? handle.close()
     }
 }

@@ -41,7 +41,7 @@ public struct SeedMetadata: Sendable, Hashable {
     /// Reads the metadata table.
     ///
     /// - Throws: ``SeedError`` naming the missing or invalid key.
-    static func read(_ db: Database, path: String) throws -> SeedMetadata {
+    package static func read(_ db: Database, path: String) throws -> SeedMetadata {
         guard try db.tableExists(SeedFormat.metadataTable) else {
             throw SeedError.notASeed(path, "it has no \(SeedFormat.metadataTable) table")
         }
@@ -113,7 +113,7 @@ public struct SeedMetadata: Sendable, Hashable {
 
 extension SeedMetadata {
     /// The `revision` key alone, read inside a write transaction.
-    static func storedRevision(_ db: Database) throws -> Int64 {
+    package static func storedRevision(_ db: Database) throws -> Int64 {
         guard let text = try String.fetchOne(
             db, sql: "SELECT value FROM \(SeedFormat.metadataTable) WHERE key = ?", arguments: [Key.revision.rawValue]
         ), let revision = Int64(text) else {

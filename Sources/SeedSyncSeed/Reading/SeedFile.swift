@@ -80,6 +80,12 @@ public final class SeedFile: Sendable {
         }
     }
 
+    /// `PRAGMA quick_check`: `nil` when the file is sound, else the first problems SQLite found.
+    public func quickCheck() throws -> String? {
+        let problems = try read { db in try String.fetchAll(db, sql: "PRAGMA quick_check(3)") }
+        return problems == ["ok"] ? nil : problems.joined(separator: "; ")
+    }
+
     /// The page size and the version of the SQLite library reading the file.
     public func storage() throws -> (pageSize: Int, sqliteVersion: String) {
         try read { db in

@@ -21,25 +21,27 @@ package struct ChangeApplier: Sendable {
 
     /// Applies `changeSets` in order inside the current transaction of `db`.
     ///
-    /// - Returns: the revision the database is at afterwards.
+    /// - Returns: what each change set did, in order.
     /// - Throws: ``SeedError`` for a change set out of order or one that does not fit the schema;
     ///   the caller's transaction must then roll back.
     @discardableResult
-    package func apply(_ changeSets: [ChangeSet], in db: Database) throws -> Int64 {
+    package func apply(_ changeSets: [ChangeSet], in db: Database) throws -> [AppliedChangeSet] {
         var revision = try SeedMetadata.storedRevision(db)
+        var applied: [AppliedChangeSet] = []
         for changeSet in changeSets {
             guard let next = changeSet.revision, next == revision + 1 else {
                 throw SeedError.invalidData("change set \(changeSet.revision.map(String.init) ?? "without a revision") does not follow revision \(revision)")
             }
-            try apply(changeSet, revision: next, in: db)
+            applied.append(try apply(changeSet, revision: next, in: db))
             revision = next
         }
         try SeedMetadata.save(revision: revision, in: db)
-        return revision
+        return applied
     }
 
-    private func apply(_ changeSet: ChangeSet, revision: Int64, in db: Database) throws {
-        guard !changeSet.changes.isEmpty else { return }
+    private func apply(_ changeSet: ChangeSet, revision: Int64, in db: Database) throws -> AppliedChangeSet {
+        var applied = AppliedChangeSet(revision: revision, types: [:])
+        guard !changeSet.changes.isEmpty else { return applied }
         let changes: [ValidatedChanges]
         do {
             changes = try schema.validate(changeSet)
@@ -56,6 +58,10 @@ package struct ChangeApplier: Sendable {
             for key in change.deletes {
                 try delete.execute(arguments: [ValueMapping.databaseValue(key: key)])
             }
+            applied.types[change.type.name] = AppliedChangeSet.Keys(
+                created: change.creates.map(\.key), updated: change.updates.map(\.key), deleted: change.deletes
+            )
         }
+        return applied
     }
 }

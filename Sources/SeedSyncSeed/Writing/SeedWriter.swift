@@ -133,7 +133,10 @@ public final class SeedWriter: Sendable {
     @discardableResult
     public func apply(_ changeSets: [ChangeSet]) async throws -> Int64 {
         let applier = self.applier
-        return try await queue.write { db in try applier.apply(changeSets, in: db) }
+        return try await queue.write { db in
+            try applier.apply(changeSets, in: db)
+            return try SeedMetadata.storedRevision(db)
+        }
     }
 
     /// Writes the finished seed to `destination`, then closes and removes the work file.

@@ -1,0 +1,53 @@
+import SeedSyncSeed
+
+/// What a ``SeedImporter`` reports while it works, in order.
+///
+/// ```swift
+/// for try await event in importer.events() {
+///     if case .applied(let changeSet) = event, let keys = changeSet.types["events"] {
+///         refresh(keys.created + keys.updated, removing: keys.deleted)
+///     }
+/// }
+/// ```
+public enum ImportEvent: Sendable, Hashable {
+    /// The seed was copied into place: there was no database before.
+    case installed(revision: Int64)
+    /// The database was replaced as a whole (see ``Replacement``).
+    case replaced(Replacement)
+    /// The server's history no longer reaches the database or the seed: a full snapshot download
+    /// starts, to replace the database when it is complete.
+    case downloadingSnapshot(minRevision: Int64)
+    /// One change set was applied and committed.
+    case applied(AppliedChangeSet)
+    /// A batch of change sets was committed: the database is at `revision`, the server was at
+    /// `serverRevision` (at least) when the sync started.
+    case progress(revision: Int64, serverRevision: Int64)
+    /// A request failed and will be tried again after `delay` seconds.
+    case retrying(attempt: Int, delay: Double, reason: String)
+    /// The server has nothing more: the database is at `revision`.
+    case caughtUp(revision: Int64)
+    /// The run is over; always the last event of a successful run.
+    case finished(ImportReport)
+}
+
+/// A database replaced as a whole, and why.
+public struct Replacement: Sendable, Hashable, Codable {
+    public enum Reason: String, Sendable, Hashable, Codable {
+        /// The app ships a seed newer than the database (an app update).
+        case newerSeed = "newer-seed"
+        /// The server's history no longer reaches the database's revision (410 `history_expired`).
+        case historyExpired = "history-expired"
+    }
+
+    public enum Source: String, Sendable, Hashable, Codable {
+        /// The shipped seed.
+        case seed
+        /// A full snapshot downloaded from the server.
+        case snapshot
+    }
+
+    public var reason: Reason
+    public var source: Source
+    public var fromRevision: Int64
+    public var toRevision: Int64
+}

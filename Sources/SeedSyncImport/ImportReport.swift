@@ -1,0 +1,40 @@
+import Foundation
+
+/// The outcome of one ``SeedImporter/run()``: `seed-import --json` prints it.
+///
+/// ```json
+/// {"database": "app/events.sqlite", "installed": true, "replacements": [],
+///  "fromRevision": 1300, "toRevision": 6300, "changeSets": 5000,
+///  "inserted": 1650, "updated": 2480, "deleted": 870, "seconds": 1.9}
+/// ```
+///
+/// Row counts are as the change sets name them: a create of a row already there counts as inserted.
+public struct ImportReport: Sendable, Hashable, Codable {
+    public var database: String
+    /// Whether the seed was installed because there was no database.
+    public var installed: Bool
+    /// Whole-database replacements: a newer seed, or recovery from an expired history.
+    public var replacements: [Replacement]
+    /// The revision the sync started from (the seed's after an install).
+    public var fromRevision: Int64
+    /// The revision the database is at now.
+    public var toRevision: Int64
+    public var changeSets: Int
+    public var inserted: Int
+    public var updated: Int
+    public var deleted: Int
+    public var seconds: Double
+
+    init(database: String) {
+        self.database = database
+        installed = false
+        replacements = []
+        fromRevision = 0
+        toRevision = 0
+        changeSets = 0
+        inserted = 0
+        updated = 0
+        deleted = 0
+        seconds = 0
+    }
+}

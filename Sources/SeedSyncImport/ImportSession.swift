@@ -1,0 +1,82 @@
+import Foundation
+import SeedSyncClient
+import SeedSyncModel
+import SeedSyncSeed
+
+/// One run of a ``SeedImporter``, under its lock: the state the steps share.
+final class ImportSession {
+    let configuration: SeedImporter.Configuration
+    let client: SyncClient
+    let seed: ShippedSeed
+    let emit: @Sendable (ImportEvent) -> Void
+    var report: ImportReport
+    let start = ContinuousClock.now
+
+    var databasePath: String { configuration.database }
+    /// Where the seed is copied and checked before it is installed.
+    var installingPath: String { databasePath + ".installing" }
+    /// Where a full snapshot is downloaded after a 410.
+    var snapshotPath: String { databasePath + ".snapshot" }
+
+    init(configuration: SeedImporter.Configuration, emit: @escaping @Sendable (ImportEvent) -> Void) throws {
+        self.configuration = configuration
+        self.emit = emit
+        seed = try ShippedSeed(path: configuration.seed)
+        client = SyncClient(configuration: configuration.server) { attempt, error, delay in
+            emit(.retrying(attempt: attempt, delay: delay, reason: error.description))
+        }
+        report = ImportReport(database: configuration.database)
+    }
+
+    func run() async throws -> ImportReport {
+        removeLeftovers()
+        // Asked first so that a seed for another dataset is refused before it is installed; an
+        // unreachable server still lets the seed be installed, then fails the run.
+        let server: Result<SchemaInfo, any Error>
+        do {
+            server = .success(try await client.schema())
+        } catch {
+            server = .failure(error)
+        }
+        var database = try await prepareDatabase(server: try? server.get())
+        defer { try? database.close() }
+        let info = try server.get()
+        try check(database.metadata, against: info)
+        report.fromRevision = try await database.revision()
+        try await catchUp(&database, info: info)
+        report.toRevision = try await database.revision()
+        report.seconds = (ContinuousClock.now - start).seconds
+        return report
+    }
+
+    /// Files a killed run may leave beside the database: an unfinished copy or snapshot.
+    private func removeLeftovers() {
+        for path in [installingPath, snapshotPath, snapshotPath + ".partial", snapshotPath + ".new", SeedManifest.path(forSeed: snapshotPath)] {
+            try? FileManager.default.removeItem(atPath: path)
+        }
+    }
+
+    /// The seed or database must be for the server's dataset and schema version, and every type
+    /// in the database must be defined as the server defines it.
+    func check(_ metadata: SeedMetadata, against info: SchemaInfo) throws {
+        guard metadata.dataset == info.dataset, metadata.schemaVersion == info.schemaVersion else {
+            throw ImportError(.mismatch, "\(databasePath) holds dataset '\(metadata.dataset)' schema version \(metadata.schemaVersion), but the server serves '\(info.dataset)' schema version \(info.schemaVersion); ship a seed built from this server")
+        }
+        for type in metadata.schema.types where !info.types.contains(type) {
+            throw ImportError(.mismatch, "the server defines type '\(type.name)' differently from \(databasePath) under the same schema version \(info.schemaVersion)")
+        }
+    }
+
+    func check(_ seed: ShippedSeed.Summary, against info: SchemaInfo) throws {
+        guard seed.dataset == info.dataset, seed.schemaVersion == info.schemaVersion else {
+            throw ImportError(.mismatch, "the seed \(configuration.seed) is dataset '\(seed.dataset)' schema version \(seed.schemaVersion), but the server serves '\(info.dataset)' schema version \(info.schemaVersion); nothing was installed")
+        }
+    }
+}
+
+extension Duration {
+    var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import SeedSyncModel
+import SeedSyncSeed
+
+extension ImportSession {
+    /// Opens the database, installing the seed when there is none and replacing the database when
+    /// the seed is newer.
+    func prepareDatabase(server: SchemaInfo?) async throws -> LocalDatabase {
+        guard let database = try LocalDatabase.open(at: databasePath) else {
+            return try await install(server: server)
+        }
+        guard configuration.reseedIfNewer else { return database }
+        do {
+            return try await replaceIfSeedIsNewer(database, server: server)
+        } catch {
+            try? database.close()
+            throw error
+        }
+    }
+
+    /// Copies and checks the seed beside the database, then renames it into place.
+    private func install(server: SchemaInfo?) async throws -> LocalDatabase {
+        if let server, let summary = try seed.summary() { try check(summary, against: server) }
+        let metadata = try seed.copy(to: installingPath, expectedSchemaVersion: configuration.expectedSchemaVersion)
+        do {
+            if let server { try check(metadata, against: server) }
+            // Journals of an older database that is gone would be replayed onto the new file.
+            for suffix in ["-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: databasePath + suffix) }
+            try FileSystem.rename(installingPath, to: databasePath)
+        } catch {
+            try? FileManager.default.removeItem(atPath: installingPath)
+            throw error
+        }
+        FileSystem.syncDirectory(of: databasePath)
+        guard let database = try LocalDatabase.open(at: databasePath) else {
+            throw ImportError(.invalidDatabase, "\(databasePath) disappeared right after it was installed")
+        }
+        report.installed = true
+        emit(.installed(revision: metadata.revision))
+        return database
+    }
+
+    private func replaceIfSeedIsNewer(_ database: LocalDatabase, server: SchemaInfo?) async throws -> LocalDatabase {
+        var local = database.metadata
+        local.revision = try await database.revision()
+        if let summary = try seed.summary() {
+            guard isNewer(summary.dataset, summary.schemaVersion, summary.revision, than: local) else { return database }
+            if let server { try check(summary, against: server) }
+        }
+        let metadata = try seed.copy(to: installingPath, expectedSchemaVersion: configuration.expectedSchemaVersion)
+        defer { try? FileManager.default.removeItem(atPath: installingPath) }
+        guard isNewer(metadata.dataset, metadata.schemaVersion, metadata.revision, than: local) else { return database }
+        if let server { try check(metadata, against: server) }
+        return try await replace(database, with: installingPath, revision: metadata.revision, reason: .newerSeed, source: .seed)
+    }
+
+    private func isNewer(_ dataset: String, _ schemaVersion: Int, _ revision: Int64, than local: SeedMetadata) -> Bool {
+        guard dataset == local.dataset else { return false }
+        return schemaVersion == local.schemaVersion ? revision > local.revision : schemaVersion > local.schemaVersion
+    }
+
+    func replace(_ database: LocalDatabase, with source: String, revision: Int64, reason: Replacement.Reason, source kind: Replacement.Source) async throws -> LocalDatabase {
+        let from = try await database.revision()
+        let replaced = try await database.replaced(with: source)
+        let replacement = Replacement(reason: reason, source: kind, fromRevision: from, toRevision: revision)
+        report.replacements.append(replacement)
+        emit(.replaced(replacement))
+        return replaced
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+import SeedSyncSeed
+
+/// The seed the app ships: a plain or `.gz` file, with its manifest when one is beside it
+/// (`SEED.manifest.json`, see `SeedManifest/path(forSeed:)`).
+struct ShippedSeed: Sendable {
+    /// What a seed is, without its rows.
+    struct Summary: Sendable {
+        var dataset: String
+        var schemaVersion: Int
+        var revision: Int64
+    }
+
+    let path: String
+    let manifest: SeedManifest?
+    var isCompressed: Bool { path.hasSuffix(".gz") }
+
+    /// Finds the seed and reads its manifest when there is one.
+    ///
+    /// - Throws: ``ImportError/Code/invalidSeed`` when the seed is missing or its manifest unreadable.
+    init(path: String) throws {
+        guard FileManager.default.fileExists(atPath: path) else { throw ImportError(.invalidSeed, "no seed at \(path)") }
+        self.path = path
+        let manifestPath = SeedManifest.path(forSeed: path)
+        do {
+            manifest = FileManager.default.fileExists(atPath: manifestPath) ? try SeedManifest.read(from: manifestPath) : nil
+        } catch {
+            throw ImportError(.invalidSeed, "the seed's manifest is unreadable: \(error)")
+        }
+    }
+
+    /// The seed's dataset, schema version and revision when they can be read without copying it:
+    /// from the manifest, or from a plain seed's metadata. `nil` for a `.gz` seed without a manifest.
+    func summary() throws -> Summary? {
+        if let manifest {
+            return Summary(dataset: manifest.dataset, schemaVersion: manifest.schemaVersion, revision: manifest.revision)
+        }
+        guard !isCompressed else { return nil }
+        do {
+            let file = try SeedFile(path: path)
+            defer { try? file.close() }
+            let metadata = try file.metadata()
+            return Summary(dataset: metadata.dataset, schemaVersion: metadata.schemaVersion, revision: metadata.revision)
+        } catch {
+            throw ImportError(.invalidSeed, "\(error)")
+        }
+    }
+
+    /// Copies the seed to `destination` (decompressing a `.gz` and hashing on the way), syncs the
+    /// copy and checks it: the manifest's size and SHA-256 when there is a manifest, SeedSync's
+    /// application id and format, `PRAGMA quick_check`, and `expectedSchemaVersion`.
+    ///
+    /// - Returns: the copy's metadata.
+    /// - Throws: ``ImportError/Code/invalidSeed``; `destination` is removed then.
+    func copy(to destination: String, expectedSchemaVersion: Int?) throws -> SeedMetadata {
+        do {
+            return try copyAndCheck(to: destination, expectedSchemaVersion: expectedSchemaVersion)
+        } catch {
+            try? FileManager.default.removeItem(atPath: destination)
+            // Name the shipped seed, not the copy, in what the user reads.
+            throw error as? ImportError ?? ImportError(.invalidSeed, "\(error)".replacingOccurrences(of: destination, with: path))
+        }
+    }
+
+    private func copyAndCheck(to destination: String, expectedSchemaVersion: Int?) throws -> SeedMetadata {
+        try? FileManager.default.removeItem(atPath: destination)
+        let digest = try FileCopy.copy(path, to: destination, decompress: isCompressed, limit: manifest?.size ?? .max)
+        if let manifest, digest.size != manifest.size || digest.sha256 != manifest.sha256 {
+            throw ImportError(.invalidSeed, "\(path) does not match its manifest: \(digest.size) bytes with SHA-256 \(digest.sha256), the manifest says \(manifest.size) bytes with \(manifest.sha256)")
+        }
+        let file = try SeedFile(path: destination)
+        defer { try? file.close() }
+        let metadata = try file.metadata()
+        if let problem = try file.quickCheck() {
+            throw ImportError(.invalidSeed, "\(path) is damaged: quick_check found \(problem)")
+        }
+        if let expected = expectedSchemaVersion, metadata.schemaVersion != expected {
+            throw ImportError(.invalidSeed, "\(path) has schema version \(metadata.schemaVersion); this app expects \(expected)")
+        }
+        return metadata
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import GRDB
+import SeedSyncModel
+import SeedSyncSeed
+
+/// The app's database: an installed seed in WAL mode, moved forward by change sets.
+///
+/// Foreign keys are enforced (the seed tables declare them deferred, so a batch of change sets
+/// is checked when it commits) and `synchronous = NORMAL`: a power loss may take back the last
+/// transactions, but never part of one, and the stored revision goes back with them, so the next
+/// sync applies them again.
+final class LocalDatabase: Sendable {
+    let path: String
+    /// The metadata when the database was opened; the revision moves on (see ``revision()``).
+    let metadata: SeedMetadata
+    private let pool: DatabasePool
+
+    private init(path: String, metadata: SeedMetadata, pool: DatabasePool) {
+        self.path = path
+        self.metadata = metadata
+        self.pool = pool
+    }
+
+    /// Opens the database at `path` (switching it to WAL), or returns `nil` when nothing is there.
+    ///
+    /// The file is first checked read-only, so a file that is not a SeedSync database is never written.
+    static func open(at path: String) throws -> LocalDatabase? {
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        let metadata: SeedMetadata
+        do {
+            let file = try SeedFile(path: path)
+            defer { try? file.close() }
+            metadata = try file.metadata()
+        } catch {
+            throw ImportError(.invalidDatabase, "\(error); it was left as it is: move it away or choose another database path")
+        }
+        var configuration = Configuration()
+        configuration.foreignKeysEnabled = true
+        configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+        do {
+            return LocalDatabase(path: path, metadata: metadata, pool: try DatabasePool(path: path, configuration: configuration))
+        } catch let error as DatabaseError {
+            throw ImportError(.invalidDatabase, "cannot open \(path) for writing: \(error.message ?? "SQLite error \(error.resultCode.rawValue)")")
+        }
+    }
+
+    /// The revision the rows are at.
+    func revision() async throws -> Int64 {
+        try await pool.read { db in try SeedMetadata.storedRevision(db) }
+    }
+
+    /// Applies `changeSets` in one transaction, with the revision they lead to.
+    ///
+    /// - Throws: ``ImportError/Code/invalidChangeSet`` when one does not follow on or does not fit
+    ///   the schema, or the batch leaves a reference dangling; nothing of the batch is written then.
+    func apply(_ changeSets: [ChangeSet], with applier: ChangeApplier) async throws -> [AppliedChangeSet] {
+        let before = try await revision()
+        do {
+            return try await pool.write { db in try applier.apply(changeSets, in: db) }
+        } catch let error as SeedError {
+            throw ImportError(.invalidChangeSet, "sync stopped: \(error); \(path) stays at revision \(before)")
+        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_FOREIGNKEY {
+            let range = "\(changeSets.first?.revision ?? 0)…\(changeSets.last?.revision ?? 0)"
+            throw ImportError(.invalidChangeSet, "sync stopped: change sets \(range) leave a reference to a missing row; \(path) stays at revision \(before)")
+        }
+    }
+
+    /// Replaces every page of the database with the seed at `source`, in one transaction, and
+    /// returns the database reopened.
+    ///
+    /// This goes through SQLite's backup API rather than a rename: renaming a file over a WAL
+    /// database that others have open would let its old `-wal` frames be replayed onto the new
+    /// file. Readers with the database open keep working; their next transaction sees the new rows.
+    func replaced(with source: String) async throws -> LocalDatabase {
+        var configuration = Configuration()
+        configuration.readonly = true
+        let seed = try DatabaseQueue(path: source, configuration: configuration)
+        try seed.backup(to: pool)
+        try seed.close()
+        try? await pool.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+        try pool.close()
+        guard let reopened = try Self.open(at: path) else { throw ImportError(.invalidDatabase, "\(path) disappeared while it was replaced") }
+        return reopened
+    }
+
+    func close() throws {
+        try pool.close()
+    }
+}

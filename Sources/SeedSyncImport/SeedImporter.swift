@@ -1,0 +1,127 @@
+import Foundation
+import SeedSyncClient
+import SeedSyncModel
+
+/// Installs a shipped seed on first run, then keeps the database caught up with the server
+/// through incremental sync from the seed's revision: `seed-import` as a library.
+///
+/// One ``run()``:
+/// 1. takes the database's lock (`DATABASE.lock`; one importer at a time, see ``Configuration/lockTimeout``);
+/// 2. asks the server for its schema (`GET /v1/schema`);
+/// 3. when there is no database, verifies the seed and installs it: copy (or decompress) into
+///    `DATABASE.installing`, check, fsync, rename into place, fsync the folder, switch to WAL. An
+///    interrupted install leaves no database, never part of one. This step works offline;
+/// 4. when the seed is newer than the database (``Configuration/reseedIfNewer``), replaces the
+///    database with it in one transaction;
+/// 5. checks that the database is for the server's dataset and schema version;
+/// 6. syncs from the database's revision until `hasMore` is false, applying change sets in
+///    transactions of bounded size, each storing the revision it reaches; a change set that does
+///    not fit stops the sync with the database at its last good revision;
+/// 7. on 410 `history_expired`, reinstalls from the seed when it is recent enough, else downloads a
+///    full snapshot (as `seed-build` does) and swaps it in, then goes on syncing.
+///
+/// ```swift
+/// let importer = SeedImporter(configuration: .init(
+///     seed: Bundle.main.path(forResource: "events", ofType: "sqlite.gz")!,
+///     database: appSupport.appendingPathComponent("events.sqlite").path,
+///     server: .init(serverURL: URL(string: "https://sync.example.com")!, token: token)
+/// ))
+/// for try await event in importer.events() {
+///     if case .applied(let changeSet) = event { refresh(changeSet) }
+/// }
+/// ```
+public struct SeedImporter: Sendable {
+    public struct Configuration: Sendable {
+        /// The shipped seed, plain or `.gz`; its manifest is read from beside it when present.
+        public var seed: String
+        /// The app's database; its folder is created when needed.
+        public var database: String
+        /// The server, with the request timeout, response-size limit and retry policy.
+        public var server: SyncClient.Configuration
+        /// The schema version the app is built for; a seed with another is refused.
+        public var expectedSchemaVersion: Int?
+        /// Replace the database with the seed when the seed is newer: a higher schema version, or
+        /// the same one at a later revision.
+        public var reseedIfNewer: Bool
+        /// Change sets per `/v1/sync` request (the server caps it).
+        public var syncLimit: Int
+        /// Rows per transaction, about: change sets are grouped until they reach it (a larger
+        /// change set is one transaction on its own), so readers never wait long for the writer.
+        public var maxRowsPerTransaction: Int
+        /// Seconds to wait for another importer of the same database before giving up.
+        public var lockTimeout: Double
+
+        public init(
+            seed: String,
+            database: String,
+            server: SyncClient.Configuration,
+            expectedSchemaVersion: Int? = nil,
+            reseedIfNewer: Bool = true,
+            syncLimit: Int = 1000,
+            maxRowsPerTransaction: Int = 5000,
+            lockTimeout: Double = 30
+        ) {
+            self.seed = seed
+            self.database = database
+            self.server = server
+            self.expectedSchemaVersion = expectedSchemaVersion
+            self.reseedIfNewer = reseedIfNewer
+            self.syncLimit = syncLimit
+            self.maxRowsPerTransaction = maxRowsPerTransaction
+            self.lockTimeout = lockTimeout
+        }
+    }
+
+    public let configuration: Configuration
+
+    public init(configuration: Configuration) {
+        self.configuration = configuration
+    }
+
+    /// Installs when needed and catches up.
+    ///
+    /// - Throws: ``ImportError`` for a bad seed or database, a lock held too long, a mismatch
+    ///   with the server or a change set that does not fit; `SyncClientError` for network and
+    ///   server failures after the last retry. The database stays at its last good revision.
+    @discardableResult
+    public func run() async throws -> ImportReport {
+        try await run { _ in }
+    }
+
+    /// ``run()``, reporting each step to `onEvent` as it happens; the last event is
+    /// ``ImportEvent/finished(_:)``.
+    @discardableResult
+    public func run(onEvent: @escaping @Sendable (ImportEvent) -> Void) async throws -> ImportReport {
+        let folder = URL(fileURLWithPath: configuration.database).deletingLastPathComponent()
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        } catch {
+            throw ImportError(.invalidDatabase, "cannot create the folder \(folder.path): \(error.localizedDescription)")
+        }
+        let lock = try await ImportLock.acquire(for: configuration.database, timeout: configuration.lockTimeout)
+        defer { lock.release() }
+        let session = try ImportSession(configuration: configuration, emit: onEvent)
+        let report = try await session.run()
+        onEvent(.finished(report))
+        return report
+    }
+
+    /// ``run()`` as an asynchronous sequence of events, ending with ``ImportEvent/finished(_:)``
+    /// or the error that stopped the run.
+    ///
+    /// Events are buffered until they are read. Ending the iteration early cancels the run, which
+    /// stops between transactions.
+    public func events() -> AsyncThrowingStream<ImportEvent, any Error> {
+        AsyncThrowingStream { continuation in
+            let task = Task {
+                do {
+                    try await run { continuation.yield($0) }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+}

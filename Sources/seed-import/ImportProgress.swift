@@ -1,0 +1,50 @@
+import Foundation
+import SeedSyncImport
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Progress on stderr, one line rewritten in place: the revision reached out of the server's,
+/// with installs, replacements and retries on lines of their own.
+final class ImportProgress: @unchecked Sendable {
+    private let enabled: Bool
+    private let lock = NSLock()
+
+    static var stderrIsTerminal: Bool { isatty(STDERR_FILENO) != 0 }
+
+    init(enabled: Bool) {
+        self.enabled = enabled
+    }
+
+    func handle(_ event: ImportEvent) {
+        guard enabled, let text = Self.text(for: event) else { return }
+        lock.withLock { FileHandle.standardError.write(Data(text.utf8)) }
+    }
+
+    func end() {
+        guard enabled else { return }
+        lock.withLock { FileHandle.standardError.write(Data("\u{1B}[K".utf8)) }
+    }
+
+    private static func text(for event: ImportEvent) -> String? {
+        switch event {
+        case .installed(let revision):
+            "installed the seed at revision \(revision)\n"
+        case .replaced(let replacement):
+            "\rreplacing the database (\(replacement.reason.rawValue)) with the \(replacement.source.rawValue) at revision \(replacement.toRevision)\u{1B}[K\n"
+        case .downloadingSnapshot(let minRevision):
+            "\rthe server's history starts at \(minRevision): downloading a full snapshot\u{1B}[K\n"
+        case .progress(let revision, let serverRevision):
+            "\rsyncing: revision \(revision) of \(serverRevision)\u{1B}[K"
+        case .retrying(let attempt, let delay, let reason):
+            "\rretrying in \(String(format: "%.1f", delay)) s after attempt \(attempt) failed: \(reason)\u{1B}[K\n"
+        case .caughtUp(let revision):
+            "\rcaught up at revision \(revision)\u{1B}[K\n"
+        case .applied, .finished:
+            nil
+        }
+    }
+}

@@ -1,0 +1,90 @@
+import ArgumentParser
+import Foundation
+import SeedSyncClient
+import SeedSyncImport
+import SeedSyncModel
+
+@main
+struct SeedImportCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "seed-import",
+        abstract: "Install a seed as an app's database on first run, then catch up with the server.",
+        discussion: """
+            The token comes from SEED_TOKEN or --token-file. Without a database at --database the seed \
+            is verified and installed; then /v1/sync is applied from the database's revision until the \
+            server has nothing more. Exit status 0 means caught up.
+            """
+    )
+
+    @Option(help: "The shipped seed, plain or .gz (its manifest is read from beside it).") var seed: String
+    @Option(help: "The app's database file.") var database: String
+    @Option(help: "The server's base URL, such as http://127.0.0.1:8080.") var server: String
+    @Flag(help: "Catch up once and exit (the default).") var once = false
+    @Flag(help: "Keep catching up, every --interval seconds, until interrupted.") var watch = false
+    @Option(help: "With --watch: seconds between runs.") var interval: Double = 60
+    @Option(help: "A file holding the bearer token (instead of SEED_TOKEN).") var tokenFile: String?
+    @Option(help: "Refuse a seed whose schema version is not this one.") var expectSchemaVersion: Int?
+    @Flag(name: .customLong("no-reseed-if-newer"), help: "Keep the database even when the seed is newer.") var noReseed = false
+    @Option(help: "Change sets per sync request.") var syncLimit = 1000
+    @Option(help: "Seconds a request may wait for data.") var timeout: Double = 30
+    @Option(help: "Seconds to wait for another seed-import of the same database.") var lockTimeout: Double = 30
+    @Flag(help: "Print a JSON summary on stdout (one line per run with --watch).") var json = false
+    @Flag(help: "Print nothing but errors.") var quiet = false
+
+    func validate() throws {
+        guard let url = URL(string: server), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+            throw ValidationError("--server must be an http or https URL, such as http://127.0.0.1:8080")
+        }
+        guard !(once && watch) else { throw ValidationError("--once and --watch exclude each other") }
+        guard interval > 0, syncLimit > 0, timeout > 0, lockTimeout >= 0 else {
+            throw ValidationError("--interval, --sync-limit and --timeout must be positive, --lock-timeout not negative")
+        }
+    }
+
+    func run() async throws {
+        let importer = SeedImporter(configuration: .init(
+            seed: seed, database: database,
+            server: .init(serverURL: URL(string: server)!, token: try SyncClient.token(file: tokenFile), requestTimeout: timeout),
+            expectedSchemaVersion: expectSchemaVersion, reseedIfNewer: !noReseed, syncLimit: syncLimit, lockTimeout: lockTimeout
+        ))
+        let progress = ImportProgress(enabled: !quiet && ImportProgress.stderrIsTerminal)
+        guard watch else {
+            try await runOnce(importer, progress: progress)
+            return
+        }
+        while true {
+            do {
+                try await runOnce(importer, progress: progress)
+            } catch let error as SyncClientError where error.code == .unreachable || error.code == .serverError {
+                // The server may come back: say so and try at the next interval.
+                progress.end()
+                FileHandle.standardError.write(Data("seed-import: \(error); trying again in \(interval) s\n".utf8))
+            }
+            try await Task.sleep(for: .milliseconds(Int(interval * 1000)))
+        }
+    }
+
+    private func runOnce(_ importer: SeedImporter, progress: ImportProgress) async throws {
+        let report = try await importer.run { progress.handle($0) }
+        progress.end()
+        // Written straight to the descriptor: with --watch, each line must leave at once.
+        if json {
+            FileHandle.standardOutput.write(try JSONEncoder.stable().encode(report) + Data("\n".utf8))
+        } else if !quiet {
+            FileHandle.standardOutput.write(Data((Self.summary(report) + "\n").utf8))
+        }
+    }
+
+    static func summary(_ report: ImportReport) -> String {
+        var lines: [String] = []
+        if report.installed { lines.append("installed the seed at \(report.database)") }
+        for replacement in report.replacements {
+            lines.append("replaced \(report.database) (\(replacement.reason.rawValue)) with the \(replacement.source.rawValue) at revision \(replacement.toRevision)")
+        }
+        lines.append(
+            "caught up: revision \(report.fromRevision) -> \(report.toRevision), \(report.changeSets) change sets "
+                + "(\(report.inserted) inserted, \(report.updated) updated, \(report.deleted) deleted) in \(String(format: "%.2f", report.seconds)) s"
+        )
+        return lines.joined(separator: "\n")
+    }
+}

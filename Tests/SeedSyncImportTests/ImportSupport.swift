@@ -1,0 +1,82 @@
+import Foundation
+import SeedSyncClient
+import SeedSyncDemo
+import SeedSyncImport
+import SeedSyncModel
+import SeedSyncSeed
+import SeedSyncTesting
+
+/// A served demo store, a seed built from it at `seedRevision`, then more change sets on the server.
+struct ImportFixture: Sendable {
+    let served: ServedStore
+    /// The seed, `seed.sqlite` (and `seed.sqlite.gz` when built with gzip), with its manifest.
+    let seed: String
+    let seedRevision: Int64
+
+    /// The app's database, in a folder that does not exist yet.
+    var database: String { served.path("app/data/events.sqlite") }
+
+    func importer(
+        seed: String? = nil,
+        database: String? = nil,
+        reseedIfNewer: Bool = true,
+        maxRowsPerTransaction: Int = 5000,
+        syncLimit: Int = 50,
+        lockTimeout: Double = 5,
+        expectedSchemaVersion: Int? = nil
+    ) -> SeedImporter {
+        SeedImporter(configuration: .init(
+            seed: seed ?? self.seed, database: database ?? self.database,
+            server: .init(serverURL: served.url, token: liveServerToken, requestTimeout: 10, retry: .none),
+            expectedSchemaVersion: expectedSchemaVersion, reseedIfNewer: reseedIfNewer, syncLimit: syncLimit,
+            maxRowsPerTransaction: maxRowsPerTransaction, lockTimeout: lockTimeout
+        ))
+    }
+
+    /// Changes the server: `changes` more change sets.
+    func mutate(_ changes: Int, seed: UInt64) async throws {
+        _ = try await ChangeGenerator.mutate(served.store, changes: changes, seed: seed)
+    }
+
+    /// Builds another seed from the server as it is now.
+    func buildSeed(_ name: String, gzip: Bool = false) async throws -> String {
+        try await served.builder(name, pageSize: 500, gzip: gzip).build().output
+    }
+
+    /// The server's rows, every type.
+    func serverContents() async throws -> [String: [[JSONValue]]] {
+        try await Fixtures.contents(of: served.store)
+    }
+
+    func serverRevision() async throws -> Int64 {
+        try await served.client().schema().revision
+    }
+}
+
+/// A demo store with `events` events, a seed built from it, then `changesAfter` more change sets.
+func withImportFixture(
+    events: Int = 300,
+    locations: Int = 20,
+    changesAfter: Int = 60,
+    gzip: Bool = false,
+    mutationSeed: UInt64 = 11,
+    _ body: @escaping @Sendable (ImportFixture) async throws -> Void
+) async throws {
+    try await withServedStore(events: events, locations: locations, changes: 20) { served in
+        let report = try await served.builder("seed.sqlite", pageSize: 500, gzip: gzip).build()
+        _ = try await ChangeGenerator.mutate(served.store, changes: changesAfter, seed: mutationSeed)
+        try await body(ImportFixture(served: served, seed: report.output, seedRevision: report.manifest.revision))
+    }
+}
+
+/// The revision stored in a seed-format database.
+func revision(of database: String) throws -> Int64 {
+    let file = try SeedFile(path: database)
+    defer { try? file.close() }
+    return try file.metadata().revision
+}
+
+/// The files in `folder`, sorted.
+func files(in folder: String) -> [String] {
+    ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted()
+}

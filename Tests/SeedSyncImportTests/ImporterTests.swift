@@ -1,0 +1,136 @@
+import Foundation
+import SeedSyncClient
+import SeedSyncDemo
+import SeedSyncImport
+import SeedSyncModel
+import SeedSyncSeed
+import SeedSyncTesting
+import Testing
+
+/// First run (install), catch-up, and what a second run does.
+@Suite struct ImporterTests {
+    @Test(arguments: [false, true])
+    func installsTheSeedThenCatchesUpWithTheServer(gzip: Bool) async throws {
+        try await withImportFixture(gzip: gzip) { fixture in
+            let seed = gzip ? fixture.seed + ".gz" : fixture.seed
+            let report = try await fixture.importer(seed: seed).run()
+            let folder = URL(fileURLWithPath: fixture.database).deletingLastPathComponent().path
+            #expect(files(in: folder) == ["events.sqlite", "events.sqlite.lock"])
+            let serverRevision = try await fixture.serverRevision()
+            #expect(report.installed)
+            #expect(report.fromRevision == fixture.seedRevision)
+            #expect(report.toRevision == serverRevision)
+            #expect(report.changeSets == Int(serverRevision - fixture.seedRevision))
+            #expect(report.inserted + report.updated + report.deleted > 0)
+            #expect(try contents(ofSeed: fixture.database) == (try await fixture.serverContents()))
+            #expect(try revision(of: fixture.database) == serverRevision)
+        }
+    }
+
+    /// Seed at R0 plus sync to R1 equals a fresh full build at R1, for random mutation histories.
+    @Test(arguments: 0..<4)
+    func seedPlusSyncEqualsAFreshBuild(round: Int) async throws {
+        var random = SplitMix64(seed: UInt64(round) &+ 100)
+        let changes = Int(random.next() % 150) + 1
+        try await withImportFixture(events: 200 + Int(random.next() % 200), changesAfter: changes, mutationSeed: random.next()) { fixture in
+            // Transactions of a few rows, so change sets are grouped and split in every way.
+            try await fixture.importer(maxRowsPerTransaction: 1 + round * 7, syncLimit: 1 + round * 13).run()
+            let fresh = try await fixture.buildSeed("fresh.sqlite")
+            #expect(try revision(of: fixture.database) == (try revision(of: fresh)))
+            #expect(try contents(ofSeed: fixture.database) == (try contents(ofSeed: fresh)))
+        }
+    }
+
+    @Test func aSecondRunAppliesNothingAndChangesNothing() async throws {
+        try await withImportFixture { fixture in
+            try await fixture.importer().run()
+            let before = try contents(ofSeed: fixture.database)
+            let digest = try sha256(of: fixture.database)
+            let second = try await fixture.importer().run()
+            #expect(!second.installed)
+            #expect(second.replacements.isEmpty)
+            #expect(second.changeSets == 0)
+            #expect(second.fromRevision == second.toRevision)
+            #expect(try contents(ofSeed: fixture.database) == before)
+            #expect(try sha256(of: fixture.database) == digest)
+        }
+    }
+
+    @Test func eventsNameEveryKeyTheChangeSetsChanged() async throws {
+        try await withImportFixture(changesAfter: 25) { fixture in
+            var events: [ImportEvent] = []
+            for try await event in fixture.importer(maxRowsPerTransaction: 3).events() { events.append(event) }
+            let feed = try await fixture.served.client().sync(from: fixture.seedRevision, limit: 1000)
+            let applied = events.compactMap { if case .applied(let changeSet) = $0 { changeSet } else { nil } }
+            #expect(events.first == .installed(revision: fixture.seedRevision))
+            #expect(applied.map(\.revision) == feed.changeSets.map(\.revision))
+            for (changeSet, sent) in zip(applied, feed.changeSets) {
+                for changes in sent.changes {
+                    let keys = changeSet.types[changes.type]
+                    #expect(keys == AppliedChangeSet.Keys(created: changes.create, updated: changes.update, deleted: changes.delete))
+                }
+            }
+            #expect(events.contains(.caughtUp(revision: feed.maxRevision)))
+            guard case .finished(let report) = events.last else { Issue.record("the last event is not .finished"); return }
+            #expect(report.changeSets == applied.count)
+        }
+    }
+
+    @Test func aSeedThatDoesNotMatchItsManifestIsNotInstalled() async throws {
+        try await withImportFixture { fixture in
+            let handle = try #require(FileHandle(forUpdatingAtPath: fixture.seed))
+            try handle.seek(toOffset: 8192)
+            try handle.write(contentsOf: Data([0x42]))
+            try handle.close()
+            await #expect { try await fixture.importer().run() } throws: { ($0 as? ImportError)?.code == .invalidSeed }
+            let folder = URL(fileURLWithPath: fixture.database).deletingLastPathComponent().path
+            #expect(files(in: folder) == ["events.sqlite.lock"])
+        }
+    }
+
+    @Test func aSeedForAnotherSchemaVersionIsNotInstalled() async throws {
+        try await withImportFixture { fixture in
+            await #expect { try await fixture.importer(expectedSchemaVersion: 99).run() } throws: { error in
+                (error as? ImportError)?.code == .invalidSeed && "\(error)".contains("expects 99")
+            }
+            #expect(!FileManager.default.fileExists(atPath: fixture.database))
+        }
+    }
+
+    @Test func aFileThatIsNotASeedDatabaseIsLeftAlone() async throws {
+        try await withImportFixture { fixture in
+            let folder = URL(fileURLWithPath: fixture.database).deletingLastPathComponent()
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            try Data("my notes".utf8).write(to: URL(fileURLWithPath: fixture.database))
+            await #expect { try await fixture.importer().run() } throws: { ($0 as? ImportError)?.code == .invalidDatabase }
+            #expect(FileManager.default.contents(atPath: fixture.database) == Data("my notes".utf8))
+        }
+    }
+
+    @Test func aSeedOfAnotherDatasetIsNotInstalled() async throws {
+        try await withImportFixture { fixture in
+            try await withServedStore(schema: Fixtures.catalogSchema) { other in
+                let importer = SeedImporter(configuration: .init(
+                    seed: fixture.seed, database: fixture.database,
+                    server: .init(serverURL: other.url, token: liveServerToken, requestTimeout: 10, retry: .none)
+                ))
+                await #expect { try await importer.run() } throws: { ($0 as? ImportError)?.code == .mismatch }
+                #expect(!FileManager.default.fileExists(atPath: fixture.database))
+            }
+        }
+    }
+
+    @Test func withoutAServerTheSeedIsStillInstalled() async throws {
+        try await withImportFixture { fixture in
+            let importer = SeedImporter(configuration: .init(
+                seed: fixture.seed, database: fixture.database,
+                server: .init(serverURL: URL(string: "http://127.0.0.1:1")!, token: nil, requestTimeout: 2, retry: .none)
+            ))
+            await #expect { try await importer.run() } throws: { ($0 as? SyncClientError)?.code == .unreachable }
+            let installed = try revision(of: fixture.database)
+            let (rows, seedRows) = (try contents(ofSeed: fixture.database), try contents(ofSeed: fixture.seed))
+            #expect(installed == fixture.seedRevision)
+            #expect(rows == seedRows)
+        }
+    }
+}

@@ -50,4 +50,11 @@ public struct Replacement: Sendable, Hashable, Codable {
     public var source: Source
     public var fromRevision: Int64
     public var toRevision: Int64
+
+    public init(reason: Reason, source: Source, fromRevision: Int64, toRevision: Int64) {
+        self.reason = reason
+        self.source = source
+        self.fromRevision = fromRevision
+        self.toRevision = toRevision
+    }
 }

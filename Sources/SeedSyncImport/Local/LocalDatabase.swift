@@ -79,12 +79,15 @@ final class LocalDatabase: Sendable {
         try seed.backup(to: pool)
         try seed.close()
         try? await pool.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
-        try pool.close()
+        try close()
         guard let reopened = try Self.open(at: path) else { throw ImportError(.invalidDatabase, "\(path) disappeared while it was replaced") }
         return reopened
     }
 
+    /// Closes the database. The read-only connections go first, so the writer closes last and
+    /// removes the `-wal` and `-shm` files.
     func close() throws {
+        pool.releaseMemory()
         try pool.close()
     }
 }

@@ -1,0 +1,73 @@
+import Foundation
+import GRDB
+import SeedSyncClient
+import SeedSyncImport
+import SeedSyncModel
+import SeedSyncTesting
+import Synchronization
+import Testing
+
+/// Readers of the database during a sync.
+@Suite struct ReaderTests {
+    /// Every read transaction sees whole change sets: the rows at the stored revision R are exactly
+    /// the ones change set R wrote, and no row is newer than R.
+    @Test func aReaderAlwaysSeesWholeChangeSets() async throws {
+        try await withImportFixture(events: 400, changesAfter: 300) { fixture in
+            let written = try await Self.rowsWritten(by: fixture)
+            // Install only: the first run has no server to sync from.
+            let offline = SeedImporter(configuration: .init(
+                seed: fixture.seed, database: fixture.database,
+                server: .init(serverURL: URL(string: "http://127.0.0.1:1")!, token: nil, requestTimeout: 2, retry: .none)
+            ))
+            _ = try? await offline.run()
+
+            let reader = try DatabaseQueue(path: fixture.database)
+            let syncing = Atomic(true)
+            let observations = Task.detached {
+                var seen: [Int64: Int] = [:]
+                var stray: [String] = []
+                repeat {
+                    let (revision, newest, atRevision) = try reader.read { db in try Self.observe(db) }
+                    seen[revision, default: 0] += 1
+                    if newest > revision { stray.append("a row at \(newest) with the database at \(revision)") }
+                    if revision != fixture.seedRevision, atRevision != written[revision] {
+                        stray.append("\(atRevision) rows at revision \(revision), change set \(revision) wrote \(written[revision] ?? -1)")
+                    }
+                } while syncing.load(ordering: .relaxed)
+                return (seen, stray)
+            }
+            try await fixture.importer(maxRowsPerTransaction: 5, syncLimit: 20).run()
+            syncing.store(false, ordering: .relaxed)
+            let (seen, stray) = try await observations.value
+            try reader.close()
+            #expect(stray.isEmpty, "\(stray.prefix(3))")
+            #expect(seen.count >= 3, "the reader saw revisions \(seen.keys.sorted())")
+        }
+    }
+
+    /// Rows created or updated by each change set after the seed, by revision.
+    static func rowsWritten(by fixture: ImportFixture) async throws -> [Int64: Int] {
+        var written: [Int64: Int] = [:]
+        var revision = fixture.seedRevision
+        while true {
+            let feed = try await fixture.served.client().sync(from: revision, limit: 1000)
+            for changeSet in feed.changeSets {
+                written[changeSet.revision!] = changeSet.changes.reduce(0) { $0 + $1.create.count + $1.update.count }
+            }
+            revision = feed.maxRevision
+            if !feed.hasMore { return written }
+        }
+    }
+
+    /// The stored revision, the newest row revision, and the rows at the stored revision.
+    static func observe(_ db: Database) throws -> (Int64, Int64, Int) {
+        let revision = Int64(try String.fetchOne(db, sql: "SELECT value FROM _seedsync_seed WHERE key = 'revision'") ?? "") ?? -1
+        var newest: Int64 = 0
+        var atRevision = 0
+        for table in ["events", "locations"] {
+            newest = max(newest, try Int64.fetchOne(db, sql: "SELECT max(revision) FROM \(table)") ?? 0)
+            atRevision += try Int.fetchOne(db, sql: "SELECT count(*) FROM \(table) WHERE revision = ?", arguments: [revision]) ?? 0
+        }
+        return (revision, newest, atRevision)
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import GRDB
+import SeedSyncImport
+import SeedSyncModel
+import SeedSyncSeed
+import SeedSyncTesting
+import Testing
+
+/// A newer shipped seed, and the server's history expiring under the database.
+@Suite struct ReplacementTests {
+    @Test func aNewerSeedReplacesTheDatabaseAndOpenReadersKeepWorking() async throws {
+        try await withImportFixture(changesAfter: 10) { fixture in
+            try await fixture.importer().run()
+            let installedRevision = try revision(of: fixture.database)
+            try await fixture.mutate(30, seed: 21)
+            let newer = try await fixture.buildSeed("newer.sqlite")
+            let newerRevision = try revision(of: newer)
+            try await fixture.mutate(5, seed: 22)
+            let reader = try DatabaseQueue(path: fixture.database)
+            let before = try await reader.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM events") }
+
+            let report = try await fixture.importer(seed: newer).run()
+
+            #expect(report.replacements == [Replacement(reason: .newerSeed, source: .seed, fromRevision: installedRevision, toRevision: newerRevision)])
+            #expect(report.fromRevision == newerRevision)
+            #expect(report.changeSets == 5)
+            let after = try await reader.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM events") }
+            #expect(before != nil && after != nil)
+            try reader.close()
+            #expect(try contents(ofSeed: fixture.database) == (try await fixture.serverContents()))
+        }
+    }
+
+    @Test func withoutReseedingTheDatabaseIsKeptAndSynced() async throws {
+        try await withImportFixture(changesAfter: 10) { fixture in
+            try await fixture.importer().run()
+            try await fixture.mutate(30, seed: 21)
+            let newer = try await fixture.buildSeed("newer.sqlite")
+            let report = try await fixture.importer(seed: newer, reseedIfNewer: false).run()
+            #expect(report.replacements.isEmpty)
+            #expect(report.changeSets == 30)
+            #expect(try contents(ofSeed: fixture.database) == (try await fixture.serverContents()))
+        }
+    }
+
+    @Test func anOlderSeedLeavesTheDatabaseAlone() async throws {
+        try await withImportFixture(changesAfter: 10) { fixture in
+            try await fixture.importer().run()
+            try await fixture.mutate(3, seed: 21)
+            let report = try await fixture.importer().run()
+            #expect(report.replacements.isEmpty)
+            #expect(report.changeSets == 3)
+        }
+    }
+
+    /// 410 with a seed recent enough: the seed is installed again, then synced.
+    @Test func anExpiredHistoryReinstallsTheSeedWhenItIsRecentEnough() async throws {
+        try await withImportFixture(changesAfter: 10) { fixture in
+            try await fixture.importer().run()
+            let local = try revision(of: fixture.database)
+            try await fixture.mutate(20, seed: 21)
+            let newer = try await fixture.buildSeed("newer.sqlite")
+            let newerRevision = try revision(of: newer)
+            try await fixture.mutate(15, seed: 22)
+            let compaction = try await fixture.served.store.compact(keepingRevisions: 17)
+            #expect(compaction.minRevision > local && compaction.minRevision <= newerRevision)
+
+            var events: [ImportEvent] = []
+            for try await event in fixture.importer(seed: newer, reseedIfNewer: false).events() { events.append(event) }
+
+            let replacement = Replacement(reason: .historyExpired, source: .seed, fromRevision: local, toRevision: newerRevision)
+            #expect(events.contains(.replaced(replacement)))
+            #expect(!events.contains { if case .downloadingSnapshot = $0 { true } else { false } })
+            #expect(try contents(ofSeed: fixture.database) == (try await fixture.serverContents()))
+        }
+    }
+
+    /// 410 with a seed older than the history: a full snapshot replaces the database.
+    @Test func anExpiredHistoryBeyondTheSeedDownloadsASnapshot() async throws {
+        try await withImportFixture(changesAfter: 10) { fixture in
+            try await fixture.importer().run()
+            let local = try revision(of: fixture.database)
+            try await fixture.mutate(20, seed: 21)
+            let compaction = try await fixture.served.store.compact(keepingRevisions: 5)
+            let serverRevision = try await fixture.serverRevision()
+
+            var events: [ImportEvent] = []
+            for try await event in fixture.importer().events() { events.append(event) }
+
+            #expect(events.contains(.downloadingSnapshot(minRevision: compaction.minRevision)))
+            let replacement = Replacement(reason: .historyExpired, source: .snapshot, fromRevision: local, toRevision: serverRevision)
+            #expect(events.contains(.replaced(replacement)))
+            #expect(try contents(ofSeed: fixture.database) == (try await fixture.serverContents()))
+            let folder = URL(fileURLWithPath: fixture.database).deletingLastPathComponent().path
+            #expect(files(in: folder).allSatisfy { !$0.contains("snapshot") && !$0.contains("installing") })
+        }
+    }
+}

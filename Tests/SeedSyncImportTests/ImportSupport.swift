@@ -80,3 +80,19 @@ func revision(of database: String) throws -> Int64 {
 func files(in folder: String) -> [String] {
     ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted()
 }
+
+/// A value shared between tasks, behind a lock.
+final class Locked<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value
+
+    init(_ value: Value) {
+        stored = value
+    }
+
+    var value: Value { lock.withLock { stored } }
+
+    func update(_ change: (inout Value) -> Void) {
+        lock.withLock { change(&stored) }
+    }
+}

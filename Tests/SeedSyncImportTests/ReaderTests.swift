@@ -4,7 +4,6 @@ import SeedSyncClient
 import SeedSyncImport
 import SeedSyncModel
 import SeedSyncTesting
-import Synchronization
 import Testing
 
 /// Readers of the database during a sync.
@@ -22,7 +21,7 @@ import Testing
             _ = try? await offline.run()
 
             let reader = try DatabaseQueue(path: fixture.database)
-            let syncing = Atomic(true)
+            let syncing = Locked(true)
             let observations = Task.detached {
                 var seen: [Int64: Int] = [:]
                 var stray: [String] = []
@@ -33,11 +32,11 @@ import Testing
                     if revision != fixture.seedRevision, atRevision != written[revision] {
                         stray.append("\(atRevision) rows at revision \(revision), change set \(revision) wrote \(written[revision] ?? -1)")
                     }
-                } while syncing.load(ordering: .relaxed)
+                } while syncing.value
                 return (seen, stray)
             }
             try await fixture.importer(maxRowsPerTransaction: 5, syncLimit: 20).run()
-            syncing.store(false, ordering: .relaxed)
+            syncing.update { $0 = false }
             let (seen, stray) = try await observations.value
             try reader.close()
             #expect(stray.isEmpty, "\(stray.prefix(3))")

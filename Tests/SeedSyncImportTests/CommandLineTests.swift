@@ -1,0 +1,115 @@
+import Foundation
+import SeedSyncDemo
+import SeedSyncImport
+import SeedSyncModel
+import SeedSyncSeed
+import SeedSyncTesting
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The `seed-import` executable: its output, its exit status, and what a SIGKILL leaves behind.
+@Suite(.serialized) struct CommandLineTests {
+    static let environment = ["SEED_TOKEN": liveServerToken]
+
+    static func arguments(_ fixture: ImportFixture, database: String, _ extra: [String] = []) -> [String] {
+        ["--seed", fixture.seed, "--database", database, "--server", fixture.served.url.absoluteString] + extra
+    }
+
+    @Test func printsAJSONSummaryAndExitsZeroWhenCaughtUp() async throws {
+        try await withImportFixture { fixture in
+            let first = try Executables.run("seed-import", Self.arguments(fixture, database: fixture.database, ["--json"]), environment: Self.environment)
+            #expect(first.status == 0, "\(first.stderr)")
+            let report = try JSONDecoder().decode(ImportReport.self, from: Data(first.stdout.utf8))
+            #expect(report.installed)
+            #expect(report.fromRevision == fixture.seedRevision)
+            #expect(report.toRevision == (try await fixture.serverRevision()))
+
+            let second = try Executables.run("seed-import", Self.arguments(fixture, database: fixture.database, ["--json", "--once"]), environment: Self.environment)
+            let again = try JSONDecoder().decode(ImportReport.self, from: Data(second.stdout.utf8))
+            #expect(second.status == 0)
+            #expect(!again.installed && again.changeSets == 0)
+        }
+    }
+
+    @Test func failsWithOneClearLine() async throws {
+        try await withImportFixture { fixture in
+            let result = try Executables.run("seed-import", Self.arguments(fixture, database: fixture.database), environment: ["SEED_TOKEN": "wrong"])
+            #expect(result.status != 0)
+            #expect(result.stdout.isEmpty)
+            let lines = result.stderr.split(separator: "\n")
+            #expect(lines.count == 1 && lines[0].contains("401"), "\(result.stderr)")
+        }
+    }
+
+    /// SIGKILL at random points of install and sync, then a restart: every restart ends at the
+    /// server's state, and no kill leaves a partial or damaged database at the destination.
+    @Test func aKilledImportAlwaysRestartsToTheSameFinalState() async throws {
+        try await withImportFixture(events: 20_000, locations: 200, changesAfter: 1500) { fixture in
+            let expected = try await fixture.serverContents()
+            let serverRevision = try await fixture.serverRevision()
+            let clock = ContinuousClock()
+            let start = clock.now
+            let reference = try Executables.run("seed-import", Self.arguments(fixture, database: fixture.served.path("reference/events.sqlite"), ["--sync-limit", "50"]), environment: Self.environment)
+            let duration = (clock.now - start)
+            #expect(reference.status == 0, "\(reference.stderr)")
+
+            var random = SplitMix64(seed: 2026)
+            var outcomes: [String: Int] = [:]
+            for iteration in 0..<20 {
+                let database = fixture.served.path("crash-\(iteration)/events.sqlite")
+                // Even iterations start from an installed seed, so the kill lands in the sync;
+                // odd ones from nothing, killed early, so it lands in the install.
+                if iteration % 2 == 0 {
+                    try FileManager.default.createDirectory(atPath: fixture.served.path("crash-\(iteration)"), withIntermediateDirectories: true)
+                    try FileManager.default.copyItem(atPath: fixture.seed, toPath: database)
+                }
+                let window = iteration % 2 == 0 ? duration : duration / 4
+                let delay = window * (Double(random.next() % 1000) / 1000)
+                var outcome = try Self.kill(after: delay, Self.arguments(fixture, database: database, ["--sync-limit", "50"]))
+                if outcome.hasPrefix("killed-at-") {
+                    let revision = Int64(outcome.dropFirst("killed-at-".count))!
+                    outcome = revision == fixture.seedRevision ? "at-seed" : revision == serverRevision ? "caught-up" : "mid-sync"
+                }
+                outcomes[outcome, default: 0] += 1
+                try Self.checkAfterKill(database, seedRevision: fixture.seedRevision, serverRevision: serverRevision)
+
+                let restart = try Executables.run("seed-import", Self.arguments(fixture, database: database), environment: Self.environment)
+                #expect(restart.status == 0, "iteration \(iteration): \(restart.stderr)")
+                #expect(try contents(ofSeed: database) == expected, "iteration \(iteration)")
+                #expect(try revision(of: database) == serverRevision)
+            }
+            print("crash test: \(outcomes)")
+            #expect(outcomes["mid-sync", default: 0] > 0, "no kill landed during the sync: \(outcomes)")
+        }
+    }
+
+    /// Starts `seed-import`, kills it with SIGKILL after `delay`, and says where it was.
+    static func kill(after delay: Duration, _ arguments: [String]) throws -> String {
+        let database = arguments[arguments.firstIndex(of: "--database")! + 1]
+        let process = try Executables.start("seed-import", arguments, environment: environment)
+        Thread.sleep(forTimeInterval: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
+        guard process.isRunning else {
+            process.waitUntilExit()
+            return "finished"
+        }
+        Glibc.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        guard FileManager.default.fileExists(atPath: database) else { return "before-install" }
+        return "killed-at-\(try revision(of: database))"
+    }
+
+    /// Whatever the kill interrupted, the destination holds no database or a sound one.
+    static func checkAfterKill(_ database: String, seedRevision: Int64, serverRevision: Int64) throws {
+        guard FileManager.default.fileExists(atPath: database) else { return }
+        let file = try SeedFile(path: database)
+        defer { try? file.close() }
+        #expect(try file.quickCheck() == nil)
+        let revision = try file.metadata().revision
+        #expect(revision >= seedRevision && revision <= serverRevision)
+    }
+}

@@ -1,26 +1,32 @@
 #!/usr/bin/env bash
 # The main job on the embedded defaults: build SeedSync in release mode, create a demo server database,
 # serve it on a free loopback port with a generated token, build a seed from it with seed-build, prove it
-# with seed-verify, stop the server, and print a summary. Any failure stops it with a non-zero status.
+# with seed-verify, change the server, install the seed into a fresh app folder with seed-import and
+# catch up, run seed-import again (nothing to do), prove the app database equals the server's tables row
+# by row, stop the server, and print a summary. Any failure stops it with a non-zero status.
 #
-# Usage: scripts/pipeline.sh [--events N] [--locations N] [--out DIR]
+# Usage: scripts/pipeline.sh [--events N] [--locations N] [--changes N] [--out DIR]
 #   --events N     demo events in the server database (default 100000)
 #   --locations N  demo locations (default 2000)
-#   --out DIR      where the server database, the seed and its manifest go (default .build/pipeline)
+#   --changes N    change sets written to the server after the seed is built (default 5000)
+#   --out DIR      where the server database, the seed, its manifest and app/ go (default .build/pipeline)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/setup.sh
 source scripts/lib/server.sh
+source scripts/lib/compare.sh
 
 events=100000
 locations=2000
+changes=5000
 out=.build/pipeline
 while [ $# -gt 0 ]; do
     case $1 in
         --events) events=$2; shift 2 ;;
         --locations) locations=$2; shift 2 ;;
+        --changes) changes=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
-        *) echo "usage: scripts/pipeline.sh [--events N] [--locations N] [--out DIR]" >&2; exit 64 ;;
+        *) echo "usage: scripts/pipeline.sh [--events N] [--locations N] [--changes N] [--out DIR]" >&2; exit 64 ;;
     esac
 done
 
@@ -44,7 +50,7 @@ ensure_swift
 end
 
 begin "release build"
-for product in seed-server seed-build seed-verify; do
+for product in seed-server seed-build seed-verify seed-import; do
     swift build -c release --product "$product" >&2
 done
 bin=$(swift build -c release --show-bin-path)
@@ -71,6 +77,29 @@ begin "seed-verify"
 "$bin/seed-verify" "$out/demo.sqlite.gz" >/dev/null
 end
 
+begin "mutate server"
+"$bin/seed-server" mutate --database "$out/server.sqlite" --changes "$changes" --seed 1 >&2
+end
+
+begin "seed-import (install + sync)"
+rm -rf "$out/app"
+SEED_TOKEN=$(cat "$work/token") "$bin/seed-import" --seed "$out/demo.sqlite.gz" --database "$out/app/demo.sqlite" \
+    --server "$SERVER_URL" --json >"$work/import-1.json"
+end
+
+begin "seed-import (again)"
+SEED_TOKEN=$(cat "$work/token") "$bin/seed-import" --seed "$out/demo.sqlite.gz" --database "$out/app/demo.sqlite" \
+    --server "$SERVER_URL" --json >"$work/import-2.json"
+end
+
+begin "compare with the server"
+compare_tables "$out/server.sqlite" "$out/app/demo.sqlite" >"$work/compare.txt" || {
+    cat "$work/compare.txt" >&2
+    echo "the imported database differs from the server" >&2
+    exit 1
+}
+end
+
 begin "stop server"
 stop_server
 end
@@ -79,6 +108,12 @@ manifest="$out/demo.sqlite.manifest.json"
 field() { sed -n "s/^  \"$1\" : \"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}$/\1/p" "$manifest" | head -n 1; }
 rows=$(sed -n '/"rowCounts"/,/}/s/^ *"\([a-z0-9_]*\)" : \([0-9]*\),\{0,1\}$/\1 \2/p' "$manifest" | tr '\n' ' ')
 gz_size=$(sed -n '/"gzip"/,/}/s/^ *"size" : \([0-9]*\),\{0,1\}$/\1/p' "$manifest")
+report() { sed -n "s/.*\"$2\" *: *\([a-z0-9.]*\).*/\1/p" <(tr ',' '\n' <"$work/import-$1.json") | head -n 1; }
+second_changes=$(report 2 changeSets)
+if [ "$second_changes" != 0 ]; then
+    echo "the second seed-import applied $second_changes change sets; expected none" >&2
+    exit 1
+fi
 
 cat <<SUMMARY
 
@@ -89,6 +124,10 @@ SeedSync pipeline: done
   revision   $(field revision)
   size       $(field size) bytes ($gz_size bytes gzipped)
   sha256     $(field sha256)
+  import     installed=$(report 1 installed), revision $(report 1 fromRevision) -> $(report 1 toRevision), $(report 1 changeSets) change sets
+             ($(report 1 inserted) inserted, $(report 1 updated) updated, $(report 1 deleted) deleted); second run: $second_changes change sets
+  app db     $out/app/demo.sqlite, row by row equal to the server:
+$(sed 's/^/  /' "$work/compare.txt")
   steps
 $(printf '    %s\n' "${steps[@]}")
 SUMMARY

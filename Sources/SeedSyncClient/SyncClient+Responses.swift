@@ -30,7 +30,8 @@ extension SyncClient {
         case (409, "revision_ahead"?): .revisionAhead
         default: .serverError
         }
-        return SyncClientError(code, message, status: status, serverCode: detail?.code, minRevision: detail?.minRevision)
+        let hint = code == .unauthorized ? " (check the token: SEED_TOKEN or --token-file)" : ""
+        return SyncClientError(code, message + hint, status: status, serverCode: detail?.code, minRevision: detail?.minRevision)
     }
 
     static func isRetryable(_ error: SyncClientError) -> Bool {

@@ -39,14 +39,22 @@ final class ImportSession {
             server = .failure(error)
         }
         var database = try await prepareDatabase(server: try? server.get())
-        defer { try? database.close() }
-        let info = try server.get()
+        do {
+            try await sync(&database, server: server.get())
+        } catch {
+            try? await database.close()
+            throw error
+        }
+        try await database.close()
+        report.seconds = (ContinuousClock.now - start).seconds
+        return report
+    }
+
+    private func sync(_ database: inout LocalDatabase, server info: SchemaInfo) async throws {
         try check(database.metadata, against: info)
         report.fromRevision = try await database.revision()
         try await catchUp(&database, info: info)
         report.toRevision = try await database.revision()
-        report.seconds = (ContinuousClock.now - start).seconds
-        return report
     }
 
     /// Files a killed run may leave beside the database: an unfinished copy or snapshot.

@@ -32,7 +32,9 @@ import SeedSyncModel
 /// ```
 public struct SeedImporter: Sendable {
     public struct Configuration: Sendable {
-        /// The shipped seed, plain or `.gz`; its manifest is read from beside it when present.
+        /// The shipped seed, plain or `.gz`; its manifest is read from beside it when present. Ship
+        /// the manifest with a `.gz` seed: without it, checking whether the seed is newer than the
+        /// database means decompressing it on every run.
         public var seed: String
         /// The app's database; its folder is created when needed.
         public var database: String

@@ -13,7 +13,7 @@ extension ImportSession {
         do {
             return try await replaceIfSeedIsNewer(database, server: server)
         } catch {
-            try? database.close()
+            try? await database.close()
             throw error
         }
     }

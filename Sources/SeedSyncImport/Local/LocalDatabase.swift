@@ -5,20 +5,22 @@ import SeedSyncSeed
 
 /// The app's database: an installed seed in WAL mode, moved forward by change sets.
 ///
-/// Foreign keys are enforced (the seed tables declare them deferred, so a batch of change sets
-/// is checked when it commits) and `synchronous = NORMAL`: a power loss may take back the last
-/// transactions, but never part of one, and the stored revision goes back with them, so the next
-/// sync applies them again.
+/// One connection, in WAL mode so that the app's readers are never blocked by the importer.
+/// (GRDB's `DatabasePool` is not used: it writes a throwaway table into the file each time it opens
+/// one without a `-wal`, so a run with nothing to apply would still change the file.) Foreign keys
+/// are enforced (the seed tables declare them deferred, so a batch of change sets is checked when
+/// it commits) and `synchronous = NORMAL`: a power loss may take back the last transactions, but
+/// never part of one, and the stored revision goes back with them, so the next sync applies them again.
 final class LocalDatabase: Sendable {
     let path: String
     /// The metadata when the database was opened; the revision moves on (see ``revision()``).
     let metadata: SeedMetadata
-    private let pool: DatabasePool
+    private let queue: DatabaseQueue
 
-    private init(path: String, metadata: SeedMetadata, pool: DatabasePool) {
+    private init(path: String, metadata: SeedMetadata, queue: DatabaseQueue) {
         self.path = path
         self.metadata = metadata
-        self.pool = pool
+        self.queue = queue
     }
 
     /// Opens the database at `path` (switching it to WAL), or returns `nil` when nothing is there.
@@ -37,9 +39,14 @@ final class LocalDatabase: Sendable {
         var configuration = Configuration()
         configuration.foreignKeysEnabled = true
         configuration.busyMode = .timeout(10)
-        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+        configuration.prepareDatabase { db in
+            guard try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") == "wal" else {
+                throw ImportError(.invalidDatabase, "cannot switch \(path) to WAL mode")
+            }
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
         do {
-            return LocalDatabase(path: path, metadata: metadata, pool: try DatabasePool(path: path, configuration: configuration))
+            return LocalDatabase(path: path, metadata: metadata, queue: try DatabaseQueue(path: path, configuration: configuration))
         } catch let error as DatabaseError {
             throw ImportError(.invalidDatabase, "cannot open \(path) for writing: \(error.message ?? "SQLite error \(error.resultCode.rawValue)")")
         }
@@ -47,7 +54,7 @@ final class LocalDatabase: Sendable {
 
     /// The revision the rows are at.
     func revision() async throws -> Int64 {
-        try await pool.read { db in try SeedMetadata.storedRevision(db) }
+        try await queue.read { db in try SeedMetadata.storedRevision(db) }
     }
 
     /// Applies `changeSets` in one transaction, with the revision they lead to.
@@ -57,7 +64,7 @@ final class LocalDatabase: Sendable {
     func apply(_ changeSets: [ChangeSet], with applier: ChangeApplier) async throws -> [AppliedChangeSet] {
         let before = try await revision()
         do {
-            return try await pool.write { db in try applier.apply(changeSets, in: db) }
+            return try await queue.write { db in try applier.apply(changeSets, in: db) }
         } catch let error as SeedError {
             throw ImportError(.invalidChangeSet, "sync stopped: \(error); \(path) stays at revision \(before)")
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_FOREIGNKEY {
@@ -76,18 +83,16 @@ final class LocalDatabase: Sendable {
         var configuration = Configuration()
         configuration.readonly = true
         let seed = try DatabaseQueue(path: source, configuration: configuration)
-        try seed.backup(to: pool)
+        try seed.backup(to: queue)
         try seed.close()
-        try? await pool.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
-        try close()
+        try await close()
         guard let reopened = try Self.open(at: path) else { throw ImportError(.invalidDatabase, "\(path) disappeared while it was replaced") }
         return reopened
     }
 
-    /// Closes the database. The read-only connections go first, so the writer closes last and
-    /// removes the `-wal` and `-shm` files.
-    func close() throws {
-        pool.releaseMemory()
-        try pool.close()
+    /// Checkpoints and closes the database, so the main file holds every committed change set.
+    func close() async throws {
+        try? await queue.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+        try queue.close()
     }
 }

@@ -46,6 +46,39 @@ import Darwin
         }
     }
 
+    @Test func watchCatchesUpAgainAfterEachInterval() async throws {
+        try await withImportFixture { fixture in
+            let process = try Executables.start(
+                "seed-import", Self.arguments(fixture, database: fixture.database, ["--watch", "--interval", "0.2", "--json"]),
+                environment: Self.environment
+            )
+            defer { process.terminate() }
+            // A watchdog: a child that stops printing ends the reads below instead of hanging the suite.
+            DispatchQueue.global().asyncAfter(deadline: .now() + 60) { if process.isRunning { process.terminate() } }
+            let output = (process.standardOutput as! Pipe).fileHandleForReading
+            let first = try #require(Self.readLine(from: output))
+            #expect(try JSONDecoder().decode(ImportReport.self, from: Data(first.utf8)).installed)
+            try await fixture.mutate(4, seed: 77)
+            var caughtUp: ImportReport?
+            while caughtUp == nil, let line = Self.readLine(from: output) {
+                let report = try JSONDecoder().decode(ImportReport.self, from: Data(line.utf8))
+                if report.changeSets > 0 { caughtUp = report }
+            }
+            #expect(caughtUp?.changeSets == 4)
+            #expect(caughtUp?.toRevision == (try await fixture.serverRevision()))
+        }
+    }
+
+    /// One line of a child's output, or `nil` when it ends first.
+    static func readLine(from handle: FileHandle) -> String? {
+        var line = Data()
+        while true {
+            guard let byte = try? handle.read(upToCount: 1), let first = byte.first else { return nil }
+            if first == UInt8(ascii: "\n") { return String(decoding: line, as: UTF8.self) }
+            line.append(first)
+        }
+    }
+
     /// SIGKILL at random points of install and sync, then a restart: every restart ends at the
     /// server's state, and no kill leaves a partial or damaged database at the destination.
     @Test func aKilledImportAlwaysRestartsToTheSameFinalState() async throws {

@@ -80,6 +80,19 @@ import Testing
         }
     }
 
+    @Test func a409LeavesTheDatabaseUntouched() async throws {
+        try await withImportFixture(changesAfter: 10) { fixture in
+            let stub = StubAnswers([.error(.conflict, code: "revision_ahead")])
+            try await Self.serve(fixture, stub) { importer in
+                await #expect { try await importer.run() } throws: { error in
+                    (error as? ImportError)?.code == .revisionAhead && "\(error)".contains("has not reached")
+                }
+            }
+            #expect(try revision(of: fixture.database) == fixture.seedRevision)
+            #expect(try contents(ofSeed: fixture.database) == (try contents(ofSeed: fixture.seed)))
+        }
+    }
+
     /// Serves the real schema and the stub's `/v1/sync` answers; `body` gets an importer of it.
     static func serve(
         _ fixture: ImportFixture, _ stub: StubAnswers, retry: RetryPolicy = .none,
@@ -110,6 +123,7 @@ final class StubAnswers: @unchecked Sendable {
         case json(SyncResponse, hasMore: Bool)
         case text(String)
         case status(HTTPResponse.Status)
+        case error(HTTPResponse.Status, code: String)
     }
 
     private let lock = NSLock()
@@ -135,6 +149,8 @@ final class StubAnswers: @unchecked Sendable {
             return MisbehavingServerTests.response(.ok, Data(text.utf8))
         case .status(let status):
             return MisbehavingServerTests.response(status, Data(#"{"error": {"code": "stub", "message": "stub"}}"#.utf8))
+        case .error(let status, let code):
+            return MisbehavingServerTests.response(status, Data(#"{"error": {"code": "\#(code)", "message": "stub"}}"#.utf8))
         }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import SeedSyncClient
+import SeedSyncDemo
 import SeedSyncImport
 import SeedSyncModel
 import SeedSyncTesting
@@ -77,6 +78,24 @@ import Testing
             }
             #expect(stub.requests == 1)
             #expect(try revision(of: fixture.database) == fixture.seedRevision)
+        }
+    }
+
+    /// Deleting a location that events still point at: the batch fails when it commits.
+    @Test func aDanglingReferenceStopsTheSync() async throws {
+        try await withImportFixture(changesAfter: 10) { fixture in
+            let events = try #require(try contents(ofSeed: fixture.seed)["events"])
+            let column = DemoDataset.schema.type(named: "events")!.columnNames.firstIndex(of: "location_id")!
+            let referenced = try #require(events.lazy.map { $0[column] }.first { $0 != .null })
+            let good = try await fixture.served.client().sync(from: fixture.seedRevision, limit: 2)
+            let body = Self.changeSet(#"["locations"], "locations": {"delete": [\#(referenced.keyString!)]}"#)
+            let stub = StubAnswers([.json(good, hasMore: true), .text(body.withRevision(fixture.seedRevision + 3))])
+            try await Self.serve(fixture, stub) { importer in
+                await #expect { try await importer.run() } throws: { error in
+                    (error as? ImportError)?.code == .invalidChangeSet && "\(error)".contains("missing row")
+                }
+            }
+            #expect(try revision(of: fixture.database) == fixture.seedRevision + 2)
         }
     }
 

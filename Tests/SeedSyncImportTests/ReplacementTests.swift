@@ -31,6 +31,20 @@ import Testing
         }
     }
 
+    /// Without a manifest, a `.gz` seed is decompressed to learn its revision.
+    @Test func aNewerGzipSeedWithoutAManifestIsFoundNewer() async throws {
+        try await withImportFixture(changesAfter: 10) { fixture in
+            try await fixture.importer().run()
+            try await fixture.mutate(30, seed: 21)
+            let newer = try await fixture.buildSeed("newer.sqlite", gzip: true)
+            try FileManager.default.removeItem(atPath: SeedManifest.path(forSeed: newer))
+            let report = try await fixture.importer(seed: newer + ".gz").run()
+            #expect(report.replacements.map(\.reason) == [.newerSeed])
+            #expect(report.changeSets == 0)
+            #expect(try contents(ofSeed: fixture.database) == (try await fixture.serverContents()))
+        }
+    }
+
     @Test func withoutReseedingTheDatabaseIsKeptAndSynced() async throws {
         try await withImportFixture(changesAfter: 10) { fixture in
             try await fixture.importer().run()

@@ -23,7 +23,14 @@ public enum Executables {
     }
 
     /// Runs `name arguments…` to completion and returns its status and output.
-    public static func run(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws -> Result {
+    ///
+    /// The wait happens on a thread of its own (see ``offPool(_:)``): a child that talks to a server
+    /// running inside the test process must not hold one of the pool's threads while it waits.
+    public static func run(_ name: String, _ arguments: [String], environment: [String: String] = [:]) async throws -> Result {
+        try await offPool { try runBlocking(name, arguments, environment: environment) }
+    }
+
+    private static func runBlocking(_ name: String, _ arguments: [String], environment: [String: String]) throws -> Result {
         let process = try start(name, arguments, environment: environment)
         let stdout = (process.standardOutput as! Pipe).fileHandleForReading.readDataToEndOfFile()
         let stderr = (process.standardError as! Pipe).fileHandleForReading.readDataToEndOfFile()
@@ -64,5 +71,17 @@ public enum Executables {
             }
         }
         return nil
+    }
+}
+
+/// Runs blocking work (waiting for a child process, reading a pipe, sleeping) on a thread of its
+/// own and awaits its result.
+///
+/// Swift's cooperative pool has one thread per core, two on a small CI machine, and the servers
+/// that tests run in process answer on that pool: a test that blocks a pool thread while a child
+/// process waits for such a server can starve it.
+public func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try work() }) }.start()
     }
 }

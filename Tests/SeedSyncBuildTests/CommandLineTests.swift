@@ -11,27 +11,27 @@ import Testing
     @Test func buildAndVerifyEndToEnd() async throws {
         try await withTemporaryDirectory { directory in
             let database = directory.appendingPathComponent("server.sqlite").path
-            _ = try Executables.run("seed-server", ["init", "--database", database, "--demo", "--events", "500", "--locations", "30"])
-            _ = try Executables.run("seed-server", ["mutate", "--database", database, "--changes", "20"])
+            _ = try await Executables.run("seed-server", ["init", "--database", database, "--demo", "--events", "500", "--locations", "30"])
+            _ = try await Executables.run("seed-server", ["mutate", "--database", database, "--changes", "20"])
             let server = try Executables.start("seed-server", ["serve", "--database", database, "--port", "0"], environment: ["SEED_SERVER_TOKENS": "cli-token"])
             defer { if server.isRunning { server.terminate() } }
             let url = try #require(Executables.listeningAddress(of: server))
             let seed = directory.appendingPathComponent("out/demo.sqlite").path
 
-            let built = try Executables.run("seed-build", ["--server", url, "--out", seed, "--gzip", "--json"], environment: ["SEED_TOKEN": "cli-token"])
+            let built = try await Executables.run("seed-build", ["--server", url, "--out", seed, "--gzip", "--json"], environment: ["SEED_TOKEN": "cli-token"])
             #expect(built.status == 0, "\(built.stderr)")
             let report = try JSONDecoder().decode(BuildReport.self, from: Data(built.stdout.utf8))
             #expect(report.manifest.revision == 21)
             #expect(report.manifest.rowCounts.values.reduce(0, +) > 500)
             #expect(built.stderr.isEmpty, "progress goes to a terminal only")
 
-            let verified = try Executables.run("seed-verify", [seed + ".gz", "--json", "--expect-revision", "21"])
+            let verified = try await Executables.run("seed-verify", [seed + ".gz", "--json", "--expect-revision", "21"])
             #expect(verified.status == 0, "\(verified.stdout)")
             let verification = try JSONDecoder().decode(VerificationReport.self, from: Data(verified.stdout.utf8))
             #expect(verification.passed)
             #expect(verification.checks.count == 12)
 
-            let denied = try Executables.run("seed-build", ["--server", url, "--out", directory.appendingPathComponent("denied.sqlite").path], environment: ["SEED_TOKEN": "wrong"])
+            let denied = try await Executables.run("seed-build", ["--server", url, "--out", directory.appendingPathComponent("denied.sqlite").path], environment: ["SEED_TOKEN": "wrong"])
             #expect(denied.status != 0)
             #expect(denied.stderr.contains("401"))
             #expect(denied.stderr.split(separator: "\n").count == 1, "\(denied.stderr)")
@@ -39,13 +39,13 @@ import Testing
             #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("denied.sqlite").path))
 
             try Data("{}".utf8).write(to: URL(fileURLWithPath: seed + ".manifest.json"))
-            let broken = try Executables.run("seed-verify", [seed])
+            let broken = try await Executables.run("seed-verify", [seed])
             #expect(broken.status == 1)
             #expect(broken.stdout.contains("FAILED  manifest"))
             #expect(broken.stderr.contains("failed manifest"))
 
-            #expect(try Executables.run("seed-build", ["--server", "ftp://x", "--out", seed]).status == 64)
-            #expect(try Executables.run("seed-verify", []).status == 64)
+            #expect(try await Executables.run("seed-build", ["--server", "ftp://x", "--out", seed]).status == 64)
+            #expect(try await Executables.run("seed-verify", []).status == 64)
         }
     }
 

@@ -22,14 +22,14 @@ import Darwin
 
     @Test func printsAJSONSummaryAndExitsZeroWhenCaughtUp() async throws {
         try await withImportFixture { fixture in
-            let first = try Executables.run("seed-import", Self.arguments(fixture, database: fixture.database, ["--json"]), environment: Self.environment)
+            let first = try await Executables.run("seed-import", Self.arguments(fixture, database: fixture.database, ["--json"]), environment: Self.environment)
             #expect(first.status == 0, "\(first.stderr)")
             let report = try JSONDecoder().decode(ImportReport.self, from: Data(first.stdout.utf8))
             #expect(report.installed)
             #expect(report.fromRevision == fixture.seedRevision)
             #expect(report.toRevision == (try await fixture.serverRevision()))
 
-            let second = try Executables.run("seed-import", Self.arguments(fixture, database: fixture.database, ["--json", "--once"]), environment: Self.environment)
+            let second = try await Executables.run("seed-import", Self.arguments(fixture, database: fixture.database, ["--json", "--once"]), environment: Self.environment)
             let again = try JSONDecoder().decode(ImportReport.self, from: Data(second.stdout.utf8))
             #expect(second.status == 0)
             #expect(!again.installed && again.changeSets == 0)
@@ -38,7 +38,7 @@ import Darwin
 
     @Test func failsWithOneClearLine() async throws {
         try await withImportFixture { fixture in
-            let result = try Executables.run("seed-import", Self.arguments(fixture, database: fixture.database), environment: ["SEED_TOKEN": "wrong"])
+            let result = try await Executables.run("seed-import", Self.arguments(fixture, database: fixture.database), environment: ["SEED_TOKEN": "wrong"])
             #expect(result.status != 0)
             #expect(result.stdout.isEmpty)
             let lines = result.stderr.split(separator: "\n")
@@ -56,11 +56,11 @@ import Darwin
             // A watchdog: a child that stops printing ends the reads below instead of hanging the suite.
             DispatchQueue.global().asyncAfter(deadline: .now() + 60) { if process.isRunning { process.terminate() } }
             let output = (process.standardOutput as! Pipe).fileHandleForReading
-            let first = try #require(Self.readLine(from: output))
+            let first = try #require(try await offPool { Self.readLine(from: output) })
             #expect(try JSONDecoder().decode(ImportReport.self, from: Data(first.utf8)).installed)
             try await fixture.mutate(4, seed: 77)
             var caughtUp: ImportReport?
-            while caughtUp == nil, let line = Self.readLine(from: output) {
+            while caughtUp == nil, let line = try await offPool({ Self.readLine(from: output) }) {
                 let report = try JSONDecoder().decode(ImportReport.self, from: Data(line.utf8))
                 if report.changeSets > 0 { caughtUp = report }
             }
@@ -87,7 +87,7 @@ import Darwin
             let serverRevision = try await fixture.serverRevision()
             let clock = ContinuousClock()
             let start = clock.now
-            let reference = try Executables.run("seed-import", Self.arguments(fixture, database: fixture.served.path("reference/events.sqlite"), ["--sync-limit", "50"]), environment: Self.environment)
+            let reference = try await Executables.run("seed-import", Self.arguments(fixture, database: fixture.served.path("reference/events.sqlite"), ["--sync-limit", "50"]), environment: Self.environment)
             let duration = (clock.now - start)
             #expect(reference.status == 0, "\(reference.stderr)")
 
@@ -103,7 +103,8 @@ import Darwin
                 }
                 let window = iteration % 2 == 0 ? duration : duration / 4
                 let delay = window * (Double(random.next() % 1000) / 1000)
-                var outcome = try Self.kill(after: delay, Self.arguments(fixture, database: database, ["--sync-limit", "50"]))
+                let arguments = Self.arguments(fixture, database: database, ["--sync-limit", "50"])
+                var outcome = try await offPool { try Self.kill(after: delay, arguments) }
                 if outcome.hasPrefix("killed-at-") {
                     let revision = Int64(outcome.dropFirst("killed-at-".count))!
                     outcome = revision == fixture.seedRevision ? "at-seed" : revision == serverRevision ? "caught-up" : "mid-sync"
@@ -111,7 +112,7 @@ import Darwin
                 outcomes[outcome, default: 0] += 1
                 try Self.checkAfterKill(database, seedRevision: fixture.seedRevision, serverRevision: serverRevision)
 
-                let restart = try Executables.run("seed-import", Self.arguments(fixture, database: database), environment: Self.environment)
+                let restart = try await Executables.run("seed-import", Self.arguments(fixture, database: database), environment: Self.environment)
                 #expect(restart.status == 0, "iteration \(iteration): \(restart.stderr)")
                 #expect(try contents(ofSeed: database) == expected, "iteration \(iteration)")
                 #expect(try revision(of: database) == serverRevision)

@@ -22,18 +22,9 @@ import Testing
 
             let reader = try DatabaseQueue(path: fixture.database)
             let syncing = Locked(true)
-            let observations = Task.detached {
-                var seen: [Int64: Int] = [:]
-                var stray: [String] = []
-                repeat {
-                    let (revision, newest, atRevision) = try reader.read { db in try Self.observe(db) }
-                    seen[revision, default: 0] += 1
-                    if newest > revision { stray.append("a row at \(newest) with the database at \(revision)") }
-                    if revision != fixture.seedRevision, atRevision != written[revision] {
-                        stray.append("\(atRevision) rows at revision \(revision), change set \(revision) wrote \(written[revision] ?? -1)")
-                    }
-                } while syncing.value
-                return (seen, stray)
+            // On a thread of its own: the loop never suspends, and the importer and the server need the pool.
+            let observations = Task {
+                try await offPool { try Self.readWhile(syncing, reader, written: written, seedRevision: fixture.seedRevision) }
             }
             try await fixture.importer(maxRowsPerTransaction: 5, syncLimit: 20).run()
             syncing.update { $0 = false }
@@ -42,6 +33,21 @@ import Testing
             #expect(stray.isEmpty, "\(stray.prefix(3))")
             #expect(seen.count >= 3, "the reader saw revisions \(seen.keys.sorted())")
         }
+    }
+
+    /// Reads in a loop until `syncing` turns false: the revisions seen, and what broke the rule.
+    static func readWhile(_ syncing: Locked<Bool>, _ reader: DatabaseQueue, written: [Int64: Int], seedRevision: Int64) throws -> ([Int64: Int], [String]) {
+        var seen: [Int64: Int] = [:]
+        var stray: [String] = []
+        repeat {
+            let (revision, newest, atRevision) = try reader.read { db in try observe(db) }
+            seen[revision, default: 0] += 1
+            if newest > revision { stray.append("a row at \(newest) with the database at \(revision)") }
+            if revision != seedRevision, atRevision != written[revision] {
+                stray.append("\(atRevision) rows at revision \(revision), change set \(revision) wrote \(written[revision] ?? -1)")
+            }
+        } while syncing.value
+        return (seen, stray)
     }
 
     /// Rows created or updated by each change set after the seed, by revision.

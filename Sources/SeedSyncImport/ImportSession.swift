@@ -30,15 +30,20 @@ final class ImportSession {
 
     func run() async throws -> ImportReport {
         removeLeftovers()
-        // Asked first so that a seed for another dataset is refused before it is installed; an
-        // unreachable server still lets the seed be installed, then fails the run.
+        // Asked first so that a seed for another dataset is refused before it is installed. A
+        // server that cannot be reached (or fails) still lets the seed be installed, then fails the
+        // run; any other refusal (a wrong token, say) stops before anything is touched.
         let server: Result<SchemaInfo, any Error>
         do {
             server = .success(try await client.schema())
-        } catch {
+        } catch let error as SyncClientError where error.code == .unreachable || error.code == .serverError {
             server = .failure(error)
         }
         var database = try await prepareDatabase(server: try? server.get())
+        if let expected = configuration.expectedSchemaVersion, database.metadata.schemaVersion != expected {
+            try? await database.close()
+            throw ImportError(.invalidDatabase, "\(databasePath) has schema version \(database.metadata.schemaVersion); this app expects \(expected) and the seed does not replace it; delete the database to install the seed again")
+        }
         do {
             try await sync(&database, server: server.get())
         } catch {

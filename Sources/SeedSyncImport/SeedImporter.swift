@@ -10,7 +10,8 @@ import SeedSyncModel
 /// 2. asks the server for its schema (`GET /v1/schema`);
 /// 3. when there is no database, verifies the seed and installs it: copy (or decompress) into
 ///    `DATABASE.installing`, check, fsync, rename into place, fsync the folder, switch to WAL. An
-///    interrupted install leaves no database, never part of one. This step works offline;
+///    interrupted install leaves no database, never part of one. This step works offline (an
+///    unreachable or failing server), but not against a server that refuses the token;
 /// 4. when the seed is newer than the database (``Configuration/reseedIfNewer``), replaces the
 ///    database with it in one transaction;
 /// 5. checks that the database is for the server's dataset and schema version;
@@ -40,7 +41,8 @@ public struct SeedImporter: Sendable {
         public var database: String
         /// The server, with the request timeout, response-size limit and retry policy.
         public var server: SyncClient.Configuration
-        /// The schema version the app is built for; a seed with another is refused.
+        /// The schema version the app is built for; a seed with another is refused, and so is an
+        /// installed database with another that the seed does not replace.
         public var expectedSchemaVersion: Int?
         /// Replace the database with the seed when the seed is newer: a higher schema version, or
         /// the same one at a later revision.

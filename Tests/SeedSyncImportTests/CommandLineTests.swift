@@ -43,6 +43,13 @@ import Darwin
             #expect(result.stdout.isEmpty)
             let lines = result.stderr.split(separator: "\n")
             #expect(lines.count == 1 && lines[0].contains("401"), "\(result.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: fixture.database), "a refused token installs nothing")
+
+            let wrongVersion = try await Executables.run("seed-import", Self.arguments(fixture, database: fixture.database, ["--expect-schema-version", "99"]), environment: Self.environment)
+            #expect(wrongVersion.status != 0 && wrongVersion.stderr.contains("expects 99"), "\(wrongVersion.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: fixture.database))
+            let conflicting = try await Executables.run("seed-import", Self.arguments(fixture, database: fixture.database, ["--once", "--watch"]))
+            #expect(conflicting.status == 64)
         }
     }
 

@@ -74,29 +74,29 @@ package enum Gzip {
 }
 
 /// A file written front to back, synced before it is renamed into place.
-package final class OutputFile {
+final class OutputFile {
     private let handle: FileHandle
 
-    package init(path: String) throws {
+    init(path: String) throws {
         guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
             throw SeedError("cannot create \(path)")
         }
         self.handle = handle
     }
 
-    package func write(_ bytes: some DataProtocol) throws {
+    func write(_ bytes: some DataProtocol) throws {
         try handle.write(contentsOf: bytes)
     }
 
-    package func write(_ bytes: UnsafeRawBufferPointer) throws {
+    func write(_ bytes: UnsafeRawBufferPointer) throws {
         try handle.write(contentsOf: Data(bytes))
     }
 
-    package func sync() throws {
+    func sync() throws {
         try handle.synchronize()
     }
 
-    package func close() {
+    func close() {
         try? handle.close()
     }
 }

@@ -41,7 +41,7 @@ public struct SeedMetadata: Sendable, Hashable {
     /// Reads the metadata table.
     ///
     /// - Throws: ``SeedError`` naming the missing or invalid key.
-    package static func read(_ db: Database, path: String) throws -> SeedMetadata {
+    static func read(_ db: Database, path: String) throws -> SeedMetadata {
         guard try db.tableExists(SeedFormat.metadataTable) else {
             throw SeedError.notASeed(path, "it has no \(SeedFormat.metadataTable) table")
         }

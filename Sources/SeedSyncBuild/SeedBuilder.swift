@@ -188,7 +188,8 @@ private struct BuildRun {
 }
 
 extension Duration {
-    var seconds: Double {
+    /// The duration in seconds, for reports.
+    package var seconds: Double {
         let (seconds, attoseconds) = components
         return Double(seconds) + Double(attoseconds) / 1e18
     }

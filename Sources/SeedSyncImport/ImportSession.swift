@@ -1,4 +1,5 @@
 import Foundation
+import SeedSyncBuild
 import SeedSyncClient
 import SeedSyncModel
 import SeedSyncSeed
@@ -84,12 +85,5 @@ final class ImportSession {
         guard seed.dataset == info.dataset, seed.schemaVersion == info.schemaVersion else {
             throw ImportError(.mismatch, "the seed \(configuration.seed) is dataset '\(seed.dataset)' schema version \(seed.schemaVersion), but the server serves '\(info.dataset)' schema version \(info.schemaVersion); nothing was installed")
         }
-    }
-}
-
-extension Duration {
-    var seconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import SeedSyncClient
 import SeedSyncDemo
 import SeedSyncImport
@@ -38,6 +39,16 @@ struct ImportFixture: Sendable {
         _ = try await ChangeGenerator.mutate(served.store, changes: changes, seed: seed)
     }
 
+    /// Installs the seed and catches up, writes `changes` more change sets, then builds a newer seed
+    /// from the server: the database's revision, and the newer seed with its revision.
+    func installThenBuildNewerSeed(after changes: Int, gzip: Bool = false) async throws -> (installed: Int64, newer: String, newerRevision: Int64) {
+        try await importer().run()
+        let installed = try revision(of: database)
+        try await mutate(changes, seed: 21)
+        let newer = try await buildSeed("newer.sqlite", gzip: gzip)
+        return (installed, newer, try revision(of: newer))
+    }
+
     /// Builds another seed from the server as it is now.
     func buildSeed(_ name: String, gzip: Bool = false) async throws -> String {
         try await served.builder(name, pageSize: 500, gzip: gzip).build().output
@@ -74,6 +85,11 @@ func revision(of database: String) throws -> Int64 {
     let file = try SeedFile(path: database)
     defer { try? file.close() }
     return try file.metadata().revision
+}
+
+/// The revision stored in a seed-format database, read with a connection of the test's own.
+func storedRevision(_ db: Database) throws -> Int64? {
+    try String.fetchOne(db, sql: "SELECT value FROM _seedsync_seed WHERE key = 'revision'").flatMap { Int64($0) }
 }
 
 /// The files in `folder`, sorted.

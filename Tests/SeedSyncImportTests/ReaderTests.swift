@@ -66,7 +66,7 @@ import Testing
 
     /// The stored revision, the newest row revision, and the rows at the stored revision.
     static func observe(_ db: Database) throws -> (Int64, Int64, Int) {
-        let revision = Int64(try String.fetchOne(db, sql: "SELECT value FROM _seedsync_seed WHERE key = 'revision'") ?? "") ?? -1
+        let revision = try storedRevision(db) ?? -1
         var newest: Int64 = 0
         var atRevision = 0
         for table in ["events", "locations"] {

@@ -10,22 +10,18 @@ import Testing
 @Suite struct ReplacementTests {
     @Test func aNewerSeedReplacesTheDatabaseAndOpenReadersKeepWorking() async throws {
         try await withImportFixture(changesAfter: 10) { fixture in
-            try await fixture.importer().run()
-            let installedRevision = try revision(of: fixture.database)
-            try await fixture.mutate(30, seed: 21)
-            let newer = try await fixture.buildSeed("newer.sqlite")
-            let newerRevision = try revision(of: newer)
+            let (installedRevision, newer, newerRevision) = try await fixture.installThenBuildNewerSeed(after: 30)
             try await fixture.mutate(5, seed: 22)
             let reader = try DatabaseQueue(path: fixture.database)
-            let before = try await reader.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM events") }
+            #expect(try await reader.read(storedRevision) == installedRevision)
 
             let report = try await fixture.importer(seed: newer).run()
 
             #expect(report.replacements == [Replacement(reason: .newerSeed, source: .seed, fromRevision: installedRevision, toRevision: newerRevision)])
             #expect(report.fromRevision == newerRevision)
             #expect(report.changeSets == 5)
-            let after = try await reader.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM events") }
-            #expect(before != nil && after != nil)
+            // The reader's connection still works, and its next transaction sees the new database.
+            #expect(try await reader.read(storedRevision) == (try await fixture.serverRevision()))
             try reader.close()
             #expect(try contents(ofSeed: fixture.database) == (try await fixture.serverContents()))
         }
@@ -34,9 +30,7 @@ import Testing
     /// Without a manifest, a `.gz` seed is decompressed to learn its revision.
     @Test func aNewerGzipSeedWithoutAManifestIsFoundNewer() async throws {
         try await withImportFixture(changesAfter: 10) { fixture in
-            try await fixture.importer().run()
-            try await fixture.mutate(30, seed: 21)
-            let newer = try await fixture.buildSeed("newer.sqlite", gzip: true)
+            let newer = try await fixture.installThenBuildNewerSeed(after: 30, gzip: true).newer
             try FileManager.default.removeItem(atPath: SeedManifest.path(forSeed: newer))
             let report = try await fixture.importer(seed: newer + ".gz").run()
             #expect(report.replacements.map(\.reason) == [.newerSeed])
@@ -47,9 +41,7 @@ import Testing
 
     @Test func withoutReseedingTheDatabaseIsKeptAndSynced() async throws {
         try await withImportFixture(changesAfter: 10) { fixture in
-            try await fixture.importer().run()
-            try await fixture.mutate(30, seed: 21)
-            let newer = try await fixture.buildSeed("newer.sqlite")
+            let newer = try await fixture.installThenBuildNewerSeed(after: 30).newer
             let report = try await fixture.importer(seed: newer, reseedIfNewer: false).run()
             #expect(report.replacements.isEmpty)
             #expect(report.changeSets == 30)
@@ -70,11 +62,7 @@ import Testing
     /// 410 with a seed recent enough: the seed is installed again, then synced.
     @Test func anExpiredHistoryReinstallsTheSeedWhenItIsRecentEnough() async throws {
         try await withImportFixture(changesAfter: 10) { fixture in
-            try await fixture.importer().run()
-            let local = try revision(of: fixture.database)
-            try await fixture.mutate(20, seed: 21)
-            let newer = try await fixture.buildSeed("newer.sqlite")
-            let newerRevision = try revision(of: newer)
+            let (local, newer, newerRevision) = try await fixture.installThenBuildNewerSeed(after: 20)
             try await fixture.mutate(15, seed: 22)
             let compaction = try await fixture.served.store.compact(keepingRevisions: 17)
             #expect(compaction.minRevision > local && compaction.minRevision <= newerRevision)

@@ -20,7 +20,7 @@ extension ImportSession {
 
     /// Copies and checks the seed beside the database, then renames it into place.
     private func install(server: SchemaInfo?) async throws -> LocalDatabase {
-        if let server, let summary = try seed.summary() { try check(summary, against: server) }
+        if let server, let summary = seed.summary { try check(summary, against: server) }
         let metadata = try seed.copy(to: installingPath, expectedSchemaVersion: configuration.expectedSchemaVersion)
         do {
             if let server { try check(metadata, against: server) }
@@ -43,7 +43,7 @@ extension ImportSession {
     private func replaceIfSeedIsNewer(_ database: LocalDatabase, server: SchemaInfo?) async throws -> LocalDatabase {
         var local = database.metadata
         local.revision = try await database.revision()
-        if let summary = try seed.summary() {
+        if let summary = seed.summary {
             guard isNewer(summary.dataset, summary.schemaVersion, summary.revision, than: local) else { return database }
             if let server { try check(summary, against: server) }
         }

@@ -13,11 +13,15 @@ struct ShippedSeed: Sendable {
 
     let path: String
     let manifest: SeedManifest?
+    /// The seed's dataset, schema version and revision when they can be read without copying it:
+    /// from the manifest, or from a plain seed's metadata. `nil` for a `.gz` seed without a manifest.
+    let summary: Summary?
     var isCompressed: Bool { path.hasSuffix(".gz") }
 
-    /// Finds the seed and reads its manifest when there is one.
+    /// Finds the seed and reads its manifest when there is one, else a plain seed's metadata.
     ///
-    /// - Throws: ``ImportError/Code/invalidSeed`` when the seed is missing or its manifest unreadable.
+    /// - Throws: ``ImportError/Code/invalidSeed`` when the seed is missing, or its manifest or
+    ///   metadata unreadable.
     init(path: String) throws {
         guard FileManager.default.fileExists(atPath: path) else { throw ImportError(.invalidSeed, "no seed at \(path)") }
         self.path = path
@@ -27,15 +31,14 @@ struct ShippedSeed: Sendable {
         } catch {
             throw ImportError(.invalidSeed, "the seed's manifest is unreadable: \(error)")
         }
+        summary = try Self.summary(of: path, manifest: manifest)
     }
 
-    /// The seed's dataset, schema version and revision when they can be read without copying it:
-    /// from the manifest, or from a plain seed's metadata. `nil` for a `.gz` seed without a manifest.
-    func summary() throws -> Summary? {
+    private static func summary(of path: String, manifest: SeedManifest?) throws -> Summary? {
         if let manifest {
             return Summary(dataset: manifest.dataset, schemaVersion: manifest.schemaVersion, revision: manifest.revision)
         }
-        guard !isCompressed else { return nil }
+        guard !path.hasSuffix(".gz") else { return nil }
         do {
             let file = try SeedFile(path: path)
             defer { try? file.close() }

@@ -62,14 +62,13 @@ final class LocalDatabase: Sendable {
     /// - Throws: ``ImportError/Code/invalidChangeSet`` when one does not follow on or does not fit
     ///   the schema, or the batch leaves a reference dangling; nothing of the batch is written then.
     func apply(_ changeSets: [ChangeSet], with applier: ChangeApplier) async throws -> [AppliedChangeSet] {
-        let before = try await revision()
         do {
             return try await queue.write { db in try applier.apply(changeSets, in: db) }
         } catch let error as SeedError {
-            throw ImportError(.invalidChangeSet, "sync stopped: \(error); \(path) stays at revision \(before)")
+            throw ImportError(.invalidChangeSet, "sync stopped: \(error); \(path) stays at revision \(try await revision())")
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_FOREIGNKEY {
             let range = "\(changeSets.first?.revision ?? 0)…\(changeSets.last?.revision ?? 0)"
-            throw ImportError(.invalidChangeSet, "sync stopped: change sets \(range) leave a reference to a missing row; \(path) stays at revision \(before)")
+            throw ImportError(.invalidChangeSet, "sync stopped: change sets \(range) leave a reference to a missing row; \(path) stays at revision \(try await revision())")
         }
     }
 

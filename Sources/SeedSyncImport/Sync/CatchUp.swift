@@ -72,7 +72,7 @@ extension ImportSession {
     /// After 410 `history_expired`: the seed again when the server's history reaches it, else a
     /// full snapshot downloaded beside the database; either replaces the database in one transaction.
     private func recover(_ database: LocalDatabase, minRevision: Int64) async throws -> LocalDatabase {
-        if let summary = try seed.summary(), summary.revision < minRevision {
+        if let summary = seed.summary, summary.revision < minRevision {
             return try await replaceWithSnapshot(database, minRevision: minRevision)
         }
         let metadata = try seed.copy(to: installingPath, expectedSchemaVersion: configuration.expectedSchemaVersion)

@@ -31,10 +31,14 @@ let package = Package(
         .target(name: "SeedSyncModel"),
         // Deterministic demo dataset and mutation generator.
         .target(name: "SeedSyncDemo", dependencies: ["SeedSyncModel"]),
-        // SQL shared by every SQLite file SeedSync writes: typed tables and value mapping (GRDB).
+        // SQL shared by every SQLite file SeedSync writes: typed tables and value mapping (GRDB, and
+        // SQLite's C API for the hot loops).
         .target(
             name: "SeedSyncSQL",
-            dependencies: ["SeedSyncModel", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "SeedSyncModel", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ]
         ),
         // Storage: the embedded SQLite store (GRDB).
         .target(

@@ -6,17 +6,31 @@ import FoundationNetworking
 #endif
 
 extension SyncClient {
-    /// The body as `T` for a 200, or the ``SyncClientError`` the status and error body call for.
-    func decode<T: Decodable>(_ type: T.Type, from data: Data, response: HTTPURLResponse, label: String) throws -> T {
-        guard response.statusCode == 200 else {
-            var error = Self.error(status: response.statusCode, body: data, label: label)
-            error.retryAfter = response.value(forHTTPHeaderField: "Retry-After").flatMap(Double.init)
-            throw error
-        }
+    /// Throws the ``SyncClientError`` a status other than 200 and its error body call for.
+    func checkStatus(of response: HTTPURLResponse, body: Data, label: String) throws {
+        guard response.statusCode != 200 else { return }
+        var error = Self.error(status: response.statusCode, body: body, label: label)
+        error.retryAfter = response.value(forHTTPHeaderField: "Retry-After").flatMap(Double.init)
+        throw error
+    }
+
+    /// A small answer, decoded with `JSONDecoder`.
+    static func decode<T: Decodable>(_ type: T.Type, from data: Data, label: String) throws -> T {
         do {
             return try JSONDecoder().decode(type, from: data)
         } catch {
-            throw SyncClientError(.malformedResponse, "\(label): the answer is not valid protocol v1 JSON (\(Self.summary(error)))")
+            throw SyncClientError(.malformedResponse, "\(label): the answer is not valid protocol v1 JSON (\(summary(error)))")
+        }
+    }
+
+    /// A large answer (snapshot pages, change feeds), parsed with ``JSONParser``.
+    static func parse<T>(_ data: Data, label: String, as read: (JSONValue) throws(JSONShapeError) -> T) throws -> T {
+        do {
+            return try read(JSONParser.parse(data))
+        } catch let error as JSONParseError {
+            throw SyncClientError(.malformedResponse, "\(label): the answer is not JSON (\(error))")
+        } catch {
+            throw SyncClientError(.malformedResponse, "\(label): the answer is not valid protocol v1 JSON (\(error))")
         }
     }
 

@@ -66,14 +66,16 @@ public final class SyncClient: Sendable {
 
     /// `GET /v1/schema`.
     public func schema() async throws -> SchemaInfo {
-        try await send(path: "v1/schema", as: SchemaInfo.self)
+        try await send(path: "v1/schema") { data, label in try Self.decode(SchemaInfo.self, from: data, label: label) }
     }
 
     /// `GET /v1/snapshot/{type}`: up to `limit` rows after `after`.
     public func snapshotPage(of type: String, after: JSONValue?, limit: Int) async throws -> SnapshotPage {
         var query = [URLQueryItem(name: "limit", value: String(limit))]
         if let key = after?.keyString { query.append(URLQueryItem(name: "after", value: key)) }
-        let page = try await send(path: "v1/snapshot/\(type)", query: query, as: SnapshotPage.self)
+        let page = try await send(path: "v1/snapshot/\(type)", query: query) { data, label in
+            try Self.parse(data, label: label, as: SnapshotPage.init(json:))
+        }
         guard page.type == type else {
             throw SyncClientError(.malformedResponse, "GET /v1/snapshot/\(type) answered with a page of '\(page.type)'")
         }
@@ -88,7 +90,9 @@ public final class SyncClient: Sendable {
     ///   follow on from `revision` without gaps, or `hasMore` comes without any.
     public func sync(from revision: Int64, limit: Int? = nil) async throws -> SyncResponse {
         let body = try JSONEncoder().encode(SyncRequest(maxRevision: revision, limit: limit))
-        let response = try await send(path: "v1/sync", body: body, as: SyncResponse.self)
+        let response = try await send(path: "v1/sync", body: body) { data, label in
+            try Self.parse(data, label: label, as: SyncResponse.init(json:))
+        }
         var next = revision + 1
         for changeSet in response.changeSets {
             guard changeSet.revision == next else {
@@ -117,14 +121,18 @@ public final class SyncClient: Sendable {
         return environment["SEED_TOKEN"].map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
     }
 
-    private func send<T: Decodable>(path: String, query: [URLQueryItem] = [], body: Data? = nil, as type: T.Type) async throws -> T {
+    /// Sends a request, retrying what may pass, and reads a 200 answer with `read`.
+    private func send<T>(
+        path: String, query: [URLQueryItem] = [], body: Data? = nil, read: (Data, _ label: String) throws -> T
+    ) async throws -> T {
         let request = try makeRequest(path: path, query: query, body: body)
         let label = "\(body == nil ? "GET" : "POST") /\(path)"
         var attempt = 1
         while true {
             do {
                 let (response, data) = try await load(request, label: label)
-                return try decode(type, from: data, response: response, label: label)
+                try checkStatus(of: response, body: data, label: label)
+                return try read(data, label)
             } catch let error as SyncClientError where Self.isRetryable(error) && attempt < configuration.retry.maxAttempts {
                 let delay = configuration.retry.delay(afterAttempt: attempt, retryAfter: error.retryAfter)
                 onRetry(attempt, error, delay)

@@ -17,12 +17,16 @@ package struct TableSQL: Sendable {
     /// Key, fields, revision: the column order of snapshots and writes.
     package var columns: String { ([key] + fieldColumns + [quote(SchemaNames.revisionColumn)]).joined(separator: ", ") }
 
-    /// `CREATE TABLE` with typed columns, deferred foreign keys, and an index per reference.
+    /// `CREATE TABLE` with typed columns and deferred foreign keys, then an index per reference.
     package var create: [String] { create(withoutRowID: false) }
 
-    /// `CREATE TABLE` as in ``create``; with `withoutRowID`, a text-keyed table is a `WITHOUT ROWID`
-    /// table, whose layout depends on its rows alone, not on the order they were inserted in.
-    package func create(withoutRowID: Bool) -> [String] {
+    /// ``createTable(withoutRowID:)``, then ``createIndexes``.
+    package func create(withoutRowID: Bool) -> [String] { [createTable(withoutRowID: withoutRowID)] + createIndexes }
+
+    /// `CREATE TABLE` with typed columns and deferred foreign keys; with `withoutRowID`, a
+    /// text-keyed table is a `WITHOUT ROWID` table, whose layout depends on its rows alone, not on
+    /// the order they were inserted in.
+    package func createTable(withoutRowID: Bool) -> String {
         let keyType = type.primaryKey.type == .integer ? "INTEGER" : "TEXT"
         var definitions = ["\(key) \(keyType) PRIMARY KEY NOT NULL"]
         for field in type.fields {
@@ -37,11 +41,15 @@ package struct TableSQL: Sendable {
                 "FOREIGN KEY (\(quote(field.name))) REFERENCES \(quote(target)) DEFERRABLE INITIALLY DEFERRED"
             )
         }
-        let indexes = type.fields.filter { $0.references != nil }.map {
+        let options = withoutRowID && type.primaryKey.type == .text ? " WITHOUT ROWID" : ""
+        return "CREATE TABLE \(table) (\n  \(definitions.joined(separator: ",\n  "))\n)\(options)"
+    }
+
+    /// `CREATE INDEX` for every reference column.
+    package var createIndexes: [String] {
+        type.fields.filter { $0.references != nil }.map {
             "CREATE INDEX \(quote("\(type.name)_\($0.name)_index")) ON \(table) (\(quote($0.name)))"
         }
-        let options = withoutRowID && type.primaryKey.type == .text ? " WITHOUT ROWID" : ""
-        return ["CREATE TABLE \(table) (\n  \(definitions.joined(separator: ",\n  "))\n)\(options)"] + indexes
     }
 
     package var insert: String {

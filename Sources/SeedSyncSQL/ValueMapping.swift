@@ -45,11 +45,6 @@ package enum ValueMapping {
         }
     }
 
-    /// Arguments for ``TableSQL/insert`` and ``TableSQL/upsert``: key, fields, revision.
-    package static func arguments(_ row: RowValues, of type: EntityType, revision: Int64) -> StatementArguments {
-        StatementArguments([databaseValue(key: row.key)] + fieldValues(row, of: type) + [revision.databaseValue])
-    }
-
     /// Arguments for ``TableSQL/update``: fields, revision, key.
     package static func updateArguments(_ row: RowValues, of type: EntityType, revision: Int64) -> StatementArguments {
         StatementArguments(fieldValues(row, of: type) + [revision.databaseValue, databaseValue(key: row.key)])

@@ -33,6 +33,40 @@ extension SQLiteSyncStore {
         }
     }
 
+    /// The page's JSON, written from the statement's columns as they are read.
+    public func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int) async throws -> [UInt8] {
+        let table = try self.table(type)
+        return try await pool.read { db in
+            let state = try StateRecord.fetch(db)
+            let statement = try db.cachedStatement(sql: table.snapshot(after: after != nil))
+            var arguments: [DatabaseValue] = after.map { [ValueMapping.databaseValue(key: $0)] } ?? []
+            arguments.append((limit + 1).databaseValue)
+            let fields = table.type.fields
+            var writer = SnapshotPage.beginJSON(type: type, revision: state.revision, columns: table.type.columnNames, rowCount: limit)
+            var count = 0
+            var last = JSONValue.null
+            var next = JSONValue.null
+            // One row of look-ahead, as in `snapshotPage`: a row past `limit` means there is more.
+            let cursor = try Row.fetchCursor(statement, arguments: StatementArguments(arguments))
+            while try cursor.next() != nil {
+                count += 1
+                if count > limit {
+                    next = last
+                    break
+                }
+                if count == limit { last = StatementValues.key(column: 0, of: statement) }
+                writer.beginArray()
+                StatementValues.write(column: 0, of: statement, as: nil, to: &writer)
+                for (index, field) in fields.enumerated() {
+                    StatementValues.write(column: Int32(index + 1), of: statement, as: field.type, to: &writer)
+                }
+                StatementValues.write(column: Int32(fields.count + 1), of: statement, as: nil, to: &writer)
+                writer.endArray()
+            }
+            return SnapshotPage.endJSON(&writer, next: next)
+        }
+    }
+
     private static func rows(of type: EntityType, statement: Statement, arguments: StatementArguments) throws -> [[JSONValue]] {
         var rows: [[JSONValue]] = []
         let cursor = try Row.fetchCursor(statement, arguments: arguments)

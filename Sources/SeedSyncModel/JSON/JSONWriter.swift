@@ -54,6 +54,13 @@ public struct JSONWriter: Sendable {
         }
     }
 
+    /// Writes a string value from its UTF-8 bytes, without making a `String` of them.
+    public mutating func string(utf8 text: UnsafeBufferPointer<UInt8>) {
+        separate()
+        writeString(text)
+        needsComma = true
+    }
+
     /// Appends JSON text that is already encoded, as one value.
     public mutating func rawValue(_ json: some Sequence<UInt8>) {
         separate()
@@ -72,8 +79,22 @@ public struct JSONWriter: Sendable {
     }
 
     private mutating func writeString(_ text: String) {
+        var text = text
+        text.withUTF8 { writeString($0) }
+    }
+
+    private mutating func writeString(_ text: UnsafeBufferPointer<UInt8>) {
         bytes.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
+        var plain = 0
+        for byte in text where byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") {
+            plain += 1
+        }
+        if plain == text.count {
+            bytes.append(contentsOf: text)
+            bytes.append(UInt8(ascii: "\""))
+            return
+        }
+        for byte in text {
             switch byte {
             case UInt8(ascii: "\""): bytes.append(UInt8(ascii: "\\")); bytes.append(byte)
             case UInt8(ascii: "\\"): bytes.append(UInt8(ascii: "\\")); bytes.append(byte)

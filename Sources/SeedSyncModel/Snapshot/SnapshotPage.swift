@@ -22,16 +22,47 @@ public struct SnapshotPage: Codable, Sendable, Hashable {
         self.next = next
     }
 
+    /// Reads a page from parsed JSON (see ``JSONParser``).
+    ///
+    /// - Throws: ``JSONShapeError`` when a member is missing or of the wrong kind.
+    public init(json: JSONValue) throws(JSONShapeError) {
+        let members = try JSONMembers(json, at: "")
+        type = try members.string("type")
+        revision = try members.int64("revision")
+        columns = try members.strings("columns")
+        rows = try members.array("rows").enumerated().map { (index, row) throws(JSONShapeError) in
+            guard case .array(let values) = row else { throw JSONShapeError("rows[\(index)]", "expected an array") }
+            return values
+        }
+        next = try members.value("next")
+    }
+
+    public init(from decoder: any Decoder) throws {
+        try self.init(json: JSONValue(from: decoder))
+    }
+
     /// The page as compact JSON, members in the documented order.
     public func jsonBytes() -> [UInt8] {
-        var writer = JSONWriter(capacity: 64 + rows.count * columns.count * 12)
+        var writer = SnapshotPage.beginJSON(type: type, revision: revision, columns: columns, rowCount: rows.count)
+        for row in rows { writer.value(.array(row)) }
+        return SnapshotPage.endJSON(&writer, next: next)
+    }
+
+    /// Starts a page's JSON up to the opening of `rows`; write each row as an array, then call
+    /// ``endJSON(_:next:)``. Stores that write rows straight from their cursor use the pair.
+    public static func beginJSON(type: String, revision: Int64, columns: [String], rowCount: Int) -> JSONWriter {
+        var writer = JSONWriter(capacity: 64 + rowCount * columns.count * 12)
         writer.beginObject()
         writer.key("type"); writer.value(.string(type))
         writer.key("revision"); writer.value(.int(revision))
         writer.key("columns"); writer.value(.array(columns.map(JSONValue.string)))
         writer.key("rows")
         writer.beginArray()
-        for row in rows { writer.value(.array(row)) }
+        return writer
+    }
+
+    /// Closes `rows` and the page, and returns the JSON.
+    public static func endJSON(_ writer: inout JSONWriter, next: JSONValue) -> [UInt8] {
         writer.endArray()
         writer.key("next"); writer.value(next)
         writer.endObject()

@@ -16,6 +16,11 @@ public protocol SyncStore: Sendable {
     /// - Throws: ``SyncStoreError/unknownType(_:)`` for a type the schema lacks.
     func snapshotPage(of type: String, after: JSONValue?, limit: Int) async throws -> SnapshotPage
 
+    /// The same page as ``snapshotPage(of:after:limit:)``, already as the JSON of
+    /// ``SnapshotPage/jsonBytes()``, byte for byte. Stores that can write it without building the
+    /// page first (the SQLite store does) implement it; the default encodes the page.
+    func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int) async throws -> [UInt8]
+
     /// The change sets after `revision`, in order: at most `limit`, and no more than `byteBudget`
     /// bytes of JSON unless a single change set is larger (one is always returned when any exists).
     ///
@@ -33,6 +38,12 @@ public protocol SyncStore: Sendable {
 
     /// Every key of `type`, in key order (for mutation generators and tests).
     func keys(of type: String) async throws -> [JSONValue]
+}
+
+extension SyncStore {
+    public func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int) async throws -> [UInt8] {
+        try await snapshotPage(of: type, after: after, limit: limit).jsonBytes()
+    }
 }
 
 /// Change sets as the log stores them: already encoded, ready to splice into a response.

@@ -77,15 +77,19 @@ struct DynamicKey: CodingKey {
 }
 
 extension ChangeSet: Codable {
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: DynamicKey.self)
-        revision = try container.decodeIfPresent(Int64.self, forKey: DynamicKey("revision"))
-        let types = try container.decode([String].self, forKey: DynamicKey("types"))
-        changes = try types.map { type in
-            var changes = try container.decode(TypeChanges.self, forKey: DynamicKey(type))
-            changes.type = type
-            return changes
+    /// Reads a change set from parsed JSON; `path` names it in errors (`changeSets[3]`).
+    ///
+    /// - Throws: ``JSONShapeError`` when a member is missing or of the wrong kind.
+    public init(json: JSONValue, at path: String = "") throws(JSONShapeError) {
+        let members = try JSONMembers(json, at: path)
+        revision = try members.int64IfPresent("revision")
+        changes = try members.strings("types").map { (type) throws(JSONShapeError) in
+            try TypeChanges(json: members.value(type), type: type, at: members.path(of: type))
         }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        try self.init(json: JSONValue(from: decoder))
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -118,18 +122,24 @@ extension ChangeSet: Codable {
     }
 }
 
-extension TypeChanges: Codable {
+extension TypeChanges: Encodable {
     private enum CodingKeys: String, CodingKey {
         case create, update, delete, attributes
     }
 
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        type = ""
-        create = try container.decodeIfPresent([JSONValue].self, forKey: .create) ?? []
-        update = try container.decodeIfPresent([JSONValue].self, forKey: .update) ?? []
-        delete = try container.decodeIfPresent([JSONValue].self, forKey: .delete) ?? []
-        attributes = try container.decodeIfPresent([String: [String: JSONValue]].self, forKey: .attributes) ?? [:]
+    /// Reads the changes of `type` from parsed JSON; absent lists are empty.
+    init(json: JSONValue, type: String, at path: String) throws(JSONShapeError) {
+        let members = try JSONMembers(json, at: path)
+        self.type = type
+        create = try members.arrayIfPresent("create")
+        update = try members.arrayIfPresent("update")
+        delete = try members.arrayIfPresent("delete")
+        attributes = [:]
+        guard let given = members.members["attributes"], given != .null else { return }
+        let rows = try JSONMembers(given, at: members.path(of: "attributes"))
+        for (id, fields) in rows.members {
+            attributes[id] = try JSONMembers(fields, at: rows.path(of: id)).members
+        }
     }
 
     public func encode(to encoder: any Encoder) throws {

@@ -40,6 +40,22 @@ public struct SyncResponse: Codable, Sendable, Hashable {
         self.hasMore = hasMore
         self.changeSets = changeSets
     }
+
+    /// Reads an answer from parsed JSON (see ``JSONParser``).
+    ///
+    /// - Throws: ``JSONShapeError`` when a member is missing or of the wrong kind.
+    public init(json: JSONValue) throws(JSONShapeError) {
+        let members = try JSONMembers(json, at: "")
+        maxRevision = try members.int64("maxRevision")
+        hasMore = try members.bool("hasMore")
+        changeSets = try members.array("changeSets").enumerated().map { (index, changeSet) throws(JSONShapeError) in
+            try ChangeSet(json: changeSet, at: "changeSets[\(index)]")
+        }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        try self.init(json: JSONValue(from: decoder))
+    }
 }
 
 /// The answer of `POST /v1/admin/changes`: the revision the change set became.

@@ -56,9 +56,13 @@ extension KeyType {
 public enum RFC3339 {
     /// Whether `text` is an RFC 3339 `date-time` (a space or lowercase `t` between date and time is accepted).
     public static func isValid(_ text: String) -> Bool {
-        let b = Array(text.utf8)
+        var text = text
+        return text.withUTF8(isValid)
+    }
+
+    private static func isValid(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
         guard b.count >= 20, b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-"),
-            [UInt8(ascii: "T"), UInt8(ascii: "t"), UInt8(ascii: " ")].contains(b[10]),
+            b[10] == UInt8(ascii: "T") || b[10] == UInt8(ascii: "t") || b[10] == UInt8(ascii: " "),
             b[13] == UInt8(ascii: ":"), b[16] == UInt8(ascii: ":"),
             let year = number(b, 0, 4), let month = number(b, 5, 2), let day = number(b, 8, 2),
             let hour = number(b, 11, 2), let minute = number(b, 14, 2), let second = number(b, 17, 2),
@@ -75,16 +79,16 @@ public enum RFC3339 {
         return isValidOffset(b[index...])
     }
 
-    private static func isValidOffset(_ b: ArraySlice<UInt8>) -> Bool {
-        if b.count == 1 { return b.first == UInt8(ascii: "Z") || b.first == UInt8(ascii: "z") }
-        let o = Array(b)
+    private static func isValidOffset(_ o: Slice<UnsafeBufferPointer<UInt8>>) -> Bool {
+        if o.count == 1 { return o.first == UInt8(ascii: "Z") || o.first == UInt8(ascii: "z") }
+        let o = UnsafeBufferPointer(rebasing: o)
         guard o.count == 6, o[0] == UInt8(ascii: "+") || o[0] == UInt8(ascii: "-"), o[3] == UInt8(ascii: ":"),
             let hours = number(o, 1, 2), let minutes = number(o, 4, 2)
         else { return false }
         return hours < 24 && minutes < 60
     }
 
-    private static func number(_ b: [UInt8], _ start: Int, _ count: Int) -> Int? {
+    private static func number(_ b: UnsafeBufferPointer<UInt8>, _ start: Int, _ count: Int) -> Int? {
         var value = 0
         for byte in b[start..<start + count] {
             guard isDigit(byte) else { return nil }

@@ -52,7 +52,7 @@ package struct ChangeApplier: Sendable {
             let table = tables[change.type.name]!
             let upsert = try db.cachedStatement(sql: table.upsert)
             for row in change.creates + change.updates {
-                try upsert.execute(arguments: ValueMapping.arguments(row, of: change.type, revision: revision))
+                try StatementValues.execute(upsert, row: row, of: change.type, revision: revision)
             }
             let delete = try db.cachedStatement(sql: table.delete)
             for key in change.deletes {

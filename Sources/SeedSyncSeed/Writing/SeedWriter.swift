@@ -61,9 +61,8 @@ public final class SeedWriter: Sendable {
             try db.execute(sql: "PRAGMA user_version = \(schema.schemaVersion)")
             try db.execute(sql: SeedMetadata.createTable)
             try SeedMetadata(schema: schema, revision: revision).write(db)
-            for type in schema.types {
-                for statement in TableSQL(type: type).create(withoutRowID: true) { try db.execute(sql: statement) }
-            }
+            // Indexes come at `finish()`: built once from sorted keys, not updated row by row.
+            for type in schema.types { try db.execute(sql: TableSQL(type: type).createTable(withoutRowID: true)) }
             try createBuildTable(db, cursors: schema.types.map { [$0.name.databaseValue, .null, false.databaseValue] })
         }
         return SeedWriter(path: path, queue: queue, schema: schema)
@@ -113,7 +112,7 @@ public final class SeedWriter: Sendable {
             let insert = try db.cachedStatement(sql: table.insert)
             for (row, revision) in rows.rows {
                 do {
-                    try insert.execute(arguments: ValueMapping.arguments(row, of: table.type, revision: revision))
+                    try StatementValues.execute(insert, row: row, of: table.type, revision: revision)
                 } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
                     throw SeedError.invalidData("snapshot of \(page.type) repeats \(page.type)[\(row.key.keyString ?? "?")]")
                 }
@@ -141,8 +140,8 @@ public final class SeedWriter: Sendable {
 
     /// Writes the finished seed to `destination`, then closes and removes the work file.
     ///
-    /// Checks that every type was downloaded and that every reference resolves, runs
-    /// `wal_checkpoint(TRUNCATE)`, then `VACUUM INTO destination`: a new, compact file in
+    /// Checks that every type was downloaded and that every reference resolves, creates the
+    /// reference indexes, runs `wal_checkpoint(TRUNCATE)`, then `VACUUM INTO destination`: a new, compact file in
     /// rollback-journal mode (`journal_mode=DELETE`) without free pages or build cursors. A
     /// `VACUUM` in place would do the same but carry the work file's history in its header (the
     /// change counter grows with every session), so a resumed build would differ by a few bytes;
@@ -164,6 +163,7 @@ public final class SeedWriter: Sendable {
         }
         SQLiteFiles.remove(at: destination)
         try await queue.writeWithoutTransaction { db in
+            try createIndexes(db)
             guard try db.checkpointCompletely() else { throw SeedError("the seed could not be checkpointed completely") }
             let cursors = try Row.fetchAll(db, sql: "SELECT type, after, complete FROM \(SeedFormat.buildTable)")
             try db.execute(sql: "DROP TABLE \(SeedFormat.buildTable)")
@@ -177,6 +177,16 @@ public final class SeedWriter: Sendable {
         }
         try queue.close()
         SQLiteFiles.remove(at: path)
+    }
+
+    /// The reference indexes, in schema order; those a failed `finish()` already made are kept.
+    private func createIndexes(_ db: Database) throws {
+        let existing = try Set(String.fetchAll(db, sql: "SELECT sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL"))
+        for type in schema.types {
+            for statement in tables[type.name]!.createIndexes where !existing.contains(statement) {
+                try db.execute(sql: statement)
+            }
+        }
     }
 
     /// Removes an unfinished seed at `path`, unless another process is writing it.
@@ -216,6 +226,10 @@ public final class SeedWriter: Sendable {
         return cursors
     }
 
+    /// The page cache while building: 32 MiB, so checkpoints and index builds do not read back
+    /// what was just written (SQLite's default is 2 MiB).
+    private static let cacheKiB = 32 << 10
+
     private static func openQueue(at path: String) throws -> DatabaseQueue {
         var configuration = Configuration()
         configuration.foreignKeysEnabled = false
@@ -226,6 +240,7 @@ public final class SeedWriter: Sendable {
                 PRAGMA locking_mode = EXCLUSIVE;
                 PRAGMA journal_mode = WAL;
                 PRAGMA synchronous = NORMAL;
+                PRAGMA cache_size = -\(cacheKiB);
                 """)
         }
         do {

@@ -33,7 +33,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
             return key
         }
         let limit = try Self.limit(query.get("limit").map { Int($0) ?? 0 }, default: configuration.defaultSnapshotLimit, max: configuration.maxSnapshotLimit)
-        return Self.json(try await store.snapshotPage(of: type.name, after: after, limit: limit).jsonBytes())
+        return Self.json(try await store.snapshotPageJSON(of: type.name, after: after, limit: limit))
     }
 
     private func sync(_ request: Request) async throws -> Response {

@@ -55,7 +55,7 @@ public struct BulkWriter {
         let statement = try db.cachedStatement(sql: table.upsert)
         var count = 0
         while let row = try rows.nextRow() {
-            try statement.execute(arguments: ValueMapping.arguments(row, of: table.type, revision: revision))
+            try StatementValues.execute(statement, row: row, of: table.type, revision: revision)
             count += 1
         }
         return count

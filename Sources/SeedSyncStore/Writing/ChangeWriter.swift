@@ -52,7 +52,7 @@ struct ChangeWriter {
         let insert = try db.cachedStatement(sql: table.insert)
         for row in change.creates {
             do {
-                try insert.execute(arguments: ValueMapping.arguments(row, of: change.type, revision: revision))
+                try StatementValues.execute(insert, row: row, of: change.type, revision: revision)
             } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY {
                 throw invalid("\(change.type.name)[\(row.key.keyString!)] cannot be created: it already exists")
             }

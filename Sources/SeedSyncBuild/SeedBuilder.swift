@@ -125,19 +125,35 @@ public struct SeedBuilder: Sendable {
         }
     }
 
+    /// Downloads every incomplete type, one page ahead: the next page is requested and parsed
+    /// while the current one is inserted.
     private func download(into writer: SeedWriter, run: inout BuildRun, progress: @Sendable (BuildEvent) async throws -> Void) async throws {
         let cursors = try await writer.cursors()
         for type in writer.schema.types {
-            guard var cursor = cursors[type.name] else { continue }
-            while !cursor.isComplete {
+            guard let cursor = cursors[type.name], !cursor.isComplete else { continue }
+            var request = fetch(type.name, after: cursor.after)
+            defer { request.cancel() }
+            while true {
                 try Task.checkCancellation()
-                let before = client.bytesReceived
-                let page = try await client.snapshotPage(of: type.name, after: cursor.after, limit: options.pageSize)
+                let (page, bytes) = try await request.value
+                let isLast = page.next == .null
+                if !isLast { request = fetch(type.name, after: page.next) }
                 let rows = try await writer.insert(page)
                 run.pages += 1
-                cursor = SeedWriter.Cursor(after: page.rows.last?.first ?? cursor.after, isComplete: page.next == .null)
-                try await progress(.page(type: type.name, rows: rows, bytes: client.bytesReceived - before))
+                try await progress(.page(type: type.name, rows: rows, bytes: bytes))
+                if isLast { break }
             }
+        }
+    }
+
+    /// Starts loading one page; the task returns it with the bytes it took.
+    private func fetch(_ type: String, after: JSONValue?) -> Task<(SnapshotPage, Int64), any Error> {
+        let client = self.client
+        let limit = options.pageSize
+        return Task {
+            let before = client.bytesReceived
+            let page = try await client.snapshotPage(of: type, after: after, limit: limit)
+            return (page, client.bytesReceived - before)
         }
     }
 

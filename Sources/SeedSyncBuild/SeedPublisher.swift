@@ -24,11 +24,11 @@ struct SeedPublisher {
     }
 
     private func write(manifestPath: String, compressed: String) throws -> SeedManifest {
-        var manifest = try SeedManifest(describing: finished)
+        // With gzip, one pass over the seed hashes and compresses it.
+        let digests = gzip ? try Gzip.compress(finished, to: compressed + ".new") : nil
+        var manifest = try SeedManifest(describing: finished, digest: digests?.source)
         manifest.file = URL(fileURLWithPath: output).lastPathComponent
-        if gzip {
-            try Gzip.compress(finished, to: compressed + ".new")
-            let digest = try FileDigest(ofFile: compressed + ".new")
+        if let digest = digests?.compressed {
             manifest.gzip = .init(file: manifest.file + ".gz", size: digest.size, sha256: digest.sha256)
         }
         try manifest.jsonData().write(to: URL(fileURLWithPath: manifestPath + ".new"))

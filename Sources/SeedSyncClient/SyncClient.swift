@@ -27,19 +27,30 @@ public final class SyncClient: Sendable {
         /// The largest answer accepted, decompressed: 64 MiB.
         public var maxResponseSize: Int
         public var retry: RetryPolicy
+        /// Whether answers may come gzip-compressed. Off for a loopback server, where compressing
+        /// costs both ends CPU and saves no bandwidth; on otherwise.
+        public var acceptsGzip: Bool
 
         public init(
             serverURL: URL,
             token: String?,
             requestTimeout: TimeInterval = 30,
             maxResponseSize: Int = 64 << 20,
-            retry: RetryPolicy = RetryPolicy()
+            retry: RetryPolicy = RetryPolicy(),
+            acceptsGzip: Bool? = nil
         ) {
             self.serverURL = serverURL
             self.token = token
             self.requestTimeout = requestTimeout
             self.maxResponseSize = maxResponseSize
             self.retry = retry
+            self.acceptsGzip = acceptsGzip ?? !Self.isLoopback(serverURL)
+        }
+
+        /// Whether `url` names this machine: `localhost`, 127.0.0.0/8 or `::1`.
+        static func isLoopback(_ url: URL) -> Bool {
+            guard let host = url.host?.lowercased() else { return false }
+            return host == "localhost" || host.hasPrefix("127.") || host == "::1" || host == "[::1]"
         }
     }
 
@@ -148,7 +159,7 @@ public final class SyncClient: Sendable {
         guard let url = components?.url else { throw SyncClientError(.unreachable, "invalid server URL \(configuration.serverURL)") }
         var request = URLRequest(url: url, timeoutInterval: configuration.requestTimeout)
         request.setValue("application/json", forHTTPHeaderField: "Accept")
-        request.setValue("gzip", forHTTPHeaderField: "Accept-Encoding")
+        request.setValue(configuration.acceptsGzip ? "gzip" : "identity", forHTTPHeaderField: "Accept-Encoding")
         if let token = configuration.token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         if let body {
             request.httpMethod = "POST"

@@ -37,7 +37,7 @@ public struct JSONWriter: Sendable {
         switch value {
         case .null: raw("null")
         case .bool(let flag): raw(flag ? "true" : "false")
-        case .int(let number): raw(String(number))
+        case .int(let number): separate(); writeInteger(number); needsComma = true
         case .double(let number): raw(number.isFinite ? "\(number)" : "null")
         case .string(let text): separate(); writeString(text); needsComma = true
         case .array(let items):
@@ -109,6 +109,22 @@ public struct JSONWriter: Sendable {
             }
         }
         bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// Decimal digits straight into the buffer: `String(number)` would allocate for every one.
+    private mutating func writeInteger(_ number: Int64) {
+        if number < 0 { bytes.append(UInt8(ascii: "-")) }
+        var magnitude = number.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // room for 20 digits
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var index = buffer.count
+            repeat {
+                index -= 1
+                buffer[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            bytes.append(contentsOf: buffer[index...])
+        }
     }
 
     private static let hexDigits = Array("0123456789abcdef".utf8)

@@ -1,40 +1,48 @@
 import CZlib
 import Foundation
 
-/// Streaming gzip (RFC 1952) over zlib, for `.gz` seeds: memory stays at one chunk either way.
+/// gzip (RFC 1952) over zlib, for `.gz` seeds, streaming: memory stays at a few megabytes.
 ///
-/// Output is deterministic: the header carries no file name and a zero modification time.
+/// Compression runs on every core, as pigz does: the file is cut into 1 MiB blocks, each block
+/// is deflated on its own, primed with the 32 KiB before it and ended with a sync flush (the last
+/// one with the final block), so the pieces join into one ordinary gzip member. The output
+/// depends on the level and the block size alone, not on the number of cores or the platform:
+/// the header carries no name, no time and the "unknown" operating system.
 package enum Gzip {
-    /// Compresses the file at `source` into a new file at `destination`.
-    package static func compress(_ source: String, to destination: String, level: Int32 = 6) throws {
-        var stream = z_stream()
-        guard deflateInit2_(&stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
-            throw SeedError("gzip: cannot start the compressor")
-        }
-        defer { deflateEnd(&stream) }
+    /// Compresses the file at `source` into a new file at `destination`, synced.
+    ///
+    /// - Returns: the digests of the source and of the compressed file, from the same pass.
+    @discardableResult
+    package static func compress(_ source: String, to destination: String, level: Int32 = 6) throws -> (source: FileDigest, compressed: FileDigest) {
         let output = try OutputFile(path: destination)
         defer { output.close() }
-        var buffer = [UInt8](repeating: 0, count: FileChunks.chunkSize)
-        func pump(_ flush: Int32) throws {
-            repeat {
-                let status = buffer.withUnsafeMutableBufferPointer { out in
-                    stream.next_out = out.baseAddress
-                    stream.avail_out = UInt32(out.count)
-                    return deflate(&stream, flush)
-                }
-                guard status != Z_STREAM_ERROR else { throw SeedError("gzip: compression failed") }
-                try output.write(buffer[0..<(buffer.count - Int(stream.avail_out))])
-            } while stream.avail_out == 0
+        var compressed = FileDigest.Hasher()
+        func write(_ bytes: [UInt8]) throws {
+            bytes.withUnsafeBytes { compressed.update($0) }
+            try output.write(bytes)
         }
-        try FileChunks.read(source) { chunk in
-            stream.next_in = UnsafeMutablePointer(mutating: chunk.bindMemory(to: UInt8.self).baseAddress)
-            stream.avail_in = UInt32(chunk.count)
-            try pump(Z_NO_FLUSH)
+        try write(header)
+        var checksum = crc32(0, nil, 0)
+        let sourceDigest = try ParallelBlocks.read(source) { batch in
+            let blocks = try batch.deflate(level: level)
+            for block in blocks {
+                try write(block.bytes)
+                checksum = crc32_combine(checksum, block.checksum, block.count)
+            }
         }
-        stream.next_in = nil
-        stream.avail_in = 0
-        try pump(Z_FINISH)
+        try write(trailer(checksum: checksum, size: sourceDigest.size))
         try output.sync()
+        return (sourceDigest, compressed.finalize())
+    }
+
+    /// ID1 ID2 CM FLG MTIME(4) XFL OS: deflate, no flags, no time, unknown OS.
+    private static let header: [UInt8] = [0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 255]
+
+    /// CRC-32 and size modulo 2^32, little-endian.
+    private static func trailer(checksum: uLong, size: Int64) -> [UInt8] {
+        let crc = UInt32(truncatingIfNeeded: checksum)
+        let length = UInt32(truncatingIfNeeded: size)
+        return (0..<4).map { UInt8(truncatingIfNeeded: crc >> ($0 * 8)) } + (0..<4).map { UInt8(truncatingIfNeeded: length >> ($0 * 8)) }
     }
 
     /// Decompresses the gzip file at `source`, handing each decompressed chunk to `body`.

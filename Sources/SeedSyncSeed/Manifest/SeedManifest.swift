@@ -53,14 +53,16 @@ public struct SeedManifest: Codable, Sendable, Hashable {
 
     /// Describes the finished seed at `path`, hashing it.
     ///
+    /// - Parameter digest: the file's digest when the caller already has it (from compressing
+    ///   it, say); the file is hashed otherwise.
     /// - Parameter createdAt: the creation time; `SOURCE_DATE_EPOCH` from the environment when set,
     ///   for reproducible manifests, else now.
-    public init(describing path: String, createdAt: Date = SeedManifest.creationDate()) throws {
+    public init(describing path: String, digest: FileDigest? = nil, createdAt: Date = SeedManifest.creationDate()) throws {
         let seed = try SeedFile(path: path)
         defer { try? seed.close() }
         let metadata = try seed.metadata()
         let storage = try seed.storage()
-        let digest = try FileDigest(ofFile: path)
+        let digest = try digest ?? FileDigest(ofFile: path)
         format = Self.formatName
         formatVersion = metadata.formatVersion
         file = URL(fileURLWithPath: path).lastPathComponent

@@ -7,8 +7,21 @@ import SeedSyncModel
 package struct TableSQL: Sendable {
     package let type: EntityType
 
+    /// The statements run once per row, made once: building them on every call cost more than
+    /// running them when change sets are small.
+    package let insert: String
+    package let upsert: String
+    package let delete: String
+
     package init(type: EntityType) {
         self.type = type
+        let table = quote(type.name)
+        let key = quote(type.primaryKey.name)
+        let names = [type.primaryKey.name] + type.fields.map(\.name) + [SchemaNames.revisionColumn]
+        insert = "INSERT INTO \(table) (\(names.map(quote).joined(separator: ", "))) VALUES (\(placeholders(names.count)))"
+        let assignments = names.dropFirst().map { "\(quote($0)) = excluded.\(quote($0))" }.joined(separator: ", ")
+        upsert = insert + " ON CONFLICT (\(key)) DO UPDATE SET \(assignments)"
+        delete = "DELETE FROM \(table) WHERE \(key) = ?"
     }
 
     package var table: String { quote(type.name) }
@@ -52,17 +65,6 @@ package struct TableSQL: Sendable {
         }
     }
 
-    package var insert: String {
-        "INSERT INTO \(table) (\(columns)) VALUES (\(placeholders(type.fields.count + 2)))"
-    }
-
-    package var upsert: String {
-        let assignments = (type.fields.map(\.name) + [SchemaNames.revisionColumn])
-            .map { "\(quote($0)) = excluded.\(quote($0))" }
-            .joined(separator: ", ")
-        return insert + " ON CONFLICT (\(key)) DO UPDATE SET \(assignments)"
-    }
-
     package var update: String {
         let assignments = (type.fields.map(\.name) + [SchemaNames.revisionColumn])
             .map { "\(quote($0)) = ?" }
@@ -70,7 +72,6 @@ package struct TableSQL: Sendable {
         return "UPDATE \(table) SET \(assignments) WHERE \(key) = ?"
     }
 
-    package var delete: String { "DELETE FROM \(table) WHERE \(key) = ?" }
     package var exists: String { "SELECT 1 FROM \(table) WHERE \(key) = ?" }
     package var keys: String { "SELECT \(key) FROM \(table) ORDER BY \(key)" }
 

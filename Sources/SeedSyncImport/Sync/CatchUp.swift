@@ -9,26 +9,31 @@ extension ImportSession {
     /// expiring under the importer is an error, not a loop.
     private static let maxRecoveries = 2
 
-    /// `/v1/sync` from the database's revision until `hasMore` is false.
+    /// `/v1/sync` from the database's revision until `hasMore` is false, one answer ahead: the
+    /// next answer is requested and parsed while the current one is applied.
     func catchUp(_ database: inout LocalDatabase, info: SchemaInfo) async throws {
         let applier = ChangeApplier(schema: database.metadata.schema)
         // Types the server has and the database left out (a seed built with --types) are dropped.
         let excluded = Set(info.types.map(\.name)).subtracting(database.metadata.schema.types.map(\.name))
         var revision = try await database.revision()
         var recoveries = 0
+        var request = fetch(from: revision)
+        defer { request.cancel() }
         while true {
             try Task.checkCancellation()
             let response: SyncResponse
             do {
-                response = try await client.sync(from: revision, limit: configuration.syncLimit)
+                response = try await request.value
             } catch let error as SyncClientError where error.code == .historyExpired && recoveries < Self.maxRecoveries {
                 recoveries += 1
                 database = try await recover(database, minRevision: error.minRevision ?? info.minRevision)
                 revision = try await database.revision()
+                request = fetch(from: revision)
                 continue
             } catch let error as SyncClientError where error.code == .revisionAhead {
                 throw ImportError(.revisionAhead, "\(databasePath) is at revision \(revision), which the server has not reached (\(error)); was the server reset? Delete the database to install the seed again")
             }
+            if response.hasMore { request = fetch(from: response.maxRevision) }
             let changeSets = response.changeSets.map { $0.removingChanges(ofTypes: excluded) }
             for batch in batches(of: changeSets) {
                 try Task.checkCancellation()
@@ -40,6 +45,12 @@ extension ImportSession {
             if !response.hasMore { break }
         }
         emit(.caughtUp(revision: revision))
+    }
+
+    /// Starts one `/v1/sync` request from `revision`.
+    private func fetch(from revision: Int64) -> Task<SyncResponse, any Error> {
+        let (client, limit) = (self.client, configuration.syncLimit)
+        return Task { try await client.sync(from: revision, limit: limit) }
     }
 
     /// Change sets grouped into transactions of about ``SeedImporter/Configuration/maxRowsPerTransaction`` rows.

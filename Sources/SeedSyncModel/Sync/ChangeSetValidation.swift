@@ -55,9 +55,13 @@ extension EntityType {
                 throw ChangeSetError("\(name)[\(key)] appears more than once in create, update and delete")
             }
         }
-        let written = Set((changes.create + changes.update).compactMap(\.keyString))
-        if let stray = changes.attributes.keys.sorted().first(where: { !written.contains($0) }) {
-            throw ChangeSetError("\(name)[\(stray)] has attributes but is not created or updated")
+        // Every id is unique, so attributes for each created or updated row, and no more, means
+        // as many attribute rows as such ids, each of them one of those ids (checked in `row`).
+        if changes.attributes.count != changes.create.count + changes.update.count {
+            let written = Set((changes.create + changes.update).compactMap(\.keyString))
+            if let stray = changes.attributes.keys.sorted().first(where: { !written.contains($0) }) {
+                throw ChangeSetError("\(name)[\(stray)] has attributes but is not created or updated")
+            }
         }
         return ValidatedChanges(
             type: self,
@@ -70,8 +74,12 @@ extension EntityType {
     fileprivate func row(_ id: JSONValue, _ attributes: [String: [String: JSONValue]]) throws(ChangeSetError) -> RowValues {
         let key = id.keyString!
         guard let given = attributes[key] else { throw ChangeSetError("\(name)[\(key)] has no attributes") }
-        for attribute in given.keys.sorted() where attribute != SchemaNames.revisionColumn && field(named: attribute) == nil {
-            if attribute == primaryKey.name, given[attribute] == id { continue }
+        let isUnexpected = { (attribute: String) in
+            attribute != SchemaNames.revisionColumn && self.field(named: attribute) == nil
+                && (attribute != self.primaryKey.name || given[attribute] != id)
+        }
+        // Sorted only to name the same attribute every time when there is one to name.
+        if given.keys.contains(where: isUnexpected), let attribute = given.keys.sorted().first(where: isUnexpected) {
             throw ChangeSetError(
                 attribute == primaryKey.name
                     ? "\(name)[\(key)].\(attribute) differs from the id"

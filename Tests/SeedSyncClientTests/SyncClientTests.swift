@@ -40,6 +40,22 @@ import Testing
         }
     }
 
+    /// Compression is asked for unless the server is on this machine; answers read the same either way.
+    @Test func asksForGzipExceptOnLoopback() async throws {
+        for (host, expected) in [("127.0.0.1", false), ("localhost", false), ("[::1]", false), ("127.1.2.3", false), ("sync.example.com", true), ("10.0.0.1", true)] {
+            let configuration = SyncClient.Configuration(serverURL: URL(string: "http://\(host):8080")!, token: nil)
+            #expect(configuration.acceptsGzip == expected, "\(host)")
+        }
+        try await withServer { url, store in
+            var configuration = SyncClient.Configuration(serverURL: url, token: Self.token, retry: .none)
+            configuration.acceptsGzip = true
+            let client = SyncClient(configuration: configuration)
+            let page = try await client.snapshotPage(of: "events", after: nil, limit: 300)
+            #expect(page == (try await store.snapshotPage(of: "events", after: nil, limit: 300)))
+            #expect(try await client.sync(from: 1).changeSets.count == 25)
+        }
+    }
+
     @Test func mapsServerErrorsToCodes() async throws {
         try await withServer { url, _ in
             await #expect { try await client(url, token: nil).schema() } throws: { ($0 as? SyncClientError)?.code == .unauthorized }

@@ -78,3 +78,28 @@ import Testing
         }
     }
 }
+
+@Suite struct PageJSONTests {
+    /// The store writes page JSON straight from its cursor; it must be the page's own JSON, byte
+    /// for byte, for every field type, null, text keys and page boundaries.
+    @Test func pageJSONIsThePagesJSON() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try await Fixtures.emptyStore(in: directory)
+            try await store.commit(Fixtures.catalogCreation(author: "le-guin", book: 1))
+            try await store.commit(ChangeSet(changes: [
+                TypeChanges(type: "authors", create: ["a\"b\\c\n\u{1}é"], attributes: ["a\"b\\c\n\u{1}é": ["name": "Tab\there", "born": .null, "photo": .null]]),
+                TypeChanges(type: "books", create: [2, 3], attributes: [
+                    "2": ["title": "", "author_code": .null, "price": 0.1, "in_stock": false, "pages": -7],
+                    "3": ["title": "中文", "author_code": "le-guin", "price": 1e-7, "in_stock": true, "pages": .int(.max)],
+                ]),
+            ]))
+            for (type, after) in [("authors", nil), ("books", nil), ("books", JSONValue.int(1)), ("books", .int(3))] as [(String, JSONValue?)] {
+                for limit in [1, 2, 10] {
+                    let expected = try await store.snapshotPage(of: type, after: after, limit: limit).jsonBytes()
+                    let written = try await store.snapshotPageJSON(of: type, after: after, limit: limit)
+                    #expect(String(decoding: written, as: UTF8.self) == String(decoding: expected, as: UTF8.self))
+                }
+            }
+        }
+    }
+}

@@ -17,10 +17,11 @@ extension SQLiteSyncStore {
         let table = try self.table(type)
         return try await pool.read { db in
             let state = try StateRecord.fetch(db)
-            let statement = try db.cachedStatement(sql: table.snapshot(after: after != nil))
-            var arguments: [DatabaseValue] = after.map { [ValueMapping.databaseValue(key: $0)] } ?? []
-            arguments.append((limit + 1).databaseValue)
-            var rows = try Self.rows(of: table.type, statement: statement, arguments: StatementArguments(arguments))
+            let cursor = try Self.pageCursor(table, after: after, limit: limit, in: db).1
+            var rows: [[JSONValue]] = []
+            while let row = try cursor.next() {
+                rows.append(ValueMapping.jsonRow(row, of: table.type))
+            }
             let isLast = rows.count <= limit
             if !isLast { rows.removeLast() }
             return SnapshotPage(
@@ -38,16 +39,12 @@ extension SQLiteSyncStore {
         let table = try self.table(type)
         return try await pool.read { db in
             let state = try StateRecord.fetch(db)
-            let statement = try db.cachedStatement(sql: table.snapshot(after: after != nil))
-            var arguments: [DatabaseValue] = after.map { [ValueMapping.databaseValue(key: $0)] } ?? []
-            arguments.append((limit + 1).databaseValue)
+            let (statement, cursor) = try Self.pageCursor(table, after: after, limit: limit, in: db)
             let fields = table.type.fields
             var writer = SnapshotPage.beginJSON(type: type, revision: state.revision, columns: table.type.columnNames, rowCount: limit)
             var count = 0
             var last = JSONValue.null
             var next = JSONValue.null
-            // One row of look-ahead, as in `snapshotPage`: a row past `limit` means there is more.
-            let cursor = try Row.fetchCursor(statement, arguments: StatementArguments(arguments))
             while try cursor.next() != nil {
                 count += 1
                 if count > limit {
@@ -67,13 +64,13 @@ extension SQLiteSyncStore {
         }
     }
 
-    private static func rows(of type: EntityType, statement: Statement, arguments: StatementArguments) throws -> [[JSONValue]] {
-        var rows: [[JSONValue]] = []
-        let cursor = try Row.fetchCursor(statement, arguments: arguments)
-        while let row = try cursor.next() {
-            rows.append(ValueMapping.jsonRow(row, of: type))
-        }
-        return rows
+    /// The rows of a page in key order, with one row of look-ahead: a row past `limit` means
+    /// there is more. The statement is returned to read the cursor's current row from.
+    private static func pageCursor(_ table: TableSQL, after: JSONValue?, limit: Int, in db: Database) throws -> (Statement, RowCursor) {
+        let statement = try db.cachedStatement(sql: table.snapshot(after: after != nil))
+        var arguments: [DatabaseValue] = after.map { [ValueMapping.databaseValue(key: $0)] } ?? []
+        arguments.append((limit + 1).databaseValue)
+        return (statement, try Row.fetchCursor(statement, arguments: StatementArguments(arguments)))
     }
 
     public func changeFeed(after revision: Int64, limit: Int, byteBudget: Int) async throws -> ChangeFeed {

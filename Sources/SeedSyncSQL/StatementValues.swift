@@ -48,7 +48,10 @@ package enum StatementValues {
         case (.double(let number), _): sqlite3_bind_double(handle, index, number)
         case (.string(let text), .blob):
             let data = Data(base64Encoded: text) ?? Data()
-            _ = data.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(data.count), transient) }
+            _ = data.withUnsafeBytes { bytes in
+                guard let start = bytes.baseAddress, !bytes.isEmpty else { return sqlite3_bind_zeroblob(handle, index, 0) }
+                return sqlite3_bind_blob(handle, index, start, Int32(bytes.count), transient)
+            }
         case (.string(let text), _): bind(text: text, at: index, to: handle)
         case (.null, _), (.array, _), (.object, _): sqlite3_bind_null(handle, index)
         }
@@ -58,7 +61,7 @@ package enum StatementValues {
         var text = text
         text.withUTF8 { bytes in
             guard let start = bytes.baseAddress, !bytes.isEmpty else {
-                _ = sqlite3_bind_text(handle, index, "", 0, nil)
+                _ = sqlite3_bind_text(handle, index, "", 0, transient)
                 return
             }
             _ = start.withMemoryRebound(to: CChar.self, capacity: bytes.count) {

@@ -74,16 +74,7 @@ ensure_bench_tools() {
     [ -x /usr/bin/time ] || missing+=(time)
     command -v python3 >/dev/null 2>&1 || missing+=(python3)
     command -v sqlite3 >/dev/null 2>&1 || missing+=(sqlite3)
-    [ ${#missing[@]} -eq 0 ] && return 0
-    if [ "$(id -u)" -eq 0 ]; then
-        echo "installing ${missing[*]}" >&2
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get update -qq
-        apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-    else
-        echo "missing: ${missing[*]}; install them with: sudo apt-get install ${missing[*]}" >&2
-        return 1
-    fi
+    install_packages "${missing[@]}"
 }
 
 # measure CASE NAME RUN COMMAND...: runs COMMAND once under /usr/bin/time, its stdout, stderr and time in

@@ -13,64 +13,45 @@ extension SQLiteSyncStore {
         }
     }
 
+    /// The page, read back from ``snapshotPageJSON(of:after:limit:)``: one mapping from stored
+    /// values to wire values, so the two can never disagree.
     public func snapshotPage(of type: String, after: JSONValue?, limit: Int) async throws -> SnapshotPage {
-        let table = try self.table(type)
-        return try await pool.read { db in
-            let state = try StateRecord.fetch(db)
-            let cursor = try Self.pageCursor(table, after: after, limit: limit, in: db).1
-            var rows: [[JSONValue]] = []
-            while let row = try cursor.next() {
-                rows.append(ValueMapping.jsonRow(row, of: table.type))
-            }
-            let isLast = rows.count <= limit
-            if !isLast { rows.removeLast() }
-            return SnapshotPage(
-                type: type,
-                revision: state.revision,
-                columns: table.type.columnNames,
-                rows: rows,
-                next: isLast ? .null : rows.last![0]
-            )
-        }
+        try SnapshotPage(json: JSONParser.parse(try await snapshotPageJSON(of: type, after: after, limit: limit)))
     }
 
-    /// The page's JSON, written from the statement's columns as they are read.
+    /// Up to `limit` rows after `after` as page JSON, written from the statement's columns as they
+    /// are read. One row of look-ahead: a row past `limit` means there is more, and `next` is the
+    /// key of the page's last row.
     public func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int) async throws -> [UInt8] {
         let table = try self.table(type)
         return try await pool.read { db in
             let state = try StateRecord.fetch(db)
-            let (statement, cursor) = try Self.pageCursor(table, after: after, limit: limit, in: db)
-            let fields = table.type.fields
+            let statement = try db.cachedStatement(sql: table.snapshot(after: after != nil))
+            var arguments: [DatabaseValue] = after.map { [ValueMapping.databaseValue(key: $0)] } ?? []
+            arguments.append((limit + 1).databaseValue)
+            let cursor = try Row.fetchCursor(statement, arguments: StatementArguments(arguments))
             var writer = SnapshotPage.beginJSON(type: type, revision: state.revision, columns: table.type.columnNames, rowCount: limit)
             var count = 0
-            var last = JSONValue.null
             var next = JSONValue.null
             while try cursor.next() != nil {
                 count += 1
-                if count > limit {
-                    next = last
-                    break
-                }
-                if count == limit { last = StatementValues.key(column: 0, of: statement) }
-                writer.beginArray()
-                StatementValues.write(column: 0, of: statement, as: nil, to: &writer)
-                for (index, field) in fields.enumerated() {
-                    StatementValues.write(column: Int32(index + 1), of: statement, as: field.type, to: &writer)
-                }
-                StatementValues.write(column: Int32(fields.count + 1), of: statement, as: nil, to: &writer)
-                writer.endArray()
+                if count > limit { break }
+                if count == limit { next = StatementValues.key(column: 0, of: statement) }
+                Self.writeRow(of: table.type, from: statement, to: &writer)
             }
-            return SnapshotPage.endJSON(&writer, next: next)
+            return SnapshotPage.endJSON(&writer, next: count > limit ? next : .null)
         }
     }
 
-    /// The rows of a page in key order, with one row of look-ahead: a row past `limit` means
-    /// there is more. The statement is returned to read the cursor's current row from.
-    private static func pageCursor(_ table: TableSQL, after: JSONValue?, limit: Int, in db: Database) throws -> (Statement, RowCursor) {
-        let statement = try db.cachedStatement(sql: table.snapshot(after: after != nil))
-        var arguments: [DatabaseValue] = after.map { [ValueMapping.databaseValue(key: $0)] } ?? []
-        arguments.append((limit + 1).databaseValue)
-        return (statement, try Row.fetchCursor(statement, arguments: StatementArguments(arguments)))
+    /// The current row of `statement` as a page row: key, fields, revision.
+    private static func writeRow(of type: EntityType, from statement: Statement, to writer: inout JSONWriter) {
+        writer.beginArray()
+        StatementValues.write(column: 0, of: statement, as: nil, to: &writer)
+        for (index, field) in type.fields.enumerated() {
+            StatementValues.write(column: Int32(index + 1), of: statement, as: field.type, to: &writer)
+        }
+        StatementValues.write(column: Int32(type.fields.count + 1), of: statement, as: nil, to: &writer)
+        writer.endArray()
     }
 
     public func changeFeed(after revision: Int64, limit: Int, byteBudget: Int) async throws -> ChangeFeed {

@@ -8,14 +8,20 @@ ensure_system_packages() {
     for package in "${SEEDSYNC_PACKAGES[@]}"; do
         dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
     done
-    [ ${#missing[@]} -eq 0 ] && return 0
+    install_packages "${missing[@]}"
+}
+
+# install_packages PACKAGE...: installs the Debian packages named, with apt-get when root; otherwise
+# says how and fails. Nothing named, nothing done.
+install_packages() {
+    [ $# -eq 0 ] && return 0
     if [ "$(id -u)" -eq 0 ]; then
-        echo "installing ${missing[*]}" >&2
+        echo "installing $*" >&2
         export DEBIAN_FRONTEND=noninteractive
         apt-get update -qq
-        apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+        apt-get install -y -qq --no-install-recommends "$@" >/dev/null
     else
-        echo "missing system packages: ${missing[*]}; install them with: sudo apt-get install ${missing[*]}" >&2
+        echo "missing system packages: $*; install them with: sudo apt-get install $*" >&2
         return 1
     fi
 }

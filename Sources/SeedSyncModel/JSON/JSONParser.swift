@@ -74,32 +74,21 @@ private struct Scanner {
 
     private mutating func parseArray() throws(JSONParseError) -> JSONValue {
         try enter()
-        index += 1
+        defer { depth -= 1 }
         var items: [JSONValue] = []
-        skipWhitespace()
-        if index < bytes.count, bytes[index] == Byte.closeBracket {
-            index += 1
-            depth -= 1
-            return .array(items)
-        }
+        guard !skipEmpty(closing: Byte.closeBracket) else { return .array(items) }
         while true {
             items.append(try parseValue())
             guard try separator(closing: Byte.closeBracket) else { break }
         }
-        depth -= 1
         return .array(items)
     }
 
     private mutating func parseObject() throws(JSONParseError) -> JSONValue {
         try enter()
-        index += 1
+        defer { depth -= 1 }
         var members: [String: JSONValue] = [:]
-        skipWhitespace()
-        if index < bytes.count, bytes[index] == Byte.closeBrace {
-            index += 1
-            depth -= 1
-            return .object(members)
-        }
+        guard !skipEmpty(closing: Byte.closeBrace) else { return .object(members) }
         while true {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == Byte.quote else { throw failure("expected a member name") }
@@ -113,8 +102,15 @@ private struct Scanner {
             }
             guard try separator(closing: Byte.closeBrace) else { break }
         }
-        depth -= 1
         return .object(members)
+    }
+
+    /// After an opening bracket or brace: whether `closing` follows at once (consumed).
+    private mutating func skipEmpty(closing: UInt8) -> Bool {
+        skipWhitespace()
+        guard index < bytes.count, bytes[index] == closing else { return false }
+        index += 1
+        return true
     }
 
     /// After an item: `true` at a comma (another item follows), `false` at `closing` (consumed).
@@ -129,9 +125,11 @@ private struct Scanner {
         throw failure(closing == Byte.closeBracket ? "expected ',' or ']'" : "expected ',' or '}'")
     }
 
+    /// Steps over an opening bracket or brace, one level deeper; the caller steps back out.
     private mutating func enter() throws(JSONParseError) {
+        guard depth < JSONParser.maxDepth else { throw failure("nested more than \(JSONParser.maxDepth) deep") }
         depth += 1
-        guard depth <= JSONParser.maxDepth else { throw failure("nested more than \(JSONParser.maxDepth) deep") }
+        index += 1
     }
 
     // MARK: Strings

@@ -17,8 +17,8 @@ public protocol SyncStore: Sendable {
     func snapshotPage(of type: String, after: JSONValue?, limit: Int) async throws -> SnapshotPage
 
     /// The same page as ``snapshotPage(of:after:limit:)``, already as the JSON of
-    /// ``SnapshotPage/jsonBytes()``, byte for byte. Stores that can write it without building the
-    /// page first (the SQLite store does) implement it; the default encodes the page.
+    /// ``SnapshotPage/jsonBytes()``. Stores that can write it without building the page first (the
+    /// SQLite store does, and reads its pages back from it) implement it; the default encodes the page.
     func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int) async throws -> [UInt8]
 
     /// The change sets after `revision`, in order: at most `limit`, and no more than `byteBudget`

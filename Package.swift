@@ -78,7 +78,7 @@ let package = Package(
         .target(
             name: "SeedSyncImport",
             dependencies: [
-                "SeedSyncModel", "SeedSyncSeed", "SeedSyncClient", "SeedSyncBuild",
+                "SeedSyncModel", "SeedSyncSQL", "SeedSyncSeed", "SeedSyncClient", "SeedSyncBuild",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),

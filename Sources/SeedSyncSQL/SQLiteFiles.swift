@@ -5,7 +5,15 @@ import GRDB
 package enum SQLiteFiles {
     /// Removes a database file and its `-wal`, `-shm` and `-journal` files, ignoring the ones that are not there.
     package static func remove(at path: String) {
-        for suffix in ["", "-wal", "-shm", "-journal"] {
+        try? FileManager.default.removeItem(atPath: path)
+        removeJournals(of: path)
+    }
+
+    /// Removes the `-wal`, `-shm` and `-journal` files of the database at `path`.
+    ///
+    /// Needed before a new file takes that path: SQLite would replay an old file's journal onto it.
+    package static func removeJournals(of path: String) {
+        for suffix in ["-wal", "-shm", "-journal"] {
             try? FileManager.default.removeItem(atPath: path + suffix)
         }
     }

@@ -92,6 +92,24 @@ func storedRevision(_ db: Database) throws -> Int64? {
     try String.fetchOne(db, sql: "SELECT value FROM _seedsync_seed WHERE key = 'revision'").flatMap { Int64($0) }
 }
 
+/// Copies the database at `source` to `destination` as a process killed in the middle of a write
+/// leaves it: `statement` half written into the file (the page cache is one page, so it spills),
+/// and a hot `-journal` beside it that holds the pages as they were.
+func copyWithHotJournal(_ source: String, to destination: String, changing statement: String) throws {
+    let scratch = source + ".scratch"
+    try FileManager.default.createDirectory(atPath: (destination as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+    try FileManager.default.copyItem(atPath: source, toPath: scratch)
+    let queue = try DatabaseQueue(path: scratch)
+    try queue.inDatabase { db in
+        try db.execute(sql: "PRAGMA journal_mode = DELETE; PRAGMA cache_size = 1; BEGIN IMMEDIATE; \(statement)")
+        try FileManager.default.copyItem(atPath: scratch, toPath: destination)
+        try FileManager.default.copyItem(atPath: scratch + "-journal", toPath: destination + "-journal")
+        try db.execute(sql: "ROLLBACK")
+    }
+    try queue.close()
+    try FileManager.default.removeItem(atPath: scratch)
+}
+
 /// The files in `folder`, sorted.
 func files(in folder: String) -> [String] {
     ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted()

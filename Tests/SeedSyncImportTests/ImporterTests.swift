@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import SeedSyncClient
 import SeedSyncDemo
 import SeedSyncImport
@@ -114,6 +115,48 @@ import Testing
             try Data("my notes".utf8).write(to: URL(fileURLWithPath: fixture.database))
             await #expect { try await fixture.importer().run() } throws: { ($0 as? ImportError)?.code == .invalidDatabase }
             #expect(FileManager.default.contents(atPath: fixture.database) == Data("my notes".utf8))
+        }
+    }
+
+    /// A kill during the switch of a fresh install to WAL leaves a hot journal, which the next run rolls back.
+    @Test func aHotJournalOfAnInstalledSeedIsRolledBack() async throws {
+        try await withImportFixture { fixture in
+            try copyWithHotJournal(fixture.seed, to: fixture.database, changing: "UPDATE events SET title = 'torn', revision = revision + 1")
+            let report = try await fixture.importer().run()
+            #expect(!report.installed)
+            #expect(report.fromRevision == fixture.seedRevision)
+            #expect(try contents(ofSeed: fixture.database) == (try await fixture.serverContents()))
+            #expect(!FileManager.default.fileExists(atPath: fixture.database + "-journal"))
+        }
+    }
+
+    /// A kill during the switch of the checked copy to WAL leaves a hot journal beside the copy; the next run starts the copy over.
+    @Test func aHotJournalBesideAnInterruptedInstallIsRemoved() async throws {
+        try await withImportFixture { fixture in
+            try copyWithHotJournal(fixture.seed, to: fixture.database + ".installing", changing: "UPDATE events SET title = 'torn'")
+            let report = try await fixture.importer().run()
+            let folder = URL(fileURLWithPath: fixture.database).deletingLastPathComponent().path
+            #expect(files(in: folder) == ["events.sqlite", "events.sqlite.lock"])
+            #expect(report.installed)
+            #expect(try contents(ofSeed: fixture.database) == (try await fixture.serverContents()))
+        }
+    }
+
+    /// A database of the app's own with a hot journal is not SeedSync's to roll back.
+    @Test func aHotJournalOfAnotherDatabaseIsLeftAlone() async throws {
+        try await withImportFixture { fixture in
+            let other = fixture.served.path("other.sqlite")
+            let queue = try DatabaseQueue(path: other)
+            try await queue.write { db in
+                try db.execute(sql: "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+                for id in 0..<2000 { try db.execute(sql: "INSERT INTO notes VALUES (?, ?)", arguments: [id, "note \(id)"]) }
+            }
+            try queue.close()
+            try copyWithHotJournal(other, to: fixture.database, changing: "UPDATE notes SET body = 'torn'")
+            let before = (FileManager.default.contents(atPath: fixture.database), FileManager.default.contents(atPath: fixture.database + "-journal"))
+            await #expect { try await fixture.importer().run() } throws: { ($0 as? ImportError)?.code == .invalidDatabase }
+            #expect(FileManager.default.contents(atPath: fixture.database) == before.0)
+            #expect(FileManager.default.contents(atPath: fixture.database + "-journal") == before.1)
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import SeedSyncModel
+import SeedSyncSQL
 import SeedSyncSeed
 
 extension ImportSession {
@@ -18,17 +19,22 @@ extension ImportSession {
         }
     }
 
-    /// Copies and checks the seed beside the database, then renames it into place.
+    /// Copies and checks the seed beside the database, switches the copy to WAL, then renames it into place.
+    ///
+    /// The copy is switched before the rename, so the file at the database path is in WAL mode
+    /// from its first moment: a kill can leave a hot rollback journal beside the copy, which the
+    /// next run deletes with it, but never beside the database.
     private func install(server: SchemaInfo?) async throws -> LocalDatabase {
         if let server, let summary = seed.summary { try check(summary, against: server) }
         let metadata = try seed.copy(to: installingPath, expectedSchemaVersion: configuration.expectedSchemaVersion)
         do {
             if let server { try check(metadata, against: server) }
+            try LocalDatabase.switchToWAL(at: installingPath)
             // Journals of an older database that is gone would be replayed onto the new file.
-            for suffix in ["-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: databasePath + suffix) }
+            SQLiteFiles.removeJournals(of: databasePath)
             try FileSystem.rename(installingPath, to: databasePath)
         } catch {
-            try? FileManager.default.removeItem(atPath: installingPath)
+            SQLiteFiles.remove(at: installingPath)
             throw error
         }
         FileSystem.syncDirectory(of: databasePath)
@@ -48,7 +54,7 @@ extension ImportSession {
             if let server { try check(summary, against: server) }
         }
         let metadata = try seed.copy(to: installingPath, expectedSchemaVersion: configuration.expectedSchemaVersion)
-        defer { try? FileManager.default.removeItem(atPath: installingPath) }
+        defer { SQLiteFiles.remove(at: installingPath) }
         guard isNewer(metadata.dataset, metadata.schemaVersion, metadata.revision, than: local) else { return database }
         if let server { try check(metadata, against: server) }
         return try await replace(database, with: installingPath, revision: metadata.revision, reason: .newerSeed, source: .seed)

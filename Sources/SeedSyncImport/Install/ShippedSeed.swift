@@ -1,4 +1,5 @@
 import Foundation
+import SeedSyncSQL
 import SeedSyncSeed
 
 /// The seed the app ships: a plain or `.gz` file, with its manifest when one is beside it
@@ -59,14 +60,14 @@ struct ShippedSeed: Sendable {
         do {
             return try copyAndCheck(to: destination, expectedSchemaVersion: expectedSchemaVersion)
         } catch {
-            try? FileManager.default.removeItem(atPath: destination)
+            SQLiteFiles.remove(at: destination)
             // Name the shipped seed, not the copy, in what the user reads.
             throw error as? ImportError ?? ImportError(.invalidSeed, "\(error)".replacingOccurrences(of: destination, with: path))
         }
     }
 
     private func copyAndCheck(to destination: String, expectedSchemaVersion: Int?) throws -> SeedMetadata {
-        try? FileManager.default.removeItem(atPath: destination)
+        SQLiteFiles.remove(at: destination)
         let digest = try FileCopy.copy(path, to: destination, decompress: isCompressed, limit: manifest?.size ?? .max)
         if let manifest, digest.size != manifest.size || digest.sha256 != manifest.sha256 {
             throw ImportError(.invalidSeed, "\(path) does not match its manifest: \(digest.size) bytes with SHA-256 \(digest.sha256), the manifest says \(manifest.size) bytes with \(manifest.sha256)")

@@ -35,6 +35,7 @@ final class LocalDatabase: Sendable {
     /// The file is first checked read-only, so a file that is not a SeedSync database is never written.
     static func open(at path: String) throws -> LocalDatabase? {
         guard FileManager.default.fileExists(atPath: path) else { return nil }
+        try rollBackInterruptedWrite(at: path)
         let metadata: SeedMetadata
         do {
             let file = try SeedFile(path: path)
@@ -63,6 +64,40 @@ final class LocalDatabase: Sendable {
     /// The revision the rows are at.
     func revision() async throws -> Int64 {
         try await queue.read { db in try SeedMetadata.storedRevision(db) }
+    }
+
+    /// Switches the file at `path`, which no one else has open, to WAL mode, and closes it.
+    ///
+    /// SQLite syncs the file as the switch commits; closing the last connection checkpoints and
+    /// deletes the `-wal` and `-shm` files, so the file alone is the whole database.
+    static func switchToWAL(at path: String) throws {
+        do {
+            let queue = try DatabaseQueue(path: path)
+            let mode = try queue.writeWithoutTransaction { db in try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") }
+            try queue.close()
+            guard mode == "wal" else { throw ImportError(.invalidDatabase, "cannot switch \(path) to WAL mode") }
+        } catch let error as DatabaseError {
+            throw ImportError(.invalidDatabase, "cannot switch \(path) to WAL mode: \(error.message ?? "SQLite error \(error.resultCode.rawValue)")")
+        }
+    }
+
+    /// Rolls back a write that was killed in rollback-journal mode, when the file is a seed-format one.
+    ///
+    /// A process killed in the middle of such a write (the switch of a freshly installed seed to
+    /// WAL is one) leaves a hot `-journal`. SQLite rolls it back on the next open, but only from a
+    /// read-write connection: the read-only check in ``open(at:)`` would fail on it with "attempt
+    /// to write a readonly database". So when a `-journal` is there and the file's header carries
+    /// SeedSync's application id, one read-write connection reads the schema, which rolls the
+    /// journal back. Any other file is left to the read-only check, which refuses it untouched.
+    private static func rollBackInterruptedWrite(at path: String) throws {
+        guard FileManager.default.fileExists(atPath: path + "-journal"), SeedFormat.hasSeedHeader(at: path) else { return }
+        do {
+            let queue = try DatabaseQueue(path: path)
+            _ = try queue.read { db in try Int.fetchOne(db, sql: "PRAGMA schema_version") }
+            try queue.close()
+        } catch let error as DatabaseError {
+            throw ImportError(.invalidDatabase, "cannot roll back the interrupted write in \(path): \(error.message ?? "SQLite error \(error.resultCode.rawValue)")")
+        }
     }
 
     /// Applies `changeSets` in one transaction, with the revision they lead to.

@@ -16,15 +16,18 @@ public final class SeedFile: Sendable {
 
     /// Opens the file read-only; nothing is written beside it.
     ///
+    /// - Parameter memoryMapped: read through a memory map of the whole file. Full scans such as
+    ///   `integrity_check` take about two thirds of the time then, but every page read counts in the
+    ///   process's resident memory (250 MB to verify a 118 MB seed, against 31 MB without), so
+    ///   only `seed-verify`'s checks ask for it.
     /// - Throws: ``SeedError`` when nothing is at `path` or it is not a SQLite database.
-    public init(path: String) throws {
+    public init(path: String, memoryMapped: Bool = false) throws {
         guard FileManager.default.fileExists(atPath: path) else { throw SeedError("no seed at \(path)") }
         var configuration = Configuration()
         configuration.readonly = true
         configuration.foreignKeysEnabled = false
-        configuration.prepareDatabase { db in
-            // Reading through a memory map halves the time of full scans such as integrity_check.
-            try db.execute(sql: "PRAGMA mmap_size = \(1 << 30)")
+        if memoryMapped {
+            configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA mmap_size = \(1 << 30)") }
         }
         do {
             queue = try DatabaseQueue(path: path, configuration: configuration)

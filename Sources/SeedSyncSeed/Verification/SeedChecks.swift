@@ -68,7 +68,7 @@ struct SeedChecks {
 
     private func open(into report: inout VerificationReport) -> SeedFile? {
         do {
-            return try SeedFile(path: path)
+            return try SeedFile(path: path, memoryMapped: true)
         } catch {
             report.record("seed-format", false, "\(error)")
             return nil
@@ -101,7 +101,7 @@ struct SeedChecks {
     private static func checkIntegrity(_ path: String) -> VerificationReport {
         var report = VerificationReport(seed: path)
         Self.record("integrity", into: &report) {
-            let seed = try SeedFile(path: path)
+            let seed = try SeedFile(path: path, memoryMapped: true)
             defer { try? seed.close() }
             let problems = try seed.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
             return (problems == ["ok"], problems == ["ok"] ? "ok" : problems.prefix(3).joined(separator: "; "))

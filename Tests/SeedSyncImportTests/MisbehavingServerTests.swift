@@ -112,6 +112,26 @@ import Testing
         }
     }
 
+    /// A server whose history keeps expiring under the importer: two recoveries from the seed,
+    /// then the third 410 ends the run instead of looping, with the database at the seed.
+    @Test func aHistoryThatKeepsExpiringStopsAfterTwoRecoveries() async throws {
+        try await withImportFixture(changesAfter: 10) { fixture in
+            let stub = StubAnswers([.historyExpired(minRevision: fixture.seedRevision)])
+            let collected = Locked<[ImportEvent]>([])
+            try await Self.serve(fixture, stub) { importer in
+                await #expect {
+                    for try await event in importer.events() { collected.update { $0.append(event) } }
+                } throws: { ($0 as? SyncClientError)?.code == .historyExpired }
+            }
+            let replacements = collected.value.compactMap { if case .replaced(let replacement) = $0 { replacement } else { nil } }
+            #expect(stub.requests == 3)
+            #expect(replacements.map(\.reason) == [.historyExpired, .historyExpired])
+            #expect(replacements.allSatisfy { $0.source == .seed })
+            #expect(try revision(of: fixture.database) == fixture.seedRevision)
+            #expect(try contents(ofSeed: fixture.database) == (try contents(ofSeed: fixture.seed)))
+        }
+    }
+
     /// Serves the real schema and the stub's `/v1/sync` answers; `body` gets an importer of it.
     static func serve(
         _ fixture: ImportFixture, _ stub: StubAnswers, retry: RetryPolicy = .none,
@@ -143,6 +163,7 @@ final class StubAnswers: @unchecked Sendable {
         case text(String)
         case status(HTTPResponse.Status)
         case error(HTTPResponse.Status, code: String)
+        case historyExpired(minRevision: Int64)
     }
 
     private let lock = NSLock()
@@ -170,6 +191,8 @@ final class StubAnswers: @unchecked Sendable {
             return MisbehavingServerTests.response(status, Data(#"{"error": {"code": "stub", "message": "stub"}}"#.utf8))
         case .error(let status, let code):
             return MisbehavingServerTests.response(status, Data(#"{"error": {"code": "\#(code)", "message": "stub"}}"#.utf8))
+        case .historyExpired(let minRevision):
+            return MisbehavingServerTests.response(.gone, Data(#"{"error": {"code": "history_expired", "message": "stub", "minRevision": \#(minRevision)}}"#.utf8))
         }
     }
 }

@@ -16,8 +16,8 @@ import Darwin
 @Suite(.serialized) struct CommandLineTests {
     static let environment = ["SEED_TOKEN": liveServerToken]
 
-    static func arguments(_ fixture: ImportFixture, database: String, _ extra: [String] = []) -> [String] {
-        ["--seed", fixture.seed, "--database", database, "--server", fixture.served.url.absoluteString] + extra
+    static func arguments(_ fixture: ImportFixture, seed: String? = nil, database: String, _ extra: [String] = []) -> [String] {
+        ["--seed", seed ?? fixture.seed, "--database", database, "--server", fixture.served.url.absoluteString] + extra
     }
 
     @Test func printsAJSONSummaryAndExitsZeroWhenCaughtUp() async throws {
@@ -86,10 +86,14 @@ import Darwin
         }
     }
 
-    /// SIGKILL at random points of install and sync, then a restart: every restart ends at the
-    /// server's state, and no kill leaves a partial or damaged database at the destination.
+    /// SIGKILL at random points of install, replacement and sync, then a restart: every restart ends
+    /// at the server's state, and no kill leaves a partial or damaged database at the destination.
     @Test func aKilledImportAlwaysRestartsToTheSameFinalState() async throws {
         try await withImportFixture(events: 20_000, locations: 200, changesAfter: 1500) { fixture in
+            // A newer seed, then more change sets: replacing the database with it still leaves a sync.
+            let newer = try await fixture.buildSeed("newer.sqlite")
+            let newerRevision = try revision(of: newer)
+            try await fixture.mutate(500, seed: 5)
             let expected = try await fixture.serverContents()
             let serverRevision = try await fixture.serverRevision()
             let clock = ContinuousClock()
@@ -100,26 +104,34 @@ import Darwin
 
             var random = SplitMix64(seed: 2026)
             var outcomes: [String: Int] = [:]
-            for iteration in 0..<20 {
+            for iteration in 0..<24 {
                 let database = fixture.served.path("crash-\(iteration)/events.sqlite")
-                // Even iterations start from an installed seed, so the kill lands in the sync;
-                // odd ones from nothing, killed early, so it lands in the install.
-                if iteration % 2 == 0 {
+                // Mode 0 starts from an installed seed, so the kill lands in the sync; mode 1 from
+                // nothing, killed early, so it lands in the install; mode 2 from the old seed with the
+                // newer one shipped, killed early, so it lands in the replacement or the sync after it.
+                let mode = iteration % 3
+                let seed = mode == 2 ? newer : fixture.seed
+                if mode != 1 {
                     try FileManager.default.createDirectory(atPath: fixture.served.path("crash-\(iteration)"), withIntermediateDirectories: true)
                     try FileManager.default.copyItem(atPath: fixture.seed, toPath: database)
                 }
-                let window = iteration % 2 == 0 ? duration : duration / 4
+                let window = mode == 0 ? duration : duration / 4
                 let delay = window * (Double(random.next() % 1000) / 1000)
-                let arguments = Self.arguments(fixture, database: database, ["--sync-limit", "50"])
-                var outcome = try await offPool { try Self.kill(after: delay, arguments) }
+                let arguments = Self.arguments(fixture, seed: seed, database: database, ["--sync-limit", "50"])
+                var outcome = try await offPool { try Self.runAndKill(after: delay, arguments) }
                 if outcome.hasPrefix("killed-at-") {
                     let revision = Int64(outcome.dropFirst("killed-at-".count))!
-                    outcome = revision == fixture.seedRevision ? "at-seed" : revision == serverRevision ? "caught-up" : "mid-sync"
+                    outcome = switch revision {
+                    case fixture.seedRevision: mode == 2 ? "before-replacement" : "at-seed"
+                    case newerRevision where mode == 2: "at-newer-seed"
+                    case serverRevision: "caught-up"
+                    default: "mid-sync"
+                    }
                 }
                 outcomes[outcome, default: 0] += 1
                 try Self.checkAfterKill(database, seedRevision: fixture.seedRevision, serverRevision: serverRevision)
 
-                let restart = try await Executables.run("seed-import", Self.arguments(fixture, database: database), environment: Self.environment)
+                let restart = try await Executables.run("seed-import", Self.arguments(fixture, seed: seed, database: database), environment: Self.environment)
                 #expect(restart.status == 0, "iteration \(iteration): \(restart.stderr)")
                 #expect(try contents(ofSeed: database) == expected, "iteration \(iteration)")
                 #expect(try revision(of: database) == serverRevision)
@@ -130,7 +142,7 @@ import Darwin
     }
 
     /// Starts `seed-import`, kills it with SIGKILL after `delay`, and says where it was.
-    static func kill(after delay: Duration, _ arguments: [String]) throws -> String {
+    static func runAndKill(after delay: Duration, _ arguments: [String]) throws -> String {
         let database = arguments[arguments.firstIndex(of: "--database")! + 1]
         let process = try Executables.start("seed-import", arguments, environment: environment)
         Thread.sleep(forTimeInterval: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
@@ -138,9 +150,11 @@ import Darwin
             process.waitUntilExit()
             return "finished"
         }
-        Glibc.kill(process.processIdentifier, SIGKILL)
+        kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         guard FileManager.default.fileExists(atPath: database) else { return "before-install" }
+        // The copy of the seed is beside the database from its install or replacement until the end of either.
+        if FileManager.default.fileExists(atPath: database + ".installing") { return "installing-or-replacing" }
         return "killed-at-\(try revision(of: database))"
     }
 

@@ -21,6 +21,10 @@ public struct ServerConfiguration: Sendable {
     public var minimumCompressionSize: Int
     /// A connection that sends nothing for this long is closed: 60 seconds.
     public var idleTimeout: Duration
+    /// The longest a request body may take to arrive whole: 30 seconds. A client that sends it
+    /// more slowly (a byte now and then, which the idle timeout never sees) gets 408 and the
+    /// connection is closed.
+    public var requestBodyTimeout: Duration
 
     public init(
         host: String = "127.0.0.1",
@@ -33,7 +37,8 @@ public struct ServerConfiguration: Sendable {
         maxSyncLimit: Int = 10_000,
         syncByteBudget: Int = 4 << 20,
         minimumCompressionSize: Int = 1_024,
-        idleTimeout: Duration = .seconds(60)
+        idleTimeout: Duration = .seconds(60),
+        requestBodyTimeout: Duration = .seconds(30)
     ) {
         self.host = host
         self.port = port
@@ -46,5 +51,6 @@ public struct ServerConfiguration: Sendable {
         self.syncByteBudget = syncByteBudget
         self.minimumCompressionSize = minimumCompressionSize
         self.idleTimeout = idleTimeout
+        self.requestBodyTimeout = requestBodyTimeout
     }
 }

@@ -18,11 +18,13 @@ extension SeedServerCommand {
         @Option(help: "File with admin tokens (comma- or line-separated).") var adminTokenFile: String?
         @Flag(help: "Serve without authentication when no token is configured (local experiments only).") var allowAnonymous = false
         @Option(help: "Largest request body in bytes, compressed or not.") var maxBodySize = 8 << 20
+        @Option(help: "Seconds a request body may take to arrive whole; slower ones get 408.") var bodyTimeout = 30
         @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel: Logger.Level = .info
 
         func validate() throws {
             guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
             guard maxBodySize > 0 else { throw ValidationError("--max-body-size must be positive") }
+            guard bodyTimeout > 0 else { throw ValidationError("--body-timeout must be positive") }
         }
 
         func run() async throws {
@@ -41,7 +43,8 @@ extension SeedServerCommand {
                 host: host,
                 port: port,
                 tokens: tokens.isEmpty ? nil : tokens,
-                maxRequestBodySize: maxBodySize
+                maxRequestBodySize: maxBodySize,
+                requestBodyTimeout: .seconds(bodyTimeout)
             )
             let host = self.host
             let app = try await buildApplication(store: store, configuration: configuration, logger: logger) { port in

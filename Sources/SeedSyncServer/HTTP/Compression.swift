@@ -54,12 +54,13 @@ struct ResponseCompressionMiddleware<Context: RequestContext>: RouterMiddleware 
 extension Request {
     /// The request body, decompressed when it comes with `Content-Encoding: gzip`.
     ///
-    /// - Throws: 413 when the body, or its decompressed form, exceeds `limit` bytes; 400 for a
-    ///   corrupt gzip stream; 415 for another content coding.
-    mutating func collectBody(decompressingUpTo limit: Int) async throws -> ByteBuffer {
+    /// - Throws: 413 when the body, or its decompressed form, exceeds `limit` bytes; 408 when it
+    ///   has not arrived whole within `timeout`; 400 for a corrupt gzip stream; 415 for another
+    ///   content coding.
+    func collectBody(decompressingUpTo limit: Int, within timeout: Duration) async throws -> ByteBuffer {
         var body: ByteBuffer
         do {
-            body = try await collectBody(upTo: limit)
+            body = try await Self.collect(self.body, upTo: limit, within: timeout)
         } catch is NIOTooManyBytesError {
             throw ServerError.bodyTooLarge(limit)
         }
@@ -76,6 +77,22 @@ extension Request {
             }
         case let other?:
             throw ServerError(.unsupportedMediaType, code: "unsupported_encoding", message: "Content-Encoding '\(other)' is not supported; use gzip")
+        }
+    }
+
+    /// Reads `body` whole, racing a timer. When the timer wins, the read is cancelled, which ends
+    /// the connection's request stream: Hummingbird then stops reading from the client, sends the
+    /// 408 and closes the connection.
+    private static func collect(_ body: RequestBody, upTo limit: Int, within timeout: Duration) async throws -> ByteBuffer {
+        try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
+            group.addTask { try await body.collect(upTo: limit) }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let collected = try await group.next(), let buffer = collected else { throw ServerError.bodyTimeout(timeout) }
+            return buffer
         }
     }
 }

@@ -66,6 +66,12 @@ public struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable 
         ServerError(.contentTooLarge, code: "body_too_large", message: "the request body is larger than \(limit) bytes")
     }
 
+    static func bodyTimeout(_ timeout: Duration) -> ServerError {
+        var error = ServerError(.requestTimeout, code: "body_timeout", message: "the request body did not arrive whole within \(timeout.components.seconds) seconds")
+        error.headers[.connection] = "close"
+        return error
+    }
+
     static func malformedJSON(_ what: String) -> ServerError {
         ServerError(.badRequest, code: "malformed_json", message: "the request body is not a valid \(what)")
     }

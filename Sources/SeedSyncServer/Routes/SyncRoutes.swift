@@ -37,8 +37,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
     }
 
     private func sync(_ request: Request) async throws -> Response {
-        var request = request
-        let body = try await request.collectBody(decompressingUpTo: configuration.maxRequestBodySize)
+        let body = try await request.collectBody(decompressingUpTo: configuration.maxRequestBodySize, within: configuration.requestBodyTimeout)
         guard let sync = try? JSONDecoder().decode(SyncRequest.self, from: Data(buffer: body)) else {
             throw ServerError.malformedJSON("sync request: {\"maxRevision\": N, \"changeSets\": [], \"limit\": L}")
         }
@@ -52,8 +51,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
     }
 
     private func commit(_ request: Request) async throws -> Response {
-        var request = request
-        let body = try await request.collectBody(decompressingUpTo: configuration.maxRequestBodySize)
+        let body = try await request.collectBody(decompressingUpTo: configuration.maxRequestBodySize, within: configuration.requestBodyTimeout)
         guard let changeSet = try? JSONDecoder().decode(ChangeSet.self, from: Data(buffer: body)) else {
             throw ServerError.malformedJSON("change set: {\"types\": [...], \"<type>\": {\"create\": [...], ...}}")
         }

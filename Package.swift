@@ -88,6 +88,7 @@ let package = Package(
             dependencies: [
                 "SeedSyncModel", "SeedSyncStore", "SeedSyncDemo", "SeedSyncServer", "SeedSyncSeed", "SeedSyncClient", "SeedSyncBuild",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(

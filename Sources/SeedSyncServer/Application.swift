@@ -3,7 +3,7 @@ import Logging
 import SeedSyncModel
 
 /// Builds the sync server: protocol v1 over `store`, with the middleware the protocol needs
-/// (errors as JSON, gzip, bearer tokens). Tests build the same application.
+/// (a line of log per request, errors as JSON, gzip, bearer tokens). Tests build the same application.
 ///
 /// ```swift
 /// let store = try SQLiteSyncStore(path: "server.sqlite")
@@ -20,6 +20,7 @@ public func buildApplication(
 ) async throws -> some ApplicationProtocol {
     let schema = try await store.schemaInfo().schema
     let router = Router()
+    router.add(middleware: AccessLogMiddleware())
     router.add(middleware: ErrorMiddleware())
     router.add(middleware: ResponseCompressionMiddleware(minimumSize: configuration.minimumCompressionSize))
     SyncRoutes(store: store, schema: schema, configuration: configuration).add(to: router)

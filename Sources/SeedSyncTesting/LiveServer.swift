@@ -1,5 +1,6 @@
 import Foundation
 import HummingbirdTesting
+import Logging
 import SeedSyncModel
 import SeedSyncServer
 
@@ -21,7 +22,9 @@ public func withLiveServer(
 ) async throws {
     var configuration = ServerConfiguration(port: 0, tokens: TokenSet(readTokens: [token], adminTokens: []))
     configure(&configuration)
-    let app = try await buildApplication(store: store, configuration: configuration)
+    var logger = Logger(label: "seed-server")
+    logger.logLevel = .notice // a line for each request would bury the test output
+    let app = try await buildApplication(store: store, configuration: configuration, logger: logger)
     try await app.test(.live) { client in
         try await body(URL(string: "http://127.0.0.1:\(client.port!)")!)
     }

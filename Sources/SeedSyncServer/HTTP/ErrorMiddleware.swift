@@ -2,7 +2,7 @@ import Hummingbird
 import NIOCore
 import SeedSyncModel
 
-/// The outermost middleware: turns every error into a protocol v1 error answer.
+/// The middleware next to the outermost: turns every error into a protocol v1 error answer.
 ///
 /// Store errors and Hummingbird's own errors (unknown route, body too large) get their status and
 /// JSON body; an error nobody expected is logged and answered with a bare 500, its text never sent.

@@ -1,0 +1,30 @@
+import Hummingbird
+import Logging
+
+/// The outermost middleware: one `info` line per request once it is answered, such as
+/// `POST /v1/sync 200` with the status and milliseconds as metadata.
+///
+/// It logs the method, the path and the status, never headers or bodies, so a bearer token never
+/// reaches a log. An error answer is logged with the status it is sent with.
+struct AccessLogMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let started = ContinuousClock.now
+        do {
+            let response = try await next(request, context)
+            log(request, status: response.status, since: started, context: context)
+            return response
+        } catch let error as any HTTPResponseError {
+            log(request, status: error.status, since: started, context: context)
+            throw error
+        }
+    }
+
+    private func log(_ request: Request, status: HTTPResponse.Status, since started: ContinuousClock.Instant, context: Context) {
+        let elapsed = (ContinuousClock.now - started).components
+        let milliseconds = Double(elapsed.seconds) * 1000 + Double(elapsed.attoseconds) / 1e15
+        context.logger.info("\(request.method) \(request.uri.path) \(status.code)", metadata: [
+            "status": "\(status.code)",
+            "ms": "\((milliseconds * 10).rounded() / 10)",
+        ])
+    }
+}

@@ -24,7 +24,7 @@ public enum SeedFormat {
     /// It reads the header's bytes (the magic string, and the big-endian application id at
     /// offset 68) without SQLite, so it can tell a seed-format file from any other without
     /// opening it, even when SQLite would have to write to open it.
-    public static func hasSeedHeader(at path: String) -> Bool {
+    package static func hasSeedHeader(at path: String) -> Bool {
         guard let file = FileHandle(forReadingAtPath: path) else { return false }
         defer { try? file.close() }
         guard let header = try? file.read(upToCount: 72), header.count == 72 else { return false }

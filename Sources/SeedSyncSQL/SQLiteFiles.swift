@@ -19,6 +19,13 @@ package enum SQLiteFiles {
     }
 }
 
+extension DatabaseError {
+    /// SQLite's message, or the result code when there is none: for error texts people read.
+    package var reason: String {
+        message ?? "SQLite error \(resultCode.rawValue)"
+    }
+}
+
 extension Database {
     /// Runs `wal_checkpoint(TRUNCATE)` and tells whether every frame of the WAL reached the main file.
     ///

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import SeedSyncModel
+import SeedSyncSQL
 import SeedSyncSeed
 
 /// The app's database: an installed seed in WAL mode, moved forward by change sets.
@@ -57,7 +58,7 @@ final class LocalDatabase: Sendable {
         do {
             return LocalDatabase(path: path, metadata: metadata, queue: try DatabaseQueue(path: path, configuration: configuration))
         } catch let error as DatabaseError {
-            throw ImportError(.invalidDatabase, "cannot open \(path) for writing: \(error.message ?? "SQLite error \(error.resultCode.rawValue)")")
+            throw ImportError(.invalidDatabase, "cannot open \(path) for writing: \(error.reason)")
         }
     }
 
@@ -71,14 +72,11 @@ final class LocalDatabase: Sendable {
     /// SQLite syncs the file as the switch commits; closing the last connection checkpoints and
     /// deletes the `-wal` and `-shm` files, so the file alone is the whole database.
     static func switchToWAL(at path: String) throws {
-        do {
-            let queue = try DatabaseQueue(path: path)
-            let mode = try queue.writeWithoutTransaction { db in try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") }
-            try queue.close()
-            guard mode == "wal" else { throw ImportError(.invalidDatabase, "cannot switch \(path) to WAL mode") }
-        } catch let error as DatabaseError {
-            throw ImportError(.invalidDatabase, "cannot switch \(path) to WAL mode: \(error.message ?? "SQLite error \(error.resultCode.rawValue)")")
+        let failure = "cannot switch \(path) to WAL mode"
+        let mode = try withConnection(to: path, failure: failure) { queue in
+            try queue.writeWithoutTransaction { db in try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") }
         }
+        guard mode == "wal" else { throw ImportError(.invalidDatabase, failure) }
     }
 
     /// Rolls back a write that was killed in rollback-journal mode, when the file is a seed-format one.
@@ -91,12 +89,23 @@ final class LocalDatabase: Sendable {
     /// journal back. Any other file is left to the read-only check, which refuses it untouched.
     private static func rollBackInterruptedWrite(at path: String) throws {
         guard FileManager.default.fileExists(atPath: path + "-journal"), SeedFormat.hasSeedHeader(at: path) else { return }
+        _ = try withConnection(to: path, failure: "cannot roll back the interrupted write in \(path)") { queue in
+            try queue.read { db in try Int.fetchOne(db, sql: "PRAGMA schema_version") }
+        }
+    }
+
+    /// Runs `body` on a plain read-write connection to `path`, then closes it (closing is part of
+    /// the work: the last connection to a WAL file checkpoints it and removes its `-wal`).
+    ///
+    /// - Throws: ``ImportError/Code/invalidDatabase``, `failure` with SQLite's reason, on a SQLite error.
+    private static func withConnection<T>(to path: String, failure: String, _ body: (DatabaseQueue) throws -> T) throws -> T {
         do {
             let queue = try DatabaseQueue(path: path)
-            _ = try queue.read { db in try Int.fetchOne(db, sql: "PRAGMA schema_version") }
+            let result = try body(queue)
             try queue.close()
+            return result
         } catch let error as DatabaseError {
-            throw ImportError(.invalidDatabase, "cannot roll back the interrupted write in \(path): \(error.message ?? "SQLite error \(error.resultCode.rawValue)")")
+            throw ImportError(.invalidDatabase, "\(failure): \(error.reason)")
         }
     }
 

@@ -33,7 +33,7 @@ public final class SeedFile: Sendable {
             queue = try DatabaseQueue(path: path, configuration: configuration)
             _ = try queue.read { db in try Int.fetchOne(db, sql: "PRAGMA schema_version") }
         } catch let error as DatabaseError {
-            throw SeedError.notASeed(path, "SQLite cannot open it (\(error.message ?? "error \(error.resultCode.rawValue)"))")
+            throw SeedError.notASeed(path, "SQLite cannot open it (\(error.reason))")
         }
         self.path = path
     }

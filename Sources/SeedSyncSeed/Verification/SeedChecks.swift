@@ -195,7 +195,7 @@ struct SeedChecks {
             let (passed, detail) = try check()
             report.record(name, passed, detail)
         } catch let error as DatabaseError {
-            report.record(name, false, "SQLite: \(error.message ?? "error \(error.resultCode.rawValue)")")
+            report.record(name, false, "SQLite: \(error.reason)")
         } catch {
             report.record(name, false, "\(error)")
         }

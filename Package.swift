@@ -67,6 +67,7 @@ let package = Package(
             dependencies: [
                 "SeedSyncModel", "SeedSyncSQL", "CZlib",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -102,7 +103,7 @@ let package = Package(
         .executableTarget(
             name: "seed-build",
             dependencies: [
-                "SeedSyncBuild", "SeedSyncClient", "SeedSyncModel",
+                "SeedSyncBuild", "SeedSyncClient", "SeedSyncModel", "SeedSyncSeed",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -113,7 +114,7 @@ let package = Package(
         .executableTarget(
             name: "seed-import",
             dependencies: [
-                "SeedSyncImport", "SeedSyncClient", "SeedSyncModel",
+                "SeedSyncImport", "SeedSyncClient", "SeedSyncModel", "SeedSyncSeed",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -72,6 +72,7 @@ public struct SeedBuilder: Sendable {
         let (writer, resumed) = try await openWriter(schema: schema, info: info)
         run.resumed = resumed
         let finished = options.output + ".new"
+        let manifest: SeedManifest
         do {
             run.startRevision = try await writer.revision()
             try await progress(.started(revision: run.startRevision, rowCounts: info.rowCounts, resumed: resumed))
@@ -83,10 +84,15 @@ public struct SeedBuilder: Sendable {
             try await writer.finish(to: finished)
         } catch {
             try? writer.close()
+            let written = Self.size(of: partialPath)
             if !Self.isResumable(error) { try? SeedWriter.removeUnfinished(at: partialPath) }
-            throw error
+            throw explain(error, written: written, run: run, info: info, schema: schema)
         }
-        let manifest = try SeedPublisher(output: options.output, finished: finished, gzip: options.gzip).publish()
+        do {
+            manifest = try SeedPublisher(output: options.output, finished: finished, gzip: options.gzip).publish()
+        } catch {
+            throw explain(error, written: 0, run: run, info: info, schema: schema)
+        }
         run.mark("finish", since: start, clock: clock)
         run.seconds["total"] = (clock.now - start).seconds
         return BuildReport(
@@ -121,7 +127,7 @@ public struct SeedBuilder: Sendable {
         }
         if let problem {
             try writer.close()
-            throw SeedError("cannot resume \(partialPath): \(problem); build again without --resume")
+            throw SeedError(.unusable, "cannot resume \(partialPath): \(problem); build again without --resume")
         }
     }
 
@@ -140,6 +146,7 @@ public struct SeedBuilder: Sendable {
                 if !isLast { request = fetch(type.name, after: page.next) }
                 let rows = try await writer.insert(page)
                 run.pages += 1
+                run.rows += rows
                 try await progress(.page(type: type.name, rows: rows, bytes: bytes))
                 if isLast { break }
             }
@@ -175,6 +182,30 @@ public struct SeedBuilder: Sendable {
         }
     }
 
+    /// `error`, with what a full volume needs: what the build had written, and about how much
+    /// space a build of this dataset takes (the work file, the finished copy beside it while
+    /// `VACUUM INTO` writes it, and the `.gz`). Other errors are returned as they are.
+    private func explain(_ error: any Error, written: Int64, run: BuildRun, info: SchemaInfo, schema: DatasetSchema) -> any Error {
+        guard let error = error as? SeedError, error.code == .diskFull || error.code == .fileSizeLimit else { return error }
+        let total = schema.types.reduce(0) { $0 + (info.rowCounts?[$1.name] ?? 0) }
+        // The work file grows with the rows: scale what it held by the rows still to come.
+        let seed = run.rows > 0 && !run.resumed && total > run.rows ? written * Int64(total) / Int64(run.rows) : written
+        let needed = seed * (options.gzip ? 3 : 2)
+        let done = written > 0 ? "\(Self.megabytes(written)) of \(partialPath) were written (\(run.rows) of \(total) rows) and removed again. " : ""
+        let estimate = needed > 0 ? "A build of this dataset needs about \(Self.megabytes(needed)) free beside \(options.output) " : "Free space beside \(options.output) "
+        return SeedError(error.code, "\(error) \(done)\(estimate)(the work file, the finished copy\(options.gzip ? " and the .gz" : "")); nothing was left on the volume")
+    }
+
+    private static func size(of partial: String) -> Int64 {
+        [partial, partial + "-wal"].reduce(0) { total, path in
+            total + ((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int64) ?? nil ?? 0)
+        }
+    }
+
+    private static func megabytes(_ bytes: Int64) -> String {
+        String(format: "%.1f MB", Double(bytes) / 1_000_000)
+    }
+
     /// Whether a later `--resume` could finish what this error interrupted.
     static func isResumable(_ error: any Error) -> Bool {
         switch error {
@@ -192,6 +223,7 @@ private struct BuildRun {
     var resumed = false
     var startRevision: Int64 = 0
     var pages = 0
+    var rows = 0
     var changeSets = 0
     var seconds: [String: Double] = [:]
     private var lastMark: Double = 0

@@ -31,9 +31,8 @@ struct SeedPublisher {
         if let digest = digests?.compressed {
             manifest.gzip = .init(file: manifest.file + ".gz", size: digest.size, sha256: digest.sha256)
         }
-        try manifest.jsonData().write(to: URL(fileURLWithPath: manifestPath + ".new"))
+        try FileSystem.write(try manifest.jsonData(), to: manifestPath + ".new")
         try FileSystem.sync(finished)
-        try FileSystem.sync(manifestPath + ".new")
         try? FileManager.default.removeItem(atPath: manifestPath)
         try FileSystem.rename(finished, to: output)
         if gzip {

@@ -24,6 +24,9 @@ public struct ImportReport: Sendable, Hashable, Codable {
     public var updated: Int
     public var deleted: Int
     public var seconds: Double
+    /// Why the shipped seed was not used although it is newer, when that happened (see
+    /// ``ImportEvent/seedRejected(reason:)``); the database was kept and synced.
+    public var seedProblem: String?
 
     init(database: String) {
         self.database = database

@@ -2,6 +2,7 @@ import Foundation
 import SeedSyncBuild
 import SeedSyncClient
 import SeedSyncModel
+import SeedSyncSQL
 import SeedSyncSeed
 
 /// One run of a ``SeedImporter``, under its lock: the state the steps share.
@@ -22,7 +23,7 @@ final class ImportSession {
     init(configuration: SeedImporter.Configuration, emit: @escaping @Sendable (ImportEvent) -> Void) throws {
         self.configuration = configuration
         self.emit = emit
-        seed = try ShippedSeed(path: configuration.seed)
+        seed = ShippedSeed(path: configuration.seed)
         client = SyncClient(configuration: configuration.server) { attempt, error, delay in
             emit(.retrying(attempt: attempt, delay: delay, reason: error.description))
         }
@@ -65,9 +66,10 @@ final class ImportSession {
 
     /// Files a killed run may leave beside the database: an unfinished copy or snapshot.
     private func removeLeftovers() {
-        for path in [installingPath, snapshotPath, snapshotPath + ".partial", snapshotPath + ".new", SeedManifest.path(forSeed: snapshotPath)] {
-            try? FileManager.default.removeItem(atPath: path)
+        for path in [installingPath, snapshotPath, snapshotPath + ".partial", snapshotPath + ".new"] {
+            SQLiteFiles.remove(at: path)
         }
+        try? FileManager.default.removeItem(atPath: SeedManifest.path(forSeed: snapshotPath))
     }
 
     /// The seed or database must be for the server's dataset and schema version, and every type

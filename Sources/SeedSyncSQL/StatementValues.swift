@@ -25,11 +25,17 @@ package enum StatementValues {
         }
         sqlite3_bind_int64(handle, index, revision)
         let code = sqlite3_step(handle)
-        sqlite3_reset(handle)
         guard code == SQLITE_DONE else {
+            // Read before the reset, which would replace the connection's message and code.
             let connection = sqlite3_db_handle(handle)
-            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(connection)), sql: statement.sql)
+            let error = DatabaseError(
+                resultCode: ResultCode(rawValue: sqlite3_extended_errcode(connection)),
+                message: String(cString: sqlite3_errmsg(connection)), sql: statement.sql
+            )
+            sqlite3_reset(handle)
+            throw error
         }
+        sqlite3_reset(handle)
     }
 
     private static func bind(key: JSONValue, at index: Int32, to handle: SQLiteStatement) {

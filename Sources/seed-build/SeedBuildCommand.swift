@@ -3,6 +3,7 @@ import Foundation
 import SeedSyncBuild
 import SeedSyncClient
 import SeedSyncModel
+import SeedSyncSeed
 
 @main
 struct SeedBuildCommand: AsyncParsableCommand {
@@ -36,6 +37,7 @@ struct SeedBuildCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        FileSystem.reportFileSizeLimitAsError()
         let progress = ProgressPrinter(enabled: !quiet && ProgressPrinter.stderrIsTerminal)
         let client = SyncClient(
             configuration: .init(serverURL: URL(string: server)!, token: try SyncClient.token(file: tokenFile), requestTimeout: timeout),

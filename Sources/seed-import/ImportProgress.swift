@@ -43,6 +43,8 @@ final class ImportProgress: @unchecked Sendable {
             "\rretrying in \(String(format: "%.1f", delay)) s after attempt \(attempt) failed: \(reason)\u{1B}[K\n"
         case .caughtUp(let revision):
             "\rcaught up at revision \(revision)\u{1B}[K\n"
+        case .seedRejected:
+            nil  // printed as a warning by the command, whatever the terminal
         case .applied, .finished:
             nil
         }

@@ -3,6 +3,7 @@ import Foundation
 import SeedSyncClient
 import SeedSyncImport
 import SeedSyncModel
+import SeedSyncSeed
 
 @main
 struct SeedImportCommand: AsyncParsableCommand {
@@ -42,6 +43,7 @@ struct SeedImportCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        FileSystem.reportFileSizeLimitAsError()
         let importer = SeedImporter(configuration: .init(
             seed: seed, database: database,
             server: .init(serverURL: URL(string: server)!, token: try SyncClient.token(file: tokenFile), requestTimeout: timeout),
@@ -67,6 +69,9 @@ struct SeedImportCommand: AsyncParsableCommand {
     private func runOnce(_ importer: SeedImporter, progress: ImportProgress) async throws {
         let report = try await importer.run { progress.handle($0) }
         progress.end()
+        if let problem = report.seedProblem {
+            FileHandle.standardError.write(Data("seed-import: warning: the shipped seed was not used, the database was kept and synced: \(problem)\n".utf8))
+        }
         // Written straight to the descriptor: with --watch, each line must leave at once.
         if json {
             FileHandle.standardOutput.write(try JSONEncoder.stable().encode(report) + Data("\n".utf8))

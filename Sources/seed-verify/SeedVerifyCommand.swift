@@ -18,6 +18,7 @@ struct SeedVerifyCommand: AsyncParsableCommand {
     @Flag(help: "Print the report as JSON on stdout.") var json = false
 
     func run() async throws {
+        FileSystem.reportFileSizeLimitAsError()
         let options = SeedVerifier.Options(manifestPath: manifest, expectedRevision: expectRevision, expectedSchemaVersion: expectSchemaVersion)
         let report = try await SeedVerifier.verify(seed, options: options)
         if json {

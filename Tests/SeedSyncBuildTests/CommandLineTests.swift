@@ -29,7 +29,7 @@ import Testing
             #expect(verified.status == 0, "\(verified.stdout)")
             let verification = try JSONDecoder().decode(VerificationReport.self, from: Data(verified.stdout.utf8))
             #expect(verification.passed)
-            #expect(verification.checks.count == 12)
+            #expect(verification.checks.count == 13)
 
             let denied = try await Executables.run("seed-build", ["--server", url, "--out", directory.appendingPathComponent("denied.sqlite").path], environment: ["SEED_TOKEN": "wrong"])
             #expect(denied.status != 0)

@@ -25,7 +25,7 @@ import Testing
             #expect(report.passed, "\(report.failures)")
             #expect(Set(report.checks.map(\.name)) == [
                 "sqlite-file", "journal-mode", "seed-format", "integrity", "foreign-keys", "free-pages",
-                "revisions", "schema", "expected-revision", "expected-schema-version", "manifest",
+                "revisions", "schema", "content", "expected-revision", "expected-schema-version", "manifest",
             ])
             #expect(try await failures(seed, .init(expectedRevision: 12, expectedSchemaVersion: 2)) == ["expected-revision", "expected-schema-version"])
             let compressed = try await SeedVerifier.verify(seed + ".gz")

@@ -33,6 +33,9 @@ extension ImportSession {
             // Journals of an older database that is gone would be replayed onto the new file.
             SQLiteFiles.removeJournals(of: databasePath)
             try FileSystem.rename(installingPath, to: databasePath)
+        } catch let error as SeedError {
+            SQLiteFiles.remove(at: installingPath)
+            throw ImportError(error, otherwise: .invalidDatabase, "the seed was not installed")
         } catch {
             SQLiteFiles.remove(at: installingPath)
             throw error
@@ -46,18 +49,38 @@ extension ImportSession {
         return database
     }
 
+    /// Replaces the database with the seed when the seed is newer. A newer seed that cannot be
+    /// used (damaged, for a schema the server does not serve yet, no space to copy it) is
+    /// reported (``ImportEvent/seedRejected(_:)``, ``ImportReport/seedProblem``) and the database
+    /// is kept: a healthy database goes on syncing whatever the seed.
     private func replaceIfSeedIsNewer(_ database: LocalDatabase, server: SchemaInfo?) async throws -> LocalDatabase {
         var local = database.metadata
         local.revision = try await database.revision()
-        if let summary = seed.summary {
-            guard isNewer(summary.dataset, summary.schemaVersion, summary.revision, than: local) else { return database }
-            if let server { try check(summary, against: server) }
+        if let summary = seed.summary, !isNewer(summary.dataset, summary.schemaVersion, summary.revision, than: local) {
+            return database
         }
-        let metadata = try seed.copy(to: installingPath, expectedSchemaVersion: configuration.expectedSchemaVersion)
-        defer { SQLiteFiles.remove(at: installingPath) }
-        guard isNewer(metadata.dataset, metadata.schemaVersion, metadata.revision, than: local) else { return database }
-        if let server { try check(metadata, against: server) }
-        return try await replace(database, with: installingPath, revision: metadata.revision, reason: .newerSeed, source: .seed)
+        do {
+            if let server, let summary = seed.summary { try check(summary, against: server) }
+            let metadata = try seed.copy(to: installingPath, expectedSchemaVersion: configuration.expectedSchemaVersion)
+            defer { SQLiteFiles.remove(at: installingPath) }
+            guard isNewer(metadata.dataset, metadata.schemaVersion, metadata.revision, than: local) else { return database }
+            if let server { try check(metadata, against: server) }
+            return try await replace(database, with: installingPath, revision: metadata.revision, reason: .newerSeed, source: .seed)
+        } catch let error as ImportError where Self.rejectsSeed(error) {
+            reject(seed: error)
+            return database
+        }
+    }
+
+    /// Whether `error` is about the seed alone, so that a database can go on without it.
+    static func rejectsSeed(_ error: ImportError) -> Bool {
+        error.code == .invalidSeed || error.code == .mismatch || error.code == .storage
+    }
+
+    /// Reports a seed that could not be used while the database goes on.
+    func reject(seed error: ImportError) {
+        report.seedProblem = error.description
+        emit(.seedRejected(reason: error.description))
     }
 
     private func isNewer(_ dataset: String, _ schemaVersion: Int, _ revision: Int64, than local: SeedMetadata) -> Bool {

@@ -15,24 +15,36 @@ struct ShippedSeed: Sendable {
     let path: String
     let manifest: SeedManifest?
     /// The seed's dataset, schema version and revision when they can be read without copying it:
-    /// from the manifest, or from a plain seed's metadata. `nil` for a `.gz` seed without a manifest.
+    /// from the manifest, or from a plain seed's metadata. `nil` for a `.gz` seed without a
+    /// manifest, and when the seed is unusable.
     let summary: Summary?
+    /// Why the seed cannot be used at all (missing, unreadable manifest or metadata), or `nil`.
+    /// It stops an install; a database that is already there goes on without the seed.
+    let problem: ImportError?
     var isCompressed: Bool { path.hasSuffix(".gz") }
 
     /// Finds the seed and reads its manifest when there is one, else a plain seed's metadata.
-    ///
-    /// - Throws: ``ImportError/Code/invalidSeed`` when the seed is missing, or its manifest or
-    ///   metadata unreadable.
-    init(path: String) throws {
-        guard FileManager.default.fileExists(atPath: path) else { throw ImportError(.invalidSeed, "no seed at \(path)") }
+    /// A seed that is missing or unreadable is not an error yet: see ``problem``.
+    init(path: String) {
         self.path = path
-        let manifestPath = SeedManifest.path(forSeed: path)
         do {
-            manifest = FileManager.default.fileExists(atPath: manifestPath) ? try SeedManifest.read(from: manifestPath) : nil
+            guard FileManager.default.fileExists(atPath: path) else { throw ImportError(.invalidSeed, "no seed at \(path)") }
+            let manifest = try Self.manifest(of: path)
+            (self.manifest, summary, problem) = (manifest, try Self.summary(of: path, manifest: manifest), nil)
+        } catch {
+            (manifest, summary) = (nil, nil)
+            problem = error as? ImportError ?? ImportError(.invalidSeed, "\(error)")
+        }
+    }
+
+    private static func manifest(of path: String) throws -> SeedManifest? {
+        let manifestPath = SeedManifest.path(forSeed: path)
+        guard FileManager.default.fileExists(atPath: manifestPath) else { return nil }
+        do {
+            return try SeedManifest.read(from: manifestPath)
         } catch {
             throw ImportError(.invalidSeed, "the seed's manifest is unreadable: \(error)")
         }
-        summary = try Self.summary(of: path, manifest: manifest)
     }
 
     private static func summary(of path: String, manifest: SeedManifest?) throws -> Summary? {
@@ -45,20 +57,27 @@ struct ShippedSeed: Sendable {
             defer { try? file.close() }
             let metadata = try file.metadata()
             return Summary(dataset: metadata.dataset, schemaVersion: metadata.schemaVersion, revision: metadata.revision)
-        } catch {
-            throw ImportError(.invalidSeed, "\(error)")
+        } catch let error as SeedError {
+            throw ImportError(error, otherwise: .invalidSeed)
         }
     }
 
     /// Copies the seed to `destination` (decompressing a `.gz` and hashing on the way), syncs the
     /// copy and checks it: the manifest's size and SHA-256 when there is a manifest, SeedSync's
-    /// application id and format, `PRAGMA quick_check`, and `expectedSchemaVersion`.
+    /// application id and format, `PRAGMA quick_check`, the content digest when there is no
+    /// manifest, and `expectedSchemaVersion`.
     ///
     /// - Returns: the copy's metadata.
-    /// - Throws: ``ImportError/Code/invalidSeed``; `destination` is removed then.
+    /// - Throws: ``ImportError/Code/invalidSeed``, or ``ImportError/Code/storage`` when the copy
+    ///   cannot be written (a full disk); `destination` is removed then.
     func copy(to destination: String, expectedSchemaVersion: Int?) throws -> SeedMetadata {
+        if let problem { throw problem }
         do {
             return try copyAndCheck(to: destination, expectedSchemaVersion: expectedSchemaVersion)
+        } catch let error as SeedError where error.isStorageFailure {
+            SQLiteFiles.remove(at: destination)
+            // The volume failed, not the seed: the message names the file that could not be written or read.
+            throw ImportError(.storage, "cannot copy the seed \(path) to \(destination): \(error)")
         } catch {
             SQLiteFiles.remove(at: destination)
             // Name the shipped seed, not the copy, in what the user reads.
@@ -78,6 +97,8 @@ struct ShippedSeed: Sendable {
         if let problem = try file.quickCheck() {
             throw ImportError(.invalidSeed, "\(path) is damaged: quick_check found \(problem)")
         }
+        // Without a manifest, the digest the seed carries is what proves its values intact.
+        if manifest == nil { try file.checkContent(metadata) }
         if let expected = expectedSchemaVersion, metadata.schemaVersion != expected {
             throw ImportError(.invalidSeed, "\(path) has schema version \(metadata.schemaVersion); this app expects \(expected)")
         }

@@ -42,6 +42,9 @@ final class LocalDatabase: Sendable {
             let file = try SeedFile(path: path)
             defer { try? file.close() }
             metadata = try file.metadata()
+        } catch let error as SeedError where error.isStorageFailure {
+            // Never "not a SeedSync database": that advice would discard good data.
+            throw ImportError(.storage, "\(error); \(path) was left as it is")
         } catch {
             throw ImportError(.invalidDatabase, "\(error); it was left as it is: move it away or choose another database path")
         }
@@ -58,7 +61,7 @@ final class LocalDatabase: Sendable {
         do {
             return LocalDatabase(path: path, metadata: metadata, queue: try DatabaseQueue(path: path, configuration: configuration))
         } catch let error as DatabaseError {
-            throw ImportError(.invalidDatabase, "cannot open \(path) for writing: \(error.reason)")
+            throw ImportError(SeedError.database(error, "open \(path) for writing"), otherwise: .invalidDatabase)
         }
     }
 
@@ -72,11 +75,10 @@ final class LocalDatabase: Sendable {
     /// SQLite syncs the file as the switch commits; closing the last connection checkpoints and
     /// deletes the `-wal` and `-shm` files, so the file alone is the whole database.
     static func switchToWAL(at path: String) throws {
-        let failure = "cannot switch \(path) to WAL mode"
-        let mode = try withConnection(to: path, failure: failure) { queue in
+        let mode = try withConnection(to: path, "switch \(path) to WAL mode") { queue in
             try queue.writeWithoutTransaction { db in try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") }
         }
-        guard mode == "wal" else { throw ImportError(.invalidDatabase, failure) }
+        guard mode == "wal" else { throw ImportError(.invalidDatabase, "cannot switch \(path) to WAL mode") }
     }
 
     /// Rolls back a write that was killed in rollback-journal mode, when the file is a seed-format one.
@@ -89,7 +91,7 @@ final class LocalDatabase: Sendable {
     /// journal back. Any other file is left to the read-only check, which refuses it untouched.
     private static func rollBackInterruptedWrite(at path: String) throws {
         guard FileManager.default.fileExists(atPath: path + "-journal"), SeedFormat.hasSeedHeader(at: path) else { return }
-        _ = try withConnection(to: path, failure: "cannot roll back the interrupted write in \(path)") { queue in
+        _ = try withConnection(to: path, "roll back the interrupted write in \(path)") { queue in
             try queue.read { db in try Int.fetchOne(db, sql: "PRAGMA schema_version") }
         }
     }
@@ -97,15 +99,16 @@ final class LocalDatabase: Sendable {
     /// Runs `body` on a plain read-write connection to `path`, then closes it (closing is part of
     /// the work: the last connection to a WAL file checkpoints it and removes its `-wal`).
     ///
-    /// - Throws: ``ImportError/Code/invalidDatabase``, `failure` with SQLite's reason, on a SQLite error.
-    private static func withConnection<T>(to path: String, failure: String, _ body: (DatabaseQueue) throws -> T) throws -> T {
+    /// - Throws: ``ImportError`` on a SQLite error: ``ImportError/Code/storage`` when the volume
+    ///   failed, else ``ImportError/Code/invalidDatabase``; `action` names what was being done.
+    private static func withConnection<T>(to path: String, _ action: String, _ body: (DatabaseQueue) throws -> T) throws -> T {
         do {
             let queue = try DatabaseQueue(path: path)
             let result = try body(queue)
             try queue.close()
             return result
         } catch let error as DatabaseError {
-            throw ImportError(.invalidDatabase, "\(failure): \(error.reason)")
+            throw ImportError(SeedError.database(error, action), otherwise: .invalidDatabase)
         }
     }
 
@@ -121,6 +124,9 @@ final class LocalDatabase: Sendable {
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_FOREIGNKEY {
             let range = "\(changeSets.first?.revision ?? 0)…\(changeSets.last?.revision ?? 0)"
             throw ImportError(.invalidChangeSet, "sync stopped: change sets \(range) leave a reference to a missing row; \(path) stays at revision \(try await revision())")
+        } catch let error as DatabaseError {
+            let failure = SeedError.database(error, "write \(path)")
+            throw ImportError(failure, otherwise: .invalidDatabase, "sync stopped, \(path) stays at its last good revision")
         }
     }
 
@@ -133,17 +139,33 @@ final class LocalDatabase: Sendable {
     func replaced(with source: String) async throws -> LocalDatabase {
         var configuration = Configuration()
         configuration.readonly = true
-        let seed = try DatabaseQueue(path: source, configuration: configuration)
-        try seed.backup(to: queue)
-        try seed.close()
+        do {
+            let seed = try DatabaseQueue(path: source, configuration: configuration)
+            try seed.backup(to: queue)
+            try seed.close()
+        } catch let error as DatabaseError {
+            let failure = SeedError.database(error, "copy \(source) over \(path)")
+            throw ImportError(failure, otherwise: .invalidDatabase, "\(path) was not replaced and keeps its rows")
+        }
         try await close()
         guard let reopened = try Self.open(at: path) else { throw ImportError(.invalidDatabase, "\(path) disappeared while it was replaced") }
         return reopened
     }
 
-    /// Checkpoints and closes the database, so the main file holds every committed change set.
+    /// Copies what it can of the WAL into the main file, then closes the database.
+    ///
+    /// The checkpoint is passive: it never waits. An app always has readers open, and a reader's
+    /// transaction pins the WAL frames it may still need; a blocking checkpoint would wait on it
+    /// for the whole busy timeout, only to give up. What is not copied stays in the WAL, where it
+    /// is just as committed, and a later checkpoint copies it. A failure of the checkpoint itself
+    /// (an I/O error) is reported.
     func close() async throws {
-        try? await queue.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
-        try queue.close()
+        do {
+            _ = try await queue.writeWithoutTransaction { db in try db.checkpoint(.passive) }
+            try queue.close()
+        } catch let error as DatabaseError {
+            try? queue.close()
+            throw ImportError(SeedError.database(error, "checkpoint \(path)"), otherwise: .invalidDatabase, "every change set is committed")
+        }
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import SeedSyncBuild
 import SeedSyncClient
 import SeedSyncModel
+import SeedSyncSQL
 import SeedSyncSeed
 
 extension ImportSession {
@@ -86,8 +87,14 @@ extension ImportSession {
         if let summary = seed.summary, summary.revision < minRevision {
             return try await replaceWithSnapshot(database, minRevision: minRevision)
         }
-        let metadata = try seed.copy(to: installingPath, expectedSchemaVersion: configuration.expectedSchemaVersion)
-        defer { try? FileManager.default.removeItem(atPath: installingPath) }
+        let metadata: SeedMetadata
+        do {
+            metadata = try seed.copy(to: installingPath, expectedSchemaVersion: configuration.expectedSchemaVersion)
+        } catch let error as ImportError where Self.rejectsSeed(error) {
+            reject(seed: error)
+            return try await replaceWithSnapshot(database, minRevision: minRevision)
+        }
+        defer { SQLiteFiles.remove(at: installingPath) }
         guard metadata.revision >= minRevision, metadata.schema == database.metadata.schema else {
             return try await replaceWithSnapshot(database, minRevision: minRevision)
         }

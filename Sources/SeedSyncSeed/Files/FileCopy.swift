@@ -17,7 +17,7 @@ package enum FileCopy {
         var size: Int64 = 0
         let write = { (chunk: UnsafeRawBufferPointer) throws in
             size += Int64(chunk.count)
-            guard size <= limit else { throw SeedError("\(source) holds more than the manifest's \(limit) bytes") }
+            guard size <= limit else { throw SeedError(.damaged, "\(source) holds more than the manifest's \(limit) bytes") }
             hasher.update(chunk)
             try output.write(chunk)
         }

@@ -44,7 +44,7 @@ enum FileChunks {
     static let chunkSize = 1 << 20
 
     static func read(_ path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
-        guard let handle = FileHandle(forReadingAtPath: path) else { throw SeedError("cannot read \(path)") }
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw SeedError.system(errno, "read \(path)") }
         defer { try? handle.close() }
         while let chunk = try handle.read(upToCount: chunkSize), !chunk.isEmpty {
             try chunk.withUnsafeBytes(body)

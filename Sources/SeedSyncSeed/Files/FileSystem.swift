@@ -2,32 +2,142 @@ import Foundation
 
 #if canImport(Glibc)
 import Glibc
+private let posixWrite = Glibc.write
+private let posixClose = Glibc.close
 #elseif canImport(Darwin)
 import Darwin
+private let posixWrite = Darwin.write
+private let posixClose = Darwin.close
 #endif
 
-/// The file operations that make a finished file appear atomically: sync, rename, sync the folder.
+/// The file operations that make a finished file appear atomically: write, sync, rename, sync
+/// the folder. Every failure is a ``SeedError`` that names the file and the step, classified by
+/// `errno` (a full disk is ``SeedError/Code/diskFull``, never a damaged seed).
+///
+/// Each operation is recorded in ``journal`` when a task sets one, so tests can check the order a
+/// file is published in (written, synced, renamed, folder synced), which no crash test can see:
+///
+/// ```swift
+/// let journal = FileSystem.Journal()
+/// try await FileSystem.$journal.withValue(journal) { try await importer.run() }
+/// // journal.operations: [.create(DB.installing), .sync(DB.installing), .rename(…), .syncDirectory(…)]
+/// ```
 package enum FileSystem {
+    /// One operation on the file system, as ``Journal`` records it.
+    package enum Operation: Hashable, Sendable {
+        case create(String)
+        case sync(String)
+        case rename(String, to: String)
+        case syncDirectory(String)
+    }
+
+    /// The operations of the tasks that set it, in order.
+    package final class Journal: @unchecked Sendable {
+        private let lock = NSLock()
+        private var recorded: [Operation] = []
+
+        package init() {}
+
+        package var operations: [Operation] { lock.withLock { recorded } }
+
+        func record(_ operation: Operation) {
+            lock.withLock { recorded.append(operation) }
+        }
+    }
+
+    /// Where this task's file operations are recorded; `nil` (the default) records nothing.
+    @TaskLocal package static var journal: Journal?
+
     /// Flushes the file's data to disk.
     package static func sync(_ path: String) throws {
-        guard let handle = FileHandle(forUpdatingAtPath: path) else { throw SeedError("cannot open \(path) to sync it") }
-        defer { try? handle.close() }
-        try handle.synchronize()
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw SeedError.system(errno, "open \(path) to sync it") }
+        defer { close(descriptor) }
+        guard fsync(descriptor) == 0 else { throw SeedError.system(errno, "sync \(path) to disk") }
+        journal?.record(.sync(path))
     }
 
     /// Renames `source` over `destination` (atomic on POSIX file systems).
     package static func rename(_ source: String, to destination: String) throws {
         guard Foundation.rename(source, destination) == 0 else {
-            throw SeedError("cannot rename \(source) to \(destination): \(String(cString: strerror(errno)))")
+            throw SeedError.system(errno, "rename \(source) to \(destination)")
         }
+        journal?.record(.rename(source, to: destination))
     }
 
     /// Flushes the folder holding `path`, so renames in it survive a power loss.
+    ///
+    /// Some file systems cannot sync a folder (the call fails with `EINVAL`); the rename has
+    /// happened by then, so a failure here is not reported.
     package static func syncDirectory(of path: String) {
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        let descriptor = open(directory, O_RDONLY)
+        let descriptor = open(directory, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return }
         _ = fsync(descriptor)
         close(descriptor)
+        journal?.record(.syncDirectory(directory))
     }
+
+    /// Makes the file-size limit (`ulimit -f`) an error rather than a signal: by default the
+    /// kernel kills a process that writes past it (`SIGXFSZ`), leaving half-written files and no
+    /// word of why. Ignored, the write fails with `EFBIG`, reported as
+    /// ``SeedError/Code/fileSizeLimit`` naming the file, and the usual clean-up runs. For the
+    /// command-line tools; an app decides its own signal handling.
+    package static func reportFileSizeLimitAsError() {
+        signal(SIGXFSZ, SIG_IGN)
+    }
+
+    /// Writes `bytes` to a new file at `path` and syncs it.
+    package static func write(_ bytes: some DataProtocol, to path: String) throws {
+        let output = try OutputFile(path: path)
+        defer { output.close() }
+        try output.write(Array(bytes))
+        try output.sync()
+    }
+}
+
+/// A file written front to back with POSIX calls, synced before it is renamed into place.
+///
+/// Failures are ``SeedError``s from `errno`, naming the file: "cannot write X: no space left on
+/// the device", not a Foundation error without a path.
+final class OutputFile {
+    let path: String
+    private var descriptor: Int32
+
+    /// Creates the file, or empties the one at `path`.
+    init(path: String) throws {
+        descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw SeedError.system(errno, "create \(path)") }
+        self.path = path
+        FileSystem.journal?.record(.create(path))
+    }
+
+    func write(_ bytes: [UInt8]) throws {
+        try bytes.withUnsafeBytes { try write($0) }
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let written = posixWrite(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0 {
+                guard errno == EINTR else { throw SeedError.system(errno, "write \(path)") }
+                continue
+            }
+            offset += written
+        }
+    }
+
+    func sync() throws {
+        guard fsync(descriptor) == 0 else { throw SeedError.system(errno, "sync \(path) to disk") }
+        FileSystem.journal?.record(.sync(path))
+    }
+
+    func close() {
+        guard descriptor >= 0 else { return }
+        _ = posixClose(descriptor)
+        descriptor = -1
+    }
+
+    deinit { close() }
 }

@@ -51,13 +51,13 @@ package enum Gzip {
     package static func decompress(_ source: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
         var stream = z_stream()
         guard inflateInit2_(&stream, 15 + 16, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
-            throw SeedError("gzip: cannot start the decompressor")
+            throw SeedError(.fileSystem, "gzip: cannot start the decompressor (out of memory?)")
         }
         defer { inflateEnd(&stream) }
         var buffer = [UInt8](repeating: 0, count: FileChunks.chunkSize)
         var ended = false
         try FileChunks.read(source) { chunk in
-            guard !ended else { throw SeedError("\(source) has bytes after the end of its gzip stream") }
+            guard !ended else { throw SeedError(.damaged, "\(source) has bytes after the end of its gzip stream") }
             stream.next_in = UnsafeMutablePointer(mutating: chunk.bindMemory(to: UInt8.self).baseAddress)
             stream.avail_in = UInt32(chunk.count)
             repeat {
@@ -67,44 +67,16 @@ package enum Gzip {
                     return inflate(&stream, Z_NO_FLUSH)
                 }
                 guard status == Z_OK || status == Z_STREAM_END || status == Z_BUF_ERROR else {
-                    throw SeedError("\(source) is not a valid gzip file")
+                    throw SeedError(.damaged, "\(source) is not a valid gzip file")
                 }
                 try buffer.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[0..<(buffer.count - Int(stream.avail_out))])) }
                 if status == Z_STREAM_END {
                     ended = true
-                    guard stream.avail_in == 0 else { throw SeedError("\(source) has bytes after the end of its gzip stream") }
+                    guard stream.avail_in == 0 else { throw SeedError(.damaged, "\(source) has bytes after the end of its gzip stream") }
                     break
                 }
             } while stream.avail_out == 0 || stream.avail_in > 0
         }
-        guard ended else { throw SeedError("\(source) is truncated: its gzip stream does not end") }
-    }
-}
-
-/// A file written front to back, synced before it is renamed into place.
-final class OutputFile {
-    private let handle: FileHandle
-
-    init(path: String) throws {
-        guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
-            throw SeedError("cannot create \(path)")
-        }
-        self.handle = handle
-    }
-
-    func write(_ bytes: some DataProtocol) throws {
-        try handle.write(contentsOf: bytes)
-    }
-
-    func write(_ bytes: UnsafeRawBufferPointer) throws {
-        try handle.write(contentsOf: Data(bytes))
-    }
-
-    func sync() throws {
-        try handle.synchronize()
-    }
-
-    func close() {
-        try? handle.close()
+        guard ended else { throw SeedError(.damaged, "\(source) is truncated: its gzip stream does not end") }
     }
 }

@@ -19,7 +19,7 @@ struct ParallelBlocks {
     ///
     /// - Returns: the file's digest.
     static func read(_ path: String, _ body: (ParallelBlocks) throws -> Void) throws -> FileDigest {
-        guard let handle = FileHandle(forReadingAtPath: path) else { throw SeedError("cannot read \(path)") }
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw SeedError.system(errno, "read \(path)") }
         defer { try? handle.close() }
         var hasher = FileDigest.Hasher()
         var history: [UInt8] = []
@@ -75,12 +75,12 @@ struct ParallelBlocks {
     private static func deflate(_ input: UnsafeBufferPointer<UInt8>, history: UnsafeBufferPointer<UInt8>, finish: Bool, level: Int32) throws(SeedError) -> Block {
         var stream = z_stream()
         guard deflateInit2_(&stream, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
-            throw SeedError("gzip: cannot start the compressor")
+            throw SeedError(.fileSystem, "gzip: cannot start the compressor (out of memory?)")
         }
         defer { deflateEnd(&stream) }
         if !history.isEmpty {
             guard deflateSetDictionary(&stream, history.baseAddress, UInt32(history.count)) == Z_OK else {
-                throw SeedError("gzip: cannot prime the compressor")
+                throw SeedError(.fileSystem, "gzip: cannot prime the compressor")
             }
         }
         var output = [UInt8](repeating: 0, count: Int(deflateBound(&stream, uLong(input.count))) + 16)
@@ -91,7 +91,7 @@ struct ParallelBlocks {
             stream.avail_out = UInt32(out.count)
             return CZlib.deflate(&stream, finish ? Z_FINISH : Z_SYNC_FLUSH)
         }
-        guard status == (finish ? Z_STREAM_END : Z_OK), stream.avail_in == 0 else { throw SeedError("gzip: compression failed") }
+        guard status == (finish ? Z_STREAM_END : Z_OK), stream.avail_in == 0 else { throw SeedError(.fileSystem, "gzip: compression failed") }
         output.removeLast(Int(stream.avail_out))
         return Block(bytes: output, checksum: crc32(0, input.baseAddress, UInt32(input.count)), count: input.count)
     }

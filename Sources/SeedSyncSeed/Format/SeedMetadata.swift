@@ -12,12 +12,16 @@ import SeedSyncModel
 /// | `schema_hash` | ``DatasetSchema/hash`` of `schema` |
 /// | `schema` | ``DatasetSchema/canonicalJSON`` of the types in the file |
 /// | `revision` | the server revision the rows are at |
+/// | `content_sha256` | the ``ContentDigest`` of the rows and the other keys, written when the seed is finished; removed by the first change set applied after |
 public struct SeedMetadata: Sendable, Hashable {
     public var formatVersion: Int
     public var schema: DatasetSchema
     public var schemaHash: String
     /// The revision every row of the file is at: no row's `revision` is above it.
     public var revision: Int64
+    /// The SHA-256 of the content as the seed was finished (`content_sha256`), or `nil` in a
+    /// database that has moved on since, or in a seed written before the key existed.
+    public var contentSHA256: String?
 
     public var dataset: String { schema.dataset }
     public var schemaVersion: Int { schema.schemaVersion }
@@ -36,6 +40,7 @@ public struct SeedMetadata: Sendable, Hashable {
         case schemaHash = "schema_hash"
         case schema
         case revision
+        case contentSHA256 = "content_sha256"
     }
 
     /// Reads the metadata table.
@@ -77,6 +82,7 @@ public struct SeedMetadata: Sendable, Hashable {
         }
         var metadata = SeedMetadata(schema: schema, revision: revision)
         metadata.schemaHash = try value(.schemaHash)
+        metadata.contentSHA256 = values[Key.contentSHA256.rawValue]
         return metadata
     }
 
@@ -85,8 +91,9 @@ public struct SeedMetadata: Sendable, Hashable {
         let values: [Key: String] = [
             .formatVersion: String(formatVersion), .dataset: dataset, .schemaVersion: String(schemaVersion),
             .schemaHash: schemaHash, .schema: schema.canonicalJSON, .revision: String(revision),
-        ]
-        for key in Key.allCases {
+            .contentSHA256: contentSHA256,
+        ].compactMapValues { $0 }
+        for key in Key.allCases where values[key] != nil {
             try db.execute(
                 sql: "INSERT OR REPLACE INTO \(SeedFormat.metadataTable) (key, value) VALUES (?, ?)",
                 arguments: [key.rawValue, values[key]]
@@ -95,10 +102,22 @@ public struct SeedMetadata: Sendable, Hashable {
     }
 
     /// Stores a new revision; called in the transaction that applied the change sets up to it.
+    ///
+    /// The content digest goes in the same transaction: it describes the rows as the seed was
+    /// finished, which they no longer are.
     static func save(revision: Int64, in db: Database) throws {
         try db.execute(
             sql: "UPDATE \(SeedFormat.metadataTable) SET value = ? WHERE key = ?",
             arguments: [String(revision), Key.revision.rawValue]
+        )
+        try db.execute(sql: "DELETE FROM \(SeedFormat.metadataTable) WHERE key = ?", arguments: [Key.contentSHA256.rawValue])
+    }
+
+    /// Stores the content digest of the finished seed (see ``ContentDigest``).
+    static func save(contentSHA256 digest: String, in db: Database) throws {
+        try db.execute(
+            sql: "INSERT OR REPLACE INTO \(SeedFormat.metadataTable) (key, value) VALUES (?, ?)",
+            arguments: [Key.contentSHA256.rawValue, digest]
         )
     }
 

@@ -80,15 +80,15 @@ public struct SeedManifest: Codable, Sendable, Hashable {
 
     /// Reads a manifest file.
     public static func read(from path: String) throws -> SeedManifest {
-        guard let data = FileManager.default.contents(atPath: path) else { throw SeedError("cannot read manifest \(path)") }
+        guard let data = FileManager.default.contents(atPath: path) else { throw SeedError.system(errno, "read the manifest \(path)") }
         do {
             let manifest = try JSONDecoder().decode(SeedManifest.self, from: data)
-            guard manifest.format == formatName else { throw SeedError("\(path) is not a seed manifest") }
+            guard manifest.format == formatName else { throw SeedError(.damaged, "\(path) is not a seed manifest") }
             return manifest
         } catch let error as SeedError {
             throw error
         } catch {
-            throw SeedError("\(path) is not a valid seed manifest")
+            throw SeedError(.damaged, "\(path) is not a valid seed manifest")
         }
     }
 

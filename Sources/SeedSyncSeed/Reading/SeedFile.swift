@@ -20,9 +20,11 @@ public final class SeedFile: Sendable {
     ///   `integrity_check` take about two thirds of the time then, but every page read counts in the
     ///   process's resident memory (250 MB to verify a 118 MB seed, against 31 MB without), so
     ///   only `seed-verify`'s checks ask for it.
-    /// - Throws: ``SeedError`` when nothing is at `path` or it is not a SQLite database.
+    /// - Throws: ``SeedError``: ``SeedError/Code/notFound`` when nothing is at `path`,
+    ///   ``SeedError/Code/notASeed`` when it is not a SQLite database, and the code of the failure
+    ///   (``SeedError/Code/fileSystem``, ``SeedError/Code/damaged``, …) when SQLite cannot read it.
     public init(path: String, memoryMapped: Bool = false) throws {
-        guard FileManager.default.fileExists(atPath: path) else { throw SeedError("no seed at \(path)") }
+        guard FileManager.default.fileExists(atPath: path) else { throw SeedError(.notFound, "no seed at \(path)") }
         var configuration = Configuration()
         configuration.readonly = true
         configuration.foreignKeysEnabled = false
@@ -32,15 +34,30 @@ public final class SeedFile: Sendable {
         do {
             queue = try DatabaseQueue(path: path, configuration: configuration)
             _ = try queue.read { db in try Int.fetchOne(db, sql: "PRAGMA schema_version") }
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_NOTADB {
+            throw SeedError.notASeed(path, "it is not a SQLite database")
+        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_READONLY_ROLLBACK {
+            // A hot journal: an interrupted write that only a read-write connection rolls back.
+            guard SeedFormat.hasSeedHeader(at: path) else {
+                throw SeedError.notASeed(path, "it is another program's database, with an interrupted write in \(path)-journal")
+            }
+            throw SeedError(.unusable, "\(path) has an interrupted write in \(path)-journal, which only a read-write open rolls back")
         } catch let error as DatabaseError {
-            throw SeedError.notASeed(path, "SQLite cannot open it (\(error.reason))")
+            // A full disk or an I/O error says nothing about what the file is.
+            throw SeedError.database(error, "read \(path)")
         }
         self.path = path
     }
 
     /// Reads with the connection, which never escapes `body`.
+    ///
+    /// - Throws: what `body` throws; SQLite's errors as ``SeedError`` (see ``SeedError/database(_:_:)``).
     func read<T>(_ body: (Database) throws -> T) throws -> T {
-        try queue.read(body)
+        do {
+            return try queue.read(body)
+        } catch let error as DatabaseError {
+            throw SeedError.database(error, "read \(path)")
+        }
     }
 
     /// The metadata table.
@@ -75,7 +92,7 @@ public final class SeedFile: Sendable {
 
     /// Every row of `type` in key order, as wire values: key, fields, revision.
     public func rows(of type: String) throws -> [[JSONValue]] {
-        guard let entity = try metadata().schema.type(named: type) else { throw SeedError("the seed has no type '\(type)'") }
+        guard let entity = try metadata().schema.type(named: type) else { throw SeedError(.unusable, "the seed has no type '\(type)'") }
         let table = TableSQL(type: entity)
         return try read { db in
             try Row.fetchAll(db, sql: "SELECT \(table.columns) FROM \(table.table) ORDER BY \(table.key)")
@@ -87,6 +104,27 @@ public final class SeedFile: Sendable {
     public func quickCheck() throws -> String? {
         let problems = try read { db in try String.fetchAll(db, sql: "PRAGMA quick_check(3)") }
         return problems == ["ok"] ? nil : problems.joined(separator: "; ")
+    }
+
+    /// The ``ContentDigest`` of the rows and metadata as they are now, to compare with
+    /// ``SeedMetadata/contentSHA256``.
+    public func contentDigest(of schema: DatasetSchema) throws -> String {
+        try read { db in try ContentDigest.compute(db, schema: schema) }
+    }
+
+    /// Checks the content against the digest the seed carries, for a seed that comes without a
+    /// manifest (whose SHA-256 would cover the whole file).
+    ///
+    /// - Throws: ``SeedError/Code/damaged`` when the content differs from the digest, or the seed
+    ///   carries none (nothing then proves it intact).
+    public func checkContent(_ metadata: SeedMetadata) throws {
+        guard let recorded = metadata.contentSHA256 else {
+            throw SeedError(.damaged, "\(path) carries no content digest and has no manifest beside it, so nothing proves it intact; ship its manifest, or rebuild it with this version of seed-build")
+        }
+        let digest = try contentDigest(of: metadata.schema)
+        guard digest == recorded else {
+            throw SeedError(.damaged, "\(path) is damaged: its content hashes to \(digest), but it was built with content digest \(recorded)")
+        }
     }
 
     /// The page size and the version of the SQLite library reading the file.

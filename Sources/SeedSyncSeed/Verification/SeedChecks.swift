@@ -37,6 +37,7 @@ struct SeedChecks {
         checkFreePages(seed, into: &others)
         checkRevisions(seed, metadata, into: &others)
         checkSchema(seed, metadata, into: &others)
+        checkContent(seed, metadata, into: &others)
         checkExpectations(metadata, into: &others)
         report.checks += await integrity.value.checks + others.checks
         guard let manifest else { return }
@@ -158,6 +159,23 @@ struct SeedChecks {
                 return (false, "the tables do not match the stored schema (\(missing) definitions missing or changed, \(extra) unexpected)")
             }
             return (true, "hash \(metadata.schemaHash) matches the \(metadata.schema.types.count) tables")
+        }
+    }
+
+    /// The rows and metadata against the content digest recorded at build time. A seed without a
+    /// digest passes only on its manifest: with neither, nothing proves a value was not changed.
+    private func checkContent(_ seed: SeedFile, _ metadata: SeedMetadata, into report: inout VerificationReport) {
+        guard let recorded = metadata.contentSHA256 else {
+            if manifest != nil {
+                report.skip("content", "no content_sha256 in the metadata; the manifest's SHA-256 covers the file")
+            } else {
+                report.record("content", false, "no content_sha256 in the metadata and no manifest: nothing proves the values intact; rebuild the seed or ship its manifest")
+            }
+            return
+        }
+        Self.record("content", into: &report) {
+            let digest = try seed.contentDigest(of: metadata.schema)
+            return (digest == recorded, digest == recorded ? "the rows hash to content_sha256 \(recorded)" : "the rows hash to \(digest), but content_sha256 is \(recorded): a value was changed after the build")
         }
     }
 

@@ -39,7 +39,7 @@ public enum SeedVerifier {
     ///
     /// - Throws: only when `path` does not exist; every problem with the file is a failed check.
     public static func verify(_ path: String, options: Options = Options()) async throws -> VerificationReport {
-        guard FileManager.default.fileExists(atPath: path) else { throw SeedError("no seed at \(path)") }
+        guard FileManager.default.fileExists(atPath: path) else { throw SeedError(.notFound, "no seed at \(path)") }
         var report = VerificationReport(seed: path)
         let manifest = loadManifest(for: path, options: options, into: &report)
         guard path.hasSuffix(".gz") else {

@@ -53,10 +53,10 @@ public final class SeedWriter: Sendable {
     public static func create(at path: String, schema: DatasetSchema, revision: Int64) async throws -> SeedWriter {
         try schema.validate()
         guard !FileManager.default.fileExists(atPath: path) else {
-            throw SeedError("\(path) already exists; remove it or build with --resume")
+            throw SeedError(.unusable, "\(path) already exists; remove it or build with --resume")
         }
         let queue = try openQueue(at: path)
-        try await queue.write { db in
+        try await onFile(path) { try await queue.write { db in
             try db.execute(sql: "PRAGMA application_id = \(SeedFormat.applicationID)")
             try db.execute(sql: "PRAGMA user_version = \(schema.schemaVersion)")
             try db.execute(sql: SeedMetadata.createTable)
@@ -64,7 +64,7 @@ public final class SeedWriter: Sendable {
             // Indexes come at `finish()`: built once from sorted keys, not updated row by row.
             for type in schema.types { try db.execute(sql: TableSQL(type: type).createTable(withoutRowID: true)) }
             try createBuildTable(db, cursors: schema.types.map { [$0.name.databaseValue, .null, false.databaseValue] })
-        }
+        } }
         return SeedWriter(path: path, queue: queue, schema: schema)
     }
 
@@ -72,7 +72,7 @@ public final class SeedWriter: Sendable {
     ///
     /// - Throws: ``SeedError`` when the file is not an unfinished seed, or another process has it open.
     public static func open(at path: String) async throws -> SeedWriter {
-        guard FileManager.default.fileExists(atPath: path) else { throw SeedError("no unfinished seed at \(path)") }
+        guard FileManager.default.fileExists(atPath: path) else { throw SeedError(.notFound, "no unfinished seed at \(path)") }
         let queue = try openQueue(at: path)
         let metadata = try await queue.read { db in
             guard try db.tableExists(SeedFormat.buildTable) else {
@@ -104,7 +104,7 @@ public final class SeedWriter: Sendable {
         guard page.columns == table.type.columnNames else {
             throw SeedError.invalidData("snapshot page of \(page.type) has columns \(page.columns), expected \(table.type.columnNames)")
         }
-        return try await queue.write { db in
+        return try await Self.onFile(path) { try await queue.write { db in
             guard let cursor = try Self.cursors(in: db)[page.type], !cursor.isComplete else {
                 throw SeedError.invalidData("snapshot page of \(page.type) arrived after its last page")
             }
@@ -122,7 +122,7 @@ public final class SeedWriter: Sendable {
                 arguments: [rows.last.map(ValueMapping.databaseValue(key:)) ?? cursor.after.map(ValueMapping.databaseValue(key:)), rows.isLast, page.type]
             )
             return rows.rows.count
-        }
+        } }
     }
 
     /// Applies change sets (creates and updates as upserts, deletes) and stores the new revision,
@@ -132,16 +132,17 @@ public final class SeedWriter: Sendable {
     @discardableResult
     public func apply(_ changeSets: [ChangeSet]) async throws -> Int64 {
         let applier = self.applier
-        return try await queue.write { db in
+        return try await Self.onFile(path) { try await queue.write { db in
             try applier.apply(changeSets, in: db)
             return try SeedMetadata.storedRevision(db)
-        }
+        } }
     }
 
     /// Writes the finished seed to `destination`, then closes and removes the work file.
     ///
     /// Checks that every type was downloaded and that every reference resolves, creates the
-    /// reference indexes, runs `wal_checkpoint(TRUNCATE)`, then `VACUUM INTO destination`: a new, compact file in
+    /// reference indexes, runs `wal_checkpoint(TRUNCATE)`, records the ``ContentDigest``, then
+    /// `VACUUM INTO destination`: a new, compact file in
     /// rollback-journal mode (`journal_mode=DELETE`) without free pages or build cursors. A
     /// `VACUUM` in place would do the same but carry the work file's history in its header (the
     /// change counter grows with every session), so a resumed build would differ by a few bytes;
@@ -153,7 +154,7 @@ public final class SeedWriter: Sendable {
         try await queue.read { db in
             let incomplete = try String.fetchAll(db, sql: "SELECT type FROM \(SeedFormat.buildTable) WHERE complete = 0 ORDER BY type")
             guard incomplete.isEmpty else {
-                throw SeedError("the snapshot of \(incomplete.joined(separator: ", ")) is incomplete")
+                throw SeedError(.unusable, "the snapshot of \(incomplete.joined(separator: ", ")) is incomplete")
             }
             if let violation = try Row.fetchOne(db, sql: "PRAGMA foreign_key_check") {
                 let table: String = violation[0]
@@ -162,19 +163,21 @@ public final class SeedWriter: Sendable {
             }
         }
         SQLiteFiles.remove(at: destination)
-        try await queue.writeWithoutTransaction { db in
+        try await Self.onFile(path) { try await queue.writeWithoutTransaction { db in
             try createIndexes(db)
-            guard try db.checkpointCompletely() else { throw SeedError("the seed could not be checkpointed completely") }
+            guard try db.checkpointCompletely() else { throw SeedError(.busy, "\(path) could not be checkpointed completely: another process reads it") }
             let cursors = try Row.fetchAll(db, sql: "SELECT type, after, complete FROM \(SeedFormat.buildTable)")
             try db.execute(sql: "DROP TABLE \(SeedFormat.buildTable)")
             do {
-                try db.execute(sql: "VACUUM INTO ?", arguments: [destination])
+                try SeedMetadata.save(contentSHA256: try ContentDigest.compute(db, schema: schema), in: db)
+                try Self.onFile(destination) { try db.execute(sql: "VACUUM INTO ?", arguments: [destination]) }
             } catch {
-                // Keep the work file resumable (a full disk, say): put the cursors back.
+                // Keep the work file resumable: put the cursors back, drop the half-written copy.
                 try? Self.createBuildTable(db, cursors: cursors.map { [$0[0], $0[1], $0[2]] })
+                SQLiteFiles.remove(at: destination)
                 throw error
             }
-        }
+        } }
         try queue.close()
         SQLiteFiles.remove(at: path)
     }
@@ -226,6 +229,24 @@ public final class SeedWriter: Sendable {
         return cursors
     }
 
+    /// Runs `operation` on the file at `path`; SQLite's errors become ``SeedError``s naming the
+    /// file, a full disk ``SeedError/Code/diskFull`` (see ``SeedError/database(_:_:)``).
+    private static func onFile<T>(_ path: String, _ operation: () async throws -> T) async throws -> T {
+        do {
+            return try await operation()
+        } catch let error as DatabaseError {
+            throw SeedError.database(error, "write \(path)")
+        }
+    }
+
+    private static func onFile<T>(_ path: String, _ operation: () throws -> T) throws -> T {
+        do {
+            return try operation()
+        } catch let error as DatabaseError {
+            throw SeedError.database(error, "write \(path)")
+        }
+    }
+
     /// The page cache while building: 32 MiB, so checkpoints and index builds do not read back
     /// what was just written (SQLite's default is 2 MiB). Index builds also sort on every core
     /// (`PRAGMA threads`).
@@ -251,6 +272,8 @@ public final class SeedWriter: Sendable {
             throw SeedError.busy(path)
         } catch let error as DatabaseError where error.resultCode == .SQLITE_NOTADB {
             throw SeedError.notASeed(path, "it is not a SQLite database")
+        } catch let error as DatabaseError {
+            throw SeedError.database(error, "open \(path)")
         }
     }
 }

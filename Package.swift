@@ -88,6 +88,7 @@ let package = Package(
             name: "SeedSyncTesting",
             dependencies: [
                 "SeedSyncModel", "SeedSyncStore", "SeedSyncDemo", "SeedSyncServer", "SeedSyncSeed", "SeedSyncClient", "SeedSyncBuild",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
             ]

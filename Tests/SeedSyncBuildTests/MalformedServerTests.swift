@@ -42,13 +42,42 @@ import Testing
         }
     }
 
+    /// Pages that are each well-formed but whose references dangle at the final revision: only
+    /// the foreign-key check of the finish can see it (the work file does not enforce them).
+    @Test func referencesThatDangleAtTheFinalRevisionStopTheBuild() async throws {
+        let columns = #"["id", "title", "starts_at", "ends_at", "location_id", "capacity", "cancelled", "description", "revision"]"#
+        let pages = [
+            "locations": #"{"type": "locations", "revision": 1, "columns": ["id", "name", "city", "latitude", "longitude", "revision"], "rows": [\#(Self.location)], "next": null}"#,
+            "events": #"{"type": "events", "revision": 1, "columns": \#(columns), "rows": [[1, "Gig", "2026-01-01T10:00:00Z", null, 99, 10, false, null, 1]], "next": null}"#,
+        ]
+        try await withTemporaryDirectory { directory in
+            try await Self.serve(snapshots: pages) { url in
+                let output = directory.appendingPathComponent("seed.sqlite").path
+                let client = SyncClient(configuration: .init(serverURL: url, token: nil, requestTimeout: 5, retry: .none))
+                await #expect {
+                    try await SeedBuilder(client: client, options: .init(output: output)).build()
+                } throws: { error in
+                    (error as? SeedError)?.code == .invalidData && "\(error)".contains("missing row of locations")
+                }
+                let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+                #expect(leftovers.isEmpty)
+            }
+        }
+    }
+
     /// A server with the demo schema at revision 1 whose `locations` snapshot is `snapshot`.
     static func serve(snapshot: String, _ body: @escaping @Sendable (URL) async throws -> Void) async throws {
+        try await serve(snapshots: ["locations": snapshot], body)
+    }
+
+    /// A server with the demo schema at revision 1 that answers each type's snapshot with its page
+    /// in `snapshots` (the `locations` page for a type it does not list).
+    static func serve(snapshots: [String: String], _ body: @escaping @Sendable (URL) async throws -> Void) async throws {
         let router = Router()
         router.get("v1/schema") { _, _ in
             json(String(decoding: try JSONEncoder().encode(SchemaInfo(schema: DemoDataset.schema, revision: 1, minRevision: 1)), as: UTF8.self))
         }
-        router.get("v1/snapshot/:type") { _, _ in json(snapshot) }
+        router.get("v1/snapshot/:type") { _, context in json(snapshots[context.parameters.get("type") ?? ""] ?? snapshots["locations"]!) }
         router.post("v1/sync") { _, _ in json(#"{"maxRevision": 1, "hasMore": false, "changeSets": []}"#) }
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
         try await app.test(.live) { client in try await body(URL(string: "http://127.0.0.1:\(client.port!)")!) }

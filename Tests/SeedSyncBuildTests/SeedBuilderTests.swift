@@ -165,4 +165,21 @@ import Testing
             #expect(leftovers.isEmpty)
         }
     }
+
+    /// The applier's own rule, which the client's gap check would otherwise hide: a change set must
+    /// carry exactly the stored revision + 1. A later one, the same one again or an earlier one is
+    /// refused and nothing is written.
+    @Test func aChangeSetMustCarryExactlyTheNextRevision() async throws {
+        try await withTemporaryDirectory { directory in
+            let writer = try await SeedWriter.create(at: directory.appendingPathComponent("seed.partial").path, schema: DemoDataset.schema, revision: 5)
+            defer { try? writer.close() }
+            for wrong: Int64 in [7, 5, 4] {
+                await #expect { try await writer.apply([ChangeSet(revision: wrong, changes: [])]) } throws: { ($0 as? SeedError)?.code == .invalidData }
+                #expect(try await writer.revision() == 5)
+            }
+            #expect(try await writer.apply([ChangeSet(revision: 6, changes: []), ChangeSet(revision: 7, changes: [])]) == 7)
+            await #expect { try await writer.apply([ChangeSet(revision: 8, changes: []), ChangeSet(revision: 10, changes: [])]) } throws: { _ in true }
+            #expect(try await writer.revision() == 7, "a gap inside a batch rolls the whole batch back")
+        }
+    }
 }

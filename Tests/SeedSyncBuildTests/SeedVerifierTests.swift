@@ -41,6 +41,32 @@ import Testing
         }
     }
 
+    /// A changed character inside a value: SQLite's checks pass, the manifest's hash and the
+    /// content digest do not; without the manifest, the digest alone catches it.
+    @Test func aChangedCharacterInAValueFailsTheContentDigest() async throws {
+        try await withSeed { seed, _ in
+            try SeedDamage.changeCharacter(in: try SeedDamage.someTitle(in: seed), of: seed)
+            #expect(try await failures(seed) == ["content", "manifest"])
+            try FileManager.default.removeItem(atPath: SeedManifest.path(forSeed: seed))
+            let report = try await SeedVerifier.verify(seed)
+            #expect(report.failures.map(\.name) == ["content"])
+            #expect(report.checks.first { $0.name == "manifest" }?.status == .skipped)
+        }
+    }
+
+    /// Without a digest, a seed passes the content check only on its manifest.
+    @Test func aSeedWithoutDigestNeedsItsManifest() async throws {
+        try await withSeed { seed, _ in
+            try rewrite(seed, "DELETE FROM _seedsync_seed WHERE key = 'content_sha256'")
+            try SeedDamage.matchManifest(to: seed)
+            let report = try await SeedVerifier.verify(seed)
+            #expect(report.passed, "\(report.failures)")
+            #expect(report.checks.first { $0.name == "content" }?.status == .skipped)
+            try FileManager.default.removeItem(atPath: SeedManifest.path(forSeed: seed))
+            #expect(try await failures(seed) == ["content"])
+        }
+    }
+
     @Test func aTruncatedFileFails() async throws {
         try await withSeed { seed, _ in
             try patch(seed) { bytes in bytes.removeLast(4096) }

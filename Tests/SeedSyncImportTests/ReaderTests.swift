@@ -35,6 +35,43 @@ import Testing
         }
     }
 
+    /// An app always has readers open. A read transaction held through the whole run, across
+    /// the sync (and, with a newer seed, the replacement), must not hold up the end of the run:
+    /// closing checkpoints without waiting. A blocking checkpoint would wait out the importer's
+    /// 10-second busy timeout once per close; the bound below is half of that.
+    @Test(arguments: [false, true])
+    func anOpenReadTransactionDoesNotHoldUpTheRun(withNewerSeed: Bool) async throws {
+        try await withImportFixture(changesAfter: 30) { fixture in
+            let seed = withNewerSeed ? try await fixture.installThenBuildNewerSeed(after: 10).newer : fixture.seed
+            if !withNewerSeed { try await fixture.importer().run() }
+            try await fixture.mutate(20, seed: 41)
+            let reader = try DatabaseQueue(path: fixture.database)
+            let (started, release) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+            // A read transaction held on a thread of its own until the run is over.
+            let held = Task {
+                try await offPool {
+                    try reader.read { db in
+                        let before = try storedRevision(db)
+                        started.signal()
+                        release.wait()
+                        return (before, try storedRevision(db))
+                    }
+                }
+            }
+            try await offPool { started.wait() }
+            let start = ContinuousClock.now
+            let report = try await fixture.importer(seed: seed).run()
+            let elapsed = ContinuousClock.now - start
+            release.signal()
+            let (before, after) = try await held.value
+            try reader.close()
+            #expect(elapsed < .seconds(5), "the run took \(elapsed)")
+            #expect(report.replacements.count == (withNewerSeed ? 1 : 0))
+            #expect(before == after, "the reader's snapshot stays")
+            #expect(try contents(ofSeed: fixture.database) == (try await fixture.serverContents()))
+        }
+    }
+
     /// Reads in a loop until `syncing` turns false: the revisions seen, and what broke the rule.
     static func readWhile(_ syncing: Locked<Bool>, _ reader: DatabaseQueue, written: [Int64: Int], seedRevision: Int64) throws -> ([Int64: Int], [String]) {
         var seen: [Int64: Int] = [:]

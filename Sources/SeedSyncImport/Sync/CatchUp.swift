@@ -106,7 +106,13 @@ extension ImportSession {
         let builder = SeedBuilder(client: client, options: .init(
             output: snapshotPath, types: database.metadata.schema.types.map(\.name), syncLimit: configuration.syncLimit
         ))
-        let built = try await builder.build()
+        let built: BuildReport
+        do {
+            built = try await builder.build()
+        } catch let error as SeedError {
+            // The builder has removed its work file; the database is untouched.
+            throw ImportError(error, otherwise: .invalidChangeSet, "cannot download the snapshot that replaces \(databasePath)")
+        }
         defer {
             try? FileManager.default.removeItem(atPath: snapshotPath)
             try? FileManager.default.removeItem(atPath: built.manifestPath)

@@ -1,0 +1,67 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A small tmpfs mounted for one test, so that a full disk is real, not simulated.
+///
+/// Mounting needs root on Linux; tests that use it are enabled by ``isAvailable`` (CI runs as
+/// root). The volume is unmounted when the body returns or throws.
+///
+/// ```swift
+/// try await SmallVolume.with(megabytes: 2) { volume in
+///     try volume.fill(leaving: 20 << 10)   // 20 KiB free
+/// }
+/// ```
+public struct SmallVolume: Sendable {
+    public let path: String
+
+    /// Whether this process can mount a tmpfs: root on Linux.
+    public static var isAvailable: Bool {
+        #if os(Linux)
+        geteuid() == 0
+        #else
+        false
+        #endif
+    }
+
+    /// Mounts a tmpfs of `kilobytes` KiB in a temporary folder, runs `body`, unmounts it.
+    public static func with<T>(kilobytes: Int, _ body: (SmallVolume) async throws -> T) async throws -> T {
+        try await withTemporaryDirectory { directory in
+            let path = directory.appendingPathComponent("volume").path
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            try run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(kilobytes)k", "tmpfs", path])
+            defer { try? run("/bin/umount", ["-l", path]) }
+            return try await body(SmallVolume(path: path))
+        }
+    }
+
+    public func path(_ name: String) -> String { (path as NSString).appendingPathComponent(name) }
+
+    /// Bytes free on the volume.
+    public var freeBytes: Int64 {
+        var stats = statvfs()
+        guard statvfs(path, &stats) == 0 else { return 0 }
+        return Int64(stats.f_bavail) * Int64(stats.f_frsize)
+    }
+
+    /// Writes a filler file so that about `bytes` stay free.
+    public func fill(leaving bytes: Int64) throws {
+        let size = max(0, freeBytes - bytes)
+        try Data(count: Int(size)).write(to: URL(fileURLWithPath: path(".filler")))
+    }
+
+    private static func run(_ tool: String, _ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "\(tool) \(arguments.joined(separator: " ")) failed"])
+        }
+    }
+}

@@ -190,10 +190,14 @@ public struct SeedBuilder: Sendable {
         let total = schema.types.reduce(0) { $0 + (info.rowCounts?[$1.name] ?? 0) }
         // The work file grows with the rows: scale what it held by the rows still to come.
         let seed = run.rows > 0 && !run.resumed && total > run.rows ? written * Int64(total) / Int64(run.rows) : written
-        let needed = seed * (options.gzip ? 3 : 2)
-        let done = written > 0 ? "\(Self.megabytes(written)) of \(partialPath) were written (\(run.rows) of \(total) rows) and removed again. " : ""
-        let estimate = needed > 0 ? "A build of this dataset needs about \(Self.megabytes(needed)) free beside \(options.output) " : "Free space beside \(options.output) "
-        return SeedError(error.code, "\(error) \(done)\(estimate)(the work file, the finished copy\(options.gzip ? " and the .gz" : "")); nothing was left on the volume")
+        let progress = total > 0 ? " (\(run.rows) of \(total) rows)" : ""
+        var text = "\(error). \(partialPath) was removed\(written > 0 ? " after \(Self.size(written))\(progress)" : ""), so nothing was left behind."
+        if seed > 0, error.code == .diskFull {
+            text += " A build of this dataset needs about \(Self.size(seed * (options.gzip ? 3 : 2))) free beside \(options.output) (the work file and the finished copy\(options.gzip ? ", then the .gz" : ""))."
+        } else if seed > 0 {
+            text += " The seed will be about \(Self.size(seed)); the limit must be above that."
+        }
+        return SeedError(error.code, text)
     }
 
     private static func size(of partial: String) -> Int64 {
@@ -202,8 +206,9 @@ public struct SeedBuilder: Sendable {
         }
     }
 
-    private static func megabytes(_ bytes: Int64) -> String {
-        String(format: "%.1f MB", Double(bytes) / 1_000_000)
+    /// A size for people: `820 KB`, `3.4 MB`.
+    private static func size(_ bytes: Int64) -> String {
+        bytes < 1_000_000 ? "\(max(1, bytes / 1000)) KB" : String(format: "%.1f MB", Double(bytes) / 1_000_000)
     }
 
     /// Whether a later `--resume` could finish what this error interrupted.

@@ -8,6 +8,21 @@ import Testing
 @Suite struct CommandLineTests {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
+    /// Under a file-size limit the build fails with one line naming the work file and the limit,
+    /// and removes the work file: a kept one would fail the same way on `--resume`.
+    @Test func aFileSizeLimitFailsTheBuildCleanly() async throws {
+        try await withServedStore(events: 3000) { served in
+            let seed = served.path("out/demo.sqlite")
+            let built = try await Executables.run("seed-build", ["--server", served.url.absoluteString, "--out", seed], environment: ["SEED_TOKEN": liveServerToken], fileSizeLimitKiB: 128)
+            #expect(built.status != 0)
+            #expect(built.stderr.split(separator: "\n").count == 1, "\(built.stderr)")
+            #expect(built.stderr.contains(seed + ".partial") && built.stderr.contains("file-size limit"), "\(built.stderr)")
+            #expect(built.stderr.contains("will be about"), "\(built.stderr)")
+            let leftovers = try FileManager.default.contentsOfDirectory(atPath: served.path("out"))
+            #expect(leftovers.isEmpty, "\(leftovers)")
+        }
+    }
+
     @Test func buildAndVerifyEndToEnd() async throws {
         try await withTemporaryDirectory { directory in
             let database = directory.appendingPathComponent("server.sqlite").path

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import SeedSyncDemo
 import SeedSyncImport
 import SeedSyncModel
@@ -50,6 +51,21 @@ import Darwin
             #expect(!FileManager.default.fileExists(atPath: fixture.database))
             let conflicting = try await Executables.run("seed-import", Self.arguments(fixture, database: fixture.database, ["--once", "--watch"]))
             #expect(conflicting.status == 64)
+        }
+    }
+
+    /// Under a file-size limit (`ulimit -f`) the install fails with one line that says which file
+    /// hit the limit and what to do, and leaves no half-written copy.
+    @Test func aFileSizeLimitIsReportedByFileAndLeavesNoCopy() async throws {
+        try await withImportFixture(events: 2000) { fixture in
+            let result = try await Executables.run("seed-import", Self.arguments(fixture, database: fixture.database), environment: Self.environment, fileSizeLimitKiB: 64)
+            #expect(result.status != 0)
+            let lines = result.stderr.split(separator: "\n")
+            #expect(lines.count == 1, "\(result.stderr)")
+            #expect(result.stderr.contains(fixture.database + ".installing") && result.stderr.contains("file-size limit"), "\(result.stderr)")
+            #expect(!result.stderr.contains("SQLite error") && !result.stderr.contains("NSCocoaErrorDomain"), "\(result.stderr)")
+            let folder = URL(fileURLWithPath: fixture.database).deletingLastPathComponent().path
+            #expect(files(in: folder) == ["events.sqlite.lock"])
         }
     }
 
@@ -111,10 +127,7 @@ import Darwin
                 // newer one shipped, killed early, so it lands in the replacement or the sync after it.
                 let mode = iteration % 3
                 let seed = mode == 2 ? newer : fixture.seed
-                if mode != 1 {
-                    try FileManager.default.createDirectory(atPath: fixture.served.path("crash-\(iteration)"), withIntermediateDirectories: true)
-                    try FileManager.default.copyItem(atPath: fixture.seed, toPath: database)
-                }
+                if mode != 1 { try Self.installCopy(of: fixture.seed, at: database) }
                 let window = mode == 0 ? duration : duration / 4
                 let delay = window * (Double(random.next() % 1000) / 1000)
                 let arguments = Self.arguments(fixture, seed: seed, database: database, ["--sync-limit", "50"])
@@ -139,6 +152,20 @@ import Darwin
             print("crash test: \(outcomes)")
             #expect(outcomes["mid-sync", default: 0] > 0, "no kill landed during the sync: \(outcomes)")
         }
+    }
+
+    /// Puts `seed` at `database` as an install leaves it: a copy switched to WAL mode.
+    ///
+    /// A plain copy would still be in rollback-journal mode, a state no importer leaves: the
+    /// importer would switch it to WAL in place, and a kill during that switch leaves a hot
+    /// `-journal` that only a read-write open rolls back (the next importer does; this test's
+    /// read-only checks could not, which made it fail now and then).
+    static func installCopy(of seed: String, at database: String) throws {
+        try FileManager.default.createDirectory(atPath: (database as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: seed, toPath: database)
+        let queue = try DatabaseQueue(path: database)
+        try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode = WAL") }
+        try queue.close()
     }
 
     /// Starts `seed-import`, kills it with SIGKILL after `delay`, and says where it was.

@@ -60,10 +60,12 @@ import Testing
             }
             try await offPool { started.wait() }
             let start = ContinuousClock.now
-            let report = try await fixture.importer(seed: seed).run()
+            let run: Result<ImportReport, any Error>
+            do { run = .success(try await fixture.importer(seed: seed).run()) } catch { run = .failure(error) }
             let elapsed = ContinuousClock.now - start
             release.signal()
             let (before, after) = try await held.value
+            let report = try run.get()
             try reader.close()
             #expect(elapsed < .seconds(5), "the run took \(elapsed)")
             #expect(report.replacements.count == (withNewerSeed ? 1 : 0))

@@ -125,7 +125,7 @@ final class LocalDatabase: Sendable {
             let range = "\(changeSets.first?.revision ?? 0)…\(changeSets.last?.revision ?? 0)"
             throw ImportError(.invalidChangeSet, "sync stopped: change sets \(range) leave a reference to a missing row; \(path) stays at revision \(try await revision())")
         } catch let error as DatabaseError {
-            let failure = SeedError.database(error, "write \(path)")
+            let failure = SeedError.database(error, "write \(path)", file: path)
             throw ImportError(failure, otherwise: .invalidDatabase, "sync stopped, \(path) stays at its last good revision")
         }
     }
@@ -144,7 +144,7 @@ final class LocalDatabase: Sendable {
             try seed.backup(to: queue)
             try seed.close()
         } catch let error as DatabaseError {
-            let failure = SeedError.database(error, "copy \(source) over \(path)")
+            let failure = SeedError.database(error, "copy \(source) over \(path)", file: path)
             throw ImportError(failure, otherwise: .invalidDatabase, "\(path) was not replaced and keeps its rows")
         }
         try await close()

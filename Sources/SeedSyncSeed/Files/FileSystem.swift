@@ -87,6 +87,23 @@ package enum FileSystem {
         signal(SIGXFSZ, SIG_IGN)
     }
 
+    /// Whether the database at `path`, or one of its journals, is within a few pages of the
+    /// process's file-size limit: the cause of a write that failed with an I/O error.
+    package static func reachesFileSizeLimit(_ path: String) -> Bool {
+        var limit = rlimit()
+        #if canImport(Glibc)
+        let resource = __rlimit_resource_t(RLIMIT_FSIZE.rawValue)
+        #else
+        let resource = RLIMIT_FSIZE
+        #endif
+        guard getrlimit(resource, &limit) == 0, limit.rlim_cur != rlim_t.max else { return false }
+        let margin: UInt64 = 64 << 10
+        return [path, path + "-wal", path + "-journal"].contains { file in
+            let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? UInt64) ?? nil ?? 0
+            return size + margin >= UInt64(limit.rlim_cur)
+        }
+    }
+
     /// Writes `bytes` to a new file at `path` and syncs it.
     package static func write(_ bytes: some DataProtocol, to path: String) throws {
         let output = try OutputFile(path: path)

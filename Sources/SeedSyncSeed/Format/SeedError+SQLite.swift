@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 import GRDBSQLite
 
@@ -9,13 +10,19 @@ extension SeedError {
     /// and files SQLite cannot open are ``Code/fileSystem`` and say to check the volume; damage is
     /// ``Code/damaged``; only a file that is not a database at all is ``Code/notASeed``.
     ///
-    /// - Parameter action: what was being done, finishing "cannot …": `write /x/seed.sqlite.partial`.
-    package static func database(_ error: DatabaseError, _ action: String) -> Self {
+    /// - Parameters:
+    ///   - action: what was being done, finishing "cannot …": `write /x/seed.sqlite.partial`.
+    ///   - file: the database written, when writing: an I/O error with the file (or its journal)
+    ///     at the process's file-size limit is ``Code/fileSizeLimit`` (SQLite reports `EFBIG` as
+    ///     a plain I/O error).
+    package static func database(_ error: DatabaseError, _ action: String, file: String? = nil) -> Self {
         let code = error.extendedResultCode
         let name = "SQLite \(String(cString: sqlite3_errstr(code.rawValue)))"
         switch error.resultCode {
         case .SQLITE_FULL:
-            return Self(.diskFull, "cannot \(action): no space left on the device; free space on that volume and run again")
+            return system(ENOSPC, action)
+        case .SQLITE_IOERR where file.map(FileSystem.reachesFileSizeLimit) == true:
+            return system(EFBIG, action)
         case .SQLITE_IOERR:
             return Self(.fileSystem, "cannot \(action): \(name) (result code \(code.rawValue)); check the volume (free space, the file-size limit ulimit -f, its health) and run again")
         case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_READONLY, .SQLITE_AUTH:

@@ -235,7 +235,7 @@ public final class SeedWriter: Sendable {
         do {
             return try await operation()
         } catch let error as DatabaseError {
-            throw SeedError.database(error, "write \(path)")
+            throw SeedError.database(error, "write \(path)", file: path)
         }
     }
 
@@ -243,7 +243,7 @@ public final class SeedWriter: Sendable {
         do {
             return try operation()
         } catch let error as DatabaseError {
-            throw SeedError.database(error, "write \(path)")
+            throw SeedError.database(error, "write \(path)", file: path)
         }
     }
 

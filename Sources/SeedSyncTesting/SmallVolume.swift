@@ -19,14 +19,20 @@ import Darwin
 public struct SmallVolume: Sendable {
     public let path: String
 
-    /// Whether this process can mount a tmpfs: root on Linux.
-    public static var isAvailable: Bool {
+    /// Whether this process can mount a tmpfs (root on Linux, with the right to mount): tried
+    /// once, with a tmpfs mounted and unmounted at once.
+    public static let isAvailable: Bool = {
         #if os(Linux)
-        geteuid() == 0
+        guard geteuid() == 0 else { return false }
+        let probe = FileManager.default.temporaryDirectory.appendingPathComponent("seedsync-tmpfs-probe-\(UUID().uuidString)").path
+        guard (try? FileManager.default.createDirectory(atPath: probe, withIntermediateDirectories: true)) != nil else { return false }
+        defer { try? FileManager.default.removeItem(atPath: probe) }
+        guard (try? run("/bin/mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", probe])) != nil else { return false }
+        return (try? run("/bin/umount", [probe])) != nil
         #else
-        false
+        return false
         #endif
-    }
+    }()
 
     /// Mounts a tmpfs of `kilobytes` KiB in a temporary folder, runs `body`, unmounts it.
     public static func with<T>(kilobytes: Int, _ body: (SmallVolume) async throws -> T) async throws -> T {

@@ -67,6 +67,48 @@ import Testing
         }
     }
 
+    /// Each check of SEED-FORMAT.md §5 on the one damage only it can see (besides the manifest and
+    /// the content digest, which any change to the rows or the file trips as well).
+    @Test func aDanglingReferenceFailsTheForeignKeyCheck() async throws {
+        try await withSeed { seed, _ in
+            try rewrite(seed, "PRAGMA foreign_keys = OFF; UPDATE events SET location_id = 999999 WHERE id = (SELECT min(id) FROM events WHERE location_id IS NOT NULL)")
+            #expect(try await failures(seed) == ["foreign-keys", "content", "manifest"])
+        }
+    }
+
+    @Test func freePagesFailTheVacuumCheck() async throws {
+        try await withSeed { seed, _ in
+            try rewrite(seed, "DELETE FROM _seedsync_seed WHERE key = 'nothing'; CREATE TABLE scratch (x); INSERT INTO scratch SELECT zeroblob(100000); DROP TABLE scratch", vacuum: false)
+            #expect(try await failures(seed) == ["free-pages", "manifest"])
+        }
+    }
+
+    @Test(arguments: ["CREATE INDEX extra ON events (title)", "PRAGMA user_version = 7", "UPDATE _seedsync_seed SET value = '00' WHERE key = 'schema_hash'"])
+    func anObjectOrVersionTheSchemaDoesNotDescribeFailsTheSchemaCheck(_ change: String) async throws {
+        try await withSeed { seed, _ in
+            try rewrite(seed, change)
+            let failed = try await failures(seed)
+            #expect(failed.contains("schema"), "\(failed)")
+            #expect(!failed.contains("integrity") && !failed.contains("foreign-keys"))
+        }
+    }
+
+    @Test func aBrokenIndexFailsTheIntegrityCheck() async throws {
+        try await withSeed { seed, _ in
+            try SeedDamage.breakIndex("events_location_id_index", of: seed)
+            let report = try await SeedVerifier.verify(seed)
+            // The content digest counts rows through the smallest b-tree, this index, so it fails too.
+            #expect(report.failures.map(\.name) == ["integrity", "content", "manifest"], "\(report.failures)")
+        }
+    }
+
+    @Test func aSeedInWALModeFailsTheJournalCheck() async throws {
+        try await withSeed { seed, _ in
+            try rewrite(seed, "PRAGMA journal_mode = WAL", vacuum: false)
+            #expect(try await failures(seed) == ["journal-mode", "manifest"])
+        }
+    }
+
     @Test func aTruncatedFileFails() async throws {
         try await withSeed { seed, _ in
             try patch(seed) { bytes in bytes.removeLast(4096) }
@@ -172,12 +214,13 @@ import Testing
         try Data(bytes).write(to: URL(fileURLWithPath: path))
     }
 
-    /// Changes the seed with SQL, keeping it otherwise well-formed (rollback journal, vacuumed).
-    private func rewrite(_ path: String, _ sql: String) throws {
+    /// Changes the seed with SQL, keeping it otherwise well-formed (rollback journal, vacuumed
+    /// unless `vacuum` is off).
+    private func rewrite(_ path: String, _ sql: String, vacuum: Bool = true) throws {
         let queue = try DatabaseQueue(path: path)
         try queue.writeWithoutTransaction { db in
             try db.execute(sql: sql)
-            try db.execute(sql: "VACUUM")
+            if vacuum { try db.execute(sql: "VACUUM") }
         }
         try queue.close()
     }

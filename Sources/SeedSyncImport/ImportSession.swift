@@ -20,7 +20,7 @@ final class ImportSession {
     /// Where a full snapshot is downloaded after a 410.
     var snapshotPath: String { databasePath + ".snapshot" }
 
-    init(configuration: SeedImporter.Configuration, emit: @escaping @Sendable (ImportEvent) -> Void) throws {
+    init(configuration: SeedImporter.Configuration, emit: @escaping @Sendable (ImportEvent) -> Void) {
         self.configuration = configuration
         self.emit = emit
         seed = ShippedSeed(path: configuration.seed)

@@ -104,7 +104,7 @@ public struct SeedImporter: Sendable {
         }
         let lock = try await ImportLock.acquire(for: configuration.database, timeout: configuration.lockTimeout)
         defer { lock.release() }
-        let session = try ImportSession(configuration: configuration, emit: onEvent)
+        let session = ImportSession(configuration: configuration, emit: onEvent)
         let report = try await session.run()
         onEvent(.finished(report))
         return report

@@ -51,7 +51,7 @@ extension ImportSession {
 
     /// Replaces the database with the seed when the seed is newer. A newer seed that cannot be
     /// used (damaged, for a schema the server does not serve yet, no space to copy it) is
-    /// reported (``ImportEvent/seedRejected(_:)``, ``ImportReport/seedProblem``) and the database
+    /// reported (``ImportEvent/seedRejected(reason:)``, ``ImportReport/seedProblem``) and the database
     /// is kept: a healthy database goes on syncing whatever the seed.
     private func replaceIfSeedIsNewer(_ database: LocalDatabase, server: SchemaInfo?) async throws -> LocalDatabase {
         var local = database.metadata

@@ -103,8 +103,7 @@ public struct SeedBuilder: Sendable {
     }
 
     private func openWriter(schema: DatasetSchema, info: SchemaInfo) async throws -> (SeedWriter, Bool) {
-        let folder = URL(fileURLWithPath: options.output).deletingLastPathComponent()
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try FileSystem.createFolder(for: options.output)
         if options.resume, FileManager.default.fileExists(atPath: partialPath) {
             let previous = try await SeedWriter.open(at: partialPath)
             try await checkResumable(previous, schema: schema, info: info)

@@ -1,6 +1,7 @@
 import Foundation
 import SeedSyncClient
 import SeedSyncModel
+import SeedSyncSeed
 
 /// Installs a shipped seed on first run, then keeps the database caught up with the server
 /// through incremental sync from the seed's revision: `seed-import` as a library.
@@ -96,11 +97,10 @@ public struct SeedImporter: Sendable {
     /// ``ImportEvent/finished(_:)``.
     @discardableResult
     public func run(onEvent: @escaping @Sendable (ImportEvent) -> Void) async throws -> ImportReport {
-        let folder = URL(fileURLWithPath: configuration.database).deletingLastPathComponent()
         do {
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        } catch {
-            throw ImportError(.invalidDatabase, "cannot create the folder \(folder.path): \(error.localizedDescription)")
+            try FileSystem.createFolder(for: configuration.database)
+        } catch let error as SeedError {
+            throw ImportError(error, otherwise: .invalidDatabase)
         }
         let lock = try await ImportLock.acquire(for: configuration.database, timeout: configuration.lockTimeout)
         defer { lock.release() }

@@ -1,4 +1,5 @@
 import Foundation
+import SeedSyncSeed
 
 #if canImport(Glibc)
 import Glibc
@@ -25,7 +26,7 @@ final class ImportLock {
         let path = database + ".lock"
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
-            throw ImportError(.invalidDatabase, "cannot create the lock file \(path): \(String(cString: strerror(errno)))")
+            throw ImportError(SeedError.system(errno, "create the lock file \(path)"), otherwise: .invalidDatabase)
         }
         let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
         while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {

@@ -46,8 +46,12 @@ enum FileChunks {
     static func read(_ path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
         guard let handle = FileHandle(forReadingAtPath: path) else { throw SeedError.system(errno, "read \(path)") }
         defer { try? handle.close() }
-        while let chunk = try handle.read(upToCount: chunkSize), !chunk.isEmpty {
-            try chunk.withUnsafeBytes(body)
+        do {
+            while let chunk = try handle.read(upToCount: chunkSize), !chunk.isEmpty {
+                try chunk.withUnsafeBytes(body)
+            }
+        } catch {
+            throw SeedError.file(error, "read \(path)")
         }
     }
 }

@@ -104,6 +104,16 @@ package enum FileSystem {
         }
     }
 
+    /// Creates the folder that holds `path`, with its parents, when it is not there.
+    package static func createFolder(for path: String) throws {
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        do {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        } catch {
+            throw SeedError.file(error, "create the folder \(folder)")
+        }
+    }
+
     /// Writes `bytes` to a new file at `path` and syncs it.
     package static func write(_ bytes: some DataProtocol, to path: String) throws {
         let output = try OutputFile(path: path)

@@ -21,6 +21,14 @@ struct ParallelBlocks {
     static func read(_ path: String, _ body: (ParallelBlocks) throws -> Void) throws -> FileDigest {
         guard let handle = FileHandle(forReadingAtPath: path) else { throw SeedError.system(errno, "read \(path)") }
         defer { try? handle.close() }
+        do {
+            return try read(handle, body)
+        } catch {
+            throw SeedError.file(error, "read \(path)")  // a SeedError from `body` passes as it is
+        }
+    }
+
+    private static func read(_ handle: FileHandle, _ body: (ParallelBlocks) throws -> Void) throws -> FileDigest {
         var hasher = FileDigest.Hasher()
         var history: [UInt8] = []
         var batch = try handle.read(upToCount: blockSize * blocksPerBatch) ?? Data()

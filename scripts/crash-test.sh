@@ -53,8 +53,12 @@ echo "a full import takes about $window_ms ms; $iterations iterations"
 declare -A outcomes=()
 for ((i = 0; i < iterations; i++)); do
     app="$work/run-$i/app.sqlite"
-    # Even iterations start from an installed seed, so the kill lands in the sync.
-    if ((i % 2 == 0)); then mkdir -p "$work/run-$i" && cp "$work/seed.sqlite" "$app"; fi
+    # Even iterations start from an installed seed (a copy switched to WAL, as an install leaves
+    # it), so the kill lands in the sync.
+    if ((i % 2 == 0)); then
+        mkdir -p "$work/run-$i" && cp "$work/seed.sqlite" "$app"
+        sqlite3 "$app" "PRAGMA journal_mode = WAL" >/dev/null
+    fi
     (exec "$bin/seed-import" --seed "$work/seed.sqlite" --database "$app" --server "$SERVER_URL" --sync-limit 100 --quiet) &
     pid=$!
     sleep "$(awk -v ms=$((RANDOM % window_ms)) 'BEGIN { printf "%.3f", ms / 1000 }')"

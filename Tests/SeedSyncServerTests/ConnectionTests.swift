@@ -46,6 +46,19 @@ import Testing
         }
     }
 
+    /// A request head NIO cannot parse gets the protocol's JSON error too, and the connection ends.
+    @Test func unparsableRequestHeadsGetAJSON400AndAreClosed() async throws {
+        try await withServer { port in
+            let connection = try RawConnection(port: port, timeout: 10)
+            defer { connection.close() }
+            #expect(connection.send("GET /health HTTP/1.1\r\nHost 127.0.0.1\r\n\r\n"))
+            let (answer, closed) = try await offPool { connection.receiveAll() }
+            #expect(answer.hasPrefix("HTTP/1.1 400"), "\(answer)")
+            #expect(errorCode(inRawAnswer: answer) == "malformed_http")
+            #expect(closed)
+        }
+    }
+
     /// A client that closes (FIN) or resets (RST) its connection halfway through a body went away;
     /// the server logs the request at info, never an error.
     @Test(arguments: [false, true])

@@ -7,7 +7,8 @@ import NIOHTTP1
 /// is still known. A connection ends after a response when:
 /// - the request said so: HTTP/1.0 without `Connection: keep-alive`, or `Connection: close` in
 ///   any case (the response then carries `Connection: close`, and `HTTP/1.0` for a 1.0 request);
-/// - the response said so: an error answer with `Connection: close` (413, 408, broken framing).
+/// - the response said so: an error answer with `Connection: close` (413, 408, broken framing);
+/// - the request head could not be parsed: Hummingbird's bare 400 gets a JSON body here.
 ///
 /// Then, once the response is written, the server shuts its side down (the client reads the
 /// answer and then end-of-stream) and keeps reading and discarding what the client still sends,
@@ -67,13 +68,13 @@ final class ConnectionCloseHandler: ChannelDuplexHandler, RemovableChannelHandle
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        guard !discarding else { return promise?.fail(ChannelError.outputClosed) ?? () }
         switch unwrapOutboundIn(data) {
         case .head(var head) where head.status.code >= 200:
-            if !pending.isEmpty {
-                let request = pending.removeFirst()
-                if request.close { head.headers.replaceOrAdd(name: "connection", value: "close") }
-                if request.close, request.version == .http1_0 { head.version = .http1_0 }
-            }
+            guard !pending.isEmpty else { return writeMalformedRequestAnswer(head, context: context, promise: promise) }
+            let request = pending.removeFirst()
+            if request.close { head.headers.replaceOrAdd(name: "connection", value: "close") }
+            if request.close, request.version == .http1_0 { head.version = .http1_0 }
             closeAfterResponse = !head.isKeepAlive
             context.write(wrapOutboundOut(.head(head)), promise: promise)
         case .end where closeAfterResponse:
@@ -83,6 +84,19 @@ final class ConnectionCloseHandler: ChannelDuplexHandler, RemovableChannelHandle
         default:
             context.write(data, promise: promise)
         }
+    }
+
+    /// An answer to no request is Hummingbird's bare 400 for a request head NIO could not parse:
+    /// it gets the protocol's JSON error body (`malformed_http`) and ends the connection.
+    private func writeMalformedRequestAnswer(_ head: HTTPResponseHead, context: ChannelHandlerContext, promise: EventLoopPromise<Void>?) {
+        var head = head
+        let body = (try? ServerError.malformedHTTP.jsonBody()) ?? ByteBuffer()
+        head.headers.replaceOrAdd(name: "content-type", value: "application/json")
+        head.headers.replaceOrAdd(name: "content-length", value: String(body.readableBytes))
+        head.headers.replaceOrAdd(name: "connection", value: "close")
+        closeAfterResponse = true
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: promise)
     }
 
     /// Shuts output, then reads and drops input until the client closes or `linger` passes.

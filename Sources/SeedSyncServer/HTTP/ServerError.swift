@@ -48,10 +48,15 @@ public struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable 
     public var description: String { "\(status.code) \(code): \(message)" }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        let body = ErrorResponse(error: .init(code: code, message: message, minRevision: minRevision, revision: revision))
         var headers = self.headers
         headers[.contentType] = "application/json"
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: try JSONEncoder.stable().encode(body))))
+        return Response(status: status, headers: headers, body: .init(byteBuffer: try jsonBody()))
+    }
+
+    /// The body of the answer: `{"error": {"code": "…", "message": "…"}}`.
+    func jsonBody() throws -> ByteBuffer {
+        let body = ErrorResponse(error: .init(code: code, message: message, minRevision: minRevision, revision: revision))
+        return ByteBuffer(bytes: try JSONEncoder.stable().encode(body))
     }
 
     static let unauthorized: ServerError = {
@@ -69,10 +74,10 @@ public struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable 
         return error
     }
 
-    /// 400 `malformed_http`, closing the connection: the request body's framing is broken
-    /// (an invalid chunk size, for one), so nothing after it can be read as a request.
+    /// 400 `malformed_http`, closing the connection: the request head or its body's framing is
+    /// broken (an invalid chunk size, for one), so nothing after it can be read as a request.
     static let malformedHTTP: ServerError = {
-        var error = ServerError(.badRequest, code: "malformed_http", message: "the request body is not valid HTTP/1.1 framing")
+        var error = ServerError(.badRequest, code: "malformed_http", message: "the request is not valid HTTP/1.1: a broken head or body framing")
         error.headers[.connection] = "close"
         return error
     }()

@@ -68,7 +68,10 @@ final class ConnectionCloseHandler: ChannelDuplexHandler, RemovableChannelHandle
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        guard !discarding else { return promise?.fail(ChannelError.outputClosed) ?? () }
+        guard !discarding else {
+            promise?.fail(ChannelError.outputClosed)
+            return
+        }
         switch unwrapOutboundIn(data) {
         case .head(var head) where head.status.code >= 200:
             guard !pending.isEmpty else { return writeMalformedRequestAnswer(head, context: context, promise: promise) }

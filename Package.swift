@@ -25,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
     ],
     targets: [
         // Wire model: protocol types, schema description, JSON values. Foundation only.
@@ -52,8 +53,11 @@ let package = Package(
         .target(
             name: "SeedSyncServer",
             dependencies: [
-                "SeedSyncModel",
+                "SeedSyncModel", "SeedSyncGzip",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -61,11 +65,13 @@ let package = Package(
         ),
         // zlib, for `.gz` seeds (system library on Linux and Apple platforms).
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        // Streaming gzip decompression with exact errors, shared by seed files and request bodies.
+        .target(name: "SeedSyncGzip", dependencies: ["CZlib"]),
         // Seed files: the format, writing, applying change sets, manifests and verification (GRDB).
         .target(
             name: "SeedSyncSeed",
             dependencies: [
-                "SeedSyncModel", "SeedSyncSQL", "CZlib",
+                "SeedSyncModel", "SeedSyncSQL", "CZlib", "SeedSyncGzip",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),

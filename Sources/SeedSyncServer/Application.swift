@@ -27,7 +27,7 @@ public func buildApplication(
     let idleTimeout = configuration.idleTimeout.components
     return Application(
         router: router,
-        server: .http1(configuration: .init(idleTimeout: .seconds(idleTimeout.seconds))),
+        server: .seedHTTP1(idleTimeout: .seconds(idleTimeout.seconds)),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "seed-server"),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
         logger: logger

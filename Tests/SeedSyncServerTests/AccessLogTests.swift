@@ -33,11 +33,16 @@ import Testing
 /// Keeps every log line, with its metadata, for a test to read.
 final class LogRecorder: LogHandler, @unchecked Sendable {
     private let lock = NSLock()
-    private var recorded: [String] = []
+    private var recorded: [(level: Logger.Level, line: String)] = []
     var metadata: Logger.Metadata = [:]
     var logLevel: Logger.Level = .trace
 
-    var lines: [String] { lock.withLock { recorded } }
+    var lines: [String] { lock.withLock { recorded.map(\.line) } }
+
+    /// The lines logged at `level` or above.
+    func lines(atLeast level: Logger.Level) -> [String] {
+        lock.withLock { recorded.filter { $0.level >= level }.map(\.line) }
+    }
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
@@ -46,6 +51,6 @@ final class LogRecorder: LogHandler, @unchecked Sendable {
 
     func log(event: LogEvent) {
         let all = metadata.merging(event.metadata ?? [:]) { $1 }
-        lock.withLock { recorded.append("\(event.message) \(all)") }
+        lock.withLock { recorded.append((event.level, "\(event.message) \(all)")) }
     }
 }

@@ -267,6 +267,104 @@ import Testing
         }
     }
 
+    /// A sync request of exactly `size` bytes, padded with an unknown member.
+    static func syncRequest(size: Int) -> ByteBuffer {
+        let start = #"{"maxRevision": 11, "padding": ""#, end = #""}"#
+        return ByteBuffer(string: start + String(repeating: "x", count: size - start.utf8.count - end.utf8.count) + end)
+    }
+
+    @Test func decompressedBodiesAreLimitedToTheByte() async throws {
+        let limit = 8 << 20
+        try await withApp(configuration: testConfiguration { $0.maxRequestBodySize = limit }) { client, _ in
+            for (size, status) in [(limit, HTTPResponse.Status.ok), (limit + 1, .contentTooLarge), (9 << 20, .contentTooLarge)] {
+                var plain = Self.syncRequest(size: size)
+                let compressed = try plain.compress(with: .gzip)
+                try await client.execute(uri: "/v1/sync", method: .post, headers: headers(token: TestTokens.read, [.contentEncoding: "gzip"]), body: compressed) { response in
+                    #expect(response.status == status, "\(size) bytes decompressed")
+                    if status != .ok { #expect(errorCode(response) == "body_too_large") }
+                }
+            }
+        }
+    }
+
+    @Test func gzipBodiesMustBeOneWholeStream() async throws {
+        try await withApp { client, _ in
+            var plain = ByteBuffer(string: #"{"maxRevision": 11, "changeSets": []}"#)
+            let compressed = try plain.compress(with: .gzip)
+            var trailing = compressed
+            trailing.writeString("junk")
+            for bad in [compressed.getSlice(at: 0, length: compressed.readableBytes - 4)!, trailing] {
+                try await client.execute(uri: "/v1/sync", method: .post, headers: headers(token: TestTokens.read, [.contentEncoding: "gzip"]), body: bad) { response in
+                    #expect(response.status == .badRequest)
+                    #expect(errorCode(response) == "malformed_gzip")
+                }
+            }
+        }
+    }
+
+    /// Request bodies are read with the strict parser: integers are integer literals, `null` is
+    /// not an empty list, a member appears once.
+    @Test(arguments: [
+        #"{"maxRevision": 1.0}"#, #"{"maxRevision": 1e0}"#, #"{"maxRevision": 5, "changeSets": null}"#,
+        #"{"maxRevision": 5, "maxRevision": 6}"#, #"{"maxRevision": 5, "limit": 2.5}"#, #"{"maxRevision": 5, "limit": null}"#,
+    ])
+    func syncRequestsAreParsedStrictly(request: String) async throws {
+        try await withApp { client, _ in
+            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(request)) { response in
+                #expect(response.status == .badRequest)
+                let error = try decode(ErrorResponse.self, response).error
+                #expect(error.code == "malformed_json")
+                #expect(error.message.contains("maxRevision") || error.message.contains("changeSets") || error.message.contains("limit"), "\(error.message)")
+            }
+        }
+    }
+
+    @Test func adminChangeSetsWithADuplicateMemberAre400AndWriteNothing() async throws {
+        try await withApp { client, store in
+            let before = try await Fixtures.contents(of: store)
+            let changeSet = #"{"types":["events"],"events":{"delete":[1]},"events":{"create":[9001],"attributes":{"9001":{"title":"T","starts_at":"2026-12-01T18:00:00Z","capacity":80,"cancelled":false}}}}"#
+            try await client.execute(uri: "/v1/admin/changes", method: .post, headers: headers(token: TestTokens.admin), body: body(changeSet)) { response in
+                #expect(response.status == .badRequest)
+                let error = try decode(ErrorResponse.self, response).error
+                #expect(error.code == "malformed_json")
+                #expect(error.message.contains("duplicate member 'events'"), "\(error.message)")
+            }
+            #expect(try await Fixtures.contents(of: store) == before)
+        }
+    }
+
+    @Test func headHealthIsAnsweredWithoutABody() async throws {
+        try await withApp { client, _ in
+            try await client.execute(uri: "/health", method: .head) { response in
+                #expect(response.status == .ok)
+                #expect(response.body.readableBytes == 0)
+            }
+        }
+    }
+
+    /// A name, key or header value the client sent is repeated in an error message at most 64
+    /// characters long, then "…".
+    @Test func errorsClipWhatTheClientSent() async throws {
+        let long = String(repeating: "n", count: 10_000)
+        try await withApp { client, _ in
+            let requests: [(String, HTTPRequest.Method, HTTPFields, ByteBuffer?, String)] = [
+                ("/v1/snapshot/\(long)", .get, headers(), nil, "unknown_type"),
+                ("/v1/snapshot/events?after=\(long)", .get, headers(), nil, "invalid_key"),
+                ("/v1/admin/changes", .post, headers(token: TestTokens.admin), body(#"{"types":["\#(long)"],"\#(long)":{}}"#), "invalid_change_set"),
+                ("/v1/sync", .post, headers(token: TestTokens.read, [.contentEncoding: long]), body("{}"), "unsupported_encoding"),
+                ("/v1/sync", .post, headers(), body(#"{"\#(long)": 1, "\#(long)": 2}"#), "malformed_json"),
+            ]
+            for (uri, method, fields, requestBody, code) in requests {
+                try await client.execute(uri: uri, method: method, headers: fields, body: requestBody) { response in
+                    let error = try decode(ErrorResponse.self, response).error
+                    #expect(error.code == code)
+                    #expect(error.message.count < 200, "\(code): \(error.message.count) characters")
+                    #expect(error.message.contains(String(repeating: "n", count: 64) + "…"), "\(code)")
+                }
+            }
+        }
+    }
+
     @Test func unknownRoutesAndMethodsAreJSONErrors() async throws {
         try await withApp { client, _ in
             for (uri, method) in [("/nope", HTTPRequest.Method.get), ("/v1/nope", .get), ("/v1/sync", .get), ("/v1/snapshot", .get)] {

@@ -98,7 +98,7 @@ private struct Scanner {
             guard index < bytes.count, bytes[index] == Byte.colon else { throw failure("expected ':'") }
             index += 1
             guard members.updateValue(try parseValue(), forKey: name) == nil else {
-                throw JSONParseError(offset: start, reason: "duplicate member '\(name)'")
+                throw JSONParseError(offset: start, reason: "duplicate member '\(name.clippedForMessage)'")
             }
             guard try separator(closing: Byte.closeBrace) else { break }
         }

@@ -74,7 +74,8 @@ public struct EncodedChangeSet: Sendable, Hashable {
 
 /// A request storage cannot serve. The server maps each ``code`` to a status.
 ///
-/// Messages name revisions, types and ids, never row data beyond ids.
+/// Messages name revisions, types and ids, never row data beyond ids; a name or key the client
+/// sent is clipped (see `String.clippedForMessage`).
 public struct SyncStoreError: Error, CustomStringConvertible, Sendable {
     /// What went wrong, as the machine-readable code of the wire's error body.
     public enum Code: String, Sendable {
@@ -116,11 +117,11 @@ public struct SyncStoreError: Error, CustomStringConvertible, Sendable {
     }
 
     public static func unknownType(_ name: String) -> Self {
-        Self(.unknownType, "unknown type '\(name)'")
+        Self(.unknownType, "unknown type '\(name.clippedForMessage)'")
     }
 
     public static func invalidKey(_ text: String, type: String) -> Self {
-        Self(.invalidKey, "'\(text)' is not a valid key of type \(type)")
+        Self(.invalidKey, "'\(text.clippedForMessage)' is not a valid key of type \(type)")
     }
 
     public static func invalidChangeSet(_ error: ChangeSetError) -> Self {

@@ -36,7 +36,7 @@ extension DatasetSchema {
         var seen = Set<String>()
         return try changeSet.changes.map { (changes) throws(ChangeSetError) -> ValidatedChanges in
             guard let type = self.type(named: changes.type) else {
-                throw ChangeSetError("unknown type '\(changes.type)'")
+                throw ChangeSetError("unknown type '\(changes.type.clippedForMessage)'")
             }
             guard seen.insert(type.name).inserted else { throw ChangeSetError("type '\(type.name)' appears twice") }
             return try type.validate(changes)
@@ -52,7 +52,7 @@ extension EntityType {
                 throw ChangeSetError("\(name): id \(describe(id)) is not a valid \(primaryKey.type.rawValue) key")
             }
             guard keys.insert(key).inserted else {
-                throw ChangeSetError("\(name)[\(key)] appears more than once in create, update and delete")
+                throw ChangeSetError("\(rowName(key)) appears more than once in create, update and delete")
             }
         }
         // Every id is unique, so attributes for each created or updated row, and no more, means
@@ -60,7 +60,7 @@ extension EntityType {
         if changes.attributes.count != changes.create.count + changes.update.count {
             let written = Set((changes.create + changes.update).compactMap(\.keyString))
             if let stray = changes.attributes.keys.sorted().first(where: { !written.contains($0) }) {
-                throw ChangeSetError("\(name)[\(stray)] has attributes but is not created or updated")
+                throw ChangeSetError("\(rowName(stray)) has attributes but is not created or updated")
             }
         }
         return ValidatedChanges(
@@ -73,7 +73,7 @@ extension EntityType {
 
     fileprivate func row(_ id: JSONValue, _ attributes: [String: [String: JSONValue]]) throws(ChangeSetError) -> RowValues {
         let key = id.keyString!
-        guard let given = attributes[key] else { throw ChangeSetError("\(name)[\(key)] has no attributes") }
+        guard let given = attributes[key] else { throw ChangeSetError("\(rowName(key)) has no attributes") }
         let isUnexpected = { (attribute: String) in
             attribute != SchemaNames.revisionColumn && self.field(named: attribute) == nil
                 && (attribute != self.primaryKey.name || given[attribute] != id)
@@ -82,8 +82,8 @@ extension EntityType {
         if given.keys.contains(where: isUnexpected), let attribute = given.keys.sorted().first(where: isUnexpected) {
             throw ChangeSetError(
                 attribute == primaryKey.name
-                    ? "\(name)[\(key)].\(attribute) differs from the id"
-                    : "\(name)[\(key)]: unknown field '\(attribute)'"
+                    ? "\(rowName(key)).\(attribute) differs from the id"
+                    : "\(rowName(key)): unknown field '\(attribute.clippedForMessage)'"
             )
         }
         let values = try fields.map { (field) throws(ChangeSetError) -> JSONValue in
@@ -96,18 +96,23 @@ extension EntityType {
         let value = given ?? .null
         if value == .null {
             guard field.nullable else {
-                throw ChangeSetError("\(name)[\(rowKey)].\(field.name) is missing or null but the field is not nullable")
+                throw ChangeSetError("\(rowName(rowKey)).\(field.name) is missing or null but the field is not nullable")
             }
             return .null
         }
         guard let normalized = field.type.normalize(value) else {
-            throw ChangeSetError("\(name)[\(rowKey)].\(field.name): expected \(field.type.expectation), got \(value.kindName)")
+            throw ChangeSetError("\(rowName(rowKey)).\(field.name): expected \(field.type.expectation), got \(value.kindName)")
         }
         return normalized
     }
 
     fileprivate func describe(_ id: JSONValue) -> String {
-        id.keyString.map { "'\($0)'" } ?? id.kindName
+        id.keyString.map { "'\($0.clippedForMessage)'" } ?? id.kindName
+    }
+
+    /// A row as messages name it: `events[42]`, the key clipped.
+    fileprivate func rowName(_ key: String) -> String {
+        "\(name)[\(key.clippedForMessage)]"
     }
 }
 
@@ -157,7 +162,7 @@ extension EntityType {
             throw ChangeSetError("\(name): id \(describe(id)) is not a valid \(primaryKey.type.rawValue) key")
         }
         guard case .int(let revision) = values[fields.count + 1], revision >= 0 else {
-            throw ChangeSetError("\(name)[\(key)].revision is not a non-negative integer")
+            throw ChangeSetError("\(rowName(key)).revision is not a non-negative integer")
         }
         var fieldValues: [JSONValue] = []
         fieldValues.reserveCapacity(fields.count)

@@ -17,13 +17,27 @@ public struct SyncRequest: Codable, Sendable, Hashable {
         self.limit = limit
     }
 
-    private enum CodingKeys: String, CodingKey { case maxRevision, changeSets, limit }
+    /// Reads a request from parsed JSON (see ``JSONParser``), strictly: `maxRevision` is an
+    /// integer literal (`1.0` and `1e0` are not), `changeSets` is an array when present (absent
+    /// means none, `null` is an error), `limit` is an integer when present. Other members are ignored.
+    ///
+    /// ```swift
+    /// let request = try SyncRequest(json: JSONParser.parse(body))
+    /// ```
+    ///
+    /// - Throws: ``JSONShapeError`` when a member is missing or of the wrong kind.
+    public init(json: JSONValue) throws(JSONShapeError) {
+        let members = try JSONMembers(json, at: "")
+        maxRevision = try members.int64("maxRevision")
+        let given = members.members["changeSets"] == nil ? [] : try members.array("changeSets")
+        changeSets = try given.enumerated().map { (index, changeSet) throws(JSONShapeError) in
+            try ChangeSet(json: changeSet, at: "changeSets[\(index)]")
+        }
+        limit = members.members["limit"] == nil ? nil : Int(try members.int64("limit"))
+    }
 
     public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        maxRevision = try container.decode(Int64.self, forKey: .maxRevision)
-        changeSets = try container.decodeIfPresent([ChangeSet].self, forKey: .changeSets) ?? []
-        limit = try container.decodeIfPresent(Int.self, forKey: .limit)
+        try self.init(json: JSONValue(from: decoder))
     }
 }
 

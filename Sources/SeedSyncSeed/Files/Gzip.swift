@@ -1,5 +1,6 @@
 import CZlib
 import Foundation
+import SeedSyncGzip
 
 /// gzip (RFC 1952) over zlib, for `.gz` seeds, streaming: memory stays at a few megabytes.
 ///
@@ -49,34 +50,17 @@ package enum Gzip {
     ///
     /// - Throws: ``SeedError`` when the file is not gzip, is truncated, or has bytes after its end.
     package static func decompress(_ source: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
-        var stream = z_stream()
-        guard inflateInit2_(&stream, 15 + 16, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
-            throw SeedError(.fileSystem, "gzip: cannot start the decompressor (out of memory?)")
+        do {
+            let inflater = try GzipInflater(chunkSize: FileChunks.chunkSize)
+            try FileChunks.read(source) { chunk in try inflater.feed(chunk, body) }
+            try inflater.finish()
+        } catch let failure as GzipInflater.Failure {
+            switch failure {
+            case .unavailable: throw SeedError(.fileSystem, "gzip: cannot start the decompressor (out of memory?)")
+            case .corrupt: throw SeedError(.damaged, "\(source) is not a valid gzip file")
+            case .trailingBytes: throw SeedError(.damaged, "\(source) has bytes after the end of its gzip stream")
+            case .truncated: throw SeedError(.damaged, "\(source) is truncated: its gzip stream does not end")
+            }
         }
-        defer { inflateEnd(&stream) }
-        var buffer = [UInt8](repeating: 0, count: FileChunks.chunkSize)
-        var ended = false
-        try FileChunks.read(source) { chunk in
-            guard !ended else { throw SeedError(.damaged, "\(source) has bytes after the end of its gzip stream") }
-            stream.next_in = UnsafeMutablePointer(mutating: chunk.bindMemory(to: UInt8.self).baseAddress)
-            stream.avail_in = UInt32(chunk.count)
-            repeat {
-                let status = buffer.withUnsafeMutableBufferPointer { out in
-                    stream.next_out = out.baseAddress
-                    stream.avail_out = UInt32(out.count)
-                    return inflate(&stream, Z_NO_FLUSH)
-                }
-                guard status == Z_OK || status == Z_STREAM_END || status == Z_BUF_ERROR else {
-                    throw SeedError(.damaged, "\(source) is not a valid gzip file")
-                }
-                try buffer.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[0..<(buffer.count - Int(stream.avail_out))])) }
-                if status == Z_STREAM_END {
-                    ended = true
-                    guard stream.avail_in == 0 else { throw SeedError(.damaged, "\(source) has bytes after the end of its gzip stream") }
-                    break
-                }
-            } while stream.avail_out == 0 || stream.avail_in > 0
-        }
-        guard ended else { throw SeedError(.damaged, "\(source) is truncated: its gzip stream does not end") }
     }
 }

@@ -48,10 +48,15 @@ public struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable 
     public var description: String { "\(status.code) \(code): \(message)" }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        let body = ErrorResponse(error: .init(code: code, message: message, minRevision: minRevision, revision: revision))
         var headers = self.headers
         headers[.contentType] = "application/json"
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: try JSONEncoder.stable().encode(body))))
+        return Response(status: status, headers: headers, body: .init(byteBuffer: try jsonBody()))
+    }
+
+    /// The body of the answer: `{"error": {"code": "…", "message": "…"}}`.
+    func jsonBody() throws -> ByteBuffer {
+        let body = ErrorResponse(error: .init(code: code, message: message, minRevision: minRevision, revision: revision))
+        return ByteBuffer(bytes: try JSONEncoder.stable().encode(body))
     }
 
     static let unauthorized: ServerError = {
@@ -62,9 +67,28 @@ public struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable 
 
     static let forbidden = ServerError(.forbidden, code: "forbidden", message: "this token may not use admin endpoints")
 
+    /// 413 `body_too_large`, closing the connection: the rest of a large body is not worth reading.
     static func bodyTooLarge(_ limit: Int) -> ServerError {
-        ServerError(.contentTooLarge, code: "body_too_large", message: "the request body is larger than \(limit) bytes")
+        var error = ServerError(.contentTooLarge, code: "body_too_large", message: "the request body is larger than \(limit) bytes")
+        error.headers[.connection] = "close"
+        return error
     }
+
+    /// 400 `malformed_http`, closing the connection: the request head or its body's framing is
+    /// broken (an invalid chunk size, for one), so nothing after it can be read as a request.
+    static let malformedHTTP: ServerError = {
+        var error = ServerError(.badRequest, code: "malformed_http", message: "the request is not valid HTTP/1.1: a broken head or body framing")
+        error.headers[.connection] = "close"
+        return error
+    }()
+
+    /// 400 `incomplete_body`, closing the connection: the client closed or reset the connection
+    /// before its whole request body arrived.
+    static let incompleteBody: ServerError = {
+        var error = ServerError(.badRequest, code: "incomplete_body", message: "the connection ended before the whole request body arrived")
+        error.headers[.connection] = "close"
+        return error
+    }()
 
     static func bodyTimeout(_ timeout: Duration) -> ServerError {
         var error = ServerError(.requestTimeout, code: "body_timeout", message: "the request body did not arrive whole within \(timeout.components.seconds) seconds")
@@ -72,8 +96,9 @@ public struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable 
         return error
     }
 
-    static func malformedJSON(_ what: String) -> ServerError {
-        ServerError(.badRequest, code: "malformed_json", message: "the request body is not a valid \(what)")
+    /// 400 `malformed_json`: `reason` says where and why, such as `maxRevision: expected an integer`.
+    static func malformedJSON(_ what: String, reason: String) -> ServerError {
+        ServerError(.badRequest, code: "malformed_json", message: "the request body is not a valid \(what): \(reason)")
     }
 
     static func invalidParameter(_ name: String, _ expectation: String) -> ServerError {

@@ -9,7 +9,8 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
     let configuration: ServerConfiguration
 
     func add(to router: Router<Context>) {
-        router.get("health") { _, _ in Self.json(Array(#"{"status":"ok"}"#.utf8)) }
+        router.get("health") { _, _ in Self.health }
+        router.head("health") { _, _ in Self.health.createHeadResponse() }
         let reader = router.group("v1").add(middleware: BearerAuthMiddleware(tokens: configuration.tokens, required: .read))
         reader.get("schema") { _, _ in try await schemaInfo() }
         reader.get("snapshot/:type") { request, context in try await snapshot(request, context) }
@@ -17,6 +18,9 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         let admin = router.group("v1/admin").add(middleware: BearerAuthMiddleware(tokens: configuration.tokens, required: .admin))
         admin.post("changes") { request, _ in try await commit(request) }
     }
+
+    /// `GET /health`; `HEAD /health` answers with its status and headers alone.
+    private static var health: Response { json(Array(#"{"status":"ok"}"#.utf8)) }
 
     private func schemaInfo() async throws -> Response {
         Self.json(try JSONEncoder.stable().encode(try await store.schemaInfo()))
@@ -38,9 +42,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
 
     private func sync(_ request: Request) async throws -> Response {
         let body = try await request.collectBody(decompressingUpTo: configuration.maxRequestBodySize, within: configuration.requestBodyTimeout)
-        guard let sync = try? JSONDecoder().decode(SyncRequest.self, from: Data(buffer: body)) else {
-            throw ServerError.malformedJSON("sync request: {\"maxRevision\": N, \"changeSets\": [], \"limit\": L}")
-        }
+        let sync = try Self.parse(body, as: "sync request") { json throws(JSONShapeError) in try SyncRequest(json: json) }
         guard sync.changeSets.isEmpty else {
             throw ServerError(.forbidden, code: "write_back_unsupported", message: "protocol v1 does not accept change sets from clients; send an empty changeSets list")
         }
@@ -52,14 +54,33 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
 
     private func commit(_ request: Request) async throws -> Response {
         let body = try await request.collectBody(decompressingUpTo: configuration.maxRequestBodySize, within: configuration.requestBodyTimeout)
-        guard let changeSet = try? JSONDecoder().decode(ChangeSet.self, from: Data(buffer: body)) else {
-            throw ServerError.malformedJSON("change set: {\"types\": [...], \"<type>\": {\"create\": [...], ...}}")
-        }
+        let changeSet = try Self.parse(body, as: "change set") { json throws(JSONShapeError) in try ChangeSet(json: json) }
         guard changeSet.revision == nil else {
             throw ServerError(.unprocessableContent, code: "invalid_change_set", message: "a submitted change set must not carry a revision; the server assigns it")
         }
         let revision = try await store.commit(changeSet)
         return Self.json(try JSONEncoder.stable().encode(CommitResponse(revision: revision)))
+    }
+
+    /// Reads a request body with the strict ``JSONParser`` (no duplicate members, integers apart
+    /// from decimals), then as a message with `read`.
+    ///
+    /// - Throws: 400 `malformed_json` naming the byte offset or the member path and the reason.
+    private static func parse<Message>(
+        _ body: ByteBuffer, as what: String, _ read: (JSONValue) throws(JSONShapeError) -> Message
+    ) throws(ServerError) -> Message {
+        let json: JSONValue
+        do {
+            json = try body.withUnsafeReadableBytes { bytes in try JSONParser.parse(bytes) }
+        } catch {
+            throw ServerError.malformedJSON(what, reason: "\(error)")
+        }
+        do throws(JSONShapeError) {
+            return try read(json)
+        } catch {
+            let path = error.path.isEmpty ? "the body" : error.path.clippedForMessage
+            throw ServerError.malformedJSON(what, reason: "\(path): \(error.reason)")
+        }
     }
 
     /// A `limit` parameter: absent gives `default`, values above `max` are reduced to it.

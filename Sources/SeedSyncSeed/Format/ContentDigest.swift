@@ -39,15 +39,19 @@ package enum ContentDigest {
         return stream.finalize()
     }
 
-    /// The hashed stream, buffered so that SHA-256 sees large blocks rather than single values.
-    private struct Stream {
+    /// The hashed stream, written into a fixed buffer that SHA-256 sees in 64 KiB blocks: values
+    /// are stored with plain byte stores, never appended one array element at a time.
+    private struct Stream: ~Copyable {
         private var hash = SHA256()
-        private var buffer: [UInt8] = []
+        private let buffer: UnsafeMutableRawBufferPointer
+        private var count = 0
         private static let blockSize = 1 << 16
 
         init() {
-            buffer.reserveCapacity(Self.blockSize + 64)
+            buffer = .allocate(byteCount: Self.blockSize + 16, alignment: 8)
         }
+
+        deinit { buffer.deallocate() }
 
         mutating func rows(_ db: Database, sql: String, arguments: StatementArguments = []) throws {
             let statement = try db.makeStatement(sql: sql)
@@ -71,10 +75,10 @@ package enum ContentDigest {
         private mutating func value(_ handle: SQLiteStatement, _ column: Int32) {
             switch sqlite3_column_type(handle, column) {
             case SQLITE_INTEGER: integer(sqlite3_column_int64(handle, column))
-            case SQLITE_FLOAT: tagged(2, UInt64(sqlite3_column_double(handle, column).bitPattern))
+            case SQLITE_FLOAT: tagged(2, sqlite3_column_double(handle, column).bitPattern)
             case SQLITE_TEXT: bytes(3, sqlite3_column_text(handle, column).map(UnsafeRawPointer.init), sqlite3_column_bytes(handle, column))
             case SQLITE_BLOB: bytes(4, sqlite3_column_blob(handle, column), sqlite3_column_bytes(handle, column))
-            default: append(0)
+            default: tag(0)
             }
         }
 
@@ -85,34 +89,41 @@ package enum ContentDigest {
             text.withUTF8 { bytes(3, UnsafeRawPointer($0.baseAddress), Int32($0.count)) }
         }
 
-        private mutating func tagged(_ tag: UInt8, _ word: UInt64) {
-            append(tag)
-            withUnsafeBytes(of: word.bigEndian) { buffer.append(contentsOf: $0) }
+        /// A tag byte alone (NULL).
+        private mutating func tag(_ tag: UInt8) {
+            if count + 1 > Self.blockSize { flush() }
+            buffer[count] = tag
+            count += 1
         }
 
-        private mutating func bytes(_ tag: UInt8, _ pointer: UnsafeRawPointer?, _ count: Int32) {
-            tagged(tag, UInt64(count))
-            guard let pointer, count > 0 else { return }
-            let bytes = UnsafeRawBufferPointer(start: pointer, count: Int(count))
-            if buffer.count + bytes.count > Self.blockSize { flush() }
+        /// A tag byte and a big-endian 64-bit word.
+        private mutating func tagged(_ tag: UInt8, _ word: UInt64) {
+            if count + 9 > Self.blockSize { flush() }
+            buffer[count] = tag
+            buffer.storeBytes(of: word.bigEndian, toByteOffset: count + 1, as: UInt64.self)
+            count += 9
+        }
+
+        /// A tag byte, the length as a big-endian 64-bit word, then the bytes.
+        private mutating func bytes(_ tag: UInt8, _ pointer: UnsafeRawPointer?, _ length: Int32) {
+            tagged(tag, UInt64(length))
+            guard let pointer, length > 0 else { return }
+            let bytes = UnsafeRawBufferPointer(start: pointer, count: Int(length))
+            if count + bytes.count > Self.blockSize { flush() }
             if bytes.count > Self.blockSize {
                 hash.update(bufferPointer: bytes)
             } else {
-                buffer.append(contentsOf: bytes)
+                UnsafeMutableRawBufferPointer(rebasing: buffer[count...]).copyMemory(from: bytes)
+                count += bytes.count
             }
         }
 
-        private mutating func append(_ byte: UInt8) {
-            if buffer.count >= Self.blockSize { flush() }
-            buffer.append(byte)
-        }
-
         private mutating func flush() {
-            buffer.withUnsafeBytes { hash.update(bufferPointer: $0) }
-            buffer.removeAll(keepingCapacity: true)
+            hash.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+            count = 0
         }
 
-        mutating func finalize() -> String {
+        consuming func finalize() -> String {
             flush()
             return hash.finalize().hexString
         }

@@ -86,12 +86,14 @@ public struct SeedBuilder: Sendable {
             try? writer.close()
             let written = Self.size(of: partialPath)
             if !Self.isResumable(error) { try? SeedWriter.removeUnfinished(at: partialPath) }
-            throw explain(error, written: written, run: run, info: info, schema: schema)
+            throw explain(error, written: (written, partialPath), run: run, info: info, schema: schema)
         }
+        let finishedSize = Self.size(of: finished)
         do {
             manifest = try SeedPublisher(output: options.output, finished: finished, gzip: options.gzip).publish()
         } catch {
-            throw explain(error, written: 0, run: run, info: info, schema: schema)
+            // The publisher has removed what it wrote; the finished seed's size is what it needed room for.
+            throw explain(error, written: (finishedSize, finished), run: run, info: info, schema: schema)
         }
         run.mark("finish", since: start, clock: clock)
         run.seconds["total"] = (clock.now - start).seconds
@@ -184,13 +186,16 @@ public struct SeedBuilder: Sendable {
     /// `error`, with what a full volume needs: what the build had written, and about how much
     /// space a build of this dataset takes (the work file, the finished copy beside it while
     /// `VACUUM INTO` writes it, and the `.gz`). Other errors are returned as they are.
-    private func explain(_ error: any Error, written: Int64, run: BuildRun, info: SchemaInfo, schema: DatasetSchema) -> any Error {
+    ///
+    /// - Parameter written: how many bytes the build had written, and to which file.
+    private func explain(_ error: any Error, written file: (bytes: Int64, path: String), run: BuildRun, info: SchemaInfo, schema: DatasetSchema) -> any Error {
+        let written = file.bytes
         guard let error = error as? SeedError, error.code == .diskFull || error.code == .fileSizeLimit else { return error }
         let total = schema.types.reduce(0) { $0 + (info.rowCounts?[$1.name] ?? 0) }
         // The work file grows with the rows: scale what it held by the rows still to come.
         let seed = run.rows > 0 && !run.resumed && total > run.rows ? written * Int64(total) / Int64(run.rows) : written
-        let progress = total > 0 ? " (\(run.rows) of \(total) rows)" : ""
-        var text = "\(error). \(partialPath) was removed\(written > 0 ? " after \(Self.size(written))\(progress)" : ""), so nothing was left behind."
+        let progress = total > 0 && !run.resumed ? ", \(run.rows) of \(total) rows" : ""
+        var text = "\(error). What the build wrote was removed\(written > 0 ? " (\(Self.size(written)) of \(file.path)\(progress))" : ""), so nothing was left behind."
         if seed > 0, error.code == .diskFull {
             text += " A build of this dataset needs about \(Self.size(seed * (options.gzip ? 3 : 2))) free beside \(options.output) (the work file and the finished copy\(options.gzip ? ", then the .gz" : ""))."
         } else if seed > 0 {

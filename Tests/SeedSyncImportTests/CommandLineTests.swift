@@ -69,6 +69,21 @@ import Darwin
         }
     }
 
+    /// A damaged newer seed: exit 0 (the database caught up), one warning line on stderr, and
+    /// `seedProblem` in the JSON summary.
+    @Test func aDamagedNewerSeedIsAWarningAndTheRunSucceeds() async throws {
+        try await withImportFixture { fixture in
+            let (_, newer, _) = try await fixture.installThenBuildNewerSeed(after: 10)
+            try SeedDamage.changeCharacter(in: try SeedDamage.someTitle(in: newer), of: newer)
+            let result = try await Executables.run("seed-import", Self.arguments(fixture, seed: newer, database: fixture.database, ["--json"]), environment: Self.environment)
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stderr.hasPrefix("seed-import: warning: the shipped seed was not used") && result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+            let report = try JSONDecoder().decode(ImportReport.self, from: Data(result.stdout.utf8))
+            #expect(report.seedProblem?.contains("does not match its manifest") == true)
+            #expect(report.replacements.isEmpty)
+        }
+    }
+
     @Test func watchCatchesUpAgainAfterEachInterval() async throws {
         try await withImportFixture { fixture in
             let process = try Executables.start(

@@ -56,6 +56,18 @@ public final class SeedWriter: Sendable {
             throw SeedError(.unusable, "\(path) already exists; remove it or build with --resume")
         }
         let queue = try openQueue(at: path)
+        do {
+            try await initialize(queue, at: path, schema: schema, revision: revision)
+        } catch {
+            // A volume too full for even an empty seed: leave nothing behind.
+            try? queue.close()
+            SQLiteFiles.remove(at: path)
+            throw error
+        }
+        return SeedWriter(path: path, queue: queue, schema: schema)
+    }
+
+    private static func initialize(_ queue: DatabaseQueue, at path: String, schema: DatasetSchema, revision: Int64) async throws {
         try await onFile(path) { try await queue.write { db in
             try db.execute(sql: "PRAGMA application_id = \(SeedFormat.applicationID)")
             try db.execute(sql: "PRAGMA user_version = \(schema.schemaVersion)")
@@ -65,7 +77,6 @@ public final class SeedWriter: Sendable {
             for type in schema.types { try db.execute(sql: TableSQL(type: type).createTable(withoutRowID: true)) }
             try createBuildTable(db, cursors: schema.types.map { [$0.name.databaseValue, .null, false.databaseValue] })
         } }
-        return SeedWriter(path: path, queue: queue, schema: schema)
     }
 
     /// Opens a seed whose build was interrupted, to go on where it stopped.

@@ -221,7 +221,9 @@ public struct SeedBuilder: Sendable {
         case let error as SyncClientError:
             error.code == .unreachable || error.code == .serverError || error.code == .unauthorized || error.code == .forbidden
         case is CancellationError: true
-        case is SeedError: false
+        // An I/O error or another process may pass; a full volume or the file-size limit would
+        // fail the same way again, and bad data stays bad.
+        case let error as SeedError: error.code == .fileSystem || error.code == .busy
         default: true
         }
     }

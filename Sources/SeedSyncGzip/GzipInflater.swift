@@ -38,8 +38,9 @@ package final class GzipInflater {
         stream = .allocate(capacity: 1)
         stream.initialize(to: z_stream())
         output = [UInt8](repeating: 0, count: chunkSize)
+        // Every property is set, so `deinit` runs even when this throws: it frees the stream
+        // (`inflateEnd` on a stream that never started returns an error and touches nothing).
         guard inflateInit2_(stream, 15 + 16, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
-            stream.deallocate()
             throw .unavailable
         }
     }

@@ -14,9 +14,11 @@ public enum ImportEvent: Sendable, Hashable {
     case installed(revision: Int64)
     /// The database was replaced as a whole (see ``Replacement``).
     case replaced(Replacement)
-    /// The shipped seed is newer than the database (or would have replaced it after a 410) but
-    /// cannot be used: it is damaged, is for a schema the server does not serve, or there is no
-    /// space to copy it. The database is kept and goes on syncing; `reason` says what is wrong.
+    /// The shipped seed could have replaced the database (it is newer, or the server's history
+    /// expired) but cannot be used: it is missing, unreadable or damaged, is for a schema the
+    /// server does not serve, or there is no space to copy it. (A seed whose revision cannot even
+    /// be read is reported on every run.) The database is kept and goes on syncing; `reason` says
+    /// what is wrong.
     case seedRejected(reason: String)
     /// The server's history no longer reaches the database or the seed: a full snapshot download
     /// starts, to replace the database when it is complete.

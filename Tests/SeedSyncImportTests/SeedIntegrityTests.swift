@@ -27,6 +27,22 @@ import Testing
         }
     }
 
+    /// A corrupt `.gz` is a damaged seed, not a storage failure: the inflater's error must not be
+    /// taken for a read error of the file.
+    @Test func aCorruptGzipSeedIsADamagedSeed() async throws {
+        try await withImportFixture(gzip: true) { fixture in
+            let compressed = fixture.seed + ".gz"
+            var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: compressed)))
+            for offset in stride(from: bytes.count / 3, to: bytes.count / 3 + 64, by: 1) { bytes[offset] ^= 0x5A }
+            try Data(bytes).write(to: URL(fileURLWithPath: compressed))
+            await #expect { try await fixture.importer(seed: compressed).run() } throws: { error in
+                let error = error as? ImportError
+                return error?.code == .invalidSeed && error!.description.contains("gzip")
+            }
+            #expect(!FileManager.default.fileExists(atPath: fixture.database))
+        }
+    }
+
     /// A broken index passes the manifest (rewritten to match) and the content digest (values are
     /// read through the tables): `quick_check` of the copy is what refuses it.
     @Test func aBrokenIndexIsCaughtByTheQuickCheckOfTheCopy() async throws {

@@ -59,17 +59,20 @@ extension ImportSession {
         if let summary = seed.summary, !isNewer(summary.dataset, summary.schemaVersion, summary.revision, than: local) {
             return database
         }
+        let metadata: SeedMetadata
         do {
             if let server, let summary = seed.summary { try check(summary, against: server) }
-            let metadata = try seed.copy(to: installingPath, expectedSchemaVersion: configuration.expectedSchemaVersion)
-            defer { SQLiteFiles.remove(at: installingPath) }
-            guard isNewer(metadata.dataset, metadata.schemaVersion, metadata.revision, than: local) else { return database }
+            metadata = try seed.copy(to: installingPath, expectedSchemaVersion: configuration.expectedSchemaVersion)
             if let server { try check(metadata, against: server) }
-            return try await replace(database, with: installingPath, revision: metadata.revision, reason: .newerSeed, source: .seed)
         } catch let error as ImportError where Self.rejectsSeed(error) {
+            // Only the seed's own failures: a failure of the replacement below is the database's.
+            SQLiteFiles.remove(at: installingPath)
             reject(seed: error)
             return database
         }
+        defer { SQLiteFiles.remove(at: installingPath) }
+        guard isNewer(metadata.dataset, metadata.schemaVersion, metadata.revision, than: local) else { return database }
+        return try await replace(database, with: installingPath, revision: metadata.revision, reason: .newerSeed, source: .seed)
     }
 
     /// Whether `error` is about the seed alone, so that a database can go on without it.

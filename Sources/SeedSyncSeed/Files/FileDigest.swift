@@ -46,12 +46,16 @@ enum FileChunks {
     static func read(_ path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
         guard let handle = FileHandle(forReadingAtPath: path) else { throw SeedError.system(errno, "read \(path)") }
         defer { try? handle.close() }
-        do {
-            while let chunk = try handle.read(upToCount: chunkSize), !chunk.isEmpty {
-                try chunk.withUnsafeBytes(body)
+        // Only the reads are the file's failures; what `body` throws passes as it is.
+        func next() throws -> Data? {
+            do {
+                return try handle.read(upToCount: chunkSize)
+            } catch {
+                throw SeedError.file(error, "read \(path)")
             }
-        } catch {
-            throw SeedError.file(error, "read \(path)")
+        }
+        while let chunk = try next(), !chunk.isEmpty {
+            try chunk.withUnsafeBytes(body)
         }
     }
 }

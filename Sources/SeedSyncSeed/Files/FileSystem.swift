@@ -92,11 +92,11 @@ package enum FileSystem {
     package static func reachesFileSizeLimit(_ path: String) -> Bool {
         var limit = rlimit()
         #if canImport(Glibc)
-        let resource = __rlimit_resource_t(RLIMIT_FSIZE.rawValue)
+        let (resource, unlimited) = (__rlimit_resource_t(RLIMIT_FSIZE.rawValue), rlim_t.max)  // RLIM_INFINITY
         #else
-        let resource = RLIMIT_FSIZE
+        let (resource, unlimited) = (RLIMIT_FSIZE, RLIM_INFINITY)
         #endif
-        guard getrlimit(resource, &limit) == 0, limit.rlim_cur != rlim_t.max else { return false }
+        guard getrlimit(resource, &limit) == 0, limit.rlim_cur != unlimited else { return false }
         let margin: UInt64 = 64 << 10
         return [path, path + "-wal", path + "-journal"].contains { file in
             let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? UInt64) ?? nil ?? 0

@@ -21,19 +21,19 @@ struct ParallelBlocks {
     static func read(_ path: String, _ body: (ParallelBlocks) throws -> Void) throws -> FileDigest {
         guard let handle = FileHandle(forReadingAtPath: path) else { throw SeedError.system(errno, "read \(path)") }
         defer { try? handle.close() }
-        do {
-            return try read(handle, body)
-        } catch {
-            throw SeedError.file(error, "read \(path)")  // a SeedError from `body` passes as it is
+        // Only the reads are the file's failures; what `body` throws passes as it is.
+        func read() throws -> Data {
+            do {
+                return try handle.read(upToCount: blockSize * blocksPerBatch) ?? Data()
+            } catch {
+                throw SeedError.file(error, "read \(path)")
+            }
         }
-    }
-
-    private static func read(_ handle: FileHandle, _ body: (ParallelBlocks) throws -> Void) throws -> FileDigest {
         var hasher = FileDigest.Hasher()
         var history: [UInt8] = []
-        var batch = try handle.read(upToCount: blockSize * blocksPerBatch) ?? Data()
+        var batch = try read()
         while true {
-            let next = batch.count == blockSize * blocksPerBatch ? try handle.read(upToCount: blockSize * blocksPerBatch) ?? Data() : Data()
+            let next = batch.count == blockSize * blocksPerBatch ? try read() : Data()
             batch.withUnsafeBytes { hasher.update($0) }
             let blocks = ParallelBlocks(bytes: history + batch, historyCount: history.count, isLast: next.isEmpty)
             try body(blocks)

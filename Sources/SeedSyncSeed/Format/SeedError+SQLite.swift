@@ -33,8 +33,10 @@ extension SeedError {
             return Self(.notASeed, "cannot \(action): the file is not a SQLite database")
         case .SQLITE_BUSY, .SQLITE_LOCKED:
             return Self(.busy, "cannot \(action): another process has the file locked; wait for it and run again")
-        default:
+        case .SQLITE_CONSTRAINT, .SQLITE_MISMATCH, .SQLITE_TOOBIG, .SQLITE_RANGE:
             return Self(.invalidData, "cannot \(action): \(error.message ?? name)")
+        default:
+            return Self(.sqlite, "cannot \(action): \(error.message ?? name)")
         }
     }
 }

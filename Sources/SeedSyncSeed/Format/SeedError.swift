@@ -23,7 +23,7 @@ public struct SeedError: Error, CustomStringConvertible, Sendable, Hashable {
     /// What kind of failure. New codes may be added: a `switch` over it needs a `default`.
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
-            case notASeed, damaged, invalidData, busy, diskFull, fileSizeLimit, fileSystem, notFound, unusable
+            case notASeed, damaged, invalidData, busy, diskFull, fileSizeLimit, fileSystem, notFound, unusable, sqlite
         }
 
         private let base: Base
@@ -49,6 +49,8 @@ public struct SeedError: Error, CustomStringConvertible, Sendable, Hashable {
         /// The request cannot be carried out as asked: an unfinished build that cannot be resumed,
         /// a type selection the server cannot serve.
         public static let unusable = Code(.unusable)
+        /// SQLite failed for another reason (out of memory, interrupted, an internal error).
+        public static let sqlite = Code(.sqlite)
 
         public var description: String { base.rawValue }
     }

@@ -216,7 +216,7 @@ public struct SeedBuilder: Sendable {
     }
 
     /// Whether a later `--resume` could finish what this error interrupted.
-    static func isResumable(_ error: any Error) -> Bool {
+    package static func isResumable(_ error: any Error) -> Bool {
         switch error {
         case let error as SyncClientError:
             error.code == .unreachable || error.code == .serverError || error.code == .unauthorized || error.code == .forbidden

@@ -26,12 +26,7 @@ package enum StatementValues {
         sqlite3_bind_int64(handle, index, revision)
         let code = sqlite3_step(handle)
         guard code == SQLITE_DONE else {
-            // Read before the reset, which would replace the connection's message and code.
-            let connection = sqlite3_db_handle(handle)
-            let error = DatabaseError(
-                resultCode: ResultCode(rawValue: sqlite3_extended_errcode(connection)),
-                message: String(cString: sqlite3_errmsg(connection)), sql: statement.sql
-            )
+            let error = DatabaseError(failedStep: handle, sql: statement.sql)
             sqlite3_reset(handle)
             throw error
         }
@@ -112,5 +107,17 @@ package enum StatementValues {
         case SQLITE_TEXT: return .string(String(cString: sqlite3_column_text(handle, index)))
         default: return .null
         }
+    }
+}
+
+extension DatabaseError {
+    /// The error of a `sqlite3_step` that failed on `statement`, with the connection's extended
+    /// code and message. Call it before `sqlite3_reset`, which replaces both.
+    package init(failedStep statement: SQLiteStatement, sql: String) {
+        let connection = sqlite3_db_handle(statement)
+        self.init(
+            resultCode: ResultCode(rawValue: sqlite3_extended_errcode(connection)),
+            message: String(cString: sqlite3_errmsg(connection)), sql: sql
+        )
     }
 }

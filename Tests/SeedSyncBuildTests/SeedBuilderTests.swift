@@ -166,6 +166,16 @@ import Testing
         }
     }
 
+    /// Which failures keep the work file for `--resume`: those that may pass (the network, an I/O
+    /// error, another process), not those that would fail the same way (a full volume, the
+    /// file-size limit, data that does not fit).
+    @Test func onlyFailuresThatMayPassKeepTheWorkFile() {
+        let kept: [any Error] = [SeedError(.fileSystem, ""), SeedError(.busy, ""), CancellationError()]
+        let removed: [any Error] = [SeedError(.diskFull, ""), SeedError(.fileSizeLimit, ""), SeedError(.invalidData, ""), SeedError(.damaged, "")]
+        #expect(kept.allSatisfy(SeedBuilder.isResumable))
+        #expect(!removed.contains(where: SeedBuilder.isResumable))
+    }
+
     /// The applier's own rule, which the client's gap check would otherwise hide: a change set must
     /// carry exactly the stored revision + 1. A later one, the same one again or an earlier one is
     /// refused and nothing is written.

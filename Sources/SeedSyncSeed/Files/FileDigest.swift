@@ -47,14 +47,7 @@ enum FileChunks {
         guard let handle = FileHandle(forReadingAtPath: path) else { throw SeedError.system(errno, "read \(path)") }
         defer { try? handle.close() }
         // Only the reads are the file's failures; what `body` throws passes as it is.
-        func next() throws -> Data? {
-            do {
-                return try handle.read(upToCount: chunkSize)
-            } catch {
-                throw SeedError.file(error, "read \(path)")
-            }
-        }
-        while let chunk = try next(), !chunk.isEmpty {
+        while case let chunk = try handle.read(upToCount: chunkSize, of: path), !chunk.isEmpty {
             try chunk.withUnsafeBytes(body)
         }
     }

@@ -168,3 +168,14 @@ final class OutputFile {
 
     deinit { close() }
 }
+
+extension FileHandle {
+    /// Up to `count` bytes, empty at the end of the file; a failed read is a ``SeedError`` naming `path`.
+    func read(upToCount count: Int, of path: String) throws -> Data {
+        do {
+            return try read(upToCount: count) ?? Data()
+        } catch {
+            throw SeedError.file(error, "read \(path)")
+        }
+    }
+}

@@ -22,13 +22,7 @@ struct ParallelBlocks {
         guard let handle = FileHandle(forReadingAtPath: path) else { throw SeedError.system(errno, "read \(path)") }
         defer { try? handle.close() }
         // Only the reads are the file's failures; what `body` throws passes as it is.
-        func read() throws -> Data {
-            do {
-                return try handle.read(upToCount: blockSize * blocksPerBatch) ?? Data()
-            } catch {
-                throw SeedError.file(error, "read \(path)")
-            }
-        }
+        func read() throws -> Data { try handle.read(upToCount: blockSize * blocksPerBatch, of: path) }
         var hasher = FileDigest.Hasher()
         var history: [UInt8] = []
         var batch = try read()

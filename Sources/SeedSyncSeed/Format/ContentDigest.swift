@@ -62,10 +62,7 @@ package enum ContentDigest {
             while true {
                 let code = sqlite3_step(handle)
                 guard code == SQLITE_ROW else {
-                    guard code == SQLITE_DONE else {
-                        let connection = sqlite3_db_handle(handle)
-                        throw DatabaseError(resultCode: ResultCode(rawValue: sqlite3_extended_errcode(connection)), message: String(cString: sqlite3_errmsg(connection)), sql: sql)
-                    }
+                    guard code == SQLITE_DONE else { throw DatabaseError(failedStep: handle, sql: sql) }
                     return
                 }
                 for column in 0..<columns { value(handle, column) }

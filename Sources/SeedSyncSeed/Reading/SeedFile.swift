@@ -123,7 +123,7 @@ public final class SeedFile: Sendable {
         }
         let digest = try contentDigest(of: metadata.schema)
         guard digest == recorded else {
-            throw SeedError(.damaged, "\(path) is damaged: its content hashes to \(digest), but it was built with content digest \(recorded)")
+            throw SeedError(.damaged, "\(path) is damaged: its rows hash to \(digest), but it was built with content_sha256 \(recorded); a value was changed after the build")
         }
     }
 

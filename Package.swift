@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "SeedSyncModel", targets: ["SeedSyncModel"]),
         .library(name: "SeedSyncStore", targets: ["SeedSyncStore"]),
+        .library(name: "SeedSyncPostgres", targets: ["SeedSyncPostgres"]),
         .library(name: "SeedSyncServer", targets: ["SeedSyncServer"]),
         .library(name: "SeedSyncDemo", targets: ["SeedSyncDemo"]),
         .library(name: "SeedSyncClient", targets: ["SeedSyncClient"]),
@@ -26,6 +27,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         // Wire model: protocol types, schema description, JSON values. Foundation only.
@@ -47,6 +49,15 @@ let package = Package(
             dependencies: [
                 "SeedSyncModel", "SeedSyncSQL",
                 .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        // Storage: the PostgreSQL store (postgres-nio), over tables the team's own programs may write.
+        .target(
+            name: "SeedSyncPostgres",
+            dependencies: [
+                "SeedSyncModel",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // HTTP server: the only target that imports Hummingbird.
@@ -93,8 +104,9 @@ let package = Package(
         .target(
             name: "SeedSyncTesting",
             dependencies: [
-                "SeedSyncModel", "SeedSyncStore", "SeedSyncDemo", "SeedSyncServer", "SeedSyncSeed", "SeedSyncClient", "SeedSyncBuild",
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "SeedSyncModel", "SeedSyncStore", "SeedSyncPostgres", "SeedSyncDemo", "SeedSyncServer", "SeedSyncSeed",
+                "SeedSyncClient", "SeedSyncBuild", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -102,7 +114,7 @@ let package = Package(
         .executableTarget(
             name: "seed-server",
             dependencies: [
-                "SeedSyncModel", "SeedSyncStore", "SeedSyncServer", "SeedSyncDemo",
+                "SeedSyncModel", "SeedSyncStore", "SeedSyncPostgres", "SeedSyncServer", "SeedSyncDemo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -128,7 +140,7 @@ let package = Package(
         .testTarget(name: "SeedSyncModelTests", dependencies: ["SeedSyncModel", "SeedSyncTesting"]),
         .testTarget(
             name: "SeedSyncStoreTests",
-            dependencies: ["SeedSyncStore", "SeedSyncDemo", "SeedSyncTesting"]
+            dependencies: ["SeedSyncStore", "SeedSyncPostgres", "SeedSyncDemo", "SeedSyncTesting"]
         ),
         .testTarget(
             name: "SeedSyncClientTests",

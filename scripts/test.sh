@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Runs the test suite: installs missing system packages (as root), builds once, runs `swift test`.
+# Runs the test suite: installs missing system packages (as root), starts a throwaway PostgreSQL
+# (the PostgreSQL store's tests need one; stopped at the end, also on failure), builds once, runs
+# `swift test`. Without a PostgreSQL those tests fail: they are never skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/setup.sh
+source scripts/lib/postgres.sh
 
 ensure_system_packages
 ensure_swift
+trap stop_postgres EXIT
+start_postgres
 
 swift build --build-tests
 swift test --skip-build "$@"

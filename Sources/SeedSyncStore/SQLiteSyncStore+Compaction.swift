@@ -1,14 +1,7 @@
 import GRDB
+import SeedSyncModel
 
 extension SQLiteSyncStore {
-    /// The outcome of ``SQLiteSyncStore/compact(keepingRevisions:)``.
-    public struct Compaction: Sendable {
-        /// How many change sets were dropped.
-        public var removedChangeSets: Int
-        /// The new oldest revision a client may sync from.
-        public var minRevision: Int64
-    }
-
     /// Drops change sets older than the newest `keep` revisions and raises `minRevision` to match.
     ///
     /// A client at revision `revision - keep` or newer can still sync; older clients get

@@ -5,9 +5,8 @@ import SeedSyncTesting
 import Testing
 
 @Suite struct CommitTests {
-    @Test func commitsAssignConsecutiveRevisionsAndLogNormalizedChangeSets() async throws {
-        try await withTemporaryDirectory { directory in
-            let store = try await Fixtures.emptyStore(in: directory)
+    @Test(arguments: StoreBackend.allCases) func commitsAssignConsecutiveRevisionsAndLogNormalizedChangeSets(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
             #expect(try await store.commit(Fixtures.catalogCreation()) == 1)
             let update = ChangeSet(changes: [
                 TypeChanges(type: "books", update: [1], attributes: ["1": ["title": "The Dispossessed", "price": 9.5, "in_stock": false, "pages": 387]]),
@@ -42,8 +41,13 @@ import Testing
         (#"{"types":["books","authors"],"books":{"create":[2],"attributes":{"2":{"title":"T","price":1,"in_stock":true,"author_code":"x"}}},"authors":{"delete":["le-guin"]}}"#, "references authors[x]"),
     ])
     func rejectedChangeSetsWriteNothing(json: String, message: String) async throws {
-        try await withTemporaryDirectory { directory in
-            let store = try await Fixtures.emptyStore(in: directory)
+        for backend in StoreBackend.allCases {
+            try await expectRejection(json: json, message: message, backend: backend)
+        }
+    }
+
+    private func expectRejection(json: String, message: String, backend: StoreBackend) async throws {
+        try await backend.withStore { store in
             try await store.commit(Fixtures.catalogCreation())
             let before = try await Fixtures.contents(of: store)
             let changeSet = try JSONDecoder().decode(ChangeSet.self, from: Data(json.utf8))
@@ -58,9 +62,8 @@ import Testing
         }
     }
 
-    @Test func aChangeSetMayCreateTheRowItReferencesAndDeleteTheLastReferrer() async throws {
-        try await withTemporaryDirectory { directory in
-            let store = try await Fixtures.emptyStore(in: directory)
+    @Test(arguments: StoreBackend.allCases) func aChangeSetMayCreateTheRowItReferencesAndDeleteTheLastReferrer(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
             // The book comes first in `types` but references an author created in the same change set.
             let creation = Fixtures.catalogCreation()
             try await store.commit(ChangeSet(changes: creation.changes.reversed()))
@@ -73,9 +76,8 @@ import Testing
         }
     }
 
-    @Test func unknownTypesAreReportedAsSuch() async throws {
-        try await withTemporaryDirectory { directory in
-            let store = try await Fixtures.emptyStore(in: directory)
+    @Test(arguments: StoreBackend.allCases) func unknownTypesAreReportedAsSuch(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
             await #expect { try await store.snapshotPage(of: "nope", after: nil, limit: 1) } throws: {
                 ($0 as? SyncStoreError)?.code == .unknownType
             }

@@ -7,20 +7,18 @@ import Testing
 
 @Suite struct ConcurrencyTests {
     /// Many writers at once: the log stays gap-free and replaying it rebuilds the tables exactly.
-    @Test func concurrentWritersLeaveAGapFreeReplayableLog() async throws {
-        try await withTemporaryDirectory { directory in
-            let store = try await Fixtures.emptyStore(in: directory)
+    @Test(arguments: StoreBackend.allCases) func concurrentWritersLeaveAGapFreeReplayableLog(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
             let writers = 8, commitsPerWriter = 25
             let revisions = try await Fixtures.commitConcurrently(writers: writers, commitsPerWriter: commitsPerWriter) {
                 try await store.commit($0)
             }
             #expect(revisions.sorted() == Array(1...Int64(writers * commitsPerWriter)))
-            try await expectReplayReproduces(store, in: directory)
+            try await backend.withStore { replica in try await expectReplayReproduces(store, into: replica) }
         }
     }
 
-    func expectReplayReproduces(_ store: SQLiteSyncStore, in directory: URL) async throws {
-        let replica = try await Fixtures.emptyStore(in: directory, name: "replica.sqlite")
+    func expectReplayReproduces(_ store: any SyncStore, into replica: any SyncStore) async throws {
         var revision: Int64 = 0
         var hasMore = true
         while hasMore {

@@ -35,20 +35,18 @@ private struct Interrupted: Error {}
         }
     }
 
-    @Test func bulkLoadIsOneRevisionThatMovesMinRevision() async throws {
-        try await withTemporaryDirectory { directory in
-            let store = try await Fixtures.emptyStore(in: directory)
+    @Test(arguments: StoreBackend.allCases) func bulkLoadIsOneRevisionThatMovesMinRevision(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
             try await store.commit(Fixtures.catalogCreation())
-            let file = directory.appendingPathComponent("books.ndjson")
             let lines = (2...1_001).map { #"{"id": \#($0), "title": "Book \#($0)", "price": \#($0).5, "in_stock": true, "author_code": "le-guin"}"# }
-            try (lines.joined(separator: "\n") + "\n\n").write(to: file, atomically: true, encoding: .utf8)
+            let file = try TemporaryFile(named: "books.ndjson", contents: lines.joined(separator: "\n") + "\n\n")
             let result = try await store.load(ndjsonFile: file.path, into: "books")
             #expect(result.rows == 1_000)
             #expect(result.revision == 2)
             let info = try await store.schemaInfo()
             #expect(info.revision == 2)
             #expect(info.minRevision == 2)
-            #expect(try await store.rowCounts()["books"] == 1_001)
+            #expect(try await store.schemaInfo().rowCounts?["books"] == 1_001)
             await #expect { try await store.changeFeed(after: 1, limit: 10, byteBudget: 1 << 20) } throws: {
                 ($0 as? SyncStoreError)?.code == .historyExpired
             }
@@ -62,19 +60,22 @@ private struct Interrupted: Error {}
         (#"{"title": "T", "price": 1, "in_stock": true}"#, "has no 'id'"),
     ])
     func badLoadsWriteNothing(content: String, message: String) async throws {
-        try await withTemporaryDirectory { directory in
-            let store = try await Fixtures.emptyStore(in: directory)
-            let file = directory.appendingPathComponent("books.ndjson")
-            try content.write(to: file, atomically: true, encoding: .utf8)
+        for backend in StoreBackend.allCases {
+            try await expectBadLoad(content: content, message: message, backend: backend)
+        }
+    }
+
+    private func expectBadLoad(content: String, message: String, backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            let file = try TemporaryFile(named: "books.ndjson", contents: content)
             await #expect { try await store.load(ndjsonFile: file.path, into: "books") } throws: { "\($0)".contains(message) }
-            #expect(try await store.rowCounts()["books"] == 0)
+            #expect(try await store.schemaInfo().rowCounts?["books"] == 0)
             #expect(try await store.schemaInfo().revision == 0)
         }
     }
 
-    @Test func compactionKeepsTheNewestRevisions() async throws {
-        try await withTemporaryDirectory { directory in
-            let store = try await Fixtures.demoStore(in: directory)
+    @Test(arguments: StoreBackend.allCases) func compactionKeepsTheNewestRevisions(backend: StoreBackend) async throws {
+        try await backend.withDemoStore { store in
             try await ChangeGenerator.mutate(store, changes: 20, seed: 9)
             let compaction = try await store.compact(keepingRevisions: 5)
             #expect(compaction.minRevision == 16)

@@ -6,9 +6,8 @@ import SeedSyncTesting
 import Testing
 
 @Suite struct ReadingTests {
-    @Test func snapshotPagesWalkEveryRowInKeyOrder() async throws {
-        try await withTemporaryDirectory { directory in
-            let store = try await Fixtures.demoStore(events: 250, locations: 7, in: directory)
+    @Test(arguments: StoreBackend.allCases) func snapshotPagesWalkEveryRowInKeyOrder(backend: StoreBackend) async throws {
+        try await backend.withDemoStore(events: 250, locations: 7) { store in
             let first = try await store.snapshotPage(of: "events", after: nil, limit: 100)
             #expect(first.revision == 1)
             #expect(first.columns == ["id", "title", "starts_at", "ends_at", "location_id", "capacity", "cancelled", "description", "revision"])
@@ -27,9 +26,8 @@ import Testing
         }
     }
 
-    @Test func textKeysPageInByteOrder() async throws {
-        try await withTemporaryDirectory { directory in
-            let store = try await Fixtures.emptyStore(in: directory)
+    @Test(arguments: StoreBackend.allCases) func textKeysPageInByteOrder(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
             let names = ["b", "a", "B", "é", "aa"]
             try await store.commit(ChangeSet(changes: [
                 TypeChanges(type: "authors", create: names.map(JSONValue.string), attributes: Dictionary(uniqueKeysWithValues: names.map { ($0, ["name": .string($0)]) })),
@@ -42,9 +40,8 @@ import Testing
         }
     }
 
-    @Test func changeFeedHonoursLimitAndByteBudget() async throws {
-        try await withTemporaryDirectory { directory in
-            let store = try await Fixtures.demoStore(in: directory)
+    @Test(arguments: StoreBackend.allCases) func changeFeedHonoursLimitAndByteBudget(backend: StoreBackend) async throws {
+        try await backend.withDemoStore { store in
             try await ChangeGenerator.mutate(store, changes: 30, seed: 3)
             let limited = try await store.changeFeed(after: 1, limit: 10, byteBudget: 1 << 20)
             #expect(limited.changeSets.map(\.revision) == Array(2...11))
@@ -63,9 +60,8 @@ import Testing
         }
     }
 
-    @Test func changeFeedRefusesExpiredAndFutureRevisions() async throws {
-        try await withTemporaryDirectory { directory in
-            let store = try await Fixtures.demoStore(in: directory)
+    @Test(arguments: StoreBackend.allCases) func changeFeedRefusesExpiredAndFutureRevisions(backend: StoreBackend) async throws {
+        try await backend.withDemoStore { store in
             try await ChangeGenerator.mutate(store, changes: 5, seed: 3)
             await #expect { try await store.changeFeed(after: 0, limit: 10, byteBudget: 1 << 20) } throws: { error in
                 let error = error as? SyncStoreError
@@ -82,9 +78,8 @@ import Testing
 @Suite struct PageJSONTests {
     /// The store writes page JSON straight from its cursor (and reads its pages back from it): every
     /// field type, null, escapes, non-ASCII text, text keys in byte order and page boundaries.
-    @Test func pageJSONHoldsTheStoredValues() async throws {
-        try await withTemporaryDirectory { directory in
-            let store = try await Fixtures.emptyStore(in: directory)
+    @Test(arguments: StoreBackend.allCases) func pageJSONHoldsTheStoredValues(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
             try await store.commit(Fixtures.catalogCreation(author: "le-guin", book: 1))
             let odd = "a\"b\\c\n\u{1}é"
             try await store.commit(ChangeSet(changes: [

@@ -7,3 +7,19 @@ public protocol RowSource {
     /// - Throws: when the input is malformed; the load then writes nothing.
     mutating func nextRow() throws -> RowValues?
 }
+
+/// The rows of one type for a bulk load (`load`, `init --demo`): made inside the load's
+/// transaction, so a store can pull them as it writes.
+///
+/// ```swift
+/// let load = BulkLoad(type: "events") { try NDJSONRowReader(path: "events.ndjson", type: events) }
+/// ```
+public struct BulkLoad: Sendable {
+    public var type: String
+    public var makeRows: @Sendable () throws -> any RowSource
+
+    public init(type: String, makeRows: @escaping @Sendable () throws -> any RowSource) {
+        self.type = type
+        self.makeRows = makeRows
+    }
+}

@@ -77,13 +77,27 @@ public struct EncodedChangeSet: Sendable, Hashable {
 /// Messages name revisions, types and ids, never row data beyond ids; a name or key the client
 /// sent is clipped (see `String.clippedForMessage`).
 public struct SyncStoreError: Error, CustomStringConvertible, Sendable {
-    /// What went wrong, as the machine-readable code of the wire's error body.
-    public enum Code: String, Sendable {
-        case historyExpired = "history_expired"
-        case revisionAhead = "revision_ahead"
-        case unknownType = "unknown_type"
-        case invalidKey = "invalid_key"
-        case invalidChangeSet = "invalid_change_set"
+    /// What went wrong, as the machine-readable code of the wire's error body. New codes may be
+    /// added: compare with the static members, and keep a default branch.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        /// The code as the wire's error body spells it, such as `history_expired`.
+        public let rawValue: String
+
+        private init(_ rawValue: String) { self.rawValue = rawValue }
+
+        public static let historyExpired = Self("history_expired")
+        public static let revisionAhead = Self("revision_ahead")
+        public static let unknownType = Self("unknown_type")
+        public static let invalidKey = Self("invalid_key")
+        public static let invalidChangeSet = Self("invalid_change_set")
+        /// The database behind the store cannot be reached now (restarting, a dropped connection);
+        /// the same request may succeed later.
+        public static let storeUnavailable = Self("store_unavailable")
+        /// The database's tables no longer match the schema the store serves (a column added or
+        /// dropped by another program); nothing is served from them until an operator acts.
+        public static let schemaMismatch = Self("schema_mismatch")
+
+        public var description: String { rawValue }
     }
 
     public let code: Code
@@ -126,5 +140,15 @@ public struct SyncStoreError: Error, CustomStringConvertible, Sendable {
 
     public static func invalidChangeSet(_ error: ChangeSetError) -> Self {
         Self(.invalidChangeSet, error.description)
+    }
+
+    /// The store's database is unreachable; `detail` says which and why, without credentials.
+    public static func storeUnavailable(_ detail: String) -> Self {
+        Self(.storeUnavailable, "the database is unavailable (\(detail)); retry later")
+    }
+
+    /// The tables no longer match the schema; `detail` names the table and the column.
+    public static func schemaMismatch(_ detail: String) -> Self {
+        Self(.schemaMismatch, "the database no longer matches the served schema: \(detail)")
     }
 }

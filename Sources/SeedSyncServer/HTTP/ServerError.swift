@@ -19,19 +19,24 @@ public struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable 
         self.message = message
     }
 
-    /// The answer for a store error: 410, 409, 404, 400 or 422.
+    /// The answer for a store error: 410, 409, 404, 400, 422, or 503 with `Retry-After` when the
+    /// database is unavailable or no longer matches the schema (both end without the client).
     init(_ error: SyncStoreError) {
-        let status: HTTPResponse.Status = switch error.code {
-        case .historyExpired: .gone
-        case .revisionAhead: .conflict
-        case .unknownType: .notFound
-        case .invalidKey: .badRequest
-        case .invalidChangeSet: .unprocessableContent
-        }
+        let status = Self.statuses[error.code] ?? .internalServerError
         self.init(status, code: error.code.rawValue, message: error.description)
         minRevision = error.minRevision
         revision = error.revision
+        if status == .serviceUnavailable { headers[.retryAfter] = "\(Self.retryAfterSeconds)" }
     }
+
+    private static let statuses: [SyncStoreError.Code: HTTPResponse.Status] = [
+        .historyExpired: .gone, .revisionAhead: .conflict, .unknownType: .notFound, .invalidKey: .badRequest,
+        .invalidChangeSet: .unprocessableContent, .storeUnavailable: .serviceUnavailable,
+        .schemaMismatch: .serviceUnavailable,
+    ]
+
+    /// Seconds a client is asked to wait after a 503: long enough for a database restart.
+    static let retryAfterSeconds = 2
 
     /// The answer for an error Hummingbird raised (unknown route, body too large).
     init(_ error: HTTPError) {

@@ -1,15 +1,16 @@
 import SeedSyncModel
 
-extension SQLiteSyncStore {
-    /// Loads an NDJSON file into `type` as one bulk revision (see ``bulkWrite(_:)``).
-    ///
-    /// - Returns: the revision and the number of rows loaded.
-    public func load(ndjsonFile path: String, into type: String) async throws -> (revision: Int64, rows: Int) {
-        let entity = try table(type).type
-        let (revision, rows) = try await bulkWrite { writer in
-            var rows = try NDJSONRowReader(path: path, type: entity)
-            return try writer.upsert(&rows, into: type)
+extension SQLiteSyncStore: MaintainedSyncStore {
+    public func bulkLoad(_ loads: [BulkLoad]) async throws -> (revision: Int64, rows: [String: Int]) {
+        for load in loads { _ = try table(load.type) }
+        let (revision, counts) = try await bulkWrite { writer in
+            var counts: [String: Int] = [:]
+            for load in loads {
+                var rows = try load.makeRows()
+                counts[load.type, default: 0] += try writer.upsert(&rows, into: load.type)
+            }
+            return counts
         }
-        return (revision, rows)
+        return (revision, counts)
     }
 }

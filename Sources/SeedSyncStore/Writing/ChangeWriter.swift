@@ -94,7 +94,7 @@ struct ChangeWriter {
         }
     }
 
-    /// The change set as served by `/v1/sync`: normalized values, `revision` in every row.
+    /// The change set as served by `/v1/sync`: canonical order, normalized values, `revision` in every row.
     private func loggedChangeSet(_ changes: [ValidatedChanges], revision: Int64) -> [UInt8] {
         let typeChanges = changes.map { change in
             var attributes: [String: [String: JSONValue]] = [:]
@@ -111,7 +111,7 @@ struct ChangeWriter {
                 attributes: attributes
             )
         }
-        return ChangeSet(revision: revision, changes: typeChanges).jsonBytes()
+        return ChangeSet(revision: revision, changes: typeChanges).canonical(in: schema).jsonBytes()
     }
 
     private func invalid(_ message: String) -> SyncStoreError {

@@ -1,5 +1,4 @@
 import Foundation
-import SeedSyncModel
 
 /// Reads an NDJSON file (one JSON object per line, primary key included) row by row, checking
 /// each against the type. Memory stays flat: the file is read in 1 MiB chunks.
@@ -22,10 +21,10 @@ public struct NDJSONRowReader: RowSource {
     private let decoder = JSONDecoder()
     private let maxLineLength: Int
 
-    /// - Throws: ``StoreError`` when the file cannot be opened.
+    /// - Throws: ``LoadError`` when the file cannot be opened.
     public init(path: String, type: EntityType, maxLineLength: Int = defaultMaxLineLength) throws {
         guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw StoreError.invalidLoad("cannot open \(path) for reading")
+            throw LoadError(.unreadable, "cannot open \(path) for reading")
         }
         self.path = path
         self.type = type
@@ -41,12 +40,12 @@ public struct NDJSONRowReader: RowSource {
             do {
                 object = try decoder.decode([String: JSONValue].self, from: Data(line))
             } catch {
-                throw StoreError.invalidLoad("\(path):\(lineNumber): not a JSON object")
+                throw LoadError(.malformed, "\(path):\(lineNumber): not a JSON object")
             }
             do {
                 return try type.validateRow(object)
             } catch {
-                throw StoreError.invalidLoad("\(path):\(lineNumber): \(error)")
+                throw LoadError(.malformed, "\(path):\(lineNumber): \(error)")
             }
         }
         try? handle.close()
@@ -57,7 +56,7 @@ public struct NDJSONRowReader: RowSource {
         while true {
             let end = buffer[position...].firstIndex(of: UInt8(ascii: "\n"))
             guard (end ?? buffer.count) - position <= maxLineLength else {
-                throw StoreError.invalidLoad("\(path):\(lineNumber + 1): line longer than \(maxLineLength) bytes")
+                throw LoadError(.malformed, "\(path):\(lineNumber + 1): line longer than \(maxLineLength) bytes")
             }
             if let end {
                 defer { position = end + 1 }
@@ -76,5 +75,27 @@ public struct NDJSONRowReader: RowSource {
 
     private static func isWhitespace(_ byte: UInt8) -> Bool {
         byte == 0x20 || byte == 0x09 || byte == 0x0D
+    }
+}
+
+/// A bulk load's input that cannot be read: the file, or a line of it (named by path and line).
+public struct LoadError: Error, CustomStringConvertible, Sendable {
+    /// What went wrong. New codes may be added: compare with the static members.
+    public struct Code: Sendable, Hashable {
+        private let rawValue: String
+        private init(_ rawValue: String) { self.rawValue = rawValue }
+
+        /// The file cannot be opened or read.
+        public static let unreadable = Self("unreadable")
+        /// A line is not an object of the type, or too long.
+        public static let malformed = Self("malformed")
+    }
+
+    public let code: Code
+    public let description: String
+
+    public init(_ code: Code, _ description: String) {
+        self.code = code
+        self.description = description
     }
 }

@@ -1,0 +1,89 @@
+import NIOCore
+import SeedSyncModel
+
+/// Assembles change sets from the rows of `seedsync._changes`, as `/v1/sync` serves them: types
+/// in schema order, ids sorted by key, every created or updated row with all its fields and its
+/// `revision`.
+struct ChangeLogReader {
+    let schema: DatasetSchema
+    let tables: [String: PostgresTableSQL]
+    let tableSchema: String
+    private(set) var revision: Int64 = 0
+    private(set) var minRevision: Int64 = 0
+    /// Logged rows by revision, then type.
+    private var rows: [Int64: [String: [LoggedRow]]] = [:]
+
+    init(schema: DatasetSchema, tables: [String: PostgresTableSQL], tableSchema: String) {
+        self.schema = schema
+        self.tables = tables
+        self.tableSchema = tableSchema
+    }
+
+    private struct LoggedRow {
+        var key: JSONValue
+        var op: String
+        var values: [JSONValue]
+    }
+
+    /// Adds one result row: the state's revisions, then a logged row unless the log had none.
+    mutating func add(_ row: (Int64, Int64, Int64?, String?, String?, String?, ByteBuffer?)) throws(SyncStoreError) {
+        revision = row.0
+        minRevision = row.1
+        guard let logged = row.2, let typeName = row.3, let keyText = row.4, let op = row.5 else { return }
+        guard let table = tables[typeName] else { throw .schemaMismatch("the change log names a type \(typeName) the schema lacks") }
+        let key = wireKey(keyText, of: table.type.primaryKey.type)
+        var values: [JSONValue] = []
+        if op != "d" {
+            guard let data = row.6 else { throw .schemaMismatch("the change log holds no row for \(typeName)[\(keyText)] at revision \(logged)") }
+            let name = "\(tableSchema).\(typeName)"
+            values = try data.withUnsafeReadableBytes { bytes throws(SyncStoreError) in
+                try WireRow(json: bytes, of: table.type, table: name).values
+            }
+        }
+        rows[logged, default: [:]][typeName, default: []].append(LoggedRow(key: key, op: op, values: values))
+    }
+
+    /// Fails when `requested` is outside what the log can serve.
+    func check(requested: Int64) throws(SyncStoreError) {
+        if requested < minRevision { throw .historyExpired(requested: requested, minRevision: minRevision) }
+        if requested > revision { throw .revisionAhead(requested: requested, revision: revision) }
+    }
+
+    /// The change sets after `after`, up to `limit` of them and `byteBudget` bytes (one at least).
+    func feed(after: Int64, limit: Int, byteBudget: Int) -> ChangeFeed {
+        var changeSets: [EncodedChangeSet] = []
+        var bytes = 0
+        var next = after
+        while next < revision, changeSets.count < limit {
+            next += 1
+            let json = changeSet(at: next).jsonBytes()
+            if !changeSets.isEmpty, bytes + json.count > byteBudget { break }
+            bytes += json.count
+            changeSets.append(EncodedChangeSet(revision: next, json: json))
+        }
+        let maxRevision = changeSets.last?.revision ?? after
+        return ChangeFeed(maxRevision: maxRevision, hasMore: maxRevision < revision, changeSets: changeSets)
+    }
+
+    private func changeSet(at revision: Int64) -> ChangeSet {
+        let logged = rows[revision] ?? [:]
+        let changes = schema.types.compactMap { type -> TypeChanges? in
+            guard let rows = logged[type.name] else { return nil }
+            var changes = TypeChanges(type: type.name)
+            for row in rows {
+                switch row.op {
+                case "c": changes.create.append(row.key)
+                case "u": changes.update.append(row.key)
+                default: changes.delete.append(row.key)
+                }
+                guard row.op != "d" else { continue }
+                var attributes = [String: JSONValue](minimumCapacity: type.fields.count + 1)
+                for (field, value) in zip(type.fields, row.values.dropFirst()) { attributes[field.name] = value }
+                attributes[SchemaNames.revisionColumn] = .int(revision)
+                changes.attributes[row.key.keyString!] = attributes
+            }
+            return changes
+        }
+        return ChangeSet(revision: revision, changes: changes).canonical(in: schema)
+    }
+}

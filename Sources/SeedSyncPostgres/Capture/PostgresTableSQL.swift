@@ -1,0 +1,122 @@
+import SeedSyncModel
+
+/// The SQL of one served table and its row revisions. Parameters are `$1`, `$2`, …; values are
+/// always bound, names are schema names (quoted).
+struct PostgresTableSQL: Sendable {
+    let type: EntityType
+    /// `"public"."events"`: the served table.
+    let table: String
+    /// `seedsync."events"`: key and revision of every current row.
+    let revisions: String
+    /// `seedsync."_capture_events"`.
+    let captureFunction: String
+    /// `"id"`: the primary-key column.
+    let key: String
+
+    init(type: EntityType, tableSchema: String) {
+        self.type = type
+        table = "\(quote(tableSchema)).\(quote(type.name))"
+        revisions = "seedsync.\(quote(type.name))"
+        captureFunction = "seedsync.\(quote("_capture_" + type.name))"
+        key = quote(type.primaryKey.name)
+    }
+
+    var keyColumnType: String { type.primaryKey.type == .integer ? "bigint" : "text" }
+
+    /// `CREATE TABLE` for `init --schema`: the types a team would choose, deferred foreign keys.
+    var create: [String] {
+        // Text keys in byte order, as the embedded store pages them.
+        let collation = type.primaryKey.type == .text ? " COLLATE \"C\"" : ""
+        var definitions = ["\(key) \(keyColumnType)\(collation) PRIMARY KEY"]
+        for field in type.fields {
+            definitions.append("\(quote(field.name)) \(Self.columnType(field.type))\(field.nullable ? "" : " NOT NULL")")
+        }
+        var statements = ["CREATE TABLE \(table) (\n  \(definitions.joined(separator: ",\n  "))\n)"]
+        for field in type.fields where field.references != nil {
+            statements.append("CREATE INDEX ON \(table) (\(quote(field.name)))")
+        }
+        return statements
+    }
+
+    /// `ALTER TABLE … ADD FOREIGN KEY`, once every table exists.
+    func foreignKeys(tableSchema: String) -> [String] {
+        type.fields.compactMap { field in
+            field.references.map { target in
+                """
+                ALTER TABLE \(table) ADD FOREIGN KEY (\(quote(field.name))) REFERENCES \(quote(tableSchema)).\(quote(target)) \
+                DEFERRABLE INITIALLY DEFERRED
+                """
+            }
+        }
+    }
+
+    static func columnType(_ type: FieldType) -> String {
+        switch type {
+        case .integer: "bigint"
+        case .real: "double precision"
+        case .text: "text"
+        case .boolean: "boolean"
+        case .timestamp: "timestamptz"
+        case .blob: "bytea"
+        }
+    }
+
+    /// How a bound wire value enters a column: timestamps as RFC 3339 text, cast by PostgreSQL.
+    private func placeholder(_ index: Int, _ type: FieldType) -> String {
+        type == .timestamp ? "CAST($\(index) AS timestamptz)" : "$\(index)"
+    }
+
+    private var columnNames: [String] { ([type.primaryKey.name] + type.fields.map(\.name)).map(quote) }
+
+    /// Key, then fields: `$1` … `$n`.
+    var insert: String {
+        let values = ["$1"] + type.fields.enumerated().map { placeholder($0 + 2, $1.type) }
+        return "INSERT INTO \(table) (\(columnNames.joined(separator: ", "))) VALUES (\(values.joined(separator: ", ")))"
+    }
+
+    /// Every row of the table `source` (same columns), replacing the row of an existing key.
+    func upsert(from source: String) -> String {
+        let columns = columnNames.joined(separator: ", ")
+        let assignments = type.fields.map { "\(quote($0.name)) = excluded.\(quote($0.name))" }
+        let conflict = assignments.isEmpty ? "DO NOTHING" : "DO UPDATE SET \(assignments.joined(separator: ", "))"
+        return "INSERT INTO \(table) (\(columns)) SELECT \(columns) FROM \(source) ON CONFLICT (\(key)) \(conflict)"
+    }
+
+    /// Key `$1`, then fields.
+    var update: String {
+        let assignments = type.fields.enumerated().map { "\(quote($1.name)) = \(placeholder($0 + 2, $1.type))" }
+        guard !assignments.isEmpty else { return "UPDATE \(table) SET \(key) = \(key) WHERE \(key) = $1" }
+        return "UPDATE \(table) SET \(assignments.joined(separator: ", ")) WHERE \(key) = $1"
+    }
+
+    var delete: String { "DELETE FROM \(table) WHERE \(key) = $1" }
+    var exists: String { "SELECT 1 FROM \(table) WHERE \(key) = $1" }
+    var keys: String { "SELECT \(key) FROM \(table) ORDER BY \(key)" }
+    var count: String { "SELECT count(*) FROM \(table)" }
+
+    /// The first row whose `field` holds `$1`.
+    func referrer(through field: Field) -> String {
+        "SELECT \(key)::text FROM \(table) WHERE \(quote(field.name)) = $1 LIMIT 1"
+    }
+
+    /// The first row whose `field` points at a missing row of `target`.
+    func dangling(through field: Field, target: PostgresTableSQL) -> String {
+        let column = "t.\(quote(field.name))"
+        return """
+            SELECT t.\(key)::text, \(column)::text FROM \(table) t LEFT JOIN \(target.table) r ON r.\(target.key) = \(column) \
+            WHERE \(column) IS NOT NULL AND r.\(target.key) IS NULL LIMIT 1
+            """
+    }
+
+    /// The state's revision, then up to `$n` rows (`to_json` text and row revision) after key `$1`
+    /// when `after`: one statement, so one consistent read; the state row comes even with no rows.
+    func snapshot(after: Bool) -> String {
+        let limit = after ? "$2" : "$1"
+        return """
+            SELECT s.revision, p.row, p.revision FROM seedsync._state s LEFT JOIN LATERAL (
+              SELECT t.\(key) AS key, to_json(t)::text AS row, v.revision FROM \(table) t JOIN \(revisions) v ON v.key = t.\(key)
+              \(after ? "WHERE t.\(key) > $1 " : "")ORDER BY t.\(key) LIMIT \(limit)
+            ) p ON true WHERE s.id = 1 ORDER BY p.key
+            """
+    }
+}

@@ -1,0 +1,93 @@
+import Logging
+import PostgresNIO
+import SeedSyncModel
+
+/// Checks that an existing table can be served as a type: its primary key is the type's key
+/// alone, and its columns are exactly the key and the fields, each of a PostgreSQL type that maps
+/// to the field's type (see ``WireRow``), and not nullable where the field is not.
+struct TableCheck {
+    let table: PostgresTableSQL
+    let tableSchema: String
+
+    /// The PostgreSQL types (`pg_type.typname`) each field type accepts.
+    static let acceptedTypes: [FieldType: Set<String>] = [
+        .integer: ["int2", "int4", "int8"],
+        .real: ["float4", "float8", "numeric"],
+        .text: ["text", "varchar"],
+        .boolean: ["bool"],
+        .timestamp: ["timestamptz", "timestamp"],
+        .blob: ["bytea"],
+    ]
+
+    /// A column as the catalog describes it.
+    struct Column {
+        var name: String
+        var typeName: String
+        var formattedType: String
+        var notNull: Bool
+    }
+
+    func run(on connection: PostgresConnection, logger: Logger) async throws {
+        let name = "\(tableSchema).\(table.type.name)"
+        let columns = try await Self.columns(of: table.table, on: connection, logger: logger)
+        guard !columns.isEmpty else {
+            throw PostgresStoreError.tableMismatch("there is no table \(name) to attach; create it, or fix the type's name in the schema file")
+        }
+        let keys = try await Self.primaryKey(of: table.table, on: connection, logger: logger)
+        let type = table.type
+        guard keys == [type.primaryKey.name] else {
+            throw PostgresStoreError.tableMismatch("\(name): the primary key must be the column \(type.primaryKey.name) alone, not (\(keys.joined(separator: ", ")))")
+        }
+        let byName = Dictionary(uniqueKeysWithValues: columns.map { ($0.name, $0) })
+        let expected = [(type.primaryKey.name, type.primaryKey.type.fieldType, false)] + type.fields.map { ($0.name, $0.type, $0.nullable) }
+        for (column, fieldType, nullable) in expected {
+            guard let found = byName[column] else {
+                throw PostgresStoreError.tableMismatch("\(name) has no column \(column), which the schema names")
+            }
+            guard Self.acceptedTypes[fieldType]!.contains(found.typeName) else {
+                let accepted = Self.acceptedTypes[fieldType]!.sorted().joined(separator: ", ")
+                throw PostgresStoreError.tableMismatch("\(name).\(column) is \(found.formattedType), which cannot hold a \(fieldType.rawValue) field (accepted: \(accepted))")
+            }
+            guard nullable || found.notNull else {
+                throw PostgresStoreError.tableMismatch("\(name).\(column) allows NULL but the schema says it does not; make the column NOT NULL or the field nullable")
+            }
+        }
+        let known = Set(expected.map(\.0))
+        if let extra = columns.first(where: { !known.contains($0.name) }) {
+            throw PostgresStoreError.tableMismatch("\(name) has a column \(extra.name) the schema does not name; add the field to the schema file")
+        }
+    }
+
+    /// The live columns of `table`, in order; none when it does not exist.
+    static func columns(of table: String, on connection: PostgresConnection, logger: Logger) async throws -> [Column] {
+        var binds = PostgresBindings()
+        binds.append(table)
+        let sql = """
+            SELECT a.attname::text, t.typname::text, format_type(a.atttypid, a.atttypmod), a.attnotnull
+            FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+            WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum
+            """
+        var columns: [Column] = []
+        for try await (name, typeName, formatted, notNull) in try await connection.query(
+            PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger
+        ).decode((String, String, String, Bool).self) {
+            columns.append(Column(name: name, typeName: typeName, formattedType: formatted, notNull: notNull))
+        }
+        return columns
+    }
+
+    /// The columns of `table`'s primary key, in key order.
+    static func primaryKey(of table: String, on connection: PostgresConnection, logger: Logger) async throws -> [String] {
+        var binds = PostgresBindings()
+        binds.append(table)
+        let sql = """
+            SELECT a.attname::text FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
+            WHERE i.indrelid = to_regclass($1) AND i.indisprimary ORDER BY array_position(i.indkey::int2[], a.attnum)
+            """
+        var names: [String] = []
+        for try await name in try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger).decode(String.self) {
+            names.append(name)
+        }
+        return names
+    }
+}

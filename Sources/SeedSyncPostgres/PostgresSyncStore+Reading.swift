@@ -1,0 +1,100 @@
+import PostgresNIO
+import SeedSyncModel
+
+extension PostgresSyncStore {
+    /// The revisions and exact row counts, read in one statement (one snapshot).
+    public func schemaInfo() async throws -> SchemaInfo {
+        let types = schema.types
+        let counts = types.map { "(\(tables[$0.name]!.count))" }
+        let sql = "SELECT revision, min_revision\(counts.map { ", " + $0 }.joined()) FROM seedsync._state WHERE id = 1"
+        let schema = self.schema
+        return try await withConnection { connection in
+            guard let row = try await query(sql, on: connection).first else { throw SyncStoreError.schemaMismatch("seedsync._state is empty") }
+            let cells = row.makeRandomAccess()
+            let revision = try cells[0].decode(Int64.self)
+            let minRevision = try cells[1].decode(Int64.self)
+            var rowCounts: [String: Int] = [:]
+            for (index, type) in types.enumerated() {
+                rowCounts[type.name] = Int(try cells[index + 2].decode(Int64.self))
+            }
+            return SchemaInfo(schema: schema, revision: revision, minRevision: minRevision, rowCounts: rowCounts)
+        }
+    }
+
+    /// The page, from ``snapshotPageJSON(of:after:limit:)``: one mapping, so the two never disagree.
+    public func snapshotPage(of type: String, after: JSONValue?, limit: Int) async throws -> SnapshotPage {
+        try SnapshotPage(json: JSONParser.parse(try await snapshotPageJSON(of: type, after: after, limit: limit)))
+    }
+
+    /// Up to `limit` rows after `after`, keyset-paged on the primary key's index, with the state's
+    /// revision, in one statement. One row of look-ahead tells whether there is more.
+    public func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int) async throws -> [UInt8] {
+        let table = try self.table(type)
+        var binds = PostgresBindings()
+        if let after { binds.append(key: after) }
+        binds.append(Int64(limit) + 1)
+        let sql = table.snapshot(after: after != nil)
+        let name = "\(tableSchema).\(type)"
+        return try await withConnection { connection in
+            var revision: Int64 = 0
+            var rows: [[JSONValue]] = []
+            for try await (stateRevision, json, rowRevision) in try await connection.query(
+                PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger
+            ).decode((Int64, ByteBuffer?, Int64?).self) {
+                revision = stateRevision
+                guard let json, let rowRevision else { continue }
+                var values = try json.withUnsafeReadableBytes { bytes in try WireRow(json: bytes, of: table.type, table: name).values }
+                values.append(.int(rowRevision))
+                rows.append(values)
+            }
+            let more = rows.count > limit
+            if more { rows.removeLast() }
+            var writer = SnapshotPage.beginJSON(type: type, revision: revision, columns: table.type.columnNames, rowCount: rows.count)
+            for row in rows { writer.value(.array(row)) }
+            return SnapshotPage.endJSON(&writer, next: more ? rows.last![0] : .null)
+        }
+    }
+
+    /// The change sets after `revision`, assembled from the logged rows of each revision, in one
+    /// statement. A revision whose transaction left nothing to send (a row created and deleted
+    /// again) is an empty change set: revisions never skip.
+    public func changeFeed(after revision: Int64, limit: Int, byteBudget: Int) async throws -> ChangeFeed {
+        let (last, overflow) = revision.addingReportingOverflow(Int64(limit))
+        var binds = PostgresBindings()
+        binds.append(revision)
+        binds.append(overflow ? Int64.max : last)
+        let sql = """
+            SELECT s.revision, s.min_revision, c.revision, c.type, c.key, c.op, c.data
+            FROM seedsync._state s LEFT JOIN LATERAL (
+              SELECT revision, type, key, op, data FROM seedsync._changes
+              WHERE revision > $1 AND revision <= $2 AND op <> 'x'
+            ) c ON true WHERE s.id = 1 ORDER BY c.revision
+            """
+        return try await withConnection { connection in
+            var log = ChangeLogReader(schema: schema, tables: tables, tableSchema: tableSchema)
+            for try await row in try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger).decode(
+                (Int64, Int64, Int64?, String?, String?, String?, ByteBuffer?).self
+            ) {
+                try log.add(row)
+            }
+            try log.check(requested: revision)
+            return log.feed(after: revision, limit: limit, byteBudget: byteBudget)
+        }
+    }
+
+    /// Every key of `type`, in key order.
+    public func keys(of type: String) async throws -> [JSONValue] {
+        let table = try self.table(type)
+        return try await withConnection { connection in
+            var keys: [JSONValue] = []
+            for row in try await query(table.keys, on: connection) {
+                if table.type.primaryKey.type == .integer {
+                    keys.append(.int(try row.decode(Int64.self)))
+                } else {
+                    keys.append(.string(try row.decode(String.self)))
+                }
+            }
+            return keys
+        }
+    }
+}

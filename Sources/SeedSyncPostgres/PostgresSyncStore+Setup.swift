@@ -1,0 +1,136 @@
+import Foundation
+import Logging
+import PostgresNIO
+import SeedSyncModel
+
+extension PostgresSyncStore {
+    /// Creates a table per type of `schema` in `tableSchema` (default `public`) and the `seedsync`
+    /// bookkeeping, at revision 0, in one transaction: a failure leaves the database as it was.
+    ///
+    /// - Throws: ``PostgresStoreError`` with code `alreadyInitialized` when the database already
+    ///   holds a SeedSync store or one of the tables (attach existing tables with
+    ///   ``attach(at:schema:tableSchema:logger:)``), `SchemaError` for an invalid schema.
+    public static func create(
+        at location: PostgresLocation,
+        schema: DatasetSchema,
+        tableSchema: String = "public",
+        logger: Logger = Logger(label: "seed-server.postgres")
+    ) async throws {
+        try schema.validate()
+        let tables = schema.types.map { PostgresTableSQL(type: $0, tableSchema: tableSchema) }
+        try await setUp(at: location, schema: schema, tableSchema: tableSchema, logger: logger) { connection in
+            for table in tables {
+                guard try await !exists(table.table, on: connection, logger: logger) else {
+                    throw PostgresStoreError(.alreadyInitialized, "\(location) already has a table \(tableSchema).\(table.type.name); serve it with `seed-server init --attach`, or drop it")
+                }
+                for statement in table.create { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
+            }
+            for table in tables {
+                for statement in table.foreignKeys(tableSchema: tableSchema) {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+            }
+            return 0
+        }
+    }
+
+    /// Adopts tables that already exist, one per type of `schema`, whose columns match the
+    /// schema's fields (see ``TableCheck``), in one transaction. It adds to them nothing but the
+    /// capture triggers; their rows become one bulk revision (revision 1).
+    ///
+    /// - Returns: the bulk revision.
+    /// - Throws: ``PostgresStoreError`` with code `tableMismatch` naming the table and column that
+    ///   do not fit, `alreadyInitialized` when the database already holds a SeedSync store.
+    @discardableResult
+    public static func attach(
+        at location: PostgresLocation,
+        schema: DatasetSchema,
+        tableSchema: String = "public",
+        logger: Logger = Logger(label: "seed-server.postgres")
+    ) async throws -> Int64 {
+        try schema.validate()
+        let tables = schema.types.map { PostgresTableSQL(type: $0, tableSchema: tableSchema) }
+        return try await setUp(at: location, schema: schema, tableSchema: tableSchema, logger: logger) { connection in
+            for table in tables {
+                try await TableCheck(table: table, tableSchema: tableSchema).run(on: connection, logger: logger)
+                try await connection.query(PostgresQuery(unsafeSQL: "LOCK TABLE \(table.table) IN SHARE ROW EXCLUSIVE MODE"), logger: logger)
+            }
+            return 1
+        } adopt: { connection, revision in
+            for table in tables {
+                var binds = PostgresBindings()
+                binds.append(revision)
+                try await connection.query(PostgresQuery(unsafeSQL: CaptureSQL.adopt(table), binds: binds), logger: logger)
+            }
+        }
+    }
+
+    /// The transaction both `init`s share: `prepare` makes or checks the tables, then the
+    /// bookkeeping and the triggers are created, the state row written at revision 0, and when
+    /// `prepare` returns 1, a bulk revision opened and handed to `adopt`.
+    @discardableResult
+    private static func setUp(
+        at location: PostgresLocation,
+        schema: DatasetSchema,
+        tableSchema: String,
+        logger: Logger,
+        _ prepare: @escaping @Sendable (PostgresConnection) async throws -> Int64,
+        adopt: @escaping @Sendable (PostgresConnection, Int64) async throws -> Void = { _, _ in }
+    ) async throws -> Int64 {
+        guard SchemaNames.isValid(tableSchema) else {
+            throw PostgresStoreError.invalidLocation("the table schema '\(tableSchema.clippedForMessage)' must match ^[a-z][a-z0-9_]{0,62}$")
+        }
+        let schemaJSON = String(decoding: try JSONEncoder.stable().encode(schema), as: UTF8.self)
+        let tables = schema.types.map { PostgresTableSQL(type: $0, tableSchema: tableSchema) }
+        return try await withClient(at: location, maximumConnections: 1, logger: logger) { client in
+            do {
+                return try await client.withConnection { connection in
+                    try await connection.query("BEGIN", logger: logger)
+                    do {
+                        guard try await !exists("seedsync._state", on: connection, logger: logger) else {
+                            throw PostgresStoreError(.alreadyInitialized, "\(location) already holds a SeedSync store (schema seedsync); serve it, or drop the schema seedsync to start again")
+                        }
+                        let bulk = try await prepare(connection)
+                        for statement in CaptureSQL.setup { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
+                        var binds = PostgresBindings()
+                        binds.append(CaptureSQL.format)
+                        binds.append(schemaJSON)
+                        binds.append(tableSchema)
+                        try await connection.query(PostgresQuery(
+                            unsafeSQL: "INSERT INTO seedsync._state VALUES (1, $1, $2, $3, 0, 0)", binds: binds
+                        ), logger: logger)
+                        for table in tables {
+                            for statement in CaptureSQL.attach(table) { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
+                        }
+                        var revision: Int64 = 0
+                        if bulk > 0 {
+                            for try await value in try await connection.query("SELECT seedsync._bulk()", logger: logger).decode(Int64.self) {
+                                revision = value
+                            }
+                            try await adopt(connection, revision)
+                        }
+                        try await connection.query("COMMIT", logger: logger)
+                        return revision
+                    } catch {
+                        _ = try? await connection.query("ROLLBACK", logger: logger)
+                        throw error
+                    }
+                }
+            } catch let error as PSQLError {
+                throw PostgresStoreError.connection(error, location: location)
+            }
+        }
+    }
+
+    /// Whether the table or view `name` (qualified) exists.
+    static func exists(_ name: String, on connection: PostgresConnection, logger: Logger) async throws -> Bool {
+        var binds = PostgresBindings()
+        binds.append(name)
+        for try await found in try await connection.query(
+            PostgresQuery(unsafeSQL: "SELECT to_regclass($1) IS NOT NULL", binds: binds), logger: logger
+        ).decode(Bool.self) {
+            return found
+        }
+        return false
+    }
+}

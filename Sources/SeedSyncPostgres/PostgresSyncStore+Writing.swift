@@ -1,0 +1,107 @@
+import PostgresNIO
+import SeedSyncModel
+
+extension PostgresSyncStore {
+    /// Validates `changeSet` and writes it in one transaction; the capture triggers log it as the
+    /// transaction's revision, like any other program's write.
+    ///
+    /// Creates fail on an existing key, updates and deletes on a missing one; every reference a
+    /// created or updated row holds must resolve, and no remaining row may reference a deleted
+    /// one. Constraints of the table itself (a `varchar` length, a check) are reported as an
+    /// invalid change set too. Nothing is written then.
+    @discardableResult
+    public func commit(_ changeSet: ChangeSet) async throws -> Int64 {
+        let changes: [ValidatedChanges]
+        do {
+            changes = try schema.validate(changeSet)
+        } catch {
+            throw SyncStoreError.invalidChangeSet(error)
+        }
+        do {
+            return try await withTransaction { connection in
+                for change in changes { try await write(change, on: connection) }
+                for change in changes { try await checkReferences(of: change, on: connection) }
+                let rows = try await query("SELECT current_setting('seedsync.revision')::bigint", on: connection)
+                return try rows[0].decode(Int64.self)
+            }
+        } catch let error as PostgresStoreError where error.code == .refused {
+            throw SyncStoreError.invalidChangeSet(ChangeSetError(error.description))
+        }
+    }
+
+    private func write(_ change: ValidatedChanges, on connection: PostgresConnection) async throws {
+        let table = tables[change.type.name]!
+        let insert = table.insert + " ON CONFLICT (\(table.key)) DO NOTHING RETURNING 1"
+        for row in change.creates {
+            guard try await run(insert, table.binds(row), row: row.key, of: table, on: connection) else {
+                throw invalid("\(change.type.name)[\(row.key.keyString!)] cannot be created: it already exists")
+            }
+        }
+        for row in change.updates {
+            guard try await run(table.update + " RETURNING 1", table.binds(row), row: row.key, of: table, on: connection) else {
+                throw invalid("\(change.type.name)[\(row.key.keyString!)] cannot be updated: it does not exist")
+            }
+        }
+        for key in change.deletes {
+            guard try await run(table.delete + " RETURNING 1", PostgresBindings(key: key), row: key, of: table, on: connection) else {
+                throw invalid("\(change.type.name)[\(key.keyString!)] cannot be deleted: it does not exist")
+            }
+        }
+    }
+
+    /// Runs one row's statement; whether it touched a row. A constraint of the table that refuses
+    /// the row becomes an invalid change set naming it.
+    private func run(_ sql: String, _ binds: PostgresBindings, row key: JSONValue, of table: PostgresTableSQL, on connection: PostgresConnection) async throws -> Bool {
+        do {
+            return try await !query(sql, binds, on: connection).isEmpty
+        } catch let error as PSQLError {
+            guard let refusal = PostgresStoreError.refusal(error) else { throw error }
+            throw invalid("\(table.type.name)[\(key.keyString!)] cannot be written: PostgreSQL refused it (\(refusal))")
+        }
+    }
+
+    private func checkReferences(of change: ValidatedChanges, on connection: PostgresConnection) async throws {
+        for (index, field) in change.type.fields.enumerated() {
+            guard let target = field.references, let targetTable = tables[target] else { continue }
+            for row in change.creates + change.updates where row.values[index] != .null {
+                let key = row.values[index]
+                guard try await !query(targetTable.exists, PostgresBindings(key: key), on: connection).isEmpty else {
+                    throw invalid("\(change.type.name)[\(row.key.keyString!)].\(field.name) references \(target)[\(key.keyString ?? "?")], which does not exist")
+                }
+            }
+        }
+        for (referrer, field) in schema.references(to: change.type.name) {
+            let sql = tables[referrer.name]!.referrer(through: field)
+            for key in change.deletes {
+                if let holder = try await query(sql, PostgresBindings(key: key), on: connection).first {
+                    let holderKey = try holder.decode(String.self)
+                    throw invalid("\(change.type.name)[\(key.keyString!)] cannot be deleted: \(referrer.name)[\(holderKey)].\(field.name) references it")
+                }
+            }
+        }
+    }
+
+    private func invalid(_ message: String) -> SyncStoreError {
+        .invalidChangeSet(ChangeSetError(message))
+    }
+}
+
+extension PostgresTableSQL {
+    /// Key, then fields, as ``insert`` and ``update`` bind them.
+    func binds(_ row: RowValues) -> PostgresBindings {
+        var binds = PostgresBindings(key: row.key)
+        for (field, value) in zip(type.fields, row.values) { binds.append(value, as: field.type) }
+        return binds
+    }
+}
+
+extension PostgresStoreError {
+    /// What a table's own constraint said about a row it refused (SQLSTATE classes 22 and 23),
+    /// from messages that name columns and constraints but no values; `nil` for other errors.
+    static func refusal(_ error: PSQLError) -> String? {
+        guard let state = error.sqlState, state.hasPrefix("22") || state.hasPrefix("23") else { return nil }
+        let safe: Set<String> = ["22001", "22003", "23502", "23503", "23505", "23514"]
+        if safe.contains(state), let message = error.serverMessage { return "\(message), SQLSTATE \(state)" }
+        return "SQLSTATE \(state)"
+    }
+}

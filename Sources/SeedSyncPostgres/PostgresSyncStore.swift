@@ -1,0 +1,123 @@
+import Foundation
+import Logging
+import PostgresNIO
+import SeedSyncModel
+
+/// The PostgreSQL store: serves tables in a PostgreSQL database, written by `seed-server` or by any
+/// other program, with the bookkeeping in a `seedsync` schema beside them (see ``CaptureSQL``).
+///
+/// Every `seed-server` process in front of one database is stateless: the revision counter, the
+/// change log and the row revisions are all in PostgreSQL, and triggers capture every write, so
+/// several servers and direct SQL writers can run at once.
+///
+/// The store lives inside ``withStore(at:maximumConnections:logger:_:)``, which runs its
+/// connection pool for the duration:
+///
+/// ```swift
+/// let location = try PostgresLocation(url: "postgres://app@127.0.0.1/catalog", password: password)
+/// try await PostgresSyncStore.withStore(at: location) { store in
+///     let revision = try await store.commit(changeSet)
+/// }
+/// ```
+public final class PostgresSyncStore: SyncStore {
+    /// The schema the store serves, as stored at `init`.
+    public let schema: DatasetSchema
+    public let location: PostgresLocation
+    let client: PostgresClient
+    let logger: Logger
+    let tableSchema: String
+    let tables: [String: PostgresTableSQL]
+
+    private init(location: PostgresLocation, client: PostgresClient, logger: Logger, state: StoredState) {
+        self.location = location
+        self.client = client
+        self.logger = logger
+        schema = state.schema
+        tableSchema = state.tableSchema
+        tables = Dictionary(uniqueKeysWithValues: state.schema.types.map { ($0.name, PostgresTableSQL(type: $0, tableSchema: state.tableSchema)) })
+    }
+
+    /// Opens the store at `location` and runs `body` with it; the pool stops when `body` returns.
+    ///
+    /// - Throws: ``PostgresStoreError`` with code `unreachable` when PostgreSQL cannot be reached
+    ///   or refuses the login, `notInitialized` when the database holds no SeedSync store.
+    public static func withStore<T: Sendable>(
+        at location: PostgresLocation,
+        maximumConnections: Int = 20,
+        logger: Logger = Logger(label: "seed-server.postgres"),
+        _ body: @Sendable (PostgresSyncStore) async throws -> T
+    ) async throws -> T {
+        try await withClient(at: location, maximumConnections: maximumConnections, logger: logger) { client in
+            let state = try await StoredState.read(client: client, location: location, logger: logger)
+            return try await body(PostgresSyncStore(location: location, client: client, logger: logger, state: state))
+        }
+    }
+
+    /// Runs `body` with a connection pool to `location`, running for the duration.
+    static func withClient<T: Sendable>(
+        at location: PostgresLocation,
+        maximumConnections: Int,
+        logger: Logger,
+        _ body: @Sendable (PostgresClient) async throws -> T
+    ) async throws -> T {
+        // The pool warns when a lease comes before `run()` has started, which the task group
+        // cannot order; failures reach the caller as errors anyway.
+        var poolLogger = logger
+        poolLogger.logLevel = .error
+        let client = PostgresClient(configuration: location.clientConfiguration(maximumConnections: maximumConnections), backgroundLogger: poolLogger)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            return try await body(client)
+        }
+    }
+
+    func table(_ name: String) throws(SyncStoreError) -> PostgresTableSQL {
+        guard let table = tables[name] else { throw .unknownType(name) }
+        return table
+    }
+}
+
+/// What `seedsync._state` holds besides the revisions, read once when a store opens.
+struct StoredState {
+    var schema: DatasetSchema
+    var tableSchema: String
+
+    static func read(client: PostgresClient, location: PostgresLocation, logger: Logger) async throws -> StoredState {
+        do {
+            let rows = try await client.query(
+                "SELECT format, schema, table_schema FROM seedsync._state WHERE id = 1", logger: logger
+            )
+            for try await (format, json, tableSchema) in rows.decode((Int, String, String).self) {
+                guard format == CaptureSQL.format else {
+                    throw PostgresStoreError(.notInitialized, "\(location) holds a SeedSync store of format \(format); this seed-server reads format \(CaptureSQL.format)")
+                }
+                return StoredState(schema: try JSONDecoder().decode(DatasetSchema.self, from: Data(json.utf8)), tableSchema: tableSchema)
+            }
+        } catch let error as PSQLError {
+            if error.sqlState == "42P01" || error.sqlState == "3F000" {
+                throw PostgresStoreError(.notInitialized, "\(location) holds no SeedSync store; create one with `seed-server init`")
+            }
+            throw PostgresStoreError.connection(error, location: location)
+        }
+        throw PostgresStoreError(.notInitialized, "\(location) holds no SeedSync store state; create one with `seed-server init`")
+    }
+}
+
+extension PostgresStoreError {
+    /// A failure to reach or log into PostgreSQL, or another refusal, as one actionable line.
+    static func connection(_ error: PSQLError, location: PostgresLocation) -> Self {
+        if error.isConnectionFailure {
+            let reason = error.underlying.map { "\($0)" } ?? "the connection failed"
+            return Self(.unreachable, "cannot connect to PostgreSQL at \(location): \(reason); check that it runs and listens there")
+        }
+        switch error.sqlState {
+        case "28P01", "28000":
+            return Self(.unreachable, "PostgreSQL at \(location) refused the login: \(error.serverMessage ?? "authentication failed"); check the user and PGPASSWORD or --database-password-file")
+        case "3D000":
+            return Self(.unreachable, "PostgreSQL at \(location) has no database \(location.database); create it first (createdb)")
+        default:
+            return Self(.database, "PostgreSQL at \(location) refused a statement: \(error.serverMessage ?? "unknown error") (SQLSTATE \(error.sqlState ?? "?"))")
+        }
+    }
+}

@@ -1,0 +1,122 @@
+import Foundation
+import Logging
+import PostgresNIO
+import SeedSyncDemo
+import SeedSyncModel
+import SeedSyncPostgres
+import SeedSyncStore
+
+/// The stores a test body runs against: one body, every backend.
+///
+/// ```swift
+/// @Test(arguments: StoreBackend.allCases)
+/// func commits(backend: StoreBackend) async throws {
+///     try await backend.withStore { store in … }
+/// }
+/// ```
+public enum StoreBackend: String, CaseIterable, Sendable, CustomStringConvertible {
+    case sqlite
+    case postgres
+
+    public var description: String { rawValue }
+
+    /// Runs `body` with a new, empty store of `schema` at revision 0.
+    public func withStore(
+        _ schema: DatasetSchema = Fixtures.catalogSchema,
+        _ body: @escaping @Sendable (any MaintainedSyncStore) async throws -> Void
+    ) async throws {
+        switch self {
+        case .sqlite:
+            try await withTemporaryDirectory { directory in
+                try await body(try await Fixtures.emptyStore(schema, in: directory))
+            }
+        case .postgres:
+            try await TestPostgres.withDatabase { location in
+                try await PostgresSyncStore.create(at: location, schema: schema)
+                try await PostgresSyncStore.withStore(at: location) { store in try await body(store) }
+            }
+        }
+    }
+
+    /// Runs `body` with a new demo store at revision 1.
+    public func withDemoStore(
+        events: Int = 300,
+        locations: Int = 20,
+        seed: UInt64 = 1,
+        _ body: @escaping @Sendable (any MaintainedSyncStore) async throws -> Void
+    ) async throws {
+        try await withStore(DemoDataset.schema) { store in
+            let dataset = DemoDataset(events: events, locations: locations, seed: seed)
+            _ = try await store.bulkLoad(DemoDataset.schema.types.map { type in
+                BulkLoad(type: type.name) { dataset.rows(of: type.name) }
+            })
+            try await body(store)
+        }
+    }
+}
+
+/// The PostgreSQL server the tests use: `SEEDSYNC_POSTGRES_URL` (a superuser, password in
+/// `PGPASSWORD`), which `scripts/test.sh` starts. Each test gets a database of its own.
+public enum TestPostgres {
+    /// The server's base database; fails the test, saying how to get one, when none is set.
+    public static func location(database: String? = nil) throws -> PostgresLocation {
+        let environment = ProcessInfo.processInfo.environment
+        guard let url = environment["SEEDSYNC_POSTGRES_URL"] else {
+            throw TestSetupError(
+                "the PostgreSQL tests need a server: SEEDSYNC_POSTGRES_URL (postgres://USER@127.0.0.1:PORT/DB) and PGPASSWORD; scripts/test.sh starts a throwaway one"
+            )
+        }
+        var location = try PostgresLocation(url: url, password: environment["PGPASSWORD"])
+        if let database { location.database = database }
+        return location
+    }
+
+    /// Runs `body` with a new, empty database, dropped afterwards (also when `body` throws).
+    public static func withDatabase(_ body: @escaping @Sendable (PostgresLocation) async throws -> Void) async throws {
+        let base = try location()
+        let name = "seedsync_test_\(UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: ""))"
+        try await run("CREATE DATABASE \(name)", on: base)
+        do {
+            try await body(try location(database: name))
+        } catch {
+            try? await run("DROP DATABASE \(name) WITH (FORCE)", on: base)
+            throw error
+        }
+        try await run("DROP DATABASE \(name) WITH (FORCE)", on: base)
+    }
+
+    /// Runs `sql` (no parameters) on a connection of its own.
+    public static func run(_ sql: String, on location: PostgresLocation) async throws {
+        try await withConnection(to: location) { connection, logger in
+            try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger)
+        }
+    }
+
+    /// Runs `body` with one connection to `location`, as a writer other than `seed-server` (psql,
+    /// the team's application) would hold.
+    public static func withConnection<T: Sendable>(
+        to location: PostgresLocation,
+        _ body: (PostgresConnection, Logger) async throws -> T
+    ) async throws -> T {
+        let logger = Logger(label: "seedsync-tests.postgres")
+        let configuration = PostgresConnection.Configuration(
+            host: location.host, port: location.port, username: location.username,
+            password: ProcessInfo.processInfo.environment["PGPASSWORD"], database: location.database, tls: .disable
+        )
+        let connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: logger)
+        do {
+            let result = try await body(connection, logger)
+            try await connection.close()
+            return result
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+    }
+}
+
+/// A test that cannot run as set up, with what to do about it.
+public struct TestSetupError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}

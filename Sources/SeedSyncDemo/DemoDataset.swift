@@ -53,6 +53,15 @@ public struct DemoDataset: Sendable {
 
     /// The rows of `type`, keys 1…count, in key order. Load the types in schema order (`locations`
     /// first): events reference locations.
+    /// Every type's rows, as one bulk load (locations before the events that reference them).
+    ///
+    /// ```swift
+    /// try await store.bulkLoad(DemoDataset(events: 1_000, locations: 20, seed: 1).loads)
+    /// ```
+    public var loads: [BulkLoad] {
+        Self.schema.types.map { type in BulkLoad(type: type.name) { rows(of: type.name) } }
+    }
+
     public func rows(of type: String) -> DemoRows {
         let count = type == "locations" ? locationCount : type == "events" ? eventCount : 0
         let locationCount = self.locationCount

@@ -58,6 +58,16 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
     /// `postgres://USER@HOST:PORT/DATABASE`, never with the password.
     public var description: String { "postgres://\(username)@\(host):\(port)/\(database)" }
 
+    /// One connection's configuration, with the same settings as the pool's.
+    func connectionConfiguration() -> PostgresConnection.Configuration {
+        var configuration = PostgresConnection.Configuration(
+            host: host, port: port, username: username, password: password, database: database, tls: .disable
+        )
+        configuration.options.connectTimeout = .seconds(5)
+        configuration.options.additionalStartupParameters = CaptureSQL.sessionSettings + [("application_name", "seed-server")]
+        return configuration
+    }
+
     /// The pool's configuration: loopback and private networks without TLS (the URL has no TLS
     /// options yet), session settings that make every value's text form independent of who connects.
     func clientConfiguration(maximumConnections: Int) -> PostgresClient.Configuration {

@@ -1,5 +1,6 @@
 import Foundation
 import PostgresNIO
+import _ConnectionPoolModule
 import SeedSyncModel
 
 extension PostgresSyncStore {
@@ -11,6 +12,9 @@ extension PostgresSyncStore {
             return try await client.withConnection(body)
         } catch let error as PSQLError {
             throw describe(error)
+        } catch let error as ConnectionPoolError where error == .connectionCreationCircuitBreakerTripped {
+            // The pool could not open a connection: PostgreSQL is down or restarting.
+            throw SyncStoreError.storeUnavailable("PostgreSQL at \(location) cannot be reached")
         }
     }
 

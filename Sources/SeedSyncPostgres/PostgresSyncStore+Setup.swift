@@ -82,9 +82,7 @@ extension PostgresSyncStore {
         }
         let schemaJSON = String(decoding: try JSONEncoder.stable().encode(schema), as: UTF8.self)
         let tables = schema.types.map { PostgresTableSQL(type: $0, tableSchema: tableSchema) }
-        return try await withClient(at: location, maximumConnections: 1, logger: logger) { client in
-            do {
-                return try await client.withConnection { connection in
+        return try await withConnection(to: location, logger: logger) { connection in
                     try await connection.query("BEGIN", logger: logger)
                     do {
                         guard try await !exists("seedsync._state", on: connection, logger: logger) else {
@@ -115,10 +113,6 @@ extension PostgresSyncStore {
                         _ = try? await connection.query("ROLLBACK", logger: logger)
                         throw error
                     }
-                }
-            } catch let error as PSQLError {
-                throw PostgresStoreError.connection(error, location: location)
-            }
         }
     }
 

@@ -1,5 +1,7 @@
 import Foundation
 import Logging
+import NIOCore
+import NIOPosix
 import PostgresNIO
 import SeedSyncModel
 
@@ -47,9 +49,36 @@ public final class PostgresSyncStore: SyncStore {
         logger: Logger = Logger(label: "seed-server.postgres"),
         _ body: @Sendable (PostgresSyncStore) async throws -> T
     ) async throws -> T {
-        try await withClient(at: location, maximumConnections: maximumConnections, logger: logger) { client in
-            let state = try await StoredState.read(client: client, location: location, logger: logger)
-            return try await body(PostgresSyncStore(location: location, client: client, logger: logger, state: state))
+        // One connection first: an unreachable server, a refused login or a database without a
+        // store is one clear error at once, not a pool retrying in the background.
+        let state = try await withConnection(to: location, logger: logger) { connection in
+            try await StoredState.read(on: connection, location: location, logger: logger)
+        }
+        return try await withClient(at: location, maximumConnections: maximumConnections, logger: logger) { client in
+            try await body(PostgresSyncStore(location: location, client: client, logger: logger, state: state))
+        }
+    }
+
+    /// Runs `body` with one connection to `location`, closed afterwards.
+    ///
+    /// - Throws: ``PostgresStoreError`` for PostgreSQL's own errors, in one actionable line.
+    static func withConnection<T: Sendable>(
+        to location: PostgresLocation,
+        logger: Logger,
+        _ body: (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        do {
+            let connection = try await PostgresConnection.connect(configuration: location.connectionConfiguration(), id: 0, logger: logger)
+            do {
+                let result = try await body(connection)
+                try? await connection.close()
+                return result
+            } catch {
+                try? await connection.close()
+                throw error
+            }
+        } catch let error as PSQLError {
+            throw PostgresStoreError.connection(error, location: location)
         }
     }
 
@@ -83,9 +112,9 @@ struct StoredState {
     var schema: DatasetSchema
     var tableSchema: String
 
-    static func read(client: PostgresClient, location: PostgresLocation, logger: Logger) async throws -> StoredState {
+    static func read(on connection: PostgresConnection, location: PostgresLocation, logger: Logger) async throws -> StoredState {
         do {
-            let rows = try await client.query(
+            let rows = try await connection.query(
                 "SELECT format, schema, table_schema FROM seedsync._state WHERE id = 1", logger: logger
             )
             for try await (format, json, tableSchema) in rows.decode((Int, String, String).self) {
@@ -108,7 +137,7 @@ extension PostgresStoreError {
     /// A failure to reach or log into PostgreSQL, or another refusal, as one actionable line.
     static func connection(_ error: PSQLError, location: PostgresLocation) -> Self {
         if error.isConnectionFailure {
-            let reason = error.underlying.map { "\($0)" } ?? "the connection failed"
+            let reason = error.underlying.map(connectionFailureReason) ?? "the connection failed"
             return Self(.unreachable, "cannot connect to PostgreSQL at \(location): \(reason); check that it runs and listens there")
         }
         switch error.sqlState {
@@ -120,4 +149,16 @@ extension PostgresStoreError {
             return Self(.database, "PostgreSQL at \(location) refused a statement: \(error.serverMessage ?? "unknown error") (SQLSTATE \(error.sqlState ?? "?"))")
         }
     }
+}
+
+/// `connection refused`, `connection timed out`: the system's words for a failed connect.
+private func connectionFailureReason(_ error: any Error) -> String {
+    if let failure = error as? NIOConnectionError {
+        if let ioError = failure.connectionErrors.lazy.compactMap({ $0.error as? IOError }).first {
+            return String(cString: strerror(ioError.errnoCode)).lowercased()
+        }
+        if failure.dnsAAAAError != nil || failure.dnsAError != nil { return "the host name does not resolve" }
+    }
+    if error is ChannelError { return "the connection timed out" }
+    return "\(error)"
 }

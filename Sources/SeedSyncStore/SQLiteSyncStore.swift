@@ -49,7 +49,7 @@ public final class SQLiteSyncStore: SyncStore {
     public static func create(
         at path: String,
         schema: DatasetSchema,
-        populate: (@Sendable (inout BulkWriter) throws -> Void)? = nil
+        populate: (@Sendable (SQLiteSyncStore) async throws -> Void)? = nil
     ) async throws {
         try schema.validate()
         guard !FileManager.default.fileExists(atPath: path) else { throw StoreError.alreadyExists(path) }
@@ -61,7 +61,12 @@ public final class SQLiteSyncStore: SyncStore {
         }
         try pool.close()
         let store = try SQLiteSyncStore(path: temporary)
-        if let populate { _ = try await store.bulkWrite(populate) }
+        do {
+            try await populate?(store)
+        } catch {
+            try? store.close()
+            throw error
+        }
         try await store.closeCheckpointed()
         guard !FileManager.default.fileExists(atPath: path) else { throw StoreError.alreadyExists(path) }
         try FileManager.default.moveItem(atPath: temporary, toPath: path)

@@ -60,11 +60,8 @@ public enum Fixtures {
     public static func demoStore(events: Int = 300, locations: Int = 20, seed: UInt64 = 1, in directory: URL) async throws -> SQLiteSyncStore {
         let path = directory.appendingPathComponent("demo.sqlite").path
         let dataset = DemoDataset(events: events, locations: locations, seed: seed)
-        try await SQLiteSyncStore.create(at: path, schema: DemoDataset.schema) { writer in
-            for type in DemoDataset.schema.types {
-                var rows = dataset.rows(of: type.name)
-                try writer.upsert(&rows, into: type.name)
-            }
+        try await SQLiteSyncStore.create(at: path, schema: DemoDataset.schema) { store in
+            _ = try await store.bulkLoad(dataset.loads)
         }
         return try SQLiteSyncStore(path: path)
     }

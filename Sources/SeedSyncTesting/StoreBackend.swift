@@ -47,9 +47,7 @@ public enum StoreBackend: String, CaseIterable, Sendable, CustomStringConvertibl
     ) async throws {
         try await withStore(DemoDataset.schema) { store in
             let dataset = DemoDataset(events: events, locations: locations, seed: seed)
-            _ = try await store.bulkLoad(DemoDataset.schema.types.map { type in
-                BulkLoad(type: type.name) { dataset.rows(of: type.name) }
-            })
+            _ = try await store.bulkLoad(dataset.loads)
             try await body(store)
         }
     }

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import SeedSyncDemo
 import SeedSyncModel
+import SeedSyncPostgres
 import SeedSyncServer
 import SeedSyncStore
 
@@ -10,14 +11,35 @@ import SeedSyncStore
 struct SeedServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "seed-server",
-        abstract: "Serve SeedSync protocol v1 from an embedded SQLite database, and manage that database.",
-        subcommands: [Init.self, Load.self, Mutate.self, Compact.self, Serve.self]
+        abstract: "Serve SeedSync protocol v1 from an embedded SQLite file or a PostgreSQL database, and manage it.",
+        subcommands: [Init.self, Schema.self, Load.self, Mutate.self, Compact.self, Serve.self]
     )
 }
 
 struct DatabaseOption: ParsableArguments {
-    @Option(help: "The server database file.")
+    @Option(help: "The server database: a file (embedded SQLite) or postgres://USER@HOST:PORT/DATABASE.")
     var database: String
+
+    @Option(help: "A file whose first line is the PostgreSQL password (default: PGPASSWORD).")
+    var databasePasswordFile: String?
+
+    /// The PostgreSQL location, when `--database` is a URL.
+    func postgres() throws -> PostgresLocation? {
+        guard PostgresLocation.isURL(database) else { return nil }
+        let environment = ProcessInfo.processInfo.environment
+        return try PostgresLocation(url: database, password: PostgresLocation.password(environment: environment, file: databasePasswordFile))
+    }
+
+    /// Runs `body` with the store at `--database`, open for the duration.
+    func withStore<T: Sendable>(maximumConnections: Int = 20, _ body: @Sendable (any MaintainedSyncStore) async throws -> T) async throws -> T {
+        if let location = try postgres() {
+            return try await PostgresSyncStore.withStore(at: location, maximumConnections: maximumConnections) { try await body($0) }
+        }
+        return try await body(try SQLiteSyncStore(path: database))
+    }
+
+    /// What `init` reports it created.
+    var name: String { (try? postgres())?.description ?? database }
 }
 
 extension SeedServerCommand {
@@ -30,27 +52,67 @@ extension SeedServerCommand {
         @Option(help: "With --demo: number of locations.") var locations = 2_000
         @Option(help: "With --demo: random seed; the same seed gives the same data.") var seed: UInt64 = 1
         @Option(help: "A schema file: JSON with dataset, schemaVersion and types, as GET /v1/schema.") var schema: String?
+        @Flag(help: "PostgreSQL: serve the existing tables the schema file names instead of creating them.") var attach = false
 
         func validate() throws {
             guard demo != (schema != nil) else { throw ValidationError("give exactly one of --demo and --schema FILE") }
             guard events >= 0, locations >= 0 else { throw ValidationError("--events and --locations must not be negative") }
+            guard !attach || (schema != nil && PostgresLocation.isURL(options.database)) else {
+                throw ValidationError("--attach needs --schema FILE and a postgres:// --database")
+            }
         }
 
         func run() async throws {
+            let parsed = demo ? DemoDataset.schema : try SchemaFile.read(schema!)
+            if attach, let location = try options.postgres() {
+                let revision = try await PostgresSyncStore.attach(at: location, schema: parsed)
+                print("attached \(parsed.types.count) tables of \(location) as dataset \(parsed.dataset); their rows are revision \(revision), and every later write to them is captured")
+                return
+            }
             if demo {
                 let dataset = DemoDataset(events: events, locations: locations, seed: seed)
-                try await SQLiteSyncStore.create(at: options.database, schema: DemoDataset.schema) { writer in
-                    for type in DemoDataset.schema.types {
-                        var rows = dataset.rows(of: type.name)
-                        try writer.upsert(&rows, into: type.name)
-                    }
+                try await create(parsed) { store in
+                    _ = try await store.bulkLoad(dataset.loads)
                 }
-                print("created \(options.database): demo dataset, \(locations) locations, \(events) events at revision 1")
-            } else if let schema {
-                let parsed = try SchemaFile.read(schema)
-                try await SQLiteSyncStore.create(at: options.database, schema: parsed)
-                print("created \(options.database): dataset \(parsed.dataset), \(parsed.types.count) types, revision 0")
+                print("created \(options.name): demo dataset, \(locations) locations, \(events) events at revision 1")
+            } else {
+                try await create(parsed) { _ in }
+                print("created \(options.name): dataset \(parsed.dataset), \(parsed.types.count) types, revision 0")
             }
+        }
+
+        /// Creates the store, filled by `populate`; a failure leaves nothing behind on SQLite and
+        /// tables at revision 0 on PostgreSQL (the load is one transaction).
+        private func create(_ schema: DatasetSchema, populate: @escaping @Sendable (any MaintainedSyncStore) async throws -> Void) async throws {
+            if let location = try options.postgres() {
+                try await PostgresSyncStore.create(at: location, schema: schema)
+                try await PostgresSyncStore.withStore(at: location, maximumConnections: 2) { try await populate($0) }
+            } else {
+                try await SQLiteSyncStore.create(at: options.database, schema: schema, populate: populate)
+            }
+        }
+    }
+
+    struct Schema: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print a schema file for existing PostgreSQL tables (types, keys, nullability, references).",
+            discussion: "Review it, then serve the tables with `seed-server init --database URL --schema FILE --attach`."
+        )
+
+        @OptionGroup var options: DatabaseOption
+        @Option(help: "The tables, comma-separated; each becomes a type.") var tables: String
+        @Option(help: "The dataset name (default: the database's name).") var dataset: String?
+        @Option(help: "The schema version to start at.") var schemaVersion = 1
+
+        func run() async throws {
+            guard let location = try options.postgres() else { throw ValidationError("schema reads PostgreSQL tables: give a postgres:// --database") }
+            let names = tables.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            let schema = try await PostgresSyncStore.schema(
+                at: location, tables: names, dataset: dataset ?? location.database, schemaVersion: schemaVersion
+            )
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            print(String(decoding: try encoder.encode(schema), as: UTF8.self))
         }
     }
 
@@ -62,8 +124,8 @@ extension SeedServerCommand {
         @Option(help: "The NDJSON file.") var file: String
 
         func run() async throws {
-            let store = try SQLiteSyncStore(path: options.database)
-            let result = try await store.load(ndjsonFile: file, into: type)
+            let (type, file) = (self.type, self.file)
+            let result = try await options.withStore(maximumConnections: 2) { store in try await store.load(ndjsonFile: file, into: type) }
             print("loaded \(result.rows) rows into \(type) as revision \(result.revision)")
         }
     }
@@ -80,8 +142,8 @@ extension SeedServerCommand {
         }
 
         func run() async throws {
-            let store = try SQLiteSyncStore(path: options.database)
-            if let revisions = try await ChangeGenerator.mutate(store, changes: changes, seed: seed) {
+            let (changes, seed) = (self.changes, self.seed)
+            if let revisions = try await options.withStore(maximumConnections: 2, { store in try await ChangeGenerator.mutate(store, changes: changes, seed: seed) }) {
                 print("wrote \(changes) change sets: revisions \(revisions.lowerBound) to \(revisions.upperBound)")
             } else {
                 print("wrote no change sets")
@@ -100,8 +162,8 @@ extension SeedServerCommand {
         }
 
         func run() async throws {
-            let store = try SQLiteSyncStore(path: options.database)
-            let result = try await store.compact(keepingRevisions: keep)
+            let keep = self.keep
+            let result = try await options.withStore(maximumConnections: 2) { store in try await store.compact(keepingRevisions: keep) }
             print("removed \(result.removedChangeSets) change sets; clients can sync from revision \(result.minRevision)")
         }
     }

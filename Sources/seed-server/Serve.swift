@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import Logging
 import SeedSyncServer
-import SeedSyncStore
 
 extension SeedServerCommand {
     struct Serve: AsyncParsableCommand {
@@ -38,7 +37,6 @@ extension SeedServerCommand {
             }
             var logger = Logger(label: "seed-server")
             logger.logLevel = logLevel
-            let store = try SQLiteSyncStore(path: options.database)
             let configuration = ServerConfiguration(
                 host: host,
                 port: port,
@@ -47,10 +45,13 @@ extension SeedServerCommand {
                 requestBodyTimeout: .seconds(bodyTimeout)
             )
             let host = self.host
-            let app = try await buildApplication(store: store, configuration: configuration, logger: logger) { port in
-                FileHandle.standardOutput.write(Data("listening on http://\(host):\(port)\n".utf8))
+            let log = logger
+            try await options.withStore { store in
+                let app = try await buildApplication(store: store, configuration: configuration, logger: log) { port in
+                    FileHandle.standardOutput.write(Data("listening on http://\(host):\(port)\n".utf8))
+                }
+                try await app.runService()
             }
-            try await app.runService()
         }
     }
 }

@@ -10,19 +10,21 @@ import SeedSyncStore
 import SeedSyncTesting
 import Testing
 
-/// Every endpoint and every error status, through the router without sockets.
+/// Every endpoint and every error status, through the router without sockets, on every store:
+/// each test body runs once per backend.
 @Suite struct RouterTests {
     func withApp(
         events: Int = 120,
         mutations: Int = 10,
         configuration: ServerConfiguration = testConfiguration(),
-        _ test: @escaping @Sendable (any TestClientProtocol, SQLiteSyncStore) async throws -> Void
+        _ test: @escaping @Sendable (any TestClientProtocol, any MaintainedSyncStore) async throws -> Void
     ) async throws {
-        try await withTemporaryDirectory { directory in
-            let store = try await Fixtures.demoStore(events: events, locations: 10, in: directory)
-            try await ChangeGenerator.mutate(store, changes: mutations, seed: 2)
-            let app = try await buildApplication(store: store, configuration: configuration)
-            try await app.test(.router) { client in try await test(client, store) }
+        for backend in StoreBackend.allCases {
+            try await backend.withDemoStore(events: events, locations: 10) { store in
+                try await ChangeGenerator.mutate(store, changes: mutations, seed: 2)
+                let app = try await buildApplication(store: store, configuration: configuration)
+                try await app.test(.router) { client in try await test(client, store) }
+            }
         }
     }
 

@@ -24,9 +24,8 @@ private struct Interrupted: Error {}
         try await withTemporaryDirectory { directory in
             let path = directory.appendingPathComponent("server.sqlite").path
             await #expect(throws: Interrupted.self) {
-                try await SQLiteSyncStore.create(at: path, schema: DemoDataset.schema) { writer in
-                    var rows = DemoDataset(events: 10, locations: 5, seed: 1).rows(of: "locations")
-                    try writer.upsert(&rows, into: "locations")
+                try await SQLiteSyncStore.create(at: path, schema: DemoDataset.schema) { store in
+                    _ = try await store.bulkLoad(DemoDataset(events: 10, locations: 5, seed: 1).loads)
                     throw Interrupted()
                 }
             }

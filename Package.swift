@@ -146,6 +146,14 @@ let package = Package(
             dependencies: ["SeedSyncStore", "SeedSyncPostgres", "SeedSyncDemo", "SeedSyncTesting"]
         ),
         .testTarget(
+            name: "SeedSyncPostgresTests",
+            dependencies: [
+                "SeedSyncPostgres", "SeedSyncModel", "SeedSyncTesting",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
             name: "SeedSyncClientTests",
             dependencies: [
                 "SeedSyncClient", "SeedSyncServer", "SeedSyncStore", "SeedSyncDemo", "SeedSyncTesting",

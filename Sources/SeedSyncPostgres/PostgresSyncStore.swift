@@ -42,7 +42,9 @@ public final class PostgresSyncStore: SyncStore {
     /// Opens the store at `location` and runs `body` with it; the pool stops when `body` returns.
     ///
     /// - Throws: ``PostgresStoreError`` with code `unreachable` when PostgreSQL cannot be reached
-    ///   or refuses the login, `notInitialized` when the database holds no SeedSync store.
+    ///   or refuses the login, `notInitialized` when the database holds no SeedSync store,
+    ///   `tableMismatch` when a served table no longer matches the schema (a column added, dropped
+    ///   or retyped by another program) or its capture triggers are missing or disabled.
     public static func withStore<T: Sendable>(
         at location: PostgresLocation,
         maximumConnections: Int = 20,
@@ -52,7 +54,12 @@ public final class PostgresSyncStore: SyncStore {
         // One connection first: an unreachable server, a refused login or a database without a
         // store is one clear error at once, not a pool retrying in the background.
         let state = try await withConnection(to: location, logger: logger) { connection in
-            try await StoredState.read(on: connection, location: location, logger: logger)
+            let state = try await StoredState.read(on: connection, location: location, logger: logger)
+            for type in state.schema.types {
+                try await TableCheck(table: PostgresTableSQL(type: type, tableSchema: state.tableSchema), tableSchema: state.tableSchema)
+                    .runServed(on: connection, logger: logger)
+            }
+            return state
         }
         return try await withClient(at: location, maximumConnections: maximumConnections, logger: logger) { client in
             try await body(PostgresSyncStore(location: location, client: client, logger: logger, state: state))

@@ -9,8 +9,9 @@ import SeedSyncModel
 /// - `seedsync._changes (revision, type, key, op, data)`: the change log, a row per changed row:
 ///   `op` is `c` (created), `u` (updated), `d` (deleted) or `x` (created and deleted again in the
 ///   same transaction: nothing to send), `data` the row as `to_json` gave it when written.
-/// - `seedsync."<type>" (key, revision)`: the revision of every current row (the team's tables get
-///   no column). Type names cannot start with `_`, so they never meet the internal tables.
+/// - `seedsync."_rows_<type>" (key, revision)`: the revision of every current row (the team's
+///   tables get no column), and `seedsync."_log_<type>"()`, the capture function. Every name starts
+///   with `_`, so none shadows a team's table for a role named `seedsync`.
 ///
 /// ## One transaction, one revision, in commit order
 /// Each served table has statement-level triggers. `BEFORE` any write (or `TRUNCATE`), the

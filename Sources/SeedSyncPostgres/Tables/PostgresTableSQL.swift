@@ -6,18 +6,23 @@ struct PostgresTableSQL: Sendable {
     let type: EntityType
     /// `"public"."events"`: the served table.
     let table: String
-    /// `seedsync."events"`: key and revision of every current row.
+    /// `seedsync."_rows_events"`: key and revision of every current row. Every name in `seedsync`
+    /// starts with `_`, which no table name of the team's can be made to match by a role called
+    /// `seedsync` (whose search path starts with the schema of its own name).
     let revisions: String
-    /// `seedsync."_capture_events"`.
+    /// `seedsync."_log_events"`.
     let captureFunction: String
+
+    /// The longest type name PostgreSQL can serve: `_rows_` and the name fit in 63 bytes.
+    static let maximumNameLength = 57
     /// `"id"`: the primary-key column.
     let key: String
 
     init(type: EntityType, tableSchema: String) {
         self.type = type
         table = "\(quote(tableSchema)).\(quote(type.name))"
-        revisions = "seedsync.\(quote(type.name))"
-        captureFunction = "seedsync.\(quote("_capture_" + type.name))"
+        revisions = "seedsync.\(quote("_rows_" + type.name))"
+        captureFunction = "seedsync.\(quote("_log_" + type.name))"
         key = quote(type.primaryKey.name)
     }
 

@@ -58,6 +58,27 @@ struct TableCheck {
         }
     }
 
+    /// ``run(on:logger:)`` for a table the store already serves: the same checks, in words for an
+    /// operator whose table changed, and its five capture triggers present and enabled.
+    func runServed(on connection: PostgresConnection, logger: Logger) async throws {
+        do {
+            try await run(on: connection, logger: logger)
+        } catch let error as PostgresStoreError where error.code == .tableMismatch {
+            throw PostgresStoreError.tableMismatch(
+                "the served table no longer matches the schema: \(error.description). Undo the change, or serve the new shape: drop the schema seedsync and run `seed-server init --attach` with an updated schema file (clients re-seed)"
+            )
+        }
+        var binds = PostgresBindings()
+        binds.append(table.table)
+        let sql = "SELECT count(*) FROM pg_trigger WHERE tgrelid = to_regclass($1) AND tgname LIKE 'seedsync\\_%' AND tgenabled <> 'D'"
+        for try await count in try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger).decode(Int64.self)
+        where count != 5 {
+            throw PostgresStoreError.tableMismatch(
+                "\(tableSchema).\(table.type.name) is missing enabled capture triggers (seedsync_*): writes to it would not reach clients; re-enable them (ALTER TABLE … ENABLE TRIGGER ALL)"
+            )
+        }
+    }
+
     /// The live columns of `table`, in order; none when it does not exist.
     static func columns(of table: String, on connection: PostgresConnection, logger: Logger) async throws -> [Column] {
         var binds = PostgresBindings()

@@ -13,6 +13,10 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch let error as ServerError {
             throw error
         } catch let error as SyncStoreError {
+            if error.code == .storeUnavailable || error.code == .schemaMismatch {
+                // The operator must hear of these: the client only sees a 503 and retries.
+                context.logger.error("store failed", metadata: ["code": "\(error.code)", "error": "\(error.description)", "path": "\(request.uri.path)"])
+            }
             throw ServerError(error)
         } catch let error as HTTPError {
             throw ServerError(error)

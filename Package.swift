@@ -148,7 +148,7 @@ let package = Package(
         .testTarget(
             name: "SeedSyncPostgresTests",
             dependencies: [
-                "SeedSyncPostgres", "SeedSyncModel", "SeedSyncTesting",
+                "SeedSyncPostgres", "SeedSyncModel", "SeedSyncTesting", "SeedSyncServer", "SeedSyncClient",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import PostgresNIO
 import _ConnectionPoolModule
 import SeedSyncModel
@@ -7,9 +8,13 @@ extension PostgresSyncStore {
     /// Runs `body` on a pooled connection, with PostgreSQL's errors in the store's terms: a lost
     /// or refused connection is `storeUnavailable` (503, the client retries), a missing table or
     /// column `schemaMismatch`.
-    func withConnection<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+    ///
+    /// While PostgreSQL is down the pool keeps retrying to connect and a lease would wait for it:
+    /// a lease that takes longer than ``leaseTimeout`` fails as `storeUnavailable` instead, so a
+    /// request is answered within seconds, not minutes.
+    func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         do {
-            return try await client.withConnection(body)
+            return try await withLeaseTimeout(body)
         } catch let error as PSQLError {
             throw describe(error)
         } catch let error as ConnectionPoolError where error == .connectionCreationCircuitBreakerTripped {
@@ -18,11 +23,38 @@ extension PostgresSyncStore {
         }
     }
 
+    private func withLeaseTimeout<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        let client = self.client
+        let leased = LeaseFlag()
+        let timeout = leaseTimeout
+        let location = self.location
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask {
+                try await client.withConnection { connection in
+                    leased.set()
+                    return try await body(connection)
+                }
+            }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                guard leased.isSet else {
+                    throw SyncStoreError.storeUnavailable("no connection to PostgreSQL at \(location) within \(timeout.components.seconds) s")
+                }
+                return nil
+            }
+            defer { group.cancelAll() }
+            while let result = try await group.next() {
+                if let result { return result }
+            }
+            throw CancellationError()
+        }
+    }
+
     /// Runs `body` in a transaction (READ COMMITTED), committed when it returns, rolled back when
     /// it throws.
-    func withTransaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+    func withTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         let logger = self.logger
-        return try await withConnection { connection in
+        return try await withConnection { [self] connection in
             try await connection.query("BEGIN", logger: logger)
             let result: T
             do {
@@ -95,4 +127,11 @@ extension PostgresBindings {
 /// The key of a row as the wire has it, from the text PostgreSQL gave (`key::text`).
 func wireKey(_ text: String, of type: KeyType) -> JSONValue {
     type == .integer ? Int64(text).map(JSONValue.int) ?? .string(text) : .string(text)
+}
+
+/// Set once a pooled connection was lent: from then on the lease timeout no longer applies.
+final class LeaseFlag: Sendable {
+    private let value = Mutex(false)
+    func set() { value.withLock { $0 = true } }
+    var isSet: Bool { value.withLock { $0 } }
 }

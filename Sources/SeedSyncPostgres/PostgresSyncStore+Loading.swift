@@ -13,7 +13,7 @@ extension PostgresSyncStore: MaintainedSyncStore {
     ///   missing row, whatever the sources throw; nothing is written then.
     public func bulkLoad(_ loads: [BulkLoad]) async throws -> (revision: Int64, rows: [String: Int]) {
         for load in loads { _ = try table(load.type) }
-        return try await withTransaction { connection in
+        return try await withTransaction { [self] connection in
             let revision = try await query("SELECT seedsync._bulk()", on: connection)[0].decode(Int64.self)
             var counts: [String: Int] = [:]
             for load in loads {
@@ -64,7 +64,7 @@ extension PostgresSyncStore: MaintainedSyncStore {
     /// - Returns: how many change sets were dropped and the new `minRevision`.
     public func compact(keepingRevisions keep: Int64) async throws -> Compaction {
         precondition(keep >= 0, "keep must not be negative")
-        return try await withTransaction { connection in
+        return try await withTransaction { [self] connection in
             var binds = PostgresBindings()
             binds.append(keep)
             let state = try await query(

@@ -8,7 +8,7 @@ extension PostgresSyncStore {
         let counts = types.map { "(\(tables[$0.name]!.count))" }
         let sql = "SELECT revision, min_revision\(counts.map { ", " + $0 }.joined()) FROM seedsync._state WHERE id = 1"
         let schema = self.schema
-        return try await withConnection { connection in
+        return try await withConnection { [self] connection in
             guard let row = try await query(sql, on: connection).first else { throw SyncStoreError.schemaMismatch("seedsync._state is empty") }
             let cells = row.makeRandomAccess()
             let revision = try cells[0].decode(Int64.self)
@@ -34,13 +34,13 @@ extension PostgresSyncStore {
         if let after { binds.append(key: after) }
         binds.append(Int64(limit) + 1)
         let sql = table.snapshot(after: after != nil)
+        let query = PostgresQuery(unsafeSQL: sql, binds: binds)
         let name = "\(tableSchema).\(type)"
-        return try await withConnection { connection in
+        return try await withConnection { [self] connection in
             var revision: Int64 = 0
             var rows: [[JSONValue]] = []
-            for try await (stateRevision, json, rowRevision) in try await connection.query(
-                PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger
-            ).decode((Int64, ByteBuffer?, Int64?).self) {
+            for try await (stateRevision, json, rowRevision) in try await connection.query(query, logger: logger)
+                .decode((Int64, ByteBuffer?, Int64?).self) {
                 revision = stateRevision
                 guard let json, let rowRevision else { continue }
                 var values = try json.withUnsafeReadableBytes { bytes in try WireRow(json: bytes, of: table.type, table: name).values }
@@ -70,9 +70,10 @@ extension PostgresSyncStore {
               WHERE revision > $1 AND revision <= $2 AND op <> 'x'
             ) c ON true WHERE s.id = 1 ORDER BY c.revision
             """
-        return try await withConnection { connection in
+        let query = PostgresQuery(unsafeSQL: sql, binds: binds)
+        return try await withConnection { [self] connection in
             var log = ChangeLogReader(schema: schema, tables: tables, tableSchema: tableSchema)
-            for try await row in try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger).decode(
+            for try await row in try await connection.query(query, logger: logger).decode(
                 (Int64, Int64, Int64?, String?, String?, String?, ByteBuffer?).self
             ) {
                 try log.add(row)
@@ -85,7 +86,7 @@ extension PostgresSyncStore {
     /// Every key of `type`, in key order.
     public func keys(of type: String) async throws -> [JSONValue] {
         let table = try self.table(type)
-        return try await withConnection { connection in
+        return try await withConnection { [self] connection in
             var keys: [JSONValue] = []
             for row in try await query(table.keys, on: connection) {
                 if table.type.primaryKey.type == .integer {

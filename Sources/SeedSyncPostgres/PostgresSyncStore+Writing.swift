@@ -18,7 +18,7 @@ extension PostgresSyncStore {
             throw SyncStoreError.invalidChangeSet(error)
         }
         do {
-            return try await withTransaction { connection in
+            return try await withTransaction { [self] connection in
                 for change in changes { try await write(change, on: connection) }
                 for change in changes { try await checkReferences(of: change, on: connection) }
                 let rows = try await query("SELECT current_setting('seedsync.revision')::bigint", on: connection)

@@ -29,6 +29,8 @@ public final class PostgresSyncStore: SyncStore {
     let logger: Logger
     let tableSchema: String
     let tables: [String: PostgresTableSQL]
+    /// The longest a request waits for a pooled connection before it fails as unavailable.
+    let leaseTimeout: Duration = .seconds(5)
 
     private init(location: PostgresLocation, client: PostgresClient, logger: Logger, state: StoredState) {
         self.location = location

@@ -27,6 +27,18 @@ as_postgres() {
     fi
 }
 
+# run_postgres PORT: starts the server of POSTGRES_DIR in the background and sets POSTGRES_PID. A
+# command, not a function, carries the redirection: bash would hand a function's saved file
+# descriptors (the caller's stdout) on to the server, which would hold a caller's pipe open.
+run_postgres() {
+    local user=()
+    [ "$(id -u)" -eq 0 ] && user=(runuser -u postgres --)
+    "${user[@]}" "$PG_BIN/postgres" -D "$POSTGRES_DIR/data" -h 127.0.0.1 -p "$1" -k "$POSTGRES_DIR" \
+        -c max_connections=200 -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
+        >>"$POSTGRES_DIR/server.log" 2>&1 </dev/null &
+    POSTGRES_PID=$!
+}
+
 # start_postgres: starts the throwaway server and exports SEEDSYNC_POSTGRES_URL
 # (postgres://seedsync@127.0.0.1:PORT/seedsync) and PGPASSWORD; sets POSTGRES_PID and POSTGRES_DIR.
 # Fails, printing the server log, when it does not accept connections within 30 s.
@@ -43,10 +55,8 @@ start_postgres() {
     as_postgres "$PG_BIN/initdb" --pgdata "$POSTGRES_DIR/data" --username seedsync --pwfile "$POSTGRES_DIR/password" \
         --auth scram-sha-256 --encoding UTF8 --locale C >"$POSTGRES_DIR/initdb.log" 2>&1 \
         || { cat "$POSTGRES_DIR/initdb.log" >&2; return 1; }
-    as_postgres "$PG_BIN/postgres" -D "$POSTGRES_DIR/data" -h 127.0.0.1 -p "$port" -k "$POSTGRES_DIR" \
-        -c max_connections=200 -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
-        >"$POSTGRES_DIR/server.log" 2>&1 &
-    POSTGRES_PID=$!
+    run_postgres "$port"
+
     export PGPASSWORD=$password
     local waited=0
     until "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$port" 2>/dev/null; do

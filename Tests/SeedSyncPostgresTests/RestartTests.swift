@@ -1,0 +1,51 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import SeedSyncClient
+import SeedSyncModel
+import SeedSyncPostgres
+import SeedSyncServer
+import SeedSyncTesting
+import Testing
+
+/// PostgreSQL stopped and started again under a running server: requests fail fast with 503
+/// `store_unavailable` and `Retry-After`, and the server recovers by itself.
+@Suite struct RestartTests {
+    @Test func aRestartedDatabaseIs503ThenServedAgainWithoutRestartingTheServer() async throws {
+        try await PrivatePostgres.with { postgres in
+            try await PostgresSyncStore.create(at: postgres.location, schema: Fixtures.catalogSchema)
+            try await PostgresSyncStore.withStore(at: postgres.location) { store in
+                try await store.commit(Fixtures.catalogCreation())
+                try await withLiveServer(store) { url in
+                    #expect(try await Self.get(url.appendingPathComponent("v1/schema")).status == 200)
+                    try await postgres.stop()
+                    let started = ContinuousClock.now
+                    let down = try await Self.get(url.appendingPathComponent("v1/schema"))
+                    #expect(down.status == 503)
+                    #expect(down.retryAfter == "2")
+                    #expect(down.body.contains("store_unavailable"))
+                    #expect(ContinuousClock.now - started < .seconds(15), "answered within the lease timeout, not after the pool gives up")
+                    try await postgres.start()
+                    var status = 0
+                    for _ in 0..<60 where status != 200 {
+                        status = try await Self.get(url.appendingPathComponent("v1/schema")).status
+                        if status != 200 { try await Task.sleep(for: .milliseconds(500)) }
+                    }
+                    #expect(status == 200)
+                    let sync = try await SyncClient(configuration: .init(serverURL: url, token: liveServerToken, retry: .none)).sync(from: 0, limit: 10)
+                    #expect(sync.maxRevision == 1)
+                }
+            }
+        }
+    }
+
+    /// One GET with the live server's token: status, `Retry-After` and body.
+    static func get(_ url: URL) async throws -> (status: Int, retryAfter: String?, body: String) {
+        var request = URLRequest(url: url, timeoutInterval: 30)
+        request.setValue("Bearer \(liveServerToken)", forHTTPHeaderField: "Authorization")
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let http = response as! HTTPURLResponse
+        return (http.statusCode, http.value(forHTTPHeaderField: "Retry-After"), String(decoding: data, as: UTF8.self))
+    }
+}

@@ -148,7 +148,8 @@ let package = Package(
         .testTarget(
             name: "SeedSyncPostgresTests",
             dependencies: [
-                "SeedSyncPostgres", "SeedSyncModel", "SeedSyncTesting", "SeedSyncServer", "SeedSyncClient",
+                "SeedSyncPostgres", "SeedSyncModel", "SeedSyncTesting", "SeedSyncServer", "SeedSyncClient", "SeedSyncBuild",
+                "SeedSyncImport", "SeedSyncDemo",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -1,0 +1,112 @@
+import Foundation
+import SeedSyncClient
+import SeedSyncModel
+import SeedSyncPostgres
+import SeedSyncTesting
+import Synchronization
+import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Two `seed-server` processes on one PostgreSQL, with admin writers through both, psql writers
+/// beside them and clients syncing through both: one gap-free log that replays to the tables, and
+/// every client ends equal to them.
+@Suite struct TwoServerTests {
+    static let readToken = "two-server-read", adminToken = "two-server-admin"
+
+    @Test func twoServersAndDirectWritersShareOneHistory() async throws {
+        try await withTeamDatabase { location in
+            try await PostgresSyncStore.attach(at: location, schema: teamSchema)
+            let servers = try (0..<2).map { _ in
+                try Executables.start("seed-server", ["serve", "--database", location.description, "--port", "0", "--log-level", "warning"], environment: [
+                    "SEED_SERVER_TOKENS": Self.readToken, "SEED_SERVER_ADMIN_TOKENS": Self.adminToken,
+                ])
+            }
+            defer { servers.forEach { $0.terminate() } }
+            let urls = try servers.map { server in
+                guard let address = Executables.listeningAddress(of: server) else { throw TestSetupError("seed-server did not start") }
+                return URL(string: address)!
+            }
+            let start: [String: [[JSONValue]]] = [
+                "venues": [["hall", "Main Hall", "2001-02-03T04:05:06.5Z", "AQL/", 1]],
+                "shows": [[1, "Opening", "hall", 12.5, 0.1, false, "2026-01-01T19:00:00Z", 300, 1]],
+            ]
+            let writing = Countdown(4)
+            let clients = try await withThrowingTaskGroup(of: [String: [[JSONValue]]]?.self) { group in
+                for (index, url) in urls.enumerated() {
+                    group.addTask {
+                        defer { writing.decrement() }
+                        try await Self.writeThroughAdmin(url, writer: index, changeSets: 15)
+                        return nil
+                    }
+                    group.addTask {
+                        defer { writing.decrement() }
+                        try await ConcurrentWriterTests.writeThroughSQL(writer: 10 + index, transactions: 15, location: location)
+                        return nil
+                    }
+                    group.addTask { try await Self.follow(url, from: start, while: { writing.remaining > 0 }) }
+                }
+                var states: [[String: [[JSONValue]]]] = []
+                for try await state in group { if let state { states.append(state) } }
+                return states
+            }
+            try await PostgresSyncStore.withStore(at: location) { store in
+                let info = try await store.schemaInfo()
+                #expect(info.revision == 1 + 2 * 15 + 2 * 12)
+                let sets = try await changeSets(of: store, after: 1)
+                #expect(sets.map(\.revision) == Array(2...info.revision))
+                let tables = try await Fixtures.contents(of: store)
+                #expect(replay(sets, onto: start, schema: teamSchema) == tables)
+                #expect(clients.count == 2)
+                for client in clients { #expect(client == tables) }
+            }
+        }
+    }
+
+    /// Creates a venue and a show in each change set, through `/v1/admin/changes`.
+    static func writeThroughAdmin(_ url: URL, writer: Int, changeSets: Int) async throws {
+        for index in 0..<changeSets {
+            let code = "a\(writer)-\(index)", id = 50_000 + writer * 100 + index
+            let body = """
+                {"types": ["venues", "shows"], "venues": {"create": ["\(code)"], "attributes": {"\(code)": {"name": "Admin venue"}}},
+                 "shows": {"create": [\(id)], "attributes": {"\(id)": {"title": "Admin show", "venue": "\(code)", "price": 2,
+                 "sold_out": false, "starts_at": "2026-02-02T02:02:02Z"}}}}
+                """
+            var request = URLRequest(url: url.appendingPathComponent("v1/admin/changes"))
+            request.httpMethod = "POST"
+            request.httpBody = Data(body.utf8)
+            request.setValue("Bearer \(adminToken)", forHTTPHeaderField: "Authorization")
+            let (_, response) = try await URLSession.shared.data(for: request)
+            #expect((response as? HTTPURLResponse)?.statusCode == 200)
+        }
+    }
+
+    /// A client syncing through `url` while `writing()` holds, then once more to the end: the rows
+    /// it holds.
+    static func follow(_ url: URL, from start: [String: [[JSONValue]]], while writing: @Sendable () -> Bool) async throws -> [String: [[JSONValue]]] {
+        let client = SyncClient(configuration: .init(serverURL: url, token: readToken, requestTimeout: 10, retry: .none))
+        var state = start
+        var revision: Int64 = 1
+        var last = false
+        while true {
+            last = !writing()
+            let answer = try await client.sync(from: revision, limit: 5)
+            for changeSet in answer.changeSets {
+                #expect(changeSet.revision == revision + 1, "no revision skipped, none twice")
+                revision = changeSet.revision ?? revision
+            }
+            state = replay(answer.changeSets, onto: state, schema: teamSchema)
+            if last && !answer.hasMore { return state }
+            if answer.changeSets.isEmpty { try await Task.sleep(for: .milliseconds(20)) }
+        }
+    }
+}
+
+/// How many writers are still writing.
+final class Countdown: Sendable {
+    private let count: Atomic<Int>
+    init(_ count: Int) { self.count = Atomic(count) }
+    func decrement() { count.subtract(1, ordering: .relaxed) }
+    var remaining: Int { count.load(ordering: .relaxed) }
+}

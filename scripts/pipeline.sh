@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The main job on the embedded defaults: build SeedSync in release mode, create a demo server database,
-# serve it on a free loopback port with a generated token, build a seed from it with seed-build, prove it
+# The main job: build SeedSync in release mode, create a demo server database (the embedded store by
+# default; with --backend postgres, plain tables in a throwaway PostgreSQL written by psql, printed
+# as a schema and attached), serve it on a free loopback port with a generated token, build a seed from it with seed-build, prove it
 # with seed-verify, change the server, install the seed into a fresh app folder with seed-import and
 # catch up, run seed-import again (nothing to do), prove the app database equals the server's tables row
 # by row, stop the server, and print a summary. Any failure stops it with a non-zero status.
 #
-# Usage: scripts/pipeline.sh [--events N] [--locations N] [--changes N] [--out DIR]
+# Usage: scripts/pipeline.sh [--backend sqlite|postgres] [--events N] [--locations N] [--changes N] [--out DIR]
+#   --backend B    sqlite (default: nothing to install) or postgres
 #   --events N     demo events in the server database (default 100000)
 #   --locations N  demo locations (default 2000)
 #   --changes N    change sets written to the server after the seed is built (default 5000)
@@ -15,20 +17,27 @@ cd "$(dirname "$0")/.."
 source scripts/lib/setup.sh
 source scripts/lib/server.sh
 source scripts/lib/compare.sh
+source scripts/lib/postgres.sh
 
+backend=sqlite
 events=100000
 locations=2000
 changes=5000
 out=.build/pipeline
 while [ $# -gt 0 ]; do
     case $1 in
+        --backend) backend=$2; shift 2 ;;
         --events) events=$2; shift 2 ;;
         --locations) locations=$2; shift 2 ;;
         --changes) changes=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
-        *) echo "usage: scripts/pipeline.sh [--events N] [--locations N] [--changes N] [--out DIR]" >&2; exit 64 ;;
+        *) echo "usage: scripts/pipeline.sh [--backend sqlite|postgres] [--events N] [--locations N] [--changes N] [--out DIR]" >&2; exit 64 ;;
     esac
 done
+case $backend in
+    sqlite | postgres) ;;
+    *) echo "--backend must be sqlite or postgres" >&2; exit 64 ;;
+esac
 
 steps=()
 step_started=0
@@ -42,7 +51,7 @@ end() {
 }
 
 work=$(mktemp -d)
-trap 'stop_server; rm -rf "$work"' EXIT
+trap 'stop_server; stop_postgres; rm -rf "$work"' EXIT
 
 begin "install and check tools"
 ensure_system_packages
@@ -58,13 +67,37 @@ end
 
 begin "create server database"
 mkdir -p "$out"
-rm -f "$out/server.sqlite"
-"$bin/seed-server" init --database "$out/server.sqlite" --demo --events "$events" --locations "$locations" >&2
+rm -f "$out/server.sqlite" "$out/demo-rows.sqlite"
+if [ "$backend" = sqlite ]; then
+    database=$out/server.sqlite
+    "$bin/seed-server" init --database "$database" --demo --events "$events" --locations "$locations" >&2
+else
+    start_postgres
+    database=$SEEDSYNC_POSTGRES_URL
+    # The team's side: plain tables, filled by psql (with the demo rows, made here by the embedded store).
+    "$bin/seed-server" init --database "$out/demo-rows.sqlite" --demo --events "$events" --locations "$locations" >/dev/null
+    export PGHOST=127.0.0.1 PGPORT=${database##*:} PGUSER=seedsync PGDATABASE=seedsync PGTZ=UTC
+    PGPORT=${PGPORT%%/*}
+    psql -X -q -v ON_ERROR_STOP=1 <<'SQL'
+CREATE TABLE locations (id bigint PRIMARY KEY, name text NOT NULL, city text NOT NULL,
+  latitude double precision NOT NULL, longitude double precision NOT NULL);
+CREATE TABLE events (id bigint PRIMARY KEY, title text NOT NULL, starts_at timestamptz NOT NULL, ends_at timestamptz,
+  location_id bigint REFERENCES locations (id), capacity integer NOT NULL, cancelled boolean NOT NULL, description text);
+SQL
+    for table in locations events; do
+        columns=$(sqlite3 "$out/demo-rows.sqlite" "SELECT group_concat('\"' || name || '\"', ', ') FROM pragma_table_info('$table') WHERE name <> 'revision'")
+        sqlite3 -csv "$out/demo-rows.sqlite" "SELECT $columns FROM \"$table\"" |
+            psql -X -q -v ON_ERROR_STOP=1 -c "\\copy $table FROM pstdin WITH (FORMAT csv)"
+    done
+    rm -f "$out/demo-rows.sqlite"
+    "$bin/seed-server" schema --database "$database" --tables locations,events --dataset demo >"$out/schema.json"
+    "$bin/seed-server" init --database "$database" --schema "$out/schema.json" --attach >&2
+fi
 end
 
 begin "start server"
 new_token "$work/token"
-start_server "$bin" "$out/server.sqlite" "$work/token" "$work"
+start_server "$bin" "$database" "$work/token" "$work"
 echo "serving $SERVER_URL (pid $SERVER_PID)" >&2
 end
 
@@ -78,7 +111,7 @@ begin "seed-verify"
 end
 
 begin "mutate server"
-"$bin/seed-server" mutate --database "$out/server.sqlite" --changes "$changes" --seed 1 >&2
+"$bin/seed-server" mutate --database "$database" --changes "$changes" --seed 1 >&2
 end
 
 begin "seed-import (install + sync)"
@@ -93,7 +126,11 @@ SEED_TOKEN=$(cat "$work/token") "$bin/seed-import" --seed "$out/demo.sqlite.gz" 
 end
 
 begin "compare with the server"
-compare_tables "$out/server.sqlite" "$out/app/demo.sqlite" >"$work/compare.txt" || {
+if [ "$backend" = sqlite ]; then
+    compare_tables "$database" "$out/app/demo.sqlite" >"$work/compare.txt"
+else
+    python3 scripts/lib/compare_postgres.py "$out/app/demo.sqlite" >"$work/compare.txt"
+fi || {
     cat "$work/compare.txt" >&2
     echo "the imported database differs from the server" >&2
     exit 1
@@ -117,7 +154,7 @@ fi
 
 cat <<SUMMARY
 
-SeedSync pipeline: done
+SeedSync pipeline: done ($backend store)
   seed       $out/demo.sqlite
   manifest   $manifest
   rows       $rows

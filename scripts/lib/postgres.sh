@@ -10,6 +10,7 @@ ensure_postgres_binaries() {
         PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
     fi
     command -v psql >/dev/null 2>&1 || install_packages postgresql-client
+    command -v python3 >/dev/null 2>&1 || install_packages python3
     id postgres >/dev/null 2>&1 || useradd --system --home-dir /var/lib/postgresql --shell /bin/sh postgres
 }
 
@@ -27,14 +28,16 @@ as_postgres() {
     fi
 }
 
-# run_postgres PORT: starts the server of POSTGRES_DIR in the background and sets POSTGRES_PID. A
+# run_postgres PORT: starts the server of POSTGRES_DIR in the background and sets POSTGRES_PID;
+# without durability (fsync off: a test database) unless POSTGRES_DURABLE=1 (benchmarks). A
 # command, not a function, carries the redirection: bash would hand a function's saved file
 # descriptors (the caller's stdout) on to the server, which would hold a caller's pipe open.
 run_postgres() {
     local user=()
     [ "$(id -u)" -eq 0 ] && user=(runuser -u postgres --)
-    "${user[@]}" "$PG_BIN/postgres" -D "$POSTGRES_DIR/data" -h 127.0.0.1 -p "$1" -k "$POSTGRES_DIR" \
-        -c max_connections=200 -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
+    local settings=(-c max_connections=200)
+    [ "${POSTGRES_DURABLE:-0}" = 1 ] || settings+=(-c fsync=off -c synchronous_commit=off -c full_page_writes=off)
+    "${user[@]}" "$PG_BIN/postgres" -D "$POSTGRES_DIR/data" -h 127.0.0.1 -p "$1" -k "$POSTGRES_DIR" "${settings[@]}" \
         >>"$POSTGRES_DIR/server.log" 2>&1 </dev/null &
     POSTGRES_PID=$!
 }

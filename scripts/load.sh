@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# Load test on loopback: wrk against POST /v1/sync (clients 100 revisions behind) and
+# GET /v1/snapshot/events, 64 connections, bounded in time, for each store and for two servers on
+# one PostgreSQL; then, on PostgreSQL, the write rate of 8 concurrent writers (pgbench) on an
+# attached table against the same table without capture in the same run. Prints requests/s, p50,
+# p99 and errors per case, and writes them to .build/load/load.json. Changes nothing in the repository.
+#
+# Usage: scripts/load.sh [--backend sqlite|postgres|all] [--seconds S] [--events N]
+#   --backend B   which store(s) to load (default all)
+#   --seconds S   length of each wrk and pgbench run (default 15)
+#   --events N    demo events in the served database (default 100000; 2000 locations)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib/setup.sh
+source scripts/lib/server.sh
+source scripts/lib/postgres.sh
+
+backend=all
+seconds=15
+events=100000
+while [ $# -gt 0 ]; do
+    case $1 in
+        --backend) backend=$2; shift 2 ;;
+        --seconds) seconds=$2; shift 2 ;;
+        --events) events=$2; shift 2 ;;
+        *) echo "usage: scripts/load.sh [--backend sqlite|postgres|all] [--seconds S] [--events N]" >&2; exit 64 ;;
+    esac
+done
+case $backend in sqlite | postgres | all) ;; *) echo "--backend must be sqlite, postgres or all" >&2; exit 64 ;; esac
+
+work=$(mktemp -d)
+out=.build/load
+second_pid=
+trap 'stop_server; [ -n "$second_pid" ] && kill "$second_pid" 2>/dev/null; stop_postgres; rm -rf "$work"' EXIT
+mkdir -p "$out"
+results=()
+
+ensure_system_packages
+command -v wrk >/dev/null 2>&1 || install_packages wrk
+ensure_swift
+echo "==> release build" >&2
+swift build -c release --product seed-server >&2
+bin=$(swift build -c release --show-bin-path)
+new_token "$work/token"
+token=$(cat "$work/token")
+
+# wrk_run NAME URL... : wrk with 64 connections split over the URLs, for S seconds; records the
+# requests/s (summed), the worst p50 and p99 (ms) and the errors (socket errors and non-2xx).
+wrk_run() {
+    local name=$1 path=$2 lua=$3
+    shift 3
+    local connections=$((64 / $#)) pids=() index=0
+    for base in "$@"; do
+        wrk -t 2 -c "$connections" -d "${seconds}s" --latency -s "$lua" "$base$path" >"$work/wrk-$index.txt" 2>&1 &
+        pids+=($!)
+        index=$((index + 1))
+    done
+    wait "${pids[@]}"
+    python3 - "$name" "$work"/wrk-*.txt <<'PY' | tee -a "$work/results.jsonl" >/dev/null
+import json, re, sys
+name, files = sys.argv[1], sys.argv[2:]
+def ms(text):
+    value, unit = re.match(r"([\d.]+)(us|ms|s)", text).groups()
+    return float(value) * {"us": 0.001, "ms": 1, "s": 1000}[unit]
+total = {"case": name, "requests_per_second": 0.0, "p50_ms": 0.0, "p99_ms": 0.0, "errors": 0, "requests": 0}
+for path in files:
+    text = open(path).read()
+    total["requests_per_second"] += float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
+    total["requests"] += int(re.search(r"(\d+) requests in", text).group(1))
+    total["p50_ms"] = max(total["p50_ms"], ms(re.search(r"50%\s+(\S+)", text).group(1)))
+    total["p99_ms"] = max(total["p99_ms"], ms(re.search(r"99%\s+(\S+)", text).group(1)))
+    for pattern in (r"Non-2xx or 3xx responses: (\d+)", r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)"):
+        found = re.search(pattern, text)
+        if found:
+            total["errors"] += sum(int(group) for group in found.groups())
+total["requests_per_second"] = round(total["requests_per_second"])
+print(json.dumps(total))
+PY
+    rm -f "$work"/wrk-*.txt
+    tail -n 1 "$work/results.jsonl" >&2
+}
+
+# lua FILE METHOD BODY: a wrk script sending METHOD with the token and BODY.
+lua() {
+    cat >"$1" <<LUA
+wrk.method = "$2"
+wrk.headers["Authorization"] = "Bearer $token"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = '$3'
+LUA
+}
+
+# load_server NAME URL...: the two wrk cases against the servers at URL...
+load_server() {
+    local name=$1
+    shift
+    local revision
+    revision=$(curl -sf -H "Authorization: Bearer $token" "$1/v1/schema" | python3 -c 'import json, sys; print(json.load(sys.stdin)["revision"])')
+    lua "$work/sync.lua" POST "{\"maxRevision\": $((revision - 100)), \"changeSets\": []}"
+    lua "$work/snapshot.lua" GET ""
+    echo "==> $name: POST /v1/sync (100 revisions behind)" >&2
+    wrk_run "$name sync" /v1/sync "$work/sync.lua" "$@"
+    echo "==> $name: GET /v1/snapshot/events?limit=100" >&2
+    wrk_run "$name snapshot" "/v1/snapshot/events?limit=100" "$work/snapshot.lua" "$@"
+}
+
+# prepare DATABASE: the demo dataset, then 1,000 change sets (so clients can be 100 behind).
+prepare() {
+    "$bin/seed-server" init --database "$1" --demo --events "$events" --locations 2000 >&2
+    "$bin/seed-server" mutate --database "$1" --changes 1000 --seed 7 >&2
+}
+
+if [ "$backend" != postgres ]; then
+    echo "==> SQLite store" >&2
+    prepare "$work/server.sqlite"
+    start_server "$bin" "$work/server.sqlite" "$work/token" "$work"
+    load_server sqlite "$SERVER_URL"
+    stop_server
+fi
+
+if [ "$backend" != sqlite ]; then
+    echo "==> PostgreSQL store" >&2
+    POSTGRES_DURABLE=1 start_postgres
+    prepare "$SEEDSYNC_POSTGRES_URL"
+    start_server "$bin" "$SEEDSYNC_POSTGRES_URL" "$work/token" "$work"
+    load_server postgres "$SERVER_URL"
+    first_pid=$SERVER_PID first_url=$SERVER_URL
+    mkdir -p "$work/second"
+    start_server "$bin" "$SEEDSYNC_POSTGRES_URL" "$work/token" "$work/second"
+    second_pid=$SERVER_PID
+    SERVER_PID=$first_pid
+    load_server "postgres, two servers" "$first_url" "$SERVER_URL"
+    kill "$second_pid"
+    second_pid=
+
+    echo "==> PostgreSQL: 8 concurrent writers (pgbench), captured against plain" >&2
+    export PGHOST=127.0.0.1 PGPORT=${SEEDSYNC_POSTGRES_URL##*:} PGUSER=seedsync PGDATABASE=seedsync
+    PGPORT=${PGPORT%%/*}
+    psql -X -q -c "CREATE TABLE events_plain (LIKE events INCLUDING ALL)"
+    for table in events events_plain; do
+        cat >"$work/write-$table.sql" <<SQL
+\set id random(10000000, 2000000000)
+INSERT INTO $table (id, title, starts_at, capacity, cancelled) VALUES (:id, 'Load', now(), 10, false) ON CONFLICT DO NOTHING;
+SQL
+        "$PG_BIN/pgbench" -n -c 8 -j 2 -T "$seconds" -f "$work/write-$table.sql" >"$work/pgbench-$table.txt" 2>&1
+        tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$work/pgbench-$table.txt" | head -n 1)
+        latency=$(sed -n 's/^latency average = \([0-9.]*\) ms/\1/p' "$work/pgbench-$table.txt")
+        failed=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$work/pgbench-$table.txt")
+        echo "{\"case\": \"postgres writers, 8 connections, $table\", \"transactions_per_second\": $tps, \"latency_average_ms\": $latency, \"errors\": ${failed:-0}}" \
+            | tee -a "$work/results.jsonl" >&2
+    done
+    revision=$(psql -X -At -c "SELECT revision FROM seedsync._state")
+    gaps=$(psql -X -At -c "SELECT count(*) FROM generate_series((SELECT min_revision + 1 FROM seedsync._state), $revision) r WHERE NOT EXISTS (SELECT FROM seedsync._changes c WHERE c.revision = r)")
+    echo "{\"case\": \"postgres change log after the writers\", \"revision\": $revision, \"revisions_without_rows\": $gaps}" | tee -a "$work/results.jsonl" >&2
+    stop_server
+fi
+
+python3 - "$work/results.jsonl" "$out/load.json" "$seconds" "$events" <<'PY'
+import json, platform, os, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+report = {"seconds": int(sys.argv[3]), "events": int(sys.argv[4]), "cores": os.cpu_count(), "machine": platform.platform(), "results": rows}
+json.dump(report, open(sys.argv[2], "w"), indent=2)
+print(f"\nSeedSync load test ({report['cores']} cores, {report['seconds']} s per run, {report['events']} events)")
+for row in rows:
+    if "requests_per_second" in row:
+        print(f"  {row['case']:<34} {row['requests_per_second']:>8} req/s  p50 {row['p50_ms']:7.2f} ms  p99 {row['p99_ms']:7.2f} ms  errors {row['errors']}")
+    elif "transactions_per_second" in row:
+        print(f"  {row['case']:<52} {row['transactions_per_second']:>10} tx/s  avg {row['latency_average_ms']} ms  errors {row['errors']}")
+    else:
+        print(f"  {row['case']}: revision {row['revision']}, revisions without rows {row['revisions_without_rows']}")
+print(f"written to {sys.argv[2]}")
+PY

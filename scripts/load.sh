@@ -60,15 +60,20 @@ wrk_run() {
 import json, re, sys
 name, files = sys.argv[1], sys.argv[2:]
 def ms(text):
-    value, unit = re.match(r"([\d.]+)(us|ms|s)", text).groups()
-    return float(value) * {"us": 0.001, "ms": 1, "s": 1000}[unit]
+    found = re.match(r"([\d.]+)(us|ms|s|m)$", text)
+    if not found:
+        sys.exit(f"cannot read the latency {text!r} in wrk's output")
+    value, unit = found.groups()
+    return float(value) * {"us": 0.001, "ms": 1, "s": 1000, "m": 60000}[unit]
 total = {"case": name, "requests_per_second": 0.0, "p50_ms": 0.0, "p99_ms": 0.0, "errors": 0, "requests": 0}
 for path in files:
     text = open(path).read()
+    if "Requests/sec" not in text:
+        sys.exit(f"wrk failed:\n{text}")
     total["requests_per_second"] += float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
     total["requests"] += int(re.search(r"(\d+) requests in", text).group(1))
-    total["p50_ms"] = max(total["p50_ms"], ms(re.search(r"50%\s+(\S+)", text).group(1)))
-    total["p99_ms"] = max(total["p99_ms"], ms(re.search(r"99%\s+(\S+)", text).group(1)))
+    total["p50_ms"] = max(total["p50_ms"], ms(re.search(r"^\s+50%\s+(\S+)", text, re.M).group(1)))
+    total["p99_ms"] = max(total["p99_ms"], ms(re.search(r"^\s+99%\s+(\S+)", text, re.M).group(1)))
     for pattern in (r"Non-2xx or 3xx responses: (\d+)", r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)"):
         found = re.search(pattern, text)
         if found:

@@ -55,33 +55,64 @@ extension PostgresSyncStore {
         }
     }
 
-    /// The change sets after `revision`, assembled from the logged rows of each revision, in one
-    /// statement. A revision whose transaction left nothing to send (a row created and deleted
-    /// again) is an empty change set: revisions never skip.
+    /// The change sets after `revision`: those this process already assembled from the cache
+    /// (after one read of the state, for the bounds), the rest assembled from the logged rows of
+    /// each revision, in one statement. A revision whose transaction left nothing to send (a row
+    /// created and deleted again) is an empty change set: revisions never skip.
     public func changeFeed(after revision: Int64, limit: Int, byteBudget: Int) async throws -> ChangeFeed {
+        let cached = changeSets.prefix(after: revision, limit: limit, byteBudget: byteBudget)
+        guard let lastCached = cached.changeSets.last?.revision else {
+            return try await readChangeFeed(after: revision, limit: limit, byteBudget: byteBudget)
+        }
+        let state = try await readState()
+        try ChangeLogReader.check(requested: revision, revision: state.revision, minRevision: state.minRevision)
+        guard cached.changeSets.count < limit, lastCached < state.revision else {
+            return ChangeFeed(maxRevision: lastCached, hasMore: lastCached < state.revision, changeSets: cached.changeSets)
+        }
+        let rest = try await readChangeFeed(after: lastCached, limit: limit - cached.changeSets.count, byteBudget: byteBudget - cached.bytes)
+        guard let first = rest.changeSets.first, cached.bytes + first.json.count <= byteBudget else {
+            return ChangeFeed(maxRevision: lastCached, hasMore: true, changeSets: cached.changeSets)
+        }
+        return ChangeFeed(maxRevision: rest.maxRevision, hasMore: rest.hasMore, changeSets: cached.changeSets + rest.changeSets)
+    }
+
+    private func readChangeFeed(after revision: Int64, limit: Int, byteBudget: Int) async throws -> ChangeFeed {
         let (last, overflow) = revision.addingReportingOverflow(Int64(limit))
         var binds = PostgresBindings()
         binds.append(revision)
         binds.append(overflow ? Int64.max : last)
-        let sql = """
-            SELECT s.revision, s.min_revision, c.revision, c.type, c.key, c.op, c.data
-            FROM seedsync._state s LEFT JOIN LATERAL (
-              SELECT revision, type, key, op, data FROM seedsync._changes
-              WHERE revision > $1 AND revision <= $2 AND op <> 'x'
-            ) c ON true WHERE s.id = 1 ORDER BY c.revision
-            """
-        let query = PostgresQuery(unsafeSQL: sql, binds: binds)
-        return try await withConnection { [self] connection in
+        let query = PostgresQuery(unsafeSQL: Self.changeFeedSQL, binds: binds)
+        let feed = try await withConnection { [self] connection in
             var log = ChangeLogReader(schema: schema, tables: tables, tableSchema: tableSchema)
             for try await row in try await connection.query(query, logger: logger).decode(
                 (Int64, Int64, Int64?, String?, String?, String?, ByteBuffer?).self
             ) {
                 try log.add(row)
             }
-            try log.check(requested: revision)
+            try ChangeLogReader.check(requested: revision, revision: log.revision, minRevision: log.minRevision)
             return log.feed(after: revision, limit: limit, byteBudget: byteBudget)
         }
+        changeSets.insert(feed.changeSets)
+        return feed
     }
+
+    /// The newest revision and the oldest a client may sync from.
+    private func readState() async throws -> (revision: Int64, minRevision: Int64) {
+        try await withConnection { [self] connection in
+            let rows = try await query("SELECT revision, min_revision FROM seedsync._state WHERE id = 1", on: connection)
+            return try rows[0].decode((Int64, Int64).self)
+        }
+    }
+
+    /// The state's revisions, then the logged rows of revisions `$1` (exclusive) to `$2`: a range
+    /// scan of the log's primary key, in one statement.
+    static let changeFeedSQL = """
+        SELECT s.revision, s.min_revision, c.revision, c.type, c.key, c.op, c.data
+        FROM seedsync._state s LEFT JOIN LATERAL (
+          SELECT revision, type, key, op, data FROM seedsync._changes
+          WHERE revision > $1 AND revision <= $2 AND op <> 'x'
+        ) c ON true WHERE s.id = 1 ORDER BY c.revision
+        """
 
     /// Every key of `type`, in key order.
     public func keys(of type: String) async throws -> [JSONValue] {

@@ -31,6 +31,8 @@ public final class PostgresSyncStore: SyncStore {
     let tables: [String: PostgresTableSQL]
     /// The longest a request waits for a pooled connection before it fails as unavailable.
     let leaseTimeout: Duration = .seconds(5)
+    /// Change sets already assembled, served again without reading their rows: 64 MiB at most.
+    let changeSets = ChangeSetCache(capacity: 64 << 20)
 
     private init(location: PostgresLocation, client: PostgresClient, logger: Logger, state: StoredState) {
         self.location = location

@@ -76,6 +76,10 @@ private struct Interrupted: Error {}
     @Test(arguments: StoreBackend.allCases) func compactionKeepsTheNewestRevisions(backend: StoreBackend) async throws {
         try await backend.withDemoStore { store in
             try await ChangeGenerator.mutate(store, changes: 20, seed: 9)
+            // Read once before: a store that keeps what it read must still refuse what compaction dropped.
+            let before = try await store.changeFeed(after: 1, limit: 100, byteBudget: 1 << 20)
+            #expect(before.changeSets.map(\.revision) == Array(2...21))
+            #expect(try await store.changeFeed(after: 1, limit: 100, byteBudget: 1 << 20).changeSets == before.changeSets)
             let compaction = try await store.compact(keepingRevisions: 5)
             #expect(compaction.minRevision == 16)
             #expect(compaction.removedChangeSets == 15)

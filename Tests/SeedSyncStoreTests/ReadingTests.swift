@@ -47,6 +47,11 @@ import Testing
             #expect(limited.changeSets.map(\.revision) == Array(2...11))
             #expect(limited.maxRevision == 11)
             #expect(limited.hasMore)
+            // Revisions read before and revisions not read yet, in one answer.
+            let whole = try await store.changeFeed(after: 1, limit: 100, byteBudget: 1 << 20)
+            #expect(whole.changeSets.map(\.revision) == Array(2...31))
+            #expect(Array(whole.changeSets.prefix(10)) == limited.changeSets)
+            #expect(whole.hasMore == false)
             let tight = try await store.changeFeed(after: 1, limit: 100, byteBudget: 1)
             #expect(tight.changeSets.map(\.revision) == [2])
             #expect(tight.hasMore)

@@ -43,8 +43,8 @@ struct ChangeLogReader {
         rows[logged, default: [:]][typeName, default: []].append(LoggedRow(key: key, op: op, values: values))
     }
 
-    /// Fails when `requested` is outside what the log can serve.
-    func check(requested: Int64) throws(SyncStoreError) {
+    /// Fails when `requested` is outside what a log from `minRevision` to `revision` can serve.
+    static func check(requested: Int64, revision: Int64, minRevision: Int64) throws(SyncStoreError) {
         if requested < minRevision { throw .historyExpired(requested: requested, minRevision: minRevision) }
         if requested > revision { throw .revisionAhead(requested: requested, revision: revision) }
     }

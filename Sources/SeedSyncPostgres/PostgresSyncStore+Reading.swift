@@ -42,7 +42,10 @@ extension PostgresSyncStore {
             for try await (stateRevision, json, rowRevision) in try await connection.query(query, logger: logger)
                 .decode((Int64, ByteBuffer?, Int64?).self) {
                 revision = stateRevision
-                guard let json, let rowRevision else { continue }
+                guard let json else { continue }
+                guard let rowRevision else {
+                    throw SyncStoreError.schemaMismatch("a row of \(name) has no revision: it was written with the capture triggers switched off, so clients never heard of it")
+                }
                 var values = try json.withUnsafeReadableBytes { bytes in try WireRow(json: bytes, of: table.type, table: name).values }
                 values.append(.int(rowRevision))
                 rows.append(values)

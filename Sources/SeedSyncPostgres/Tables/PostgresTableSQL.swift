@@ -115,11 +115,15 @@ struct PostgresTableSQL: Sendable {
 
     /// The state's revision, then up to `$n` rows (`to_json` text and row revision) after key `$1`
     /// when `after`: one statement, so one consistent read; the state row comes even with no rows.
+    /// The page is cut on the key's index first, then each row's revision is looked up by key, so
+    /// the cost follows the page (a join would let the planner merge from the start of the
+    /// revisions' index).
     func snapshot(after: Bool) -> String {
         let limit = after ? "$2" : "$1"
         return """
-            SELECT s.revision, p.row, p.revision FROM seedsync._state s LEFT JOIN LATERAL (
-              SELECT t.\(key) AS key, to_json(t)::text AS row, v.revision FROM \(table) t JOIN \(revisions) v ON v.key = t.\(key)
+            SELECT s.revision, p.row, (SELECT v.revision FROM \(revisions) v WHERE v.key = p.key) FROM seedsync._state s
+            LEFT JOIN LATERAL (
+              SELECT t.\(key) AS key, to_json(t)::text AS row FROM \(table) t
               \(after ? "WHERE t.\(key) > $1 " : "")ORDER BY t.\(key) LIMIT \(limit)
             ) p ON true WHERE s.id = 1 ORDER BY p.key
             """

@@ -30,7 +30,6 @@ extension PostgresSyncStore {
                     try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
             }
-            return 0
         }
     }
 
@@ -55,7 +54,6 @@ extension PostgresSyncStore {
                 try await TableCheck(table: table, tableSchema: tableSchema).run(on: connection, logger: logger)
                 try await connection.query(PostgresQuery(unsafeSQL: "LOCK TABLE \(table.table) IN SHARE ROW EXCLUSIVE MODE"), logger: logger)
             }
-            return 1
         } adopt: { connection, revision in
             for table in tables {
                 var binds = PostgresBindings()
@@ -67,15 +65,15 @@ extension PostgresSyncStore {
 
     /// The transaction both `init`s share: `prepare` makes or checks the tables, then the
     /// bookkeeping and the triggers are created, the state row written at revision 0, and when
-    /// `prepare` returns 1, a bulk revision opened and handed to `adopt`.
+    /// there is an `adopt`, a bulk revision opened and handed to it.
     @discardableResult
     private static func setUp(
         at location: PostgresLocation,
         schema: DatasetSchema,
         tableSchema: String,
         logger: Logger,
-        _ prepare: @escaping @Sendable (PostgresConnection) async throws -> Int64,
-        adopt: @escaping @Sendable (PostgresConnection, Int64) async throws -> Void = { _, _ in }
+        _ prepare: @escaping @Sendable (PostgresConnection) async throws -> Void,
+        adopt: (@Sendable (PostgresConnection, Int64) async throws -> Void)? = nil
     ) async throws -> Int64 {
         if let long = schema.types.first(where: { $0.name.utf8.count > PostgresTableSQL.maximumNameLength }) {
             throw PostgresStoreError.tableMismatch("the type name \(long.name) is longer than \(PostgresTableSQL.maximumNameLength) characters, which PostgreSQL cannot serve (its names end at 63 bytes)")
@@ -91,7 +89,7 @@ extension PostgresSyncStore {
                         guard try await !exists("seedsync._state", on: connection, logger: logger) else {
                             throw PostgresStoreError(.alreadyInitialized, "\(location) already holds a SeedSync store (schema seedsync); serve it, or drop the schema seedsync to start again")
                         }
-                        let bulk = try await prepare(connection)
+                        try await prepare(connection)
                         for statement in CaptureSQL.setup { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
                         var binds = PostgresBindings()
                         binds.append(CaptureSQL.format)
@@ -104,7 +102,7 @@ extension PostgresSyncStore {
                             for statement in CaptureSQL.attach(table) { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
                         }
                         var revision: Int64 = 0
-                        if bulk > 0 {
+                        if let adopt {
                             for try await value in try await connection.query("SELECT seedsync._bulk()", logger: logger).decode(Int64.self) {
                                 revision = value
                             }

@@ -52,6 +52,26 @@ private struct Interrupted: Error {}
         }
     }
 
+    /// Values a bulk load writes (through COPY on PostgreSQL) come back as they went in: escapes,
+    /// tabs and newlines in text and keys, blobs, timestamps, nulls, reals given as integers.
+    @Test(arguments: StoreBackend.allCases) func bulkLoadsKeepEveryValue(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            let authors = try TemporaryFile(named: "authors.ndjson", contents: [
+                #"{"code": "tab\tkey", "name": "back\\slash \"quoted\"\nnew line\r", "born": "1929-10-21T00:00:00Z", "photo": "AAEC/w=="}"#,
+                #"{"code": "plain", "name": "\\N", "born": null, "photo": null}"#,
+            ].joined(separator: "\n"))
+            let books = try TemporaryFile(named: "books.ndjson", contents: #"{"id": 7, "title": "中文", "price": 3, "in_stock": false, "pages": -1, "author_code": "tab\tkey"}"#)
+            _ = try await store.load(ndjsonFile: authors.path, into: "authors")
+            _ = try await store.load(ndjsonFile: books.path, into: "books")
+            let contents = try await Fixtures.contents(of: store)
+            #expect(contents["authors"] == [
+                ["plain", "\\N", .null, .null, 1],
+                ["tab\tkey", "back\\slash \"quoted\"\nnew line\r", "1929-10-21T00:00:00Z", "AAEC/w==", 1],
+            ])
+            #expect(contents["books"] == [[7, "中文", "tab\tkey", 3.0, false, -1, 2]])
+        }
+    }
+
     @Test(arguments: [
         (#"{"id": 5, "title": "T", "price": 1, "in_stock": true}\#n{"id": 6, "title": 7, "price": 1, "in_stock": true}"#, "books.ndjson:2: books[6].title: expected a string"),
         (#"{"id": 5, "title": "T", "price": 1, "in_stock": true}\#n{"id": 6,"#, "books.ndjson:2: not a JSON object"),

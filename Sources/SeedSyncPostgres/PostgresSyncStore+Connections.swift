@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 import PostgresNIO
 import _ConnectionPoolModule
 import SeedSyncModel
@@ -131,7 +131,7 @@ func wireKey(_ text: String, of type: KeyType) -> JSONValue {
 
 /// Set once a pooled connection was lent: from then on the lease timeout no longer applies.
 final class LeaseFlag: Sendable {
-    private let value = Mutex(false)
-    func set() { value.withLock { $0 = true } }
-    var isSet: Bool { value.withLock { $0 } }
+    private let value = NIOLockedValueBox(false)
+    func set() { value.withLockedValue { $0 = true } }
+    var isSet: Bool { value.withLockedValue { $0 } }
 }

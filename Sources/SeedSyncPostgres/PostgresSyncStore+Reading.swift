@@ -58,52 +58,57 @@ extension PostgresSyncStore {
         }
     }
 
-    /// The change sets after `revision`: those this process already assembled from the cache
-    /// (after one read of the state, for the bounds), the rest assembled from the logged rows of
-    /// each revision, in one statement. A revision whose transaction left nothing to send (a row
-    /// created and deleted again) is an empty change set: revisions never skip.
+    /// The change sets after `revision`: after a fresh read of the state (shared by the requests
+    /// that arrive together, see ``SharedReads``), those this process already assembled come
+    /// from the cache, and the rest are read from the log once for every request that needs the
+    /// same revisions, then cached. A committed revision never changes, so only the state read
+    /// must be newer than the request; the log read checks in its own snapshot that compaction
+    /// has not removed the rows in between.
     public func changeFeed(after revision: Int64, limit: Int, byteBudget: Int) async throws -> ChangeFeed {
-        let cached = changeSets.prefix(after: revision, limit: limit, byteBudget: byteBudget)
-        guard let lastCached = cached.changeSets.last?.revision else {
-            return try await readChangeFeed(after: revision, limit: limit, byteBudget: byteBudget)
-        }
-        let state = try await readState()
+        let state = try await stateReads.value(for: 0) { [self] in try await readState() }
         try ChangeLogReader.check(requested: revision, revision: state.revision, minRevision: state.minRevision)
-        guard cached.changeSets.count < limit, lastCached < state.revision else {
-            return ChangeFeed(maxRevision: lastCached, hasMore: lastCached < state.revision, changeSets: cached.changeSets)
+        let last = revision + min(Int64(limit), state.revision - revision)
+        var feed = ChangeFeed.Builder(after: revision, byteBudget: byteBudget)
+        changeSets.fill(&feed, through: last)
+        if !feed.isFull, feed.revision < last {
+            let range = LogRange(after: feed.revision, last: last)
+            let read = try await logReads.value(for: range) { [self] in try await readChangeSets(range) }
+            if read.minRevision > range.after {
+                throw SyncStoreError.historyExpired(requested: revision, minRevision: read.minRevision)
+            }
+            for changeSet in read.changeSets where !feed.append(changeSet) { break }
         }
-        let rest = try await readChangeFeed(after: lastCached, limit: limit - cached.changeSets.count, byteBudget: byteBudget - cached.bytes)
-        guard let first = rest.changeSets.first, cached.bytes + first.json.count <= byteBudget else {
-            return ChangeFeed(maxRevision: lastCached, hasMore: true, changeSets: cached.changeSets)
-        }
-        return ChangeFeed(maxRevision: rest.maxRevision, hasMore: rest.hasMore, changeSets: cached.changeSets + rest.changeSets)
+        return feed.feed(newest: state.revision)
     }
 
-    private func readChangeFeed(after revision: Int64, limit: Int, byteBudget: Int) async throws -> ChangeFeed {
-        let (last, overflow) = revision.addingReportingOverflow(Int64(limit))
+    /// Assembles the change sets of `range` from the logged rows, in one statement, and caches
+    /// them; with the `minRevision` of the same snapshot, so the caller can tell whether
+    /// compaction removed them first.
+    private func readChangeSets(_ range: LogRange) async throws -> LoggedChangeSets {
         var binds = PostgresBindings()
-        binds.append(revision)
-        binds.append(overflow ? Int64.max : last)
+        binds.append(range.after)
+        binds.append(range.last)
         let query = PostgresQuery(unsafeSQL: Self.changeFeedSQL, binds: binds)
-        let feed = try await withConnection { [self] connection in
+        let read = try await withConnection { [self] connection in
             var log = ChangeLogReader(schema: schema, tables: tables, tableSchema: tableSchema)
             for try await row in try await connection.query(query, logger: logger).decode(
                 (Int64, Int64, Int64?, String?, String?, String?, ByteBuffer?).self
             ) {
                 try log.add(row)
             }
-            try ChangeLogReader.check(requested: revision, revision: log.revision, minRevision: log.minRevision)
-            return log.feed(after: revision, limit: limit, byteBudget: byteBudget)
+            guard log.minRevision <= range.after else { return LoggedChangeSets(minRevision: log.minRevision, changeSets: []) }
+            return LoggedChangeSets(minRevision: log.minRevision, changeSets: log.changeSets(after: range.after, through: range.last))
         }
-        changeSets.insert(feed.changeSets)
-        return feed
+        changeSets.insert(read.changeSets)
+        return read
     }
 
     /// The newest revision and the oldest a client may sync from.
-    private func readState() async throws -> (revision: Int64, minRevision: Int64) {
+    private func readState() async throws -> LogState {
         try await withConnection { [self] connection in
             let rows = try await query("SELECT revision, min_revision FROM seedsync._state WHERE id = 1", on: connection)
-            return try rows[0].decode((Int64, Int64).self)
+            let (revision, minRevision) = try rows[0].decode((Int64, Int64).self)
+            return LogState(revision: revision, minRevision: minRevision)
         }
     }
 

@@ -33,6 +33,10 @@ public final class PostgresSyncStore: SyncStore {
     let leaseTimeout: Duration = .seconds(5)
     /// Change sets already assembled, served again without reading their rows: 64 MiB at most.
     let changeSets = ChangeSetCache(capacity: 64 << 20)
+    /// The state reads of concurrent requests, shared (one key: there is one state).
+    let stateReads = SharedReads<Int, LogState>()
+    /// The log reads of concurrent requests for the same revisions, shared.
+    let logReads = SharedReads<LogRange, LoggedChangeSets>()
 
     private init(location: PostgresLocation, client: PostgresClient, logger: Logger, state: StoredState) {
         self.location = location
@@ -116,6 +120,24 @@ public final class PostgresSyncStore: SyncStore {
         guard let table = tables[name] else { throw .unknownType(name) }
         return table
     }
+}
+
+/// The newest revision and the oldest a client may sync from, as `seedsync._state` holds them.
+struct LogState: Sendable {
+    var revision: Int64
+    var minRevision: Int64
+}
+
+/// Revisions `after + 1` through `last` of the change log.
+struct LogRange: Hashable, Sendable {
+    var after: Int64
+    var last: Int64
+}
+
+/// The change sets of a ``LogRange``, with the log's `minRevision` in the same snapshot.
+struct LoggedChangeSets: Sendable {
+    var minRevision: Int64
+    var changeSets: [EncodedChangeSet]
 }
 
 /// What `seedsync._state` holds besides the revisions, read once when a store opens.

@@ -67,16 +67,12 @@ extension SQLiteSyncStore {
                 db.cachedStatement(sql: "SELECT revision, change_set FROM _seedsync_changes WHERE revision > ? ORDER BY revision LIMIT ?"),
                 arguments: [revision, limit]
             )
-            var changeSets: [EncodedChangeSet] = []
-            var bytes = 0
+            var feed = ChangeFeed.Builder(after: revision, byteBudget: byteBudget)
             while let row = try cursor.next() {
                 let json: [UInt8] = try row.withUnsafeData(atIndex: 1) { data in data.map(Array.init) ?? [] }
-                if !changeSets.isEmpty, bytes + json.count > byteBudget { break }
-                bytes += json.count
-                changeSets.append(EncodedChangeSet(revision: row[0], json: json))
+                guard feed.append(EncodedChangeSet(revision: row[0], json: json)) else { break }
             }
-            let maxRevision = changeSets.last?.revision ?? revision
-            return ChangeFeed(maxRevision: maxRevision, hasMore: maxRevision < state.revision, changeSets: changeSets)
+            return feed.feed(newest: state.revision)
         }
     }
 

@@ -86,7 +86,7 @@ public enum TestPostgres {
     /// Runs `sql` (no parameters) on a connection of its own.
     public static func run(_ sql: String, on location: PostgresLocation) async throws {
         try await withConnection(to: location) { connection, logger in
-            try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger)
+            _ = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger)
         }
     }
 

@@ -61,6 +61,51 @@ public struct ChangeFeed: Sendable {
     }
 }
 
+extension ChangeFeed {
+    /// Collects the change sets of a feed, consecutive from `after + 1`, within a byte budget:
+    /// the rule of ``SyncStore/changeFeed(after:limit:byteBudget:)`` in one place.
+    ///
+    /// ```swift
+    /// var builder = ChangeFeed.Builder(after: 41, byteBudget: 1 << 20)
+    /// for changeSet in logged where !builder.append(changeSet) { break }
+    /// return builder.feed(newest: 57)
+    /// ```
+    public struct Builder: Sendable {
+        /// The revision of the last change set added, or `after` when there is none yet.
+        public private(set) var revision: Int64
+        public private(set) var changeSets: [EncodedChangeSet] = []
+        /// Whether the budget is spent: a change set did not fit.
+        public private(set) var isFull = false
+        private var bytes = 0
+        private let byteBudget: Int
+
+        public init(after revision: Int64, byteBudget: Int) {
+            self.revision = revision
+            self.byteBudget = byteBudget
+        }
+
+        /// Adds the next change set (the log's `revision + 1`) unless it would overrun the budget;
+        /// the first always fits.
+        ///
+        /// - Returns: whether it was added; once one did not fit, none is.
+        public mutating func append(_ changeSet: EncodedChangeSet) -> Bool {
+            guard !isFull, changeSets.isEmpty || bytes + changeSet.json.count <= byteBudget else {
+                isFull = true
+                return false
+            }
+            bytes += changeSet.json.count
+            changeSets.append(changeSet)
+            revision = changeSet.revision
+            return true
+        }
+
+        /// The feed of the change sets added, in a store whose newest revision is `newest`.
+        public func feed(newest: Int64) -> ChangeFeed {
+            ChangeFeed(maxRevision: revision, hasMore: revision < newest, changeSets: changeSets)
+        }
+    }
+}
+
 /// One logged change set: its revision and its JSON text (UTF-8).
 public struct EncodedChangeSet: Sendable, Hashable {
     public var revision: Int64

@@ -8,7 +8,7 @@ struct ChangeLogReader {
     let schema: DatasetSchema
     let tables: [String: PostgresTableSQL]
     let tableSchema: String
-    private(set) var revision: Int64 = 0
+    /// The state's `min_revision` in the snapshot the rows come from.
     private(set) var minRevision: Int64 = 0
     /// Logged rows by revision, then type.
     private var rows: [Int64: [String: [LoggedRow]]] = [:]
@@ -27,7 +27,6 @@ struct ChangeLogReader {
 
     /// Adds one result row: the state's revisions, then a logged row unless the log had none.
     mutating func add(_ row: (Int64, Int64, Int64?, String?, String?, String?, ByteBuffer?)) throws(SyncStoreError) {
-        revision = row.0
         minRevision = row.1
         guard let logged = row.2, let typeName = row.3, let keyText = row.4, let op = row.5 else { return }
         guard let table = tables[typeName] else { throw .schemaMismatch("the change log names a type \(typeName) the schema lacks") }
@@ -49,20 +48,11 @@ struct ChangeLogReader {
         if requested > revision { throw .revisionAhead(requested: requested, revision: revision) }
     }
 
-    /// The change sets after `after`, up to `limit` of them and `byteBudget` bytes (one at least).
-    func feed(after: Int64, limit: Int, byteBudget: Int) -> ChangeFeed {
-        var changeSets: [EncodedChangeSet] = []
-        var bytes = 0
-        var next = after
-        while next < revision, changeSets.count < limit {
-            next += 1
-            let json = changeSet(at: next).jsonBytes()
-            if !changeSets.isEmpty, bytes + json.count > byteBudget { break }
-            bytes += json.count
-            changeSets.append(EncodedChangeSet(revision: next, json: json))
-        }
-        let maxRevision = changeSets.last?.revision ?? after
-        return ChangeFeed(maxRevision: maxRevision, hasMore: maxRevision < revision, changeSets: changeSets)
+    /// The change sets of revisions `after + 1` through `last`; a revision without logged rows
+    /// (a row created and deleted again in one transaction) is an empty change set.
+    func changeSets(after: Int64, through last: Int64) -> [EncodedChangeSet] {
+        guard after < last else { return [] }
+        return (after + 1...last).map { revision in EncodedChangeSet(revision: revision, json: changeSet(at: revision).jsonBytes()) }
     }
 
     private func changeSet(at revision: Int64) -> ChangeSet {

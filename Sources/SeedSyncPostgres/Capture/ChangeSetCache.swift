@@ -1,5 +1,5 @@
+import NIOConcurrencyHelpers
 import SeedSyncModel
-import Synchronization
 
 /// Encoded change sets this process already assembled, by revision, up to a byte capacity.
 ///
@@ -15,32 +15,23 @@ final class ChangeSetCache: Sendable {
         var bytes = 0
     }
 
-    private let entries = Mutex(Entries())
+    private let entries = NIOLockedValueBox(Entries())
     let capacity: Int
 
     init(capacity: Int) {
         self.capacity = capacity
     }
 
-    /// The cached change sets after `revision`, consecutive, at most `limit` of them and
-    /// `byteBudget` bytes (one at least, when the first is cached).
-    func prefix(after revision: Int64, limit: Int, byteBudget: Int) -> (changeSets: [EncodedChangeSet], bytes: Int) {
-        entries.withLock { entries in
-            var found: [EncodedChangeSet] = []
-            var bytes = 0
-            var next = revision + 1
-            while found.count < limit, let changeSet = entries.byRevision[next] {
-                if !found.isEmpty, bytes + changeSet.json.count > byteBudget { break }
-                bytes += changeSet.json.count
-                found.append(changeSet)
-                next += 1
-            }
-            return (found, bytes)
+    /// Adds the cached change sets that follow `feed`, through revision `last`, until one is
+    /// missing or the feed is full.
+    func fill(_ feed: inout ChangeFeed.Builder, through last: Int64) {
+        entries.withLockedValue { entries in
+            while feed.revision < last, let changeSet = entries.byRevision[feed.revision + 1], feed.append(changeSet) {}
         }
     }
 
     func insert(_ changeSets: [EncodedChangeSet]) {
-        entries.withLock { entries in
+        entries.withLockedValue { entries in
             for changeSet in changeSets where entries.byRevision[changeSet.revision] == nil && changeSet.json.count <= capacity {
                 entries.byRevision[changeSet.revision] = changeSet
                 entries.order.append(changeSet.revision)

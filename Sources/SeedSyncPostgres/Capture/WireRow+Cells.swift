@@ -1,0 +1,143 @@
+import Foundation
+import NIOCore
+import PostgresNIO
+import SeedSyncModel
+
+extension WireRow {
+    /// Key, then fields, from the typed cells of a result row (binary format) starting at
+    /// `first`: what a snapshot page reads, without `to_json`. Gives exactly the values the JSON
+    /// form gives for the same row (`WireRowTests` holds them side by side):
+    ///
+    /// - `real` and `numeric` become the decimal text `to_json` writes, parsed by the same JSON
+    ///   parser; `double precision` is taken as is (its shortest text parses back to itself).
+    /// - timestamps are microseconds since 2000-01-01 UTC, written as RFC 3339 in UTC with `Z`
+    ///   and the fraction's trailing zeros cut, as `to_json` writes them (years 1 to 9999).
+    /// - NaN, infinities and dates outside those years are refused, as in the JSON form.
+    ///
+    /// A cell of a type the field does not accept means the column was retyped under the store:
+    /// `SyncStoreError.schemaMismatch`, never a guess.
+    init(cells row: PostgresRandomAccessRow, from first: Int, of type: EntityType, table: String) throws(SyncStoreError) {
+        let keyCell = row[first]
+        guard let key = Self.value(of: keyCell, as: type.primaryKey.type.fieldType), type.primaryKey.type.accepts(key) else {
+            throw .schemaMismatch("\(table): the key column \(type.primaryKey.name) changed its type (now \(keyCell.dataType))")
+        }
+        var values = [key]
+        values.reserveCapacity(type.fields.count + 1)
+        for (index, field) in type.fields.enumerated() {
+            let cell = row[first + 1 + index]
+            guard let value = Self.value(of: cell, as: field.type) else {
+                throw .schemaMismatch(
+                    "\(table)[\(key.keyString ?? "?")].\(field.name) holds a \(cell.dataType) value that is not \(field.type.expectation) on the wire (a changed column type, or a value such as NaN or infinity)"
+                )
+            }
+            values.append(value)
+        }
+        self.values = values
+    }
+
+    /// The wire value of `cell` for a field of `type`: `.null` for SQL NULL, nil when the cell's
+    /// type or value has no wire form.
+    static func value(of cell: PostgresCell, as type: FieldType) -> JSONValue? {
+        guard var bytes = cell.bytes else { return .null }
+        guard cell.format == .binary else { return nil }
+        switch (type, cell.dataType) {
+        case (.integer, .int2): return bytes.readInteger(as: Int16.self).map { .int(Int64($0)) }
+        case (.integer, .int4): return bytes.readInteger(as: Int32.self).map { .int(Int64($0)) }
+        case (.integer, .int8): return bytes.readInteger(as: Int64.self).map { .int($0) }
+        case (.real, .float8): return bytes.readInteger(as: UInt64.self).flatMap { type.normalize(.double(Double(bitPattern: $0))) }
+        case (.real, .float4):
+            guard let bits = bytes.readInteger(as: UInt32.self), Float(bitPattern: bits).isFinite else { return nil }
+            return number(String(describing: Float(bitPattern: bits)), as: type)
+        case (.real, .numeric): return numericText(&bytes).flatMap { number($0, as: type) }
+        case (.text, .text), (.text, .varchar): return .string(bytes.readString(length: bytes.readableBytes) ?? "")
+        case (.boolean, .bool): return bytes.readInteger(as: UInt8.self).map { .bool($0 != 0) }
+        case (.timestamp, .timestamptz), (.timestamp, .timestamp):
+            return bytes.readInteger(as: Int64.self).flatMap(timestampText(microsecondsSince2000:)).map { .string($0) }
+        case (.blob, .bytea): return .string(Data(bytes.readableBytesView).base64EncodedString())
+        default: return nil
+        }
+    }
+
+    /// `text` as the JSON form reads a number: the same parser, the same rules.
+    private static func number(_ text: String, as type: FieldType) -> JSONValue? {
+        (try? JSONParser.parse(Array(text.utf8))).flatMap(type.normalize)
+    }
+}
+
+/// The text `numeric_out` writes for a `numeric` in binary format (`-12.50`), nil for NaN and
+/// the infinities.
+func numericText(_ bytes: inout ByteBuffer) -> String? {
+    guard let count = bytes.readInteger(as: Int16.self), let weight = bytes.readInteger(as: Int16.self),
+        let sign = bytes.readInteger(as: UInt16.self), let scale = bytes.readInteger(as: Int16.self),
+        sign == 0 || sign == 0x4000, count >= 0, scale >= 0
+    else { return nil }
+    var digits: [Int16] = []
+    for _ in 0..<count {
+        guard let digit = bytes.readInteger(as: Int16.self) else { return nil }
+        digits.append(digit)
+    }
+    // Digit k is worth 10000^(weight - k).
+    func digit(_ k: Int) -> Int16 { digits.indices.contains(k) ? digits[k] : 0 }
+    func padded(_ value: Int16) -> String { String(repeating: "0", count: 4 - String(value).count) + String(value) }
+    var text = sign == 0x4000 ? "-" : ""
+    if weight < 0 {
+        text += "0"
+    } else {
+        text += String(digit(0)) + (0..<Int(weight)).map { padded(digit($0 + 1)) }.joined()
+    }
+    if scale > 0 {
+        let groups = (Int(scale) + 3) / 4
+        let fraction = (0..<groups).map { padded(digit(Int(weight) + 1 + $0)) }.joined()
+        text += "." + fraction.prefix(Int(scale))
+    }
+    return text
+}
+
+/// RFC 3339 in UTC for a binary timestamp (microseconds since 2000-01-01): `2026-11-22T10:15:00.25Z`;
+/// nil for `±infinity` and years outside 1 to 9999, which `to_json` cannot write as RFC 3339.
+func timestampText(microsecondsSince2000 micros: Int64) -> String? {
+    let perDay: Int64 = 86_400_000_000
+    let (quotient, remainder) = micros.quotientAndRemainder(dividingBy: perDay)
+    let days = remainder < 0 ? quotient - 1 : quotient
+    let timeOfDay = remainder < 0 ? remainder + perDay : remainder
+    let (year, month, day) = civil(daysSince1970: days + 10_957)
+    guard (1...9999).contains(year) else { return nil }
+    let seconds = timeOfDay / 1_000_000, fraction = timeOfDay % 1_000_000
+    var text: [UInt8] = []
+    text.reserveCapacity(27)
+    func append(_ value: Int64, width: Int, then separator: Character?) {
+        var divisor: Int64 = 1
+        for _ in 1..<width { divisor *= 10 }
+        while divisor > 0 {
+            text.append(UInt8(ascii: "0") + UInt8(value / divisor % 10))
+            divisor /= 10
+        }
+        if let separator { text.append(separator.asciiValue!) }
+    }
+    append(year, width: 4, then: "-")
+    append(month, width: 2, then: "-")
+    append(day, width: 2, then: "T")
+    append(seconds / 3600, width: 2, then: ":")
+    append(seconds / 60 % 60, width: 2, then: ":")
+    append(seconds % 60, width: 2, then: fraction == 0 ? nil : ".")
+    if fraction != 0 {
+        append(fraction, width: 6, then: nil)
+        while text.last == UInt8(ascii: "0") { text.removeLast() }
+    }
+    text.append(UInt8(ascii: "Z"))
+    return String(decoding: text, as: UTF8.self)
+}
+
+/// Year, month and day of a day count from 1970-01-01 (proleptic Gregorian; H. Hinnant's
+/// `civil_from_days`).
+private func civil(daysSince1970 days: Int64) -> (Int64, Int64, Int64) {
+    let z = days + 719_468
+    let era = (z >= 0 ? z : z - 146_096) / 146_097
+    let dayOfEra = z - era * 146_097
+    let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+    let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+    let shiftedMonth = (5 * dayOfYear + 2) / 153
+    let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
+    let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+    return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+}

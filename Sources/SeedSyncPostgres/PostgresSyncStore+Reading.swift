@@ -28,7 +28,7 @@ extension PostgresSyncStore {
 
     /// Up to `limit` rows after `after`, keyset-paged on the primary key's index, with the state's
     /// revision, in one statement (``PostgresTableSQL/snapshot(after:)``), read from typed columns
-    /// (``WireRow/init(cells:from:of:table:)``). One row of look-ahead tells whether there is more.
+    /// (``WireRow/init(cells:at:of:table:)``). One row of look-ahead tells whether there is more.
     public func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int) async throws -> [UInt8] {
         let table = try self.table(type)
         var binds = PostgresBindings()
@@ -40,17 +40,16 @@ extension PostgresSyncStore {
         return try await withConnection { [self] connection in
             var revision: Int64 = 0
             var rows: [[JSONValue]] = []
+            var positions: [Int]?
             for try await row in try await connection.query(query, logger: logger) {
                 let cells = row.makeRandomAccess()
                 revision = try cells[0].decode(Int64.self)
-                if let extra = try cells[1].decode(String?.self) {
-                    throw SyncStoreError.schemaMismatch("\(name) has columns the schema does not name: \(extra)")
-                }
-                guard cells[2].bytes != nil else { continue }
-                guard let rowRevision = try cells[cells.count - 1].decode(Int64?.self) else {
+                if positions == nil { positions = try WireRow.positions(in: cells, from: 2, of: table.type, table: name) }
+                guard let positions, cells[positions[0]].bytes != nil else { continue }
+                guard let rowRevision = try cells[1].decode(Int64?.self) else {
                     throw SyncStoreError.schemaMismatch("a row of \(name) has no revision: it was written with the capture triggers switched off, so clients never heard of it")
                 }
-                var values = try WireRow(cells: cells, from: 2, of: table.type, table: name).values
+                var values = try WireRow(cells: cells, at: positions, of: table.type, table: name).values
                 values.append(.int(rowRevision))
                 rows.append(values)
             }

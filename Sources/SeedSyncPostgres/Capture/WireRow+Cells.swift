@@ -4,9 +4,30 @@ import PostgresNIO
 import SeedSyncModel
 
 extension WireRow {
-    /// Key, then fields, from the typed cells of a result row (binary format) starting at
-    /// `first`: what a snapshot page reads, without `to_json`. Gives exactly the values the JSON
-    /// form gives for the same row (`WireRowTests` holds them side by side):
+    /// Where the key and each field are in a result row whose cells from `first` on are a
+    /// table's columns (`t.*`, in the table's order, which need not be the schema's), found by
+    /// name once per result.
+    ///
+    /// - Throws: `SyncStoreError.schemaMismatch` naming the column when one the schema names is
+    ///   missing or the table has one the schema does not name: the table changed under the store.
+    static func positions(in row: PostgresRandomAccessRow, from first: Int, of type: EntityType, table: String) throws(SyncStoreError) -> [Int] {
+        var byName: [String: Int] = [:]
+        for index in first..<row.count { byName[row[index].columnName] = index }
+        let names = [type.primaryKey.name] + type.fields.map(\.name)
+        let positions = try names.map { name throws(SyncStoreError) in
+            guard let position = byName.removeValue(forKey: name) else { throw .schemaMismatch("\(table) has no column \(name) any more") }
+            return position
+        }
+        guard byName.isEmpty else {
+            throw .schemaMismatch("\(table) has columns the schema does not name: \(byName.keys.sorted().joined(separator: ", "))")
+        }
+        return positions
+    }
+
+    /// Key, then fields, from the typed cells (binary format) at `positions` (from
+    /// ``positions(in:from:of:table:)``) of a result row: what a snapshot page reads, without
+    /// `to_json`. Gives exactly the values the JSON form gives for the same row (`WireRowTests`
+    /// holds them side by side):
     ///
     /// - `real` and `numeric` become the decimal text `to_json` writes, parsed by the same JSON
     ///   parser; `double precision` is taken as is (its shortest text parses back to itself).
@@ -16,15 +37,15 @@ extension WireRow {
     ///
     /// A cell of a type the field does not accept means the column was retyped under the store:
     /// `SyncStoreError.schemaMismatch`, never a guess.
-    init(cells row: PostgresRandomAccessRow, from first: Int, of type: EntityType, table: String) throws(SyncStoreError) {
-        let keyCell = row[first]
+    init(cells row: PostgresRandomAccessRow, at positions: [Int], of type: EntityType, table: String) throws(SyncStoreError) {
+        let keyCell = row[positions[0]]
         guard let key = Self.value(of: keyCell, as: type.primaryKey.type.fieldType), type.primaryKey.type.accepts(key) else {
             throw .schemaMismatch("\(table): the key column \(type.primaryKey.name) changed its type (now \(keyCell.dataType))")
         }
         var values = [key]
         values.reserveCapacity(type.fields.count + 1)
-        for (index, field) in type.fields.enumerated() {
-            let cell = row[first + 1 + index]
+        for (field, position) in zip(type.fields, positions.dropFirst()) {
+            let cell = row[position]
             guard let value = Self.value(of: cell, as: field.type) else {
                 throw .schemaMismatch(
                     "\(table)[\(key.keyString ?? "?")].\(field.name) holds a \(cell.dataType) value that is not \(field.type.expectation) on the wire (a changed column type, or a value such as NaN or infinity)"
@@ -105,14 +126,14 @@ func timestampText(microsecondsSince2000 micros: Int64) -> String? {
     let seconds = timeOfDay / 1_000_000, fraction = timeOfDay % 1_000_000
     var text: [UInt8] = []
     text.reserveCapacity(27)
-    func append(_ value: Int64, width: Int, then separator: Character?) {
+    func append(_ value: Int64, width: Int, then separator: Unicode.Scalar?) {
         var divisor: Int64 = 1
         for _ in 1..<width { divisor *= 10 }
         while divisor > 0 {
             text.append(UInt8(ascii: "0") + UInt8(value / divisor % 10))
             divisor /= 10
         }
-        if let separator { text.append(separator.asciiValue!) }
+        if let separator { text.append(UInt8(ascii: separator)) }
     }
     append(year, width: 4, then: "-")
     append(month, width: 2, then: "-")

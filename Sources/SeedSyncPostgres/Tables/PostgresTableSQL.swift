@@ -113,24 +113,18 @@ struct PostgresTableSQL: Sendable {
             """
     }
 
-    /// One consistent read of a snapshot page: the state's revision; the table's columns the
-    /// schema does not name (NULL when none: a column added under the store); then up to `$n`
-    /// rows after key `$1` when `after`, each as its typed columns (key, then fields) and its row
-    /// revision. The state row comes even with no rows. The page is cut on the key's index first,
-    /// then each row's revision is looked up by key, so the cost follows the page (a join would
-    /// let the planner merge from the start of the revisions' index).
+    /// One consistent read of a snapshot page: the state's revision, then up to `$n` rows after
+    /// key `$1` when `after`, each as its row revision and the table's columns (`t.*`, so a column
+    /// added under the store shows, see ``WireRow/positions(in:from:of:table:)``). The state row
+    /// comes even with no rows. The page is cut on the key's index first, then each row's
+    /// revision is looked up by key, so the cost follows the page (a join would let the planner
+    /// merge from the start of the revisions' index).
     func snapshot(after: Bool) -> String {
         let limit = after ? "$2" : "$1"
-        let names = ([type.primaryKey.name] + type.fields.map(\.name)).map(literal).joined(separator: ", ")
         return """
-            SELECT s.revision, (
-              SELECT string_agg(a.attname::text, ', ' ORDER BY a.attnum) FROM pg_attribute a
-              WHERE a.attrelid = \(literal(table))::regclass AND a.attnum > 0 AND NOT a.attisdropped
-                AND a.attname <> ALL (ARRAY[\(names)]::name[])
-            ), p.*, (SELECT v.revision FROM \(revisions) v WHERE v.key = p.\(key)) FROM seedsync._state s
+            SELECT s.revision, (SELECT v.revision FROM \(revisions) v WHERE v.key = p.\(key)), p.* FROM seedsync._state s
             LEFT JOIN LATERAL (
-              SELECT \(columnNames.map { "t." + $0 }.joined(separator: ", ")) FROM \(table) t
-              \(after ? "WHERE t.\(key) > $1 " : "")ORDER BY t.\(key) LIMIT \(limit)
+              SELECT t.* FROM \(table) t \(after ? "WHERE t.\(key) > $1 " : "")ORDER BY t.\(key) LIMIT \(limit)
             ) p ON true WHERE s.id = 1 ORDER BY p.\(key)
             """
     }

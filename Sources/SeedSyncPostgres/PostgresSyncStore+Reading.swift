@@ -21,7 +21,7 @@ extension PostgresSyncStore {
         }
     }
 
-    /// The page, from ``snapshotPageJSON(of:after:limit:)``: one mapping, so the two never disagree.
+    /// The page, parsed from ``snapshotPageJSON(of:after:limit:)``, so the two never disagree.
     public func snapshotPage(of type: String, after: JSONValue?, limit: Int) async throws -> SnapshotPage {
         try SnapshotPage(json: JSONParser.parse(try await snapshotPageJSON(of: type, after: after, limit: limit)))
     }

@@ -32,8 +32,8 @@ import SeedSyncModel
 /// ## Values
 /// Rows are logged with `to_json`, whose text does not depend on the session when the capture
 /// functions pin `TimeZone`, `bytea_output` and `extra_float_digits`; the store's own sessions
-/// use the same settings (``sessionSettings``) and read snapshot rows with `to_json` too, so the
-/// change log and the snapshots share one mapping to wire values (see ``WireRow``).
+/// use the same settings (``sessionSettings``). Snapshot pages read typed columns and write the
+/// same wire values (see ``WireRow``).
 enum CaptureSQL {
     /// The settings every store session and capture function runs with.
     static let sessionSettings: [(String, String)] = [

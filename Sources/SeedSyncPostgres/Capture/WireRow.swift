@@ -1,8 +1,10 @@
 import Foundation
 import SeedSyncModel
 
-/// The one mapping from a stored row to wire values: both the change log and snapshot pages hold
-/// rows as `to_json` text (with ``CaptureSQL/sessionSettings``), read here.
+/// The mapping from a stored row to wire values. The change log holds rows as `to_json` text
+/// (written with ``CaptureSQL/sessionSettings``), read by ``init(json:of:table:)``; snapshot
+/// pages read typed columns with ``init(cells:at:of:table:)``, which gives the same values
+/// (`WireRowTests` holds the two side by side).
 ///
 /// | field type | PostgreSQL columns | `to_json` | wire |
 /// |---|---|---|---|

@@ -90,7 +90,7 @@ extension PostgresSyncStore {
                             throw PostgresStoreError(.alreadyInitialized, "\(location) already holds a SeedSync store (schema seedsync); serve it, or drop the schema seedsync to start again")
                         }
                         try await prepare(connection)
-                        for statement in CaptureSQL.setup { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
+                        for statement in CaptureSQL.setup + CaptureSQL.pushRecords { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
                         var binds = PostgresBindings()
                         binds.append(CaptureSQL.format)
                         binds.append(schemaJSON)

@@ -19,14 +19,22 @@ extension PostgresSyncStore {
         }
         do {
             return try await withTransaction { [self] connection in
-                for change in changes { try await write(change, on: connection) }
-                for change in changes { try await checkReferences(of: change, on: connection) }
-                let rows = try await query("SELECT current_setting('seedsync.revision')::bigint", on: connection)
-                return try rows[0].decode(Int64.self)
+                let revision = try await write(changes, on: connection)
+                if let problem = try await referenceProblems(of: changes, on: connection).first {
+                    throw SyncStoreError.invalidChangeSet(problem.error)
+                }
+                return revision
             }
         } catch let error as PostgresStoreError where error.code == .refused {
             throw SyncStoreError.invalidChangeSet(ChangeSetError(error.description))
         }
+    }
+
+    /// Writes the rows, without checking references; the revision the capture gave them.
+    func write(_ changes: [ValidatedChanges], on connection: PostgresConnection) async throws -> Int64 {
+        for change in changes { try await write(change, on: connection) }
+        let rows = try await query("SELECT current_setting('seedsync.revision')::bigint", on: connection)
+        return try rows[0].decode(Int64.self)
     }
 
     private func write(_ change: ValidatedChanges, on connection: PostgresConnection) async throws {
@@ -60,25 +68,31 @@ extension PostgresSyncStore {
         }
     }
 
-    private func checkReferences(of change: ValidatedChanges, on connection: PostgresConnection) async throws {
-        for (index, field) in change.type.fields.enumerated() {
-            guard let target = field.references, let targetTable = tables[target] else { continue }
-            for row in change.creates + change.updates where row.values[index] != .null {
-                let key = row.values[index]
-                guard try await !query(targetTable.exists, PostgresBindings(key: key), on: connection).isEmpty else {
-                    throw invalid("\(change.type.name)[\(row.key.keyString!)].\(field.name) references \(target)[\(key.keyString ?? "?")], which does not exist")
+    /// The references the written `changes` leave broken: a created or updated row pointing at a
+    /// missing row, a deleted row something still points at (its first referrer).
+    func referenceProblems(of changes: [ValidatedChanges], on connection: PostgresConnection) async throws -> [ReferenceProblem] {
+        var problems: [ReferenceProblem] = []
+        for change in changes {
+            for (index, field) in change.type.fields.enumerated() {
+                guard let target = field.references, let targetTable = tables[target] else { continue }
+                for row in change.creates + change.updates where row.values[index] != .null {
+                    let key = row.values[index]
+                    if try await query(targetTable.exists, PostgresBindings(key: key), on: connection).isEmpty {
+                        problems.append(.dangling(type: change.type.name, key: row.key, field: field.name, target: target, targetKey: key))
+                    }
+                }
+            }
+            for (referrer, field) in schema.references(to: change.type.name) {
+                let sql = tables[referrer.name]!.referrer(through: field)
+                for key in change.deletes {
+                    if let holder = try await query(sql, PostgresBindings(key: key), on: connection).first {
+                        let holderKey = wireKey(try holder.decode(String.self), of: referrer.primaryKey.type)
+                        problems.append(.referenced(type: change.type.name, key: key, referrer: referrer.name, referrerKey: holderKey, field: field.name))
+                    }
                 }
             }
         }
-        for (referrer, field) in schema.references(to: change.type.name) {
-            let sql = tables[referrer.name]!.referrer(through: field)
-            for key in change.deletes {
-                if let holder = try await query(sql, PostgresBindings(key: key), on: connection).first {
-                    let holderKey = try holder.decode(String.self)
-                    throw invalid("\(change.type.name)[\(key.keyString!)] cannot be deleted: \(referrer.name)[\(holderKey)].\(field.name) references it")
-                }
-            }
-        }
+        return problems
     }
 
     private func invalid(_ message: String) -> SyncStoreError {

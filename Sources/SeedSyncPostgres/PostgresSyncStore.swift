@@ -63,6 +63,13 @@ public final class PostgresSyncStore: SyncStore {
         // store is one clear error at once, not a pool retrying in the background.
         let state = try await withConnection(to: location, logger: logger) { connection in
             let state = try await StoredState.read(on: connection, location: location, logger: logger)
+            for statement in CaptureSQL.pushRecords {
+                do {
+                    _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                } catch let error as PSQLError {
+                    throw PostgresStoreError.connection(error, location: location)
+                }
+            }
             for type in state.schema.types {
                 try await TableCheck(table: PostgresTableSQL(type: type, tableSchema: state.tableSchema), tableSchema: state.tableSchema)
                     .runServed(on: connection, logger: logger)

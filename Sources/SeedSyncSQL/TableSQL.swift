@@ -73,6 +73,10 @@ package struct TableSQL: Sendable {
     }
 
     package var exists: String { "SELECT 1 FROM \(table) WHERE \(key) = ?" }
+    /// Key, fields and revision of the row whose key is `?`.
+    package var row: String { "SELECT \(columns) FROM \(table) WHERE \(key) = ?" }
+    /// The largest key, or 0 (integer keys).
+    package var largestKey: String { "SELECT coalesce(max(\(key)), 0) FROM \(table)" }
     package var keys: String { "SELECT \(key) FROM \(table) ORDER BY \(key)" }
 
     package func snapshot(after: Bool) -> String {

@@ -25,6 +25,10 @@ public struct ServerConfiguration: Sendable {
     /// more slowly (a byte now and then, which the idle timeout never sees) gets 408 and the
     /// connection is closed.
     public var requestBodyTimeout: Duration
+    /// The most change sets one `POST /v1/sync` may push: 100.
+    public var maxPushedChangeSets: Int
+    /// How long the result of a pushed change set is kept for a retry with the same id: 7 days.
+    public var pushRetention: Duration
 
     public init(
         host: String = "127.0.0.1",
@@ -38,7 +42,9 @@ public struct ServerConfiguration: Sendable {
         syncByteBudget: Int = 4 << 20,
         minimumCompressionSize: Int = 1_024,
         idleTimeout: Duration = .seconds(60),
-        requestBodyTimeout: Duration = .seconds(30)
+        requestBodyTimeout: Duration = .seconds(30),
+        maxPushedChangeSets: Int = 100,
+        pushRetention: Duration = .seconds(7 * 86_400)
     ) {
         self.host = host
         self.port = port
@@ -52,5 +58,7 @@ public struct ServerConfiguration: Sendable {
         self.minimumCompressionSize = minimumCompressionSize
         self.idleTimeout = idleTimeout
         self.requestBodyTimeout = requestBodyTimeout
+        self.maxPushedChangeSets = maxPushedChangeSets
+        self.pushRetention = pushRetention
     }
 }

@@ -17,8 +17,9 @@ import SeedSyncSQL
 /// ```
 ///
 /// Internal tables start with `_seedsync_`, which no type name can (see ``SchemaNames``):
-/// `_seedsync_state` (one row: format, schema JSON, revision, min_revision) and
-/// `_seedsync_changes` (revision, change_set JSON).
+/// `_seedsync_state` (one row: format, schema JSON, revision, min_revision),
+/// `_seedsync_changes` (revision, change_set JSON) and `_seedsync_pushes` (the first result of
+/// every pushed change set id, created when a file without it is opened).
 public final class SQLiteSyncStore: SyncStore {
     /// The schema the file was created with.
     public let schema: DatasetSchema
@@ -33,6 +34,7 @@ public final class SQLiteSyncStore: SyncStore {
         do {
             pool = try DatabasePool(path: path, configuration: Self.configuration())
             schema = try pool.read { db in try StateRecord.schema(db) }
+            try pool.write { db in try db.execute(sql: PushWriter.createRecords) }
         } catch let error as DatabaseError where error.resultCode == .SQLITE_ERROR || error.resultCode == .SQLITE_NOTADB {
             throw StoreError.notAServerDatabase(path)
         }

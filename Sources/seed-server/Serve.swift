@@ -6,7 +6,7 @@ import SeedSyncServer
 extension SeedServerCommand {
     struct Serve: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Serve protocol v1. Tokens come from SEED_SERVER_TOKENS / SEED_SERVER_ADMIN_TOKENS or token files.",
+            abstract: "Serve protocol v1. Tokens come from SEED_SERVER_TOKENS / SEED_SERVER_WRITE_TOKENS / SEED_SERVER_ADMIN_TOKENS or token files.",
             discussion: "Prints 'listening on http://HOST:PORT' on stdout once ready; --port 0 picks a free port."
         )
 
@@ -14,26 +14,30 @@ extension SeedServerCommand {
         @Option(help: "Address to listen on.") var host = "127.0.0.1"
         @Option(help: "Port to listen on; 0 picks a free one.") var port = 8080
         @Option(help: "File with read tokens (comma- or line-separated).") var tokenFile: String?
+        @Option(help: "File with write tokens, which may also push change sets.") var writeTokenFile: String?
         @Option(help: "File with admin tokens (comma- or line-separated).") var adminTokenFile: String?
         @Flag(help: "Serve without authentication when no token is configured (local experiments only).") var allowAnonymous = false
         @Option(help: "Largest request body in bytes, compressed or not.") var maxBodySize = 8 << 20
         @Option(help: "Seconds a request body may take to arrive whole; slower ones get 408.") var bodyTimeout = 30
+        @Option(help: "Days the result of a pushed change set is kept for a retry with the same id.") var pushRetentionDays = 7
         @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel: Logger.Level = .info
 
         func validate() throws {
             guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
             guard maxBodySize > 0 else { throw ValidationError("--max-body-size must be positive") }
             guard bodyTimeout > 0 else { throw ValidationError("--body-timeout must be positive") }
+            guard pushRetentionDays > 0 else { throw ValidationError("--push-retention-days must be positive") }
         }
 
         func run() async throws {
             let tokens = try TokenSet.load(
                 environment: ProcessInfo.processInfo.environment,
                 readTokenFile: tokenFile,
+                writeTokenFile: writeTokenFile,
                 adminTokenFile: adminTokenFile
             )
             guard !tokens.isEmpty || allowAnonymous else {
-                throw ValidationError("no token configured: set SEED_SERVER_TOKENS or SEED_SERVER_ADMIN_TOKENS, pass --token-file, or use --allow-anonymous for local experiments")
+                throw ValidationError("no token configured: set SEED_SERVER_TOKENS, SEED_SERVER_WRITE_TOKENS or SEED_SERVER_ADMIN_TOKENS, pass --token-file, or use --allow-anonymous for local experiments")
             }
             var logger = Logger(label: "seed-server")
             logger.logLevel = logLevel
@@ -42,7 +46,8 @@ extension SeedServerCommand {
                 port: port,
                 tokens: tokens.isEmpty ? nil : tokens,
                 maxRequestBodySize: maxBodySize,
-                requestBodyTimeout: .seconds(bodyTimeout)
+                requestBodyTimeout: .seconds(bodyTimeout),
+                pushRetention: .seconds(pushRetentionDays * 86_400)
             )
             let host = self.host
             let log = logger

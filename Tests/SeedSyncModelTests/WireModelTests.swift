@@ -16,15 +16,38 @@ import Testing
         #expect(try JSONDecoder().decode(ChangeSet.self, from: JSONEncoder().encode(changeSet)) == changeSet)
     }
 
-    @Test func caseStudyRequestDecodesWithNegativeTemporaryIDs() throws {
-        let request = try JSONDecoder().decode(SyncRequest.self, from: Data(CaseStudyDocuments.clientRequest.utf8))
+    @Test func caseStudyRequestDecodesWithNegativeTemporaryIDsOnceItHasAnID() throws {
+        // The case study's change sets have no id; a push must carry one (its idempotency key).
+        #expect { try SyncRequest(json: JSONParser.parse(Array(CaseStudyDocuments.clientRequest.utf8))) } throws: {
+            ($0 as? JSONShapeError)?.path == "changeSets[0].id"
+        }
+        let withID = CaseStudyDocuments.clientRequest.replacingOccurrences(of: #""types": [ "screen_instances""#, with: #""id": "c-1", "types": [ "screen_instances""#)
+        let request = try JSONDecoder().decode(SyncRequest.self, from: Data(withID.utf8))
         #expect(request.maxRevision == 1000)
         #expect(request.limit == nil)
-        let changeSet = try #require(request.changeSets.first)
-        #expect(changeSet.types == ["screen_instances", "screen_instance_items"])
-        #expect(changeSet["screen_instance_items"]?.create == [-11, -12])
-        #expect(changeSet["screen_instance_items"]?.attributes["-11"]?["screen_instance_id"] == -10)
+        let pushed = try #require(request.changeSets.first)
+        #expect(pushed.id == "c-1")
+        #expect(pushed.changeSet.types == ["screen_instances", "screen_instance_items"])
+        #expect(pushed.changeSet["screen_instance_items"]?.create == [-11, -12])
+        #expect(pushed.changeSet["screen_instance_items"]?.attributes["-11"]?["screen_instance_id"] == -10)
         #expect(try JSONDecoder().decode(SyncRequest.self, from: JSONEncoder().encode(request)) == request)
+    }
+
+    @Test func pushIDsAndResultsReadAndWriteTheirWireForm() throws {
+        for bad in ["", String(repeating: "a", count: 65), "has space", "é"] {
+            #expect(!PushedChangeSet.isValidID(bad), "\(bad)")
+        }
+        #expect(PushedChangeSet.isValidID("Az09_-") && PushedChangeSet.isValidID(String(repeating: "a", count: 64)))
+        let results = [
+            PushResult(id: "a", status: .applied(revision: 9, keys: ["events": ["-2": 31]])),
+            PushResult(id: "b", status: .conflict(ChangeSet(changes: [TypeChanges(type: "events", delete: [5])], conflict: true))),
+            PushResult(id: "c", status: .rejected(code: "invalid_change_set", message: "events[-1].title is missing")),
+        ]
+        for result in results {
+            #expect(try PushResult(json: JSONParser.parse(result.jsonBytes())) == result)
+        }
+        #expect(String(decoding: results[0].jsonBytes(), as: UTF8.self) == #"{"id":"a","status":"applied","revision":9,"keys":{"events":{"-2":31}}}"#)
+        #expect(String(decoding: results[1].jsonBytes(), as: UTF8.self) == #"{"id":"b","status":"conflict","changeSet":{"conflict":true,"types":["events"],"events":{"create":[],"update":[],"delete":[5],"attributes":{}}}}"#)
     }
 
     @Test func caseStudyResponseDecodesIgnoringConflictFlag() throws {

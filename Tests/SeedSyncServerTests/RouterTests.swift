@@ -176,9 +176,9 @@ import Testing
                 #expect(response.status == .conflict)
                 #expect(errorCode(response) == "revision_ahead")
             }
-            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 3, "changeSets": [{"types": []}]}"#)) { response in
-                #expect(response.status == .forbidden)
-                #expect(errorCode(response) == "write_back_unsupported")
+            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 3, "changeSets": [{"id": "a", "types": []}]}"#)) { response in
+                #expect(response.status == .forbidden, "a read token may not push")
+                #expect(errorCode(response) == "forbidden")
             }
             for bad in [#"{"maxRevision": "#, #"{"changeSets": []}"#, #"[1]"#, #"{"maxRevision": 3, "limit": 0}"#, #"{"maxRevision": -1}"#] {
                 try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(bad)) { response in
@@ -396,5 +396,6 @@ private struct FailingStore: SyncStore {
     func snapshotPage(of type: String, after: JSONValue?, limit: Int) async throws -> SnapshotPage { throw DiskOnFire() }
     func changeFeed(after revision: Int64, limit: Int, byteBudget: Int) async throws -> ChangeFeed { throw DiskOnFire() }
     func commit(_ changeSet: ChangeSet) async throws -> Int64 { throw DiskOnFire() }
+    func push(_ changeSet: PushedChangeSet, retention: Duration) async throws -> PushResult { throw DiskOnFire() }
     func keys(of type: String) async throws -> [JSONValue] { throw DiskOnFire() }
 }

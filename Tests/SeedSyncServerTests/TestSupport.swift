@@ -24,8 +24,9 @@ private let streamSocket = SOCK_STREAM
 /// Tokens every server test uses.
 enum TestTokens {
     static let read = "read-token-1"
+    static let write = "write-token-1"
     static let admin = "admin-token-1"
-    static let set = TokenSet(readTokens: [read, "read-token-2"], adminTokens: [admin])
+    static let set = TokenSet(readTokens: [read, "read-token-2"], writeTokens: [write], adminTokens: [admin])
 }
 
 func testConfiguration(_ change: (inout ServerConfiguration) -> Void = { _ in }) -> ServerConfiguration {

@@ -2,6 +2,8 @@
 public enum SchemaNames {
     /// The column every table carries: the revision that last wrote the row.
     public static let revisionColumn = "revision"
+    /// The attribute that carries a created row's temporary key in the answer to its push.
+    public static let oldIDAttribute = "__oldId__"
 
     /// Whether `name` is a valid type or field name: `^[a-z][a-z0-9_]{0,62}$`.
     ///

@@ -36,6 +36,18 @@ public protocol SyncStore: Sendable {
     ///   data (unknown row, duplicate row, dangling reference); nothing is written then.
     func commit(_ changeSet: ChangeSet) async throws -> Int64
 
+    /// Applies a change set a client pushed, once: checked against the schema
+    /// (``DatasetSchema/validatePush(_:)``) and against the revisions its author saw, then
+    /// committed atomically as the next revision with its temporary keys replaced by real ones;
+    /// or, with nothing written, answered as a conflict (the current state of the rows it
+    /// touched) or a rejection. The result is stored under the change set's id in the same
+    /// transaction, and a push of an id already seen returns that result and writes nothing.
+    /// Results older than `retention` are forgotten.
+    ///
+    /// - Returns: the result; conflicts and rejections are results, not errors.
+    /// - Throws: ``SyncStoreError`` only when storage fails (the push can be retried).
+    func push(_ changeSet: PushedChangeSet, retention: Duration) async throws -> PushResult
+
     /// Every key of `type`, in key order (for mutation generators and tests).
     func keys(of type: String) async throws -> [JSONValue]
 }

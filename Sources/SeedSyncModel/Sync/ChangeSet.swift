@@ -17,10 +17,14 @@ public struct ChangeSet: Sendable, Hashable {
     public var revision: Int64?
     /// The changes per type, in the order of the `types` list.
     public var changes: [TypeChanges]
+    /// Set in the answer to a pushed change set that conflicted: the server's current state of
+    /// the rows it touched (`"conflict": true` on the wire, absent otherwise).
+    public var conflict: Bool
 
-    public init(revision: Int64? = nil, changes: [TypeChanges]) {
+    public init(revision: Int64? = nil, changes: [TypeChanges], conflict: Bool = false) {
         self.revision = revision
         self.changes = changes
+        self.conflict = conflict
     }
 
     /// The names of the types this change set touches, in order.
@@ -83,6 +87,7 @@ extension ChangeSet: Codable {
     public init(json: JSONValue, at path: String = "") throws(JSONShapeError) {
         let members = try JSONMembers(json, at: path)
         revision = try members.int64IfPresent("revision")
+        conflict = members.members["conflict"] == nil ? false : try members.bool("conflict")
         changes = try members.strings("types").map { (type) throws(JSONShapeError) in
             try TypeChanges(json: members.value(type), type: type, at: members.path(of: type))
         }
@@ -95,21 +100,33 @@ extension ChangeSet: Codable {
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: DynamicKey.self)
         try container.encodeIfPresent(revision, forKey: DynamicKey("revision"))
+        if conflict { try container.encode(true, forKey: DynamicKey("conflict")) }
         try container.encode(types, forKey: DynamicKey("types"))
         for change in changes {
             try container.encode(change, forKey: DynamicKey(change.type))
         }
     }
 
-    /// The change set as compact JSON, with a stable member order: `revision`, `types`, then one
-    /// object per type with `create`, `update`, `delete` and `attributes` (ids in create-then-update
-    /// order, fields sorted by name).
+    /// The change set as compact JSON, with a stable member order: `revision`, `conflict` when
+    /// set, `types`, then one object per type with `create`, `update`, `delete` and `attributes`
+    /// (ids in create, update, delete order, fields sorted by name).
     public func jsonBytes() -> [UInt8] {
         var writer = JSONWriter()
         writer.beginObject()
+        writeMembers(to: &writer)
+        writer.endObject()
+        return writer.bytes
+    }
+
+    /// The members of ``jsonBytes()``, into an object `writer` has begun.
+    func writeMembers(to writer: inout JSONWriter) {
         if let revision {
             writer.key("revision")
             writer.value(.int(revision))
+        }
+        if conflict {
+            writer.key("conflict")
+            writer.value(true)
         }
         writer.key("types")
         writer.value(.array(types.map(JSONValue.string)))
@@ -117,8 +134,6 @@ extension ChangeSet: Codable {
             writer.key(change.type)
             change.write(to: &writer)
         }
-        writer.endObject()
-        return writer.bytes
     }
 }
 
@@ -157,7 +172,7 @@ extension TypeChanges: Encodable {
         writer.key("delete"); writer.value(.array(delete))
         writer.key("attributes")
         writer.beginObject()
-        for id in create + update {
+        for id in create + update + delete {
             guard let key = id.keyString, let fields = attributes[key] else { continue }
             writer.key(key)
             writer.value(.object(fields))

@@ -6,12 +6,12 @@
 public struct SyncRequest: Codable, Sendable, Hashable {
     /// The revision the client has.
     public var maxRevision: Int64
-    /// Changes from the client; must be empty in protocol v1 (no write-back).
-    public var changeSets: [ChangeSet]
+    /// Change sets the client pushes (write-back), applied in order before the answer is read.
+    public var changeSets: [PushedChangeSet]
     /// The most change sets the client wants in one answer; the server caps it.
     public var limit: Int?
 
-    public init(maxRevision: Int64, changeSets: [ChangeSet] = [], limit: Int? = nil) {
+    public init(maxRevision: Int64, changeSets: [PushedChangeSet] = [], limit: Int? = nil) {
         self.maxRevision = maxRevision
         self.changeSets = changeSets
         self.limit = limit
@@ -31,7 +31,7 @@ public struct SyncRequest: Codable, Sendable, Hashable {
         maxRevision = try members.int64("maxRevision")
         let given = members.members["changeSets"] == nil ? [] : try members.array("changeSets")
         changeSets = try given.enumerated().map { (index, changeSet) throws(JSONShapeError) in
-            try ChangeSet(json: changeSet, at: "changeSets[\(index)]")
+            try PushedChangeSet(json: changeSet, at: "changeSets[\(index)]")
         }
         limit = members.members["limit"] == nil ? nil : Int(try members.int64("limit"))
     }
@@ -48,11 +48,14 @@ public struct SyncResponse: Codable, Sendable, Hashable {
     /// Whether the server stopped early and the client should ask again from ``maxRevision``.
     public var hasMore: Bool
     public var changeSets: [ChangeSet]
+    /// What became of each pushed change set, in pushed order (absent, so empty, when none was pushed).
+    public var results: [PushResult]
 
-    public init(maxRevision: Int64, hasMore: Bool, changeSets: [ChangeSet]) {
+    public init(maxRevision: Int64, hasMore: Bool, changeSets: [ChangeSet], results: [PushResult] = []) {
         self.maxRevision = maxRevision
         self.hasMore = hasMore
         self.changeSets = changeSets
+        self.results = results
     }
 
     /// Reads an answer from parsed JSON (see ``JSONParser``).
@@ -64,6 +67,9 @@ public struct SyncResponse: Codable, Sendable, Hashable {
         hasMore = try members.bool("hasMore")
         changeSets = try members.array("changeSets").enumerated().map { (index, changeSet) throws(JSONShapeError) in
             try ChangeSet(json: changeSet, at: "changeSets[\(index)]")
+        }
+        results = try members.arrayIfPresent("results").enumerated().map { (index, result) throws(JSONShapeError) in
+            try PushResult(json: result, at: "results[\(index)]")
         }
     }
 

@@ -103,6 +103,13 @@ enum CaptureSQL {
         """,
     ]
 
+    /// The idempotency records of pushed change sets: the first result of every id, kept for
+    /// the retention. Created with the store, and when a store made before them is opened.
+    static let pushRecords: [String] = [
+        "CREATE TABLE IF NOT EXISTS seedsync._pushes (id text PRIMARY KEY, result text, pushed_at timestamptz NOT NULL DEFAULT now())",
+        "CREATE INDEX IF NOT EXISTS _pushes_pushed_at ON seedsync._pushes (pushed_at)",
+    ]
+
     /// The row-revision table, the capture function and the triggers of one served table.
     static func attach(_ table: PostgresTableSQL) -> [String] {
         [

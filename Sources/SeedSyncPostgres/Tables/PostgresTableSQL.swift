@@ -95,6 +95,20 @@ struct PostgresTableSQL: Sendable {
     }
 
     var delete: String { "DELETE FROM \(table) WHERE \(key) = $1" }
+    /// The revision of the row whose key is `$1`.
+    var revision: String { "SELECT revision FROM \(revisions) WHERE key = $1" }
+    /// The row whose key is `$1` as a snapshot page reads it: its revision, then `t.*`.
+    var row: String { "SELECT (SELECT v.revision FROM \(revisions) v WHERE v.key = t.\(key)), t.* FROM \(table) t WHERE t.\(key) = $1" }
+    /// `$1` new keys: from the key column's sequence when it has one (a `serial` or identity
+    /// column the team's application draws from too), else after the largest key. Run while the
+    /// store's lock is held, so no other writer takes the same.
+    var newKeys: String {
+        """
+        SELECT CASE WHEN s.sequence IS NULL THEN m.largest + g.n ELSE nextval(s.sequence) END
+        FROM (SELECT pg_get_serial_sequence(\(literal(table)), \(literal(type.primaryKey.name))) AS sequence) s,
+          (SELECT greatest(coalesce(max(\(key)), 0), 0) AS largest FROM \(table)) m, generate_series(1, $1) g(n) ORDER BY g.n
+        """
+    }
     var exists: String { "SELECT 1 FROM \(table) WHERE \(key) = $1" }
     var keys: String { "SELECT \(key) FROM \(table) ORDER BY \(key)" }
     var count: String { "SELECT count(*) FROM \(table)" }

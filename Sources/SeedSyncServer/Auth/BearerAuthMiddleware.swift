@@ -1,7 +1,8 @@
 import Hummingbird
 
 /// Lets a request through only with `Authorization: Bearer <token>` of at least the required role:
-/// 401 without a known token, 403 with a read token on an admin route.
+/// 401 without a known token, 403 with a read token on an admin route. The handler finds the
+/// token's role in ``role`` (admin when the server runs without tokens).
 struct BearerAuthMiddleware<Context: RequestContext>: RouterMiddleware {
     let tokens: TokenSet?
     let required: TokenSet.Role
@@ -12,7 +13,7 @@ struct BearerAuthMiddleware<Context: RequestContext>: RouterMiddleware {
             throw ServerError.unauthorized
         }
         guard role >= required else { throw ServerError.forbidden }
-        return try await next(request, context)
+        return try await RequestRole.$current.withValue(role) { try await next(request, context) }
     }
 
     private static func bearerToken(_ request: Request) -> String? {
@@ -22,4 +23,9 @@ struct BearerAuthMiddleware<Context: RequestContext>: RouterMiddleware {
         let token = parts[1].trimmingCharacters(in: .whitespaces)
         return token.isEmpty ? nil : token
     }
+}
+
+/// The role of the token the current request came with.
+enum RequestRole {
+    @TaskLocal static var current: TokenSet.Role = .admin
 }

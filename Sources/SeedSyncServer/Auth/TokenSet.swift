@@ -9,20 +9,22 @@ import Foundation
 ///
 /// ```swift
 /// let tokens = try TokenSet.load(environment: ProcessInfo.processInfo.environment)
-/// tokens.role(of: "s3cret") // .read, .admin or nil
+/// tokens.role(of: "s3cret") // .read, .write, .admin or nil
 /// ```
 public struct TokenSet: Sendable {
-    /// What a token allows. Admin tokens may also read.
+    /// What a token allows, each role everything the ones before it allow: `read` syncs,
+    /// `write` also pushes change sets, `admin` also uses the admin endpoints.
     public enum Role: Sendable, Comparable {
         case read
+        case write
         case admin
     }
 
     private let entries: [(digest: [UInt8], role: Role)]
 
-    public init(readTokens: [String], adminTokens: [String]) {
-        entries = readTokens.filter { !$0.isEmpty }.map { (Self.digest($0), .read) }
-            + adminTokens.filter { !$0.isEmpty }.map { (Self.digest($0), .admin) }
+    public init(readTokens: [String], writeTokens: [String] = [], adminTokens: [String]) {
+        let roles: [(tokens: [String], role: Role)] = [(readTokens, .read), (writeTokens, .write), (adminTokens, .admin)]
+        entries = roles.flatMap { tokens, role in tokens.filter { !$0.isEmpty }.map { (Self.digest($0), role) } }
     }
 
     /// Whether no token is configured.
@@ -40,19 +42,25 @@ public struct TokenSet: Sendable {
         return best
     }
 
-    /// Tokens from `SEED_SERVER_TOKENS` and `SEED_SERVER_ADMIN_TOKENS` (comma-separated) plus
-    /// the token files given (one or more tokens per file, separated by commas or lines; `#`
-    /// starts a comment line).
+    /// Tokens from `SEED_SERVER_TOKENS`, `SEED_SERVER_WRITE_TOKENS` and
+    /// `SEED_SERVER_ADMIN_TOKENS` (comma-separated) plus the token files given (one or more
+    /// tokens per file, separated by commas or lines; `#` starts a comment line).
     ///
     /// - Throws: ``TokenFileError`` when a file cannot be read.
     public static func load(
         environment: [String: String],
         readTokenFile: String? = nil,
+        writeTokenFile: String? = nil,
         adminTokenFile: String? = nil
     ) throws -> TokenSet {
-        let read = split(environment["SEED_SERVER_TOKENS"] ?? "") + (try readTokenFile.map(tokens(inFile:)) ?? [])
-        let admin = split(environment["SEED_SERVER_ADMIN_TOKENS"] ?? "") + (try adminTokenFile.map(tokens(inFile:)) ?? [])
-        return TokenSet(readTokens: read, adminTokens: admin)
+        func tokens(_ variable: String, _ file: String?) throws -> [String] {
+            split(environment[variable] ?? "") + (try file.map(Self.tokens(inFile:)) ?? [])
+        }
+        return TokenSet(
+            readTokens: try tokens("SEED_SERVER_TOKENS", readTokenFile),
+            writeTokens: try tokens("SEED_SERVER_WRITE_TOKENS", writeTokenFile),
+            adminTokens: try tokens("SEED_SERVER_ADMIN_TOKENS", adminTokenFile)
+        )
     }
 
     static func tokens(inFile path: String) throws -> [String] {

@@ -72,6 +72,8 @@ public struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable 
 
     static let forbidden = ServerError(.forbidden, code: "forbidden", message: "this token may not use admin endpoints")
 
+    static let pushForbidden = ServerError(.forbidden, code: "forbidden", message: "this token may read but not push change sets; push with a write or admin token")
+
     /// 413 `body_too_large`, closing the connection: the rest of a large body is not worth reading.
     static func bodyTooLarge(_ limit: Int) -> ServerError {
         var error = ServerError(.contentTooLarge, code: "body_too_large", message: "the request body is larger than \(limit) bytes")

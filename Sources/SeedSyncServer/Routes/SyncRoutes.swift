@@ -40,16 +40,32 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         return Self.json(try await store.snapshotPageJSON(of: type.name, after: after, limit: limit))
     }
 
+    /// `POST /v1/sync`: applies the pushed change sets in order (a write token at least), then
+    /// answers with the change sets after `maxRevision` and a result per pushed change set.
     private func sync(_ request: Request) async throws -> Response {
         let body = try await request.collectBody(decompressingUpTo: configuration.maxRequestBodySize, within: configuration.requestBodyTimeout)
         let sync = try Self.parse(body, as: "sync request") { json throws(JSONShapeError) in try SyncRequest(json: json) }
-        guard sync.changeSets.isEmpty else {
-            throw ServerError(.forbidden, code: "write_back_unsupported", message: "protocol v1 does not accept change sets from clients; send an empty changeSets list")
-        }
         guard sync.maxRevision >= 0 else { throw ServerError.invalidParameter("maxRevision", "0 or more") }
         let limit = try Self.limit(sync.limit, default: configuration.defaultSyncLimit, max: configuration.maxSyncLimit)
+        let results = try await push(sync.changeSets)
         let feed = try await store.changeFeed(after: sync.maxRevision, limit: limit, byteBudget: configuration.syncByteBudget)
-        return Self.json(Self.encode(feed))
+        return Self.json(Self.encode(feed, results: sync.changeSets.isEmpty ? nil : results))
+    }
+
+    /// Applies pushed change sets one by one; each is its own transaction, so a failure of
+    /// storage midway leaves the first ones applied, and the client's retry (same ids) gets their
+    /// recorded results.
+    private func push(_ changeSets: [PushedChangeSet]) async throws -> [PushResult] {
+        guard !changeSets.isEmpty else { return [] }
+        guard RequestRole.current >= .write else { throw ServerError.pushForbidden }
+        guard changeSets.count <= configuration.maxPushedChangeSets else {
+            throw ServerError(.contentTooLarge, code: "too_many_change_sets", message: "a sync request may push at most \(configuration.maxPushedChangeSets) change sets; it pushed \(changeSets.count): send the rest in the next request")
+        }
+        var results: [PushResult] = []
+        for changeSet in changeSets {
+            results.append(try await store.push(changeSet, retention: configuration.pushRetention))
+        }
+        return results
     }
 
     private func commit(_ request: Request) async throws -> Response {
@@ -90,17 +106,49 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         return min(value, maximum)
     }
 
-    private static func encode(_ feed: ChangeFeed) -> [UInt8] {
+    /// The answer: the feed's change sets spliced in as logged, except those this request's
+    /// pushes became, which carry `__oldId__` (the temporary key) in the rows they created.
+    private static func encode(_ feed: ChangeFeed, results: [PushResult]?) -> [UInt8] {
+        var created: [Int64: [String: [String: JSONValue]]] = [:]
+        for result in results ?? [] {
+            if case .applied(let revision, let keys) = result.status { created[revision] = keys }
+        }
         var writer = JSONWriter(capacity: feed.changeSets.reduce(64) { $0 + $1.json.count + 1 })
         writer.beginObject()
         writer.key("maxRevision"); writer.value(.int(feed.maxRevision))
         writer.key("hasMore"); writer.value(.bool(feed.hasMore))
         writer.key("changeSets")
         writer.beginArray()
-        for changeSet in feed.changeSets { writer.rawValue(changeSet.json) }
+        for changeSet in feed.changeSets {
+            if let keys = created[changeSet.revision], let marked = markingOldIDs(changeSet.json, keys) {
+                writer.rawValue(marked)
+            } else {
+                writer.rawValue(changeSet.json)
+            }
+        }
         writer.endArray()
+        if let results {
+            writer.key("results")
+            writer.beginArray()
+            for result in results { writer.rawValue(result.jsonBytes()) }
+            writer.endArray()
+        }
         writer.endObject()
         return writer.bytes
+    }
+
+    /// The logged change set with `"__oldId__": temporary` in the attributes of each row created
+    /// with a temporary key (`keys`: by type, temporary key string to real key).
+    private static func markingOldIDs(_ json: [UInt8], _ keys: [String: [String: JSONValue]]) -> [UInt8]? {
+        guard var changeSet = try? ChangeSet(json: JSONParser.parse(json)) else { return nil }
+        for index in changeSet.changes.indices {
+            guard let map = keys[changeSet.changes[index].type] else { continue }
+            for (temporary, real) in map {
+                guard let key = real.keyString, let number = Int64(temporary) else { continue }
+                changeSet.changes[index].attributes[key]?[SchemaNames.oldIDAttribute] = .int(number)
+            }
+        }
+        return changeSet.jsonBytes()
     }
 
     private static func json(_ bytes: some Sequence<UInt8>) -> Response {

@@ -31,13 +31,17 @@ struct ChangeWriter {
     let tables: [String: TableSQL]
 
     func commit(_ changes: [ValidatedChanges], in db: Database) throws -> Int64 {
+        let revision = try write(changes, in: db)
+        if let problem = try referenceProblems(of: changes, in: db).first { throw SyncStoreError.invalidChangeSet(problem.error) }
+        return revision
+    }
+
+    /// Writes the rows and logs them as the next revision, without checking references.
+    func write(_ changes: [ValidatedChanges], in db: Database) throws -> Int64 {
         let state = try StateRecord.fetch(db)
         let revision = state.revision + 1
         for change in changes {
             try write(change, revision: revision, in: db)
-        }
-        for change in changes {
-            try checkReferences(of: change, in: db)
         }
         try db.execute(
             sql: "INSERT INTO _seedsync_changes (revision, change_set) VALUES (?, ?)",
@@ -45,6 +49,33 @@ struct ChangeWriter {
         )
         try StateRecord.save(db, revision: revision, minRevision: state.minRevision)
         return revision
+    }
+
+    /// The references the written `changes` leave broken: a created or updated row pointing at a
+    /// missing row, a deleted row something still points at (its first referrer).
+    func referenceProblems(of changes: [ValidatedChanges], in db: Database) throws -> [ReferenceProblem] {
+        var problems: [ReferenceProblem] = []
+        for change in changes {
+            for (index, field) in change.type.fields.enumerated() {
+                guard let target = field.references, let targetTable = tables[target] else { continue }
+                let exists = try db.cachedStatement(sql: targetTable.exists)
+                for row in change.creates + change.updates where row.values[index] != .null {
+                    let key = row.values[index]
+                    if try Bool.fetchOne(exists, arguments: [ValueMapping.databaseValue(key: key)]) == nil {
+                        problems.append(.dangling(type: change.type.name, key: row.key, field: field.name, target: target, targetKey: key))
+                    }
+                }
+            }
+            for (referrer, field) in schema.references(to: change.type.name) {
+                let statement = try db.cachedStatement(sql: tables[referrer.name]!.referrer(through: field))
+                for key in change.deletes {
+                    if let holder = try DatabaseValue.fetchOne(statement, arguments: [ValueMapping.databaseValue(key: key)]) {
+                        problems.append(.referenced(type: change.type.name, key: key, referrer: referrer.name, referrerKey: ValueMapping.jsonKey(holder), field: field.name))
+                    }
+                }
+            }
+        }
+        return problems
     }
 
     private func write(_ change: ValidatedChanges, revision: Int64, in db: Database) throws {
@@ -69,27 +100,6 @@ struct ChangeWriter {
             try delete.execute(arguments: [ValueMapping.databaseValue(key: key)])
             guard db.changesCount == 1 else {
                 throw invalid("\(change.type.name)[\(key.keyString!)] cannot be deleted: it does not exist")
-            }
-        }
-    }
-
-    private func checkReferences(of change: ValidatedChanges, in db: Database) throws {
-        for (index, field) in change.type.fields.enumerated() {
-            guard let target = field.references, let targetTable = tables[target] else { continue }
-            let exists = try db.cachedStatement(sql: targetTable.exists)
-            for row in change.creates + change.updates where row.values[index] != .null {
-                let key = row.values[index]
-                guard try Bool.fetchOne(exists, arguments: [ValueMapping.databaseValue(key: key)]) != nil else {
-                    throw invalid("\(change.type.name)[\(row.key.keyString!)].\(field.name) references \(target)[\(key.keyString ?? "?")], which does not exist")
-                }
-            }
-        }
-        for (referrer, field) in schema.references(to: change.type.name) {
-            let statement = try db.cachedStatement(sql: tables[referrer.name]!.referrer(through: field))
-            for key in change.deletes {
-                if let holder = try DatabaseValue.fetchOne(statement, arguments: [ValueMapping.databaseValue(key: key)]) {
-                    throw invalid("\(change.type.name)[\(key.keyString!)] cannot be deleted: \(referrer.name)[\(ValueMapping.jsonKey(holder).keyString ?? "?")].\(field.name) references it")
-                }
             }
         }
     }

@@ -1,0 +1,106 @@
+import PostgresNIO
+import SeedSyncModel
+
+extension PostgresSyncStore {
+    /// Applies a pushed change set once (see ``SyncStore/push(_:retention:)``), in one
+    /// transaction with its idempotency record in `seedsync._pushes`.
+    ///
+    /// The record is claimed first (`INSERT … ON CONFLICT DO NOTHING`): a second push of the same
+    /// id, even one running at the same moment on another server, waits for the first to end and
+    /// then answers with its result. The store's lock (the `_state` row every captured write
+    /// takes) is held from before the revisions are checked to the commit, so no other writer can
+    /// change a row between its check and the write. The rows are written in a savepoint, rolled
+    /// back on a conflict or rejection: no revision is taken then, and the record is still kept.
+    public func push(_ changeSet: PushedChangeSet, retention: Duration) async throws -> PushResult {
+        let logger = self.logger
+        return try await withTransaction { [self] connection in
+            var purge = PostgresBindings()
+            purge.append(Double(retention.components.seconds))
+            _ = try await query("DELETE FROM seedsync._pushes WHERE pushed_at < now() - make_interval(secs => $1)", purge, on: connection)
+            var claim = PostgresBindings()
+            claim.append(changeSet.id)
+            guard try await !query("INSERT INTO seedsync._pushes (id) VALUES ($1) ON CONFLICT DO NOTHING RETURNING 1", claim, on: connection).isEmpty else {
+                let recorded = try await query("SELECT result FROM seedsync._pushes WHERE id = $1", claim, on: connection)
+                return try PushResult(json: JSONParser.parse(Array(try recorded[0].decode(String.self).utf8)))
+            }
+            let result = PushResult(id: changeSet.id, status: try await apply(changeSet, on: connection))
+            var record = PostgresBindings()
+            record.append(changeSet.id)
+            record.append(String(decoding: result.jsonBytes(), as: UTF8.self))
+            _ = try await connection.query(PostgresQuery(unsafeSQL: "UPDATE seedsync._pushes SET result = $2 WHERE id = $1", binds: record), logger: logger)
+            return result
+        }
+    }
+
+    private func apply(_ pushed: PushedChangeSet, on connection: PostgresConnection) async throws -> PushResult.Status {
+        let push: ValidatedPush
+        do {
+            push = try schema.validatePush(pushed)
+        } catch {
+            return .rejected(code: SyncStoreError.Code.invalidChangeSet.rawValue, message: error.description)
+        }
+        _ = try await query("SELECT 1 FROM seedsync._state WHERE id = 1 FOR UPDATE", on: connection)
+        if try await hasConflict(push, on: connection) { return .conflict(try await conflictRows(push, related: [], on: connection)) }
+        var keys: [String: [Int64: Int64]] = [:]
+        for (type, temporary) in push.temporaryKeys {
+            var count = PostgresBindings()
+            count.append(Int64(temporary.count))
+            let real = try await query(tables[type]!.newKeys, count, on: connection).map { try $0.decode(Int64.self) }
+            keys[type] = Dictionary(uniqueKeysWithValues: zip(temporary, real))
+        }
+        let changes = push.resolved(with: keys)
+        _ = try await query("SAVEPOINT push", on: connection)
+        do {
+            let revision = try await write(changes, on: connection)
+            let problems = try await referenceProblems(of: changes, on: connection)
+            guard problems.isEmpty else {
+                _ = try await query("ROLLBACK TO SAVEPOINT push", on: connection)
+                return .conflict(try await conflictRows(push, related: problems.map(\.relatedRow), on: connection))
+            }
+            return .applied(revision: revision, keys: ValidatedPush.keyMap(keys))
+        } catch let error as SyncStoreError where error.code == .invalidChangeSet {
+            _ = try await query("ROLLBACK TO SAVEPOINT push", on: connection)
+            return .rejected(code: error.code.rawValue, message: error.description)
+        } catch let error as PostgresStoreError where error.code == .refused {
+            _ = try await query("ROLLBACK TO SAVEPOINT push", on: connection)
+            return .rejected(code: SyncStoreError.Code.invalidChangeSet.rawValue, message: error.description)
+        }
+    }
+
+    /// Whether a row the push updates or deletes changed or went since its base revision, or a
+    /// text key it creates exists.
+    private func hasConflict(_ push: ValidatedPush, on connection: PostgresConnection) async throws -> Bool {
+        for change in push.changes {
+            let table = tables[change.type.name]!
+            let bases = push.baseRevisions[change.type.name] ?? [:]
+            for key in change.updates.map(\.key) + change.deletes {
+                let rows = try await query(table.revision, PostgresBindings(key: key), on: connection)
+                guard let row = rows.first, try row.decode(Int64.self) == bases[key.keyString!] else { return true }
+            }
+            if change.type.primaryKey.type == .text {
+                for row in change.creates where try await !query(table.exists, PostgresBindings(key: row.key), on: connection).isEmpty {
+                    return true
+                }
+            }
+        }
+        return false
+    }
+
+    /// The conflict answer: the current state of every row the push names, and of `related` rows.
+    private func conflictRows(_ push: ValidatedPush, related: [(type: String, key: JSONValue)], on connection: PostgresConnection) async throws -> ChangeSet {
+        var rows = ConflictRows()
+        let named = push.touchedKeys.flatMap { type, keys in keys.map { (type: type, key: $0) } }
+        for (type, key) in named + related {
+            let table = tables[type]!
+            let name = "\(tableSchema).\(type)"
+            let found = try await query(table.row, PostgresBindings(key: key), on: connection).first
+            rows.add(type, key, try found.map { row in
+                let cells = row.makeRandomAccess()
+                let positions = try WireRow.positions(in: cells, from: 1, of: table.type, table: name)
+                let values = try WireRow(cells: cells, at: positions, of: table.type, table: name).values
+                return (Array(values.dropFirst()), try cells[0].decode(Int64.self))
+            })
+        }
+        return rows.changeSet(in: schema)
+    }
+}

@@ -1,0 +1,114 @@
+import Foundation
+import GRDB
+import SeedSyncModel
+import SeedSyncSQL
+
+extension SQLiteSyncStore {
+    /// Applies a pushed change set once (see ``SyncStore/push(_:retention:)``), in one write
+    /// transaction with its idempotency record in `_seedsync_pushes`.
+    public func push(_ changeSet: PushedChangeSet, retention: Duration) async throws -> PushResult {
+        let writer = PushWriter(schema: schema, tables: tables)
+        let now = Date()
+        return try await pool.write { db in try writer.push(changeSet, at: now, retention: retention, in: db) }
+    }
+}
+
+/// One push inside a write transaction: the recorded result when the id was seen, else the
+/// revisions checked, keys assigned, rows written and references checked (in a savepoint, rolled
+/// back on a conflict or rejection), then the result recorded.
+struct PushWriter {
+    let schema: DatasetSchema
+    let tables: [String: TableSQL]
+
+    /// The idempotency records: the first result of every change set id, kept for the retention.
+    static let createRecords = """
+        CREATE TABLE IF NOT EXISTS _seedsync_pushes (
+          id TEXT PRIMARY KEY NOT NULL,
+          result BLOB NOT NULL,
+          pushed_at REAL NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS _seedsync_pushes_pushed_at ON _seedsync_pushes (pushed_at);
+        """
+
+    func push(_ pushed: PushedChangeSet, at now: Date, retention: Duration, in db: Database) throws -> PushResult {
+        let cutoff = now.timeIntervalSince1970 - Double(retention.components.seconds)
+        try db.execute(sql: "DELETE FROM _seedsync_pushes WHERE pushed_at < ?", arguments: [cutoff])
+        if let recorded = try Data.fetchOne(db, sql: "SELECT result FROM _seedsync_pushes WHERE id = ?", arguments: [pushed.id]) {
+            return try PushResult(json: JSONParser.parse(recorded))
+        }
+        let result = PushResult(id: pushed.id, status: try apply(pushed, in: db))
+        try db.execute(
+            sql: "INSERT INTO _seedsync_pushes (id, result, pushed_at) VALUES (?, ?, ?)",
+            arguments: [pushed.id, Data(result.jsonBytes()), now.timeIntervalSince1970]
+        )
+        return result
+    }
+
+    private func apply(_ pushed: PushedChangeSet, in db: Database) throws -> PushResult.Status {
+        let push: ValidatedPush
+        do {
+            push = try schema.validatePush(pushed)
+        } catch {
+            return .rejected(code: SyncStoreError.Code.invalidChangeSet.rawValue, message: error.description)
+        }
+        if try hasConflict(push, in: db) { return .conflict(try conflictRows(push, related: [], in: db)) }
+        var keys: [String: [Int64: Int64]] = [:]
+        for (type, temporary) in push.temporaryKeys {
+            let largest = try Int64.fetchOne(db, sql: tables[type]!.largestKey) ?? 0
+            keys[type] = Dictionary(uniqueKeysWithValues: temporary.enumerated().map { ($1, max(largest, 0) + 1 + Int64($0)) })
+        }
+        let changes = push.resolved(with: keys)
+        let writer = ChangeWriter(schema: schema, tables: tables)
+        var outcome: Result<Int64, SyncStoreError> = .failure(.invalidChangeSet(ChangeSetError("not written")))
+        var problems: [ReferenceProblem] = []
+        try db.inSavepoint {
+            do {
+                let revision = try writer.write(changes, in: db)
+                problems = try writer.referenceProblems(of: changes, in: db)
+                outcome = .success(revision)
+                return problems.isEmpty ? .commit : .rollback
+            } catch let error as SyncStoreError where error.code == .invalidChangeSet {
+                outcome = .failure(error)
+                return .rollback
+            }
+        }
+        switch outcome {
+        case .failure(let error): return .rejected(code: error.code.rawValue, message: error.description)
+        case .success where !problems.isEmpty: return .conflict(try conflictRows(push, related: problems.map(\.relatedRow), in: db))
+        case .success(let revision): return .applied(revision: revision, keys: ValidatedPush.keyMap(keys))
+        }
+    }
+
+    /// Whether a row the push updates or deletes changed or went since its base revision, or a
+    /// text key it creates exists.
+    private func hasConflict(_ push: ValidatedPush, in db: Database) throws -> Bool {
+        for change in push.changes {
+            let table = tables[change.type.name]!
+            let bases = push.baseRevisions[change.type.name] ?? [:]
+            for key in change.updates.map(\.key) + change.deletes {
+                let row = try Row.fetchOne(db.cachedStatement(sql: table.row), arguments: [ValueMapping.databaseValue(key: key)])
+                guard let row, let base = bases[key.keyString!], row[table.type.fields.count + 1] as Int64 == base else { return true }
+            }
+            if change.type.primaryKey.type == .text {
+                for row in change.creates where try Bool.fetchOne(db.cachedStatement(sql: table.exists), arguments: [ValueMapping.databaseValue(key: row.key)]) != nil {
+                    return true
+                }
+            }
+        }
+        return false
+    }
+
+    /// The conflict answer: the current state of every row the push names, and of `related` rows.
+    private func conflictRows(_ push: ValidatedPush, related: [(type: String, key: JSONValue)], in db: Database) throws -> ChangeSet {
+        var rows = ConflictRows()
+        let named = push.touchedKeys.flatMap { type, keys in keys.map { (type: type, key: $0) } }
+        for (type, key) in named + related {
+            let table = tables[type]!
+            let row = try Row.fetchOne(db.cachedStatement(sql: table.row), arguments: [ValueMapping.databaseValue(key: key)])
+            rows.add(type, key, row.map { row in
+                (table.type.fields.enumerated().map { ValueMapping.jsonValue(row[$0.offset + 1], as: $0.element.type) }, row[table.type.fields.count + 1])
+            })
+        }
+        return rows.changeSet(in: schema)
+    }
+}

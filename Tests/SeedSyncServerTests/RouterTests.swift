@@ -164,6 +164,67 @@ import Testing
         }
     }
 
+    @Test func pushesApplyInOrderAndAnswerWithAResultEach() async throws {
+        let location = #""locations": {"create": [-1], "attributes": {"-1": {"name": "Hall", "city": "Oslo", "latitude": 59.9, "longitude": 10.7}}}"#
+        let event = #""events": {"create": [-2], "attributes": {"-2": {"title": "Gig", "starts_at": "2026-12-01T20:00:00Z", "location_id": -1, "capacity": 100, "cancelled": false}}}"#
+        let request = #"""
+            {"maxRevision": 11, "changeSets": [
+              {"id": "first", "types": ["locations", "events"], \#(location), \#(event)},
+              {"id": "invalid", "types": ["locations"], "locations": {"create": [-1], "attributes": {"-1": {"name": "No city"}}}},
+              {"id": "third", "types": ["locations"], \#(location)}
+            ]}
+            """#
+        try await withApp { client, _ in
+            for attempt in 1...2 {
+                try await client.execute(uri: "/v1/sync", method: .post, headers: headers(token: TestTokens.write), body: body(request)) { response in
+                    #expect(response.status == .ok)
+                    let sync = try decode(SyncResponse.self, response)
+                    #expect(sync.results.map(\.id) == ["first", "invalid", "third"])
+                    guard case .applied(12, let keys) = sync.results[0].status, let newEvent = keys["events"]?["-2"]?.keyString else {
+                        Issue.record("attempt \(attempt): \(sync.results[0])"); return
+                    }
+                    #expect(keys["locations"] == ["-1": 11], "after the largest location key, 10")
+                    guard case .rejected("invalid_change_set", let message) = sync.results[1].status else { Issue.record("\(sync.results[1])"); return }
+                    #expect(message.contains("locations[-1].city"))
+                    #expect(sync.results[2].status == .applied(revision: 13, keys: ["locations": ["-1": 12]]))
+                    // The catch-up holds both, the created rows marked with their temporary keys.
+                    #expect(sync.changeSets.map(\.revision) == [12, 13] && sync.maxRevision == 13)
+                    #expect(sync.changeSets[0]["locations"]?.attributes["11"]?["__oldId__"] == -1)
+                    #expect(sync.changeSets[0]["events"]?.attributes[newEvent]?["__oldId__"] == -2)
+                    #expect(sync.changeSets[0]["events"]?.attributes[newEvent]?["location_id"] == 11)
+                    #expect(sync.changeSets[1]["locations"]?.attributes["12"]?["__oldId__"] == -1)
+                }
+            }
+            // Others catch up without the marks.
+            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 11}"#)) { response in
+                let sync = try decode(SyncResponse.self, response)
+                #expect(sync.changeSets.map(\.revision) == [12, 13] && sync.results.isEmpty)
+                #expect(sync.changeSets[0]["locations"]?.attributes["11"]?["__oldId__"] == nil)
+                #expect(!String(buffer: response.body).contains("results"))
+            }
+        }
+    }
+
+    @Test func pushesAreBoundedAndNeedAWriteToken() async throws {
+        let one = #"{"id": "ID", "types": []}"#
+        let tooMany = #"{"maxRevision": 11, "changeSets": [\#((0...100).map { one.replacingOccurrences(of: "ID", with: "c\($0)") }.joined(separator: ","))]}"#
+        try await withApp { client, _ in
+            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(token: TestTokens.admin), body: body(tooMany)) { response in
+                #expect(response.status == .contentTooLarge)
+                #expect(errorCode(response) == "too_many_change_sets")
+            }
+            for (token, status) in [(TestTokens.read, HTTPResponse.Status.forbidden), (TestTokens.write, .ok), (TestTokens.admin, .ok)] {
+                try await client.execute(uri: "/v1/sync", method: .post, headers: headers(token: token), body: body(#"{"maxRevision": 11, "changeSets": [\#(one)]}"#)) { response in
+                    #expect(response.status == status, "\(token)")
+                }
+            }
+            // A write token may not use the admin endpoints.
+            try await client.execute(uri: "/v1/admin/changes", method: .post, headers: headers(token: TestTokens.write), body: body(#"{"types": []}"#)) { response in
+                #expect(response.status == .forbidden)
+            }
+        }
+    }
+
     @Test func syncErrors() async throws {
         try await withApp { client, _ in
             try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 0, "changeSets": []}"#)) { response in

@@ -129,3 +129,30 @@ import Testing
         }
     }
 }
+
+/// Pushed change sets on attached tables: ordinary writes the capture sees, keys from the team's
+/// own sequence.
+@Suite struct PushCaptureTests {
+    @Test func pushedRowsTakeKeysFromTheTablesSequenceSoTheTeamsInsertsDoNotCollide() async throws {
+        let tables = """
+            CREATE TABLE notes (id serial PRIMARY KEY, body text NOT NULL);
+            INSERT INTO notes (body) VALUES ('first'), ('second')
+            """
+        let schema = DatasetSchema(dataset: "notes", schemaVersion: 1, types: [
+            EntityType(name: "notes", primaryKey: PrimaryKey(name: "id", type: .integer), fields: [Field(name: "body", type: .text)]),
+        ])
+        try await withTeamDatabase(tables) { location in
+            try await PostgresSyncStore.attach(at: location, schema: schema)
+            try await PostgresSyncStore.withStore(at: location) { store in
+                let pushed = try PushedChangeSet(json: JSONParser.parse(Array(#"{"id": "n1", "types": ["notes"], "notes": {"create": [-1, -2], "attributes": {"-1": {"body": "a"}, "-2": {"body": "b"}}}}"#.utf8)))
+                let result = try await store.push(pushed, retention: .seconds(60))
+                #expect(result.status == .applied(revision: 2, keys: ["notes": ["-1": 3, "-2": 4]]))
+                // The team's application draws the next key from the same sequence: no collision.
+                try await psql("INSERT INTO notes (body) VALUES ('from the app')", on: location)
+                #expect(try await store.keys(of: "notes") == [1, 2, 3, 4, 5])
+                let sets = try await changeSets(of: store, after: 1)
+                #expect(sets.map(\.revision) == [2, 3] && sets[0]["notes"]?.create == [3, 4] && sets[1]["notes"]?.create == [5])
+            }
+        }
+    }
+}

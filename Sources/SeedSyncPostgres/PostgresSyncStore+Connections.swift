@@ -55,7 +55,7 @@ extension PostgresSyncStore {
     func withTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         let logger = self.logger
         return try await withConnection { [self] connection in
-            try await connection.query("BEGIN", logger: logger)
+            try await connection.query("BEGIN ISOLATION LEVEL READ COMMITTED", logger: logger)
             let result: T
             do {
                 result = try await body(connection)

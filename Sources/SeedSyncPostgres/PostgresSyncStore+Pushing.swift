@@ -43,10 +43,7 @@ extension PostgresSyncStore {
         if try await hasConflict(push, on: connection) { return .conflict(try await conflictRows(push, related: [], on: connection)) }
         var keys: [String: [Int64: Int64]] = [:]
         for (type, temporary) in push.temporaryKeys {
-            var count = PostgresBindings()
-            count.append(Int64(temporary.count))
-            let real = try await query(tables[type]!.newKeys, count, on: connection).map { try $0.decode(Int64.self) }
-            keys[type] = Dictionary(uniqueKeysWithValues: zip(temporary, real))
+            keys[type] = Dictionary(uniqueKeysWithValues: zip(temporary, try await newKeys(type, count: temporary.count, on: connection)))
         }
         let changes = push.resolved(with: keys)
         _ = try await query("SAVEPOINT push", on: connection)
@@ -55,16 +52,39 @@ extension PostgresSyncStore {
             let problems = try await referenceProblems(of: changes, on: connection)
             guard problems.isEmpty else {
                 _ = try await query("ROLLBACK TO SAVEPOINT push", on: connection)
+                if let own = problems.first(where: { push.causes($0, keys: keys) }) {
+                    return .rejected(code: SyncStoreError.Code.invalidChangeSet.rawValue, message: own.error.description)
+                }
                 return .conflict(try await conflictRows(push, related: problems.map(\.relatedRow), on: connection))
             }
             return .applied(revision: revision, keys: ValidatedPush.keyMap(keys))
         } catch let error as SyncStoreError where error.code == .invalidChangeSet {
             _ = try await query("ROLLBACK TO SAVEPOINT push", on: connection)
             return .rejected(code: error.code.rawValue, message: error.description)
-        } catch let error as PostgresStoreError where error.code == .refused {
+        } catch is ForeignKeyRefusal {
+            // A foreign key that is not deferrable (on an attached table) refused a reference:
+            // answered as a conflict, as the store's own reference check would be.
             _ = try await query("ROLLBACK TO SAVEPOINT push", on: connection)
-            return .rejected(code: SyncStoreError.Code.invalidChangeSet.rawValue, message: error.description)
+            return .conflict(try await conflictRows(push, related: [], on: connection))
         }
+    }
+
+    /// `count` new keys of `type`: from the key column's sequence when it has one, else after
+    /// the largest key in use and ever deleted or given out. Run while the store's lock is held.
+    private func newKeys(_ type: String, count: Int, on connection: PostgresConnection) async throws -> [Int64] {
+        let table = tables[type]!
+        if let sequence = try await query(table.keySequence, on: connection).first.flatMap({ try? $0.decode(String?.self) }) {
+            var keys: [Int64] = []
+            for _ in 0..<count {
+                keys.append(try await query(table.nextSequenceKey, PostgresBindings(key: .string(sequence)), on: connection)[0].decode(Int64.self))
+            }
+            return keys
+        }
+        var binds = PostgresBindings()
+        binds.append(type)
+        binds.append(Int64(count))
+        let last = try await query(table.reserveKeys, binds, on: connection)[0].decode(Int64.self)
+        return (0..<Int64(count)).map { last - Int64(count) + 1 + $0 }
     }
 
     /// Whether a row the push updates or deletes changed or went since its base revision, or a

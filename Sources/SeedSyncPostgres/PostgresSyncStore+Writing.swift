@@ -27,13 +27,16 @@ extension PostgresSyncStore {
             }
         } catch let error as PostgresStoreError where error.code == .refused {
             throw SyncStoreError.invalidChangeSet(ChangeSetError(error.description))
+        } catch let refusal as ForeignKeyRefusal {
+            throw refusal.error
         }
     }
 
     /// Writes the rows, without checking references; the revision the capture gave them.
     func write(_ changes: [ValidatedChanges], on connection: PostgresConnection) async throws -> Int64 {
         for change in changes { try await write(change, on: connection) }
-        let rows = try await query("SELECT current_setting('seedsync.revision')::bigint", on: connection)
+        // The capture's revision; taken here when no statement changed a row (an empty revision).
+        let rows = try await query("SELECT seedsync._revision()", on: connection)
         return try rows[0].decode(Int64.self)
     }
 
@@ -55,6 +58,16 @@ extension PostgresSyncStore {
                 throw invalid("\(change.type.name)[\(key.keyString!)] cannot be deleted: it does not exist")
             }
         }
+        // A deleted key is never given to a pushed row (a client may still hold a reference to it).
+        if let largest = change.deletes.compactMap({ if case .int(let key) = $0 { key } else { nil } }).max() {
+            var binds = PostgresBindings()
+            binds.append(change.type.name)
+            binds.append(largest)
+            _ = try await query(
+                "INSERT INTO seedsync._keys AS k (type, last) VALUES ($1, $2) ON CONFLICT (type) DO UPDATE SET last = greatest(k.last, excluded.last)",
+                binds, on: connection
+            )
+        }
     }
 
     /// Runs one row's statement; whether it touched a row. A constraint of the table that refuses
@@ -64,7 +77,9 @@ extension PostgresSyncStore {
             return try await !query(sql, binds, on: connection).isEmpty
         } catch let error as PSQLError {
             guard let refusal = PostgresStoreError.refusal(error) else { throw error }
-            throw invalid("\(table.type.name)[\(key.keyString!)] cannot be written: PostgreSQL refused it (\(refusal))")
+            let refused = invalid("\(table.type.name)[\(key.keyString!)] cannot be written: PostgreSQL refused it (\(refusal))")
+            if error.sqlState == "23503" { throw ForeignKeyRefusal(error: refused) }
+            throw refused
         }
     }
 
@@ -118,4 +133,10 @@ extension PostgresStoreError {
         if safe.contains(state), let message = error.serverMessage { return "\(message), SQLSTATE \(state)" }
         return "SQLSTATE \(state)"
     }
+}
+
+/// A foreign key of the table itself (not deferrable, on an attached table) refused a row: an
+/// invalid change set for a commit, a conflict for a push (someone else broke the reference).
+struct ForeignKeyRefusal: Error {
+    let error: SyncStoreError
 }

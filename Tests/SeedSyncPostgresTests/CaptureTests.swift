@@ -152,7 +152,34 @@ import Testing
                 #expect(try await store.keys(of: "notes") == [1, 2, 3, 4, 5])
                 let sets = try await changeSets(of: store, after: 1)
                 #expect(sets.map(\.revision) == [2, 3] && sets[0]["notes"]?.create == [3, 4] && sets[1]["notes"]?.create == [5])
+                // Rows written with explicit keys leave the sequence behind: it is moved past them.
+                try await psql("INSERT INTO notes (id, body) VALUES (20, 'imported')", on: location)
+                let later = try PushedChangeSet(json: JSONParser.parse(Array(#"{"id": "n2", "types": ["notes"], "notes": {"create": [-1], "attributes": {"-1": {"body": "c"}}}}"#.utf8)))
+                #expect(try await store.push(later, retention: .seconds(60)).status == .applied(revision: 5, keys: ["notes": ["-1": 21]]))
+                try await psql("INSERT INTO notes (body) VALUES ('from the app again')", on: location)
+                #expect(try await store.keys(of: "notes").suffix(3) == [20, 21, 22])
             }
+        }
+    }
+}
+
+extension PushCaptureTests {
+    /// The store's lock is taken before the revisions are checked: a psql writer that commits a
+    /// change to the row while the push waits makes the push a conflict, never a lost update.
+    @Test func aWriterCommittingDuringThePushMakesItAConflict() async throws {
+        try await withAttachedTeamTables { location, store in
+            try await TestPostgres.withConnection(to: location) { connection, logger in
+                try await connection.query("BEGIN", logger: logger)
+                try await connection.query("UPDATE shows SET seats = 1 WHERE id = 1", logger: logger)
+                let push = Task {
+                    try await store.push(PushedChangeSet(json: JSONParser.parse(Array(#"{"id": "p", "types": ["shows"], "shows": {"update": [1], "attributes": {"1": {"title": "Mine", "price": 1, "sold_out": false, "starts_at": "2026-01-01T19:00:00Z", "revision": 1}}}}"#.utf8))), retention: .seconds(60))
+                }
+                try await Task.sleep(for: .milliseconds(500))
+                try await connection.query("COMMIT", logger: logger)
+                guard case .conflict(let truth) = try await push.value.status else { Issue.record("the push overwrote a row changed under it"); return }
+                #expect(truth["shows"]?.attributes["1"]?["seats"] == 1 && truth["shows"]?.attributes["1"]?["revision"] == 2)
+            }
+            #expect(try await Fixtures.contents(of: store)["shows"]?.first?[1] == "Opening")
         }
     }
 }

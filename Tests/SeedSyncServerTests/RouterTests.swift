@@ -218,6 +218,15 @@ import Testing
                     #expect(response.status == status, "\(token)")
                 }
             }
+            // A client ahead of the server has nothing of its applied.
+            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(token: TestTokens.write), body: body(#"{"maxRevision": 99, "changeSets": [{"id": "ahead", "types": ["locations"], "locations": {"delete": [1], "attributes": {"1": {"revision": 1}}}}]}"#)) { response in
+                #expect(response.status == .conflict)
+                #expect(errorCode(response) == "revision_ahead")
+            }
+            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 11}"#)) { response in
+                let sync = try decode(SyncResponse.self, response)
+                #expect(sync.maxRevision == 11, "nothing was applied")
+            }
             // A write token may not use the admin endpoints.
             try await client.execute(uri: "/v1/admin/changes", method: .post, headers: headers(token: TestTokens.write), body: body(#"{"types": []}"#)) { response in
                 #expect(response.status == .forbidden)

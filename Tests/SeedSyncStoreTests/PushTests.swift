@@ -16,16 +16,16 @@ import Testing
             let result = try await store.push(pushed("""
                 {"id": "new-gig", "types": ["locations", "events"],
                  "locations": {"create": [-1], "attributes": {"-1": {"name": "Hall", "city": "Oslo", "latitude": 59.9, "longitude": 10.7}}},
-                 "events": {"create": [-2, -3], "update": [\(event.keyString!)], "attributes": {
-                   "-2": {"title": "Gig", "starts_at": "2026-12-01T20:00:00Z", "location_id": -1, "capacity": 100, "cancelled": false},
-                   "-3": {"title": "Encore", "starts_at": "2026-12-01T23:00:00Z", "location_id": -1, "capacity": 10, "cancelled": false},
+                 "events": {"create": [-1, -2], "update": [\(event.keyString!)], "attributes": {
+                   "-1": {"title": "Gig", "starts_at": "2026-12-01T20:00:00Z", "location_id": -1, "capacity": 100, "cancelled": false},
+                   "-2": {"title": "Encore", "starts_at": "2026-12-01T23:00:00Z", "location_id": -1, "capacity": 10, "cancelled": false},
                    "\(event.keyString!)": {"title": "Moved", "starts_at": "2026-12-02T20:00:00Z", "location_id": -1, "capacity": 5, "cancelled": true, "revision": \(current.last!.keyString!)}}}}
                 """), retention: Self.day)
             guard case .applied(let revision, let keys) = result.status else { Issue.record("not applied: \(result)"); return }
             #expect(result.id == "new-gig" && revision == before + 1)
             let location = try #require(keys["locations"]?["-1"])
             #expect(location == .int(6), "after the largest key, 5")
-            #expect(keys["events"]?["-2"] == .int(31) && keys["events"]?["-3"] == .int(32))
+            #expect(keys["events"]?["-1"] == .int(31) && keys["events"]?["-2"] == .int(32), "temporary keys are per type")
             let contents = try await Fixtures.contents(of: store)
             let events = Dictionary(uniqueKeysWithValues: try #require(contents["events"]).map { ($0[0], $0) })
             #expect(events[.int(31)]?[4] == location && events[.int(32)]?[4] == location && events[event]?[4] == location)
@@ -33,6 +33,29 @@ import Testing
             // The logged change set holds the real keys only.
             let logged = try ChangeSet(json: JSONParser.parse(try #require(try await store.changeFeed(after: before, limit: 1, byteBudget: 1 << 20).changeSets.first).json))
             #expect(logged["locations"]?.create == [location] && logged["events"]?.create == [31, 32] && logged["events"]?.update == [event])
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases) func textKeysAndUpToDateDeletesApplyAndDeletedKeysAreNeverGivenAgain(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            try await store.commit(Fixtures.catalogCreation())
+            let first = try await store.push(pushed(#"{"id": "a", "types": ["authors", "books"], "authors": {"create": ["tolkien"], "attributes": {"tolkien": {"name": "J. R. R. Tolkien"}}}, "books": {"create": [-1], "delete": [1], "attributes": {"-1": {"title": "The Hobbit", "author_code": "tolkien", "price": 8, "in_stock": true}, "1": {"revision": 1}}}}"#), retention: Self.day)
+            #expect(first.status == .applied(revision: 2, keys: ["books": ["-1": 2]]))
+            // Book 2 deleted: a later push must not give its key to a new row.
+            try await store.commit(ChangeSet(changes: [TypeChanges(type: "books", delete: [2])]))
+            let second = try await store.push(pushed(#"{"id": "b", "types": ["books"], "books": {"create": [-1], "attributes": {"-1": {"title": "Again", "price": 1, "in_stock": true}}}}"#), retention: Self.day)
+            #expect(second.status == .applied(revision: 4, keys: ["books": ["-1": 3]]))
+            #expect(try await Fixtures.contents(of: store)["authors"]?.map(\.[0]) == ["le-guin", "tolkien"])
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases) func aChangeSetThatBreaksAReferenceByItselfIsRejected(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            try await store.commit(Fixtures.catalogCreation(author: "tolkien", book: 2))
+            let result = try await store.push(pushed(#"{"id": "self", "types": ["authors", "books"], "authors": {"delete": ["tolkien"], "attributes": {"tolkien": {"revision": 1}}}, "books": {"create": [-1], "delete": [2], "attributes": {"-1": {"title": "T", "author_code": "tolkien", "price": 1, "in_stock": true}, "2": {"revision": 1}}}}"#), retention: Self.day)
+            guard case .rejected(_, let message) = result.status else { Issue.record("not rejected: \(result)"); return }
+            #expect(message.contains("authors[tolkien]"))
+            #expect(try await store.schemaInfo().revision == 1)
         }
     }
 
@@ -116,6 +139,7 @@ import Testing
                 (#""books": {"update": [1], "attributes": {"1": {"title": "T", "price": 1, "in_stock": true}}}"#, "needs the revision it was based on"),
                 (#""books": {"delete": [1], "attributes": {"1": {"revision": 1, "title": "T"}}}"#, "its revision alone"),
                 (#""books": {"update": [-4], "attributes": {"-4": {"title": "T", "price": 1, "in_stock": true, "revision": 1}}}"#, "is a temporary key"),
+                (#""books": {}"#, "creates, updates and deletes none of its rows"),
             ]
             for (index, (changes, message)) in cases.enumerated() {
                 let push = try pushed(#"{"id": "bad-\#(index)", "types": ["books"], \#(changes)}"#)

@@ -45,7 +45,8 @@ public protocol SyncStore: Sendable {
     /// Results older than `retention` are forgotten.
     ///
     /// - Returns: the result; conflicts and rejections are results, not errors.
-    /// - Throws: ``SyncStoreError`` only when storage fails (the push can be retried).
+    /// - Throws: only when storage fails (`storeUnavailable`, or the store's own errors); nothing
+    ///   is written or recorded then, and the push can be sent again.
     func push(_ changeSet: PushedChangeSet, retention: Duration) async throws -> PushResult
 
     /// Every key of `type`, in key order (for mutation generators and tests).

@@ -53,6 +53,26 @@ public struct ValidatedPush: Sendable {
         }
     }
 
+    /// Whether the push itself broke the reference (`keys`: the real keys it was given): it
+    /// deletes the missing target, or it creates or updates the row that still references a row
+    /// it deletes. Such a change set is rejected; a reference someone else broke is a conflict.
+    public func causes(_ problem: ReferenceProblem, keys: [String: [Int64: Int64]]) -> Bool {
+        func writes(_ type: String, _ key: JSONValue) -> Bool {
+            guard let change = changes.first(where: { $0.type.name == type }) else { return false }
+            let created = change.creates.map { row -> JSONValue in
+                if case .int(let temporary) = row.key, let real = keys[type]?[temporary] { return .int(real) }
+                return row.key
+            }
+            return created.contains(key) || change.updates.contains { $0.key == key }
+        }
+        switch problem {
+        case .dangling(_, _, _, let target, let targetKey):
+            return changes.first { $0.type.name == target }?.deletes.contains(targetKey) ?? false
+        case .referenced(_, _, let referrer, let referrerKey, _):
+            return writes(referrer, referrerKey)
+        }
+    }
+
     /// The key map of an `applied` result: by type, each temporary key (as a string) to its real key.
     public static func keyMap(_ keys: [String: [Int64: Int64]]) -> [String: [String: JSONValue]] {
         keys.filter { !$0.value.isEmpty }.mapValues { map in
@@ -64,6 +84,7 @@ public struct ValidatedPush: Sendable {
 extension DatasetSchema {
     /// Checks a pushed change set: everything ``validate(_:)`` checks, and the rules of pushes.
     ///
+    /// - Every listed type has at least one row to create, update or delete.
     /// - Every updated or deleted row carries `revision` (a non-negative integer) in its
     ///   attributes; a deleted row's attributes are that alone.
     /// - Created rows of integer-keyed types have negative (temporary) keys, which updates and
@@ -95,6 +116,9 @@ extension DatasetSchema {
             }
         }
         let changes = try validate(plain)
+        if let empty = changes.first(where: { $0.creates.isEmpty && $0.updates.isEmpty && $0.deletes.isEmpty }) {
+            throw ChangeSetError("\(empty.type.name) is listed in types but the change set creates, updates and deletes none of its rows")
+        }
         var temporary: [String: Set<Int64>] = [:]
         for change in changes where change.type.primaryKey.type == .integer {
             for row in change.creates {

@@ -103,11 +103,13 @@ enum CaptureSQL {
         """,
     ]
 
-    /// The idempotency records of pushed change sets: the first result of every id, kept for
-    /// the retention. Created with the store, and when a store made before them is opened.
+    /// The idempotency records of pushed change sets (the first result of every id, kept for the
+    /// retention) and, per integer-keyed type without a sequence, the largest key deleted or given
+    /// to a pushed row. Created with the store, and when a store made before them is opened.
     static let pushRecords: [String] = [
         "CREATE TABLE IF NOT EXISTS seedsync._pushes (id text PRIMARY KEY, result text, pushed_at timestamptz NOT NULL DEFAULT now())",
         "CREATE INDEX IF NOT EXISTS _pushes_pushed_at ON seedsync._pushes (pushed_at)",
+        "CREATE TABLE IF NOT EXISTS seedsync._keys (type text PRIMARY KEY, last bigint NOT NULL)",
     ]
 
     /// The row-revision table, the capture function and the triggers of one served table.

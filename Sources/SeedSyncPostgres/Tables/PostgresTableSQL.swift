@@ -99,14 +99,23 @@ struct PostgresTableSQL: Sendable {
     var revision: String { "SELECT revision FROM \(revisions) WHERE key = $1" }
     /// The row whose key is `$1` as a snapshot page reads it: its revision, then `t.*`.
     var row: String { "SELECT (SELECT v.revision FROM \(revisions) v WHERE v.key = t.\(key)), t.* FROM \(table) t WHERE t.\(key) = $1" }
-    /// `$1` new keys: from the key column's sequence when it has one (a `serial` or identity
-    /// column the team's application draws from too), else after the largest key. Run while the
-    /// store's lock is held, so no other writer takes the same.
-    var newKeys: String {
+    /// The key column's sequence (a `serial` or identity column), or NULL.
+    var keySequence: String { "SELECT pg_get_serial_sequence(\(literal(table)), \(literal(type.primaryKey.name)))" }
+
+    /// The next key from the sequence `$1`, moved past the largest key in use first when it is
+    /// behind (rows loaded or written with explicit keys), so the team's own inserts keep drawing
+    /// free keys too.
+    var nextSequenceKey: String {
+        "SELECT setval($1::regclass, greatest(nextval($1::regclass), (SELECT coalesce(max(\(key)), 0) + 1 FROM \(table))))"
+    }
+
+    /// The last of `$2` new keys for type `$1`, without a sequence: after the largest key in use
+    /// and the largest ever deleted or given out (`seedsync._keys`), so a client's reference to a
+    /// deleted row never comes to point at a new one.
+    var reserveKeys: String {
         """
-        SELECT CASE WHEN s.sequence IS NULL THEN m.largest + g.n ELSE nextval(s.sequence) END
-        FROM (SELECT pg_get_serial_sequence(\(literal(table)), \(literal(type.primaryKey.name))) AS sequence) s,
-          (SELECT greatest(coalesce(max(\(key)), 0), 0) AS largest FROM \(table)) m, generate_series(1, $1) g(n) ORDER BY g.n
+        INSERT INTO seedsync._keys AS k (type, last) SELECT $1, greatest(coalesce(max(\(key)), 0), 0) + $2 FROM \(table)
+        ON CONFLICT (type) DO UPDATE SET last = greatest(k.last, excluded.last - $2) + $2 RETURNING last
         """
     }
     var exists: String { "SELECT 1 FROM \(table) WHERE \(key) = $1" }

@@ -47,6 +47,10 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         let sync = try Self.parse(body, as: "sync request") { json throws(JSONShapeError) in try SyncRequest(json: json) }
         guard sync.maxRevision >= 0 else { throw ServerError.invalidParameter("maxRevision", "0 or more") }
         let limit = try Self.limit(sync.limit, default: configuration.defaultSyncLimit, max: configuration.maxSyncLimit)
+        if !sync.changeSets.isEmpty {
+            // A client from another dataset or behind the history gets 409 or 410 before anything of its is applied.
+            _ = try await store.changeFeed(after: sync.maxRevision, limit: 1, byteBudget: 0)
+        }
         let results = try await push(sync.changeSets)
         let feed = try await store.changeFeed(after: sync.maxRevision, limit: limit, byteBudget: configuration.syncByteBudget)
         return Self.json(Self.encode(feed, results: sync.changeSets.isEmpty ? nil : results))

@@ -102,6 +102,13 @@ struct ChangeWriter {
                 throw invalid("\(change.type.name)[\(key.keyString!)] cannot be deleted: it does not exist")
             }
         }
+        // A deleted key is never given to a pushed row (a client may still hold a reference to it).
+        if let largest = change.deletes.compactMap({ if case .int(let key) = $0 { key } else { nil } }).max() {
+            try db.execute(
+                sql: "INSERT INTO _seedsync_keys (type, last) VALUES (?, ?) ON CONFLICT (type) DO UPDATE SET last = max(last, excluded.last)",
+                arguments: [change.type.name, largest]
+            )
+        }
     }
 
     /// The change set as served by `/v1/sync`: canonical order, normalized values, `revision` in every row.

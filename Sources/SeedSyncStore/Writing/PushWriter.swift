@@ -28,6 +28,10 @@ struct PushWriter {
           pushed_at REAL NOT NULL
         );
         CREATE INDEX IF NOT EXISTS _seedsync_pushes_pushed_at ON _seedsync_pushes (pushed_at);
+        CREATE TABLE IF NOT EXISTS _seedsync_keys (
+          type TEXT PRIMARY KEY NOT NULL,
+          last INTEGER NOT NULL
+        );
         """
 
     func push(_ pushed: PushedChangeSet, at now: Date, retention: Duration, in db: Database) throws -> PushResult {
@@ -54,8 +58,7 @@ struct PushWriter {
         if try hasConflict(push, in: db) { return .conflict(try conflictRows(push, related: [], in: db)) }
         var keys: [String: [Int64: Int64]] = [:]
         for (type, temporary) in push.temporaryKeys {
-            let largest = try Int64.fetchOne(db, sql: tables[type]!.largestKey) ?? 0
-            keys[type] = Dictionary(uniqueKeysWithValues: temporary.enumerated().map { ($1, max(largest, 0) + 1 + Int64($0)) })
+            keys[type] = Dictionary(uniqueKeysWithValues: zip(temporary, try newKeys(type, count: temporary.count, in: db)))
         }
         let changes = push.resolved(with: keys)
         let writer = ChangeWriter(schema: schema, tables: tables)
@@ -74,9 +77,28 @@ struct PushWriter {
         }
         switch outcome {
         case .failure(let error): return .rejected(code: error.code.rawValue, message: error.description)
-        case .success where !problems.isEmpty: return .conflict(try conflictRows(push, related: problems.map(\.relatedRow), in: db))
+        case .success where !problems.isEmpty:
+            if let own = problems.first(where: { push.causes($0, keys: keys) }) {
+                return .rejected(code: SyncStoreError.Code.invalidChangeSet.rawValue, message: own.error.description)
+            }
+            return .conflict(try conflictRows(push, related: problems.map(\.relatedRow), in: db))
         case .success(let revision): return .applied(revision: revision, keys: ValidatedPush.keyMap(keys))
         }
+    }
+
+    /// `count` keys of `type` no row has or had: after the largest key in use and the largest
+    /// ever deleted or given out (`_seedsync_keys`), so a client's reference to a deleted row
+    /// never comes to point at a new one.
+    private func newKeys(_ type: String, count: Int, in db: Database) throws -> [Int64] {
+        let largest = try Int64.fetchOne(db, sql: tables[type]!.largestKey) ?? 0
+        let mark = try Int64.fetchOne(db, sql: "SELECT last FROM _seedsync_keys WHERE type = ?", arguments: [type]) ?? 0
+        let first = max(largest, mark, 0) + 1
+        let keys = (0..<Int64(count)).map { first + $0 }
+        try db.execute(
+            sql: "INSERT INTO _seedsync_keys (type, last) VALUES (?, ?) ON CONFLICT (type) DO UPDATE SET last = excluded.last",
+            arguments: [type, keys.last ?? first - 1]
+        )
+        return keys
     }
 
     /// Whether a row the push updates or deletes changed or went since its base revision, or a

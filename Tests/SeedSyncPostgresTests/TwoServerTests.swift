@@ -64,6 +64,48 @@ import FoundationNetworking
         }
     }
 
+    @Test func aPushSentThroughBothServersAtOnceIsAppliedOnce() async throws {
+        try await withTeamDatabase { location in
+            try await PostgresSyncStore.attach(at: location, schema: teamSchema)
+            let servers = try (0..<2).map { _ in
+                try Executables.start("seed-server", ["serve", "--database", location.description, "--port", "0", "--log-level", "warning"], environment: [
+                    "SEED_SERVER_TOKENS": Self.readToken, "SEED_SERVER_WRITE_TOKENS": Self.writeToken,
+                ])
+            }
+            defer { servers.forEach { $0.terminate() } }
+            let urls = try servers.map { server in
+                guard let address = Executables.listeningAddress(of: server) else { throw TestSetupError("seed-server did not start") }
+                return URL(string: address)!
+            }
+            let body = Data(#"""
+                {"maxRevision": 1, "changeSets": [{"id": "sent-twice", "types": ["venues", "shows"],
+                 "venues": {"create": ["pier"], "attributes": {"pier": {"name": "Pier"}}},
+                 "shows": {"create": [-1], "attributes": {"-1": {"title": "New", "venue": "pier", "price": 3, "sold_out": false, "starts_at": "2026-03-03T03:03:03Z"}}}}]}
+                """#.utf8)
+            let answers = try await withThrowingTaskGroup(of: SyncResponse.self) { group in
+                for attempt in 0..<8 {
+                    group.addTask {
+                        var request = URLRequest(url: urls[attempt % 2].appendingPathComponent("v1/sync"))
+                        request.httpMethod = "POST"
+                        request.httpBody = body
+                        request.setValue("Bearer \(Self.writeToken)", forHTTPHeaderField: "Authorization")
+                        let (data, _) = try await URLSession.shared.data(for: request)
+                        return try JSONDecoder().decode(SyncResponse.self, from: data)
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(Set(answers.map(\.results)).count == 1, "every server answers with the first result")
+            #expect(answers.first?.results.first?.status == .applied(revision: 2, keys: ["shows": ["-1": 2]]))
+            let (revision, shows) = try await PostgresSyncStore.withStore(at: location) { store in
+                (try await store.schemaInfo().revision, try await store.keys(of: "shows"))
+            }
+            #expect(revision == 2 && shows == [1, 2])
+        }
+    }
+
+    static let writeToken = "two-server-write"
+
     /// Creates a venue and a show in each change set, through `/v1/admin/changes`.
     static func writeThroughAdmin(_ url: URL, writer: Int, changeSets: Int) async throws {
         for index in 0..<changeSets {

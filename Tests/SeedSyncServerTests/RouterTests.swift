@@ -206,12 +206,17 @@ import Testing
     }
 
     @Test func pushesAreBoundedAndNeedAWriteToken() async throws {
-        let one = #"{"id": "ID", "types": []}"#
+        let one = #"{"id": "ID", "types": ["locations"], "locations": {"create": [-1], "attributes": {"-1": {"name": "N", "city": "C", "latitude": 1, "longitude": 2}}}}"#
         let tooMany = #"{"maxRevision": 11, "changeSets": [\#((0...100).map { one.replacingOccurrences(of: "ID", with: "c\($0)") }.joined(separator: ","))]}"#
         try await withApp { client, _ in
             try await client.execute(uri: "/v1/sync", method: .post, headers: headers(token: TestTokens.admin), body: body(tooMany)) { response in
                 #expect(response.status == .contentTooLarge)
                 #expect(errorCode(response) == "too_many_change_sets")
+            }
+            // Nothing of it was applied.
+            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 11}"#)) { response in
+                let sync = try decode(SyncResponse.self, response)
+                #expect(sync.maxRevision == 11)
             }
             for (token, status) in [(TestTokens.read, HTTPResponse.Status.forbidden), (TestTokens.write, .ok), (TestTokens.admin, .ok)] {
                 try await client.execute(uri: "/v1/sync", method: .post, headers: headers(token: token), body: body(#"{"maxRevision": 11, "changeSets": [\#(one)]}"#)) { response in
@@ -225,7 +230,7 @@ import Testing
             }
             try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 11}"#)) { response in
                 let sync = try decode(SyncResponse.self, response)
-                #expect(sync.maxRevision == 11, "nothing was applied")
+                #expect(sync.maxRevision == 12, "the write token's push made 12 (the admin's, with the same id, nothing); the one from ahead nothing")
             }
             // A write token may not use the admin endpoints.
             try await client.execute(uri: "/v1/admin/changes", method: .post, headers: headers(token: TestTokens.write), body: body(#"{"types": []}"#)) { response in

@@ -18,16 +18,8 @@ import FoundationNetworking
     @Test func twoServersAndDirectWritersShareOneHistory() async throws {
         try await withTeamDatabase { location in
             try await PostgresSyncStore.attach(at: location, schema: teamSchema)
-            let servers = try (0..<2).map { _ in
-                try Executables.start("seed-server", ["serve", "--database", location.description, "--port", "0", "--log-level", "warning"], environment: [
-                    "SEED_SERVER_TOKENS": Self.readToken, "SEED_SERVER_ADMIN_TOKENS": Self.adminToken,
-                ])
-            }
+            let (servers, urls) = try Self.startServers(on: location, tokens: ["SEED_SERVER_ADMIN_TOKENS": Self.adminToken])
             defer { servers.forEach { $0.terminate() } }
-            let urls = try servers.map { server in
-                guard let address = Executables.listeningAddress(of: server) else { throw TestSetupError("seed-server did not start") }
-                return URL(string: address)!
-            }
             let start: [String: [[JSONValue]]] = [
                 "venues": [["hall", "Main Hall", "2001-02-03T04:05:06.5Z", "AQL/", 1]],
                 "shows": [[1, "Opening", "hall", 12.5, 0.1, false, "2026-01-01T19:00:00Z", 300, 1]],
@@ -67,16 +59,8 @@ import FoundationNetworking
     @Test func aPushSentThroughBothServersAtOnceIsAppliedOnce() async throws {
         try await withTeamDatabase { location in
             try await PostgresSyncStore.attach(at: location, schema: teamSchema)
-            let servers = try (0..<2).map { _ in
-                try Executables.start("seed-server", ["serve", "--database", location.description, "--port", "0", "--log-level", "warning"], environment: [
-                    "SEED_SERVER_TOKENS": Self.readToken, "SEED_SERVER_WRITE_TOKENS": Self.writeToken,
-                ])
-            }
+            let (servers, urls) = try Self.startServers(on: location, tokens: ["SEED_SERVER_WRITE_TOKENS": Self.writeToken])
             defer { servers.forEach { $0.terminate() } }
-            let urls = try servers.map { server in
-                guard let address = Executables.listeningAddress(of: server) else { throw TestSetupError("seed-server did not start") }
-                return URL(string: address)!
-            }
             let body = Data(#"""
                 {"maxRevision": 1, "changeSets": [{"id": "sent-twice", "types": ["venues", "shows"],
                  "venues": {"create": ["pier"], "attributes": {"pier": {"name": "Pier"}}},
@@ -105,6 +89,25 @@ import FoundationNetworking
     }
 
     static let writeToken = "two-server-write"
+
+    /// Two `seed-server serve` processes on `location`, with the read token and `tokens`, and
+    /// their addresses; the caller terminates them.
+    static func startServers(on location: PostgresLocation, tokens: [String: String]) throws -> ([Process], [URL]) {
+        let environment = tokens.merging(["SEED_SERVER_TOKENS": readToken]) { given, _ in given }
+        let servers = try (0..<2).map { _ in
+            try Executables.start("seed-server", ["serve", "--database", location.description, "--port", "0", "--log-level", "warning"], environment: environment)
+        }
+        do {
+            let urls = try servers.map { server in
+                guard let address = Executables.listeningAddress(of: server) else { throw TestSetupError("seed-server did not start") }
+                return URL(string: address)!
+            }
+            return (servers, urls)
+        } catch {
+            servers.forEach { $0.terminate() }
+            throw error
+        }
+    }
 
     /// Creates a venue and a show in each change set, through `/v1/admin/changes`.
     static func writeThroughAdmin(_ url: URL, writer: Int, changeSets: Int) async throws {

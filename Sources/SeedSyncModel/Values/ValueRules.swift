@@ -54,6 +54,20 @@ extension KeyType {
 
 /// RFC 3339 date-time checks: `2026-11-22T10:15:00Z`, `2026-11-22T10:15:00.250+01:00`.
 public enum RFC3339 {
+    /// Year, month and day of a day count from 1970-01-01, proleptic Gregorian (Howard Hinnant's
+    /// `civil_from_days`): for writers of timestamps that do without `DateFormatter`.
+    package static func civil(daysSince1970 days: Int64) -> (year: Int64, month: Int64, day: Int64) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shiftedMonth = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
+        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+
     /// Whether `text` is an RFC 3339 `date-time` (a space or lowercase `t` between date and time is accepted).
     public static func isValid(_ text: String) -> Bool {
         var text = text

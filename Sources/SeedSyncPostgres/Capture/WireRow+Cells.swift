@@ -121,7 +121,7 @@ func timestampText(microsecondsSince2000 micros: Int64) -> String? {
     let (quotient, remainder) = micros.quotientAndRemainder(dividingBy: perDay)
     let days = remainder < 0 ? quotient - 1 : quotient
     let timeOfDay = remainder < 0 ? remainder + perDay : remainder
-    let (year, month, day) = civil(daysSince1970: days + 10_957)
+    let (year, month, day) = RFC3339.civil(daysSince1970: days + 10_957)
     guard (1...9999).contains(year) else { return nil }
     let seconds = timeOfDay / 1_000_000, fraction = timeOfDay % 1_000_000
     var text: [UInt8] = []
@@ -147,18 +147,4 @@ func timestampText(microsecondsSince2000 micros: Int64) -> String? {
     }
     text.append(UInt8(ascii: "Z"))
     return String(decoding: text, as: UTF8.self)
-}
-
-/// Year, month and day of a day count from 1970-01-01 (proleptic Gregorian; H. Hinnant's
-/// `civil_from_days`).
-private func civil(daysSince1970 days: Int64) -> (Int64, Int64, Int64) {
-    let z = days + 719_468
-    let era = (z >= 0 ? z : z - 146_096) / 146_097
-    let dayOfEra = z - era * 146_097
-    let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-    let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-    let shiftedMonth = (5 * dayOfYear + 2) / 153
-    let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
-    let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
-    return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
 }

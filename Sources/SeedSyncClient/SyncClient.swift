@@ -93,16 +93,24 @@ public final class SyncClient: Sendable {
         return page
     }
 
-    /// `POST /v1/sync` from `revision`.
+    /// `POST /v1/sync` from `revision`, pushing `changeSets` (write-back) first.
+    ///
+    /// A push is retried like any request: the server applies a change set once per id and
+    /// answers a retry with the first result.
     ///
     /// - Throws: ``SyncClientError`` with ``SyncClientError/Code/historyExpired`` (and
     ///   `minRevision`) or ``SyncClientError/Code/revisionAhead`` when the server cannot serve
-    ///   from `revision`; ``SyncClientError/Code/malformedResponse`` when the change sets do not
-    ///   follow on from `revision` without gaps, or `hasMore` comes without any.
-    public func sync(from revision: Int64, limit: Int? = nil) async throws -> SyncResponse {
-        let body = try JSONEncoder().encode(SyncRequest(maxRevision: revision, limit: limit))
+    ///   from `revision`, ``SyncClientError/Code/forbidden`` when the token may not push;
+    ///   ``SyncClientError/Code/malformedResponse`` when the change sets do not follow on from
+    ///   `revision` without gaps, `hasMore` comes without any, or the results do not answer the
+    ///   pushed change sets one by one.
+    public func sync(from revision: Int64, limit: Int? = nil, pushing changeSets: [PushedChangeSet] = []) async throws -> SyncResponse {
+        let body = Data(SyncRequest(maxRevision: revision, changeSets: changeSets, limit: limit).jsonBytes())
         let response = try await send(path: "v1/sync", body: body) { data, label in
             try Self.parse(data, label: label, as: SyncResponse.init(json:))
+        }
+        guard response.results.map(\.id) == changeSets.map(\.id) else {
+            throw SyncClientError(.malformedResponse, "POST /v1/sync: \(changeSets.count) change sets were pushed, but the results answer \(response.results.count) or other ids")
         }
         var next = revision + 1
         for changeSet in response.changeSets {

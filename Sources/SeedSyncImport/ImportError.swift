@@ -17,7 +17,7 @@ public struct ImportError: Error, CustomStringConvertible, Sendable {
     /// What kind of failure. New codes may be added: a `switch` over it needs a `default`.
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
-            case invalidSeed, invalidDatabase, storage, locked, mismatch, revisionAhead, invalidChangeSet
+            case invalidSeed, invalidDatabase, storage, locked, mismatch, revisionAhead, invalidChangeSet, rowNotFound, pushForbidden
         }
 
         private let base: Base
@@ -37,8 +37,14 @@ public struct ImportError: Error, CustomStringConvertible, Sendable {
         public static let mismatch = Code(.mismatch)
         /// The database is at a revision the server has not reached.
         public static let revisionAhead = Code(.revisionAhead)
-        /// A change set did not fit: out of order, an unknown type or field, a wrong value.
+        /// A change set did not fit: out of order, an unknown type or field, a wrong value, a
+        /// reference to a missing row. For a local edit: nothing of the write was applied.
         public static let invalidChangeSet = Code(.invalidChangeSet)
+        /// A local edit names a row the app's database does not have.
+        public static let rowNotFound = Code(.rowNotFound)
+        /// Local change sets are waiting, but the server does not let this token push them (a
+        /// read token): the database was caught up, the change sets stay queued.
+        public static let pushForbidden = Code(.pushForbidden)
 
         public var description: String { base.rawValue }
     }

@@ -1,3 +1,4 @@
+import SeedSyncModel
 import SeedSyncSeed
 
 /// What a ``SeedImporter`` reports while it works, in order.
@@ -30,6 +31,21 @@ public enum ImportEvent: Sendable, Hashable {
     case progress(revision: Int64, serverRevision: Int64)
     /// A request failed and will be tried again after `delay` seconds.
     case retrying(attempt: Int, delay: Double, reason: String)
+    /// A local change set (see ``SeedImporter/write(_:)``) was applied by the server as
+    /// `revision`; `keys` maps each temporary key to the real one, by type
+    /// (`["events": ["-2": 311]]`). The app's rows, their references and later local change sets
+    /// use the real keys from now on.
+    case pushed(id: String, revision: Int64, keys: [String: [String: JSONValue]])
+    /// A local change set was not applied: a row it updated or deleted changed or went on the
+    /// server since it was read, or a key it created exists. `changeSet` holds the server's rows;
+    /// the app's rows are back to them (and to what later local change sets wrote), the rows it
+    /// created are removed, and it left the outbox.
+    case conflict(id: String, changeSet: ChangeSet)
+    /// A local change set was not applied and left the outbox: the server refused it (`code`
+    /// `invalid_change_set`), or it edits or references a row that no longer exists (code
+    /// `broken_reference`: it depended on a change set that was not applied, or the server
+    /// deleted the row). Its rows are back to the server's state.
+    case rejected(id: String, code: String, message: String)
     /// The server has nothing more: the database is at `revision`.
     case caughtUp(revision: Int64)
     /// The run is over; always the last event of a successful run.

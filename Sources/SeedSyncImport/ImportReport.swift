@@ -5,7 +5,8 @@ import Foundation
 /// ```json
 /// {"database": "app/events.sqlite", "installed": true, "replacements": [],
 ///  "fromRevision": 1300, "toRevision": 6300, "changeSets": 5000,
-///  "inserted": 1650, "updated": 2480, "deleted": 870, "seconds": 1.9}
+///  "inserted": 1650, "updated": 2480, "deleted": 870, "seconds": 1.9,
+///  "pushed": 2, "conflicts": 1, "rejected": 0, "pending": 0}
 /// ```
 ///
 /// Row counts are as the change sets name them: a create of a row already there counts as inserted.
@@ -24,6 +25,12 @@ public struct ImportReport: Sendable, Hashable, Codable {
     public var updated: Int
     public var deleted: Int
     public var seconds: Double
+    /// Local change sets the server applied, answered with a conflict, or that were rejected
+    /// (see ``ImportEvent``), and those still waiting in the outbox when the run ended.
+    public var pushed: Int
+    public var conflicts: Int
+    public var rejected: Int
+    public var pending: Int
     /// Why the shipped seed was not used although it is newer, when that happened (see
     /// ``ImportEvent/seedRejected(reason:)``); the database was kept and synced.
     public var seedProblem: String?
@@ -39,5 +46,9 @@ public struct ImportReport: Sendable, Hashable, Codable {
         updated = 0
         deleted = 0
         seconds = 0
+        pushed = 0
+        conflicts = 0
+        rejected = 0
+        pending = 0
     }
 }

@@ -45,8 +45,8 @@ final class ImportProgress: @unchecked Sendable {
             "\rcaught up at revision \(revision)\u{1B}[K\n"
         case .seedRejected:
             nil  // printed as a warning by the command, whatever the terminal
-        case .applied, .finished:
-            nil
+        case .applied, .finished, .pushed, .conflict, .rejected:
+            nil  // outcomes of pushes are printed by the command, whatever the terminal
         }
     }
 }

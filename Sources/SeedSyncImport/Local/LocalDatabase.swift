@@ -112,13 +112,41 @@ final class LocalDatabase: Sendable {
         }
     }
 
-    /// Applies `changeSets` in one transaction, with the revision they lead to.
+    /// Runs `body` in one write transaction; `action` names it in errors.
+    ///
+    /// - Throws: what `body` throws; ``ImportError/Code/invalidChangeSet`` when the transaction
+    ///   leaves a reference to a missing row, ``ImportError/Code/storage`` or
+    ///   ``ImportError/Code/invalidDatabase`` for other SQLite errors. Nothing is written then.
+    func write<T: Sendable>(_ action: String, _ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await queue.write(body)
+        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_FOREIGNKEY {
+            throw ImportError(.invalidChangeSet, "\(action) would leave a reference to a missing row; nothing was written to \(path)")
+        } catch let error as DatabaseError {
+            throw ImportError(SeedError.database(error, action, file: path), otherwise: .invalidDatabase, "nothing was written")
+        }
+    }
+
+    /// Runs `body` in one read transaction.
+    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await queue.read(body)
+        } catch let error as DatabaseError {
+            throw ImportError(SeedError.database(error, "read \(path)", file: path), otherwise: .invalidDatabase)
+        }
+    }
+
+    /// Applies `changeSets` in one transaction, with the revision they lead to, and lets
+    /// `pending` bring the local edits in line with them (``PendingChanges/absorb(_:in:)``).
     ///
     /// - Throws: ``ImportError/Code/invalidChangeSet`` when one does not follow on or does not fit
     ///   the schema, or the batch leaves a reference dangling; nothing of the batch is written then.
-    func apply(_ changeSets: [ChangeSet], with applier: ChangeApplier) async throws -> [AppliedChangeSet] {
+    func apply(_ changeSets: [ChangeSet], with applier: ChangeApplier, pending: PendingChanges) async throws -> ([AppliedChangeSet], [ImportEvent]) {
         do {
-            return try await queue.write { db in try applier.apply(changeSets, in: db) }
+            return try await queue.write { db in
+                let applied = try applier.apply(changeSets, in: db)
+                return (applied, try pending.absorb(applied, in: db))
+            }
         } catch let error as SeedError {
             throw ImportError(.invalidChangeSet, "sync stopped: \(error); \(path) stays at revision \(try await revision())")
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_FOREIGNKEY {

@@ -10,18 +10,29 @@ extension ImportSession {
     /// expiring under the importer is an error, not a loop.
     private static let maxRecoveries = 2
 
-    /// `/v1/sync` from the database's revision until `hasMore` is false, one answer ahead: the
-    /// next answer is requested and parsed while the current one is applied.
+    /// `/v1/sync` from the database's revision until `hasMore` is false and the outbox has nothing
+    /// left to push. Each request pushes the next local change sets (``PendingChanges/nextPush(in:)``);
+    /// their results are applied in one transaction before the change sets of the answer. When
+    /// nothing is pushed, the next answer is requested and parsed while the current one is applied.
+    ///
+    /// A token that may not push still catches up; the run then ends with
+    /// ``ImportError/Code/pushForbidden``, the change sets kept.
     func catchUp(_ database: inout LocalDatabase, info: SchemaInfo) async throws {
         let applier = ChangeApplier(schema: database.metadata.schema)
+        let pending = PendingChanges(schema: database.metadata.schema)
         // Types the server has and the database left out (a seed built with --types) are dropped.
         let excluded = Set(info.types.map(\.name)).subtracting(database.metadata.schema.types.map(\.name))
         var revision = try await database.revision()
         var recoveries = 0
-        var request = fetch(from: revision)
-        defer { request.cancel() }
+        var mayPush = true
+        var prefetched: Task<SyncResponse, any Error>?
+        defer { prefetched?.cancel() }
         while true {
             try Task.checkCancellation()
+            let push = mayPush ? try await database.read { db in try pending.nextPush(in: db) } : []
+            let request = push.isEmpty ? (prefetched ?? fetch(from: revision)) : fetch(from: revision, pushing: push)
+            if !push.isEmpty { prefetched?.cancel() }
+            prefetched = nil
             let response: SyncResponse
             do {
                 response = try await request.value
@@ -29,29 +40,43 @@ extension ImportSession {
                 recoveries += 1
                 database = try await recover(database, minRevision: error.minRevision ?? info.minRevision)
                 revision = try await database.revision()
-                request = fetch(from: revision)
                 continue
             } catch let error as SyncClientError where error.code == .revisionAhead {
                 throw ImportError(.revisionAhead, "\(databasePath) is at revision \(revision), which the server has not reached (\(error)); was the server reset? Delete the database to install the seed again")
+            } catch let error as SyncClientError where error.code == .forbidden && !push.isEmpty {
+                mayPush = false
+                continue
             }
-            if response.hasMore { request = fetch(from: response.maxRevision) }
-            let changeSets = response.changeSets.map { $0.removingChanges(ofTypes: excluded) }
+            if response.hasMore && push.isEmpty { prefetched = fetch(from: response.maxRevision) }
+            if !push.isEmpty {
+                let results = response.results
+                record(try await database.write("apply the results of \(push.count) pushed change sets") { db in try pending.handle(results, in: db) })
+            }
+            let changeSets = response.changeSets.map { $0.removingChanges(ofTypes: excluded).removingOldIDs() }
             for batch in batches(of: changeSets) {
                 try Task.checkCancellation()
-                let applied = try await database.apply(Array(batch), with: applier)
+                let (applied, events) = try await database.apply(Array(batch), with: applier, pending: pending)
                 record(applied)
+                record(events)
                 revision = applied.last?.revision ?? revision
                 emit(.progress(revision: revision, serverRevision: max(info.revision, revision)))
             }
-            if !response.hasMore { break }
+            if response.hasMore { continue }
+            let next = mayPush ? try await database.read { db in try pending.nextPush(in: db) } : []
+            if next.isEmpty { break }
         }
+        report.pending = try await database.read { db in try Outbox.count(in: db) }
         emit(.caughtUp(revision: revision))
+        if !mayPush {
+            throw ImportError(.pushForbidden, "\(databasePath) is caught up at revision \(revision), but \(report.pending) local change sets are waiting: the server does not let this token push them; use a token with write access")
+        }
     }
 
-    /// Starts one `/v1/sync` request from `revision`.
-    private func fetch(from revision: Int64) -> Task<SyncResponse, any Error> {
+    /// Starts one `/v1/sync` request from `revision`, pushing `entries`.
+    private func fetch(from revision: Int64, pushing entries: [OutboxEntry] = []) -> Task<SyncResponse, any Error> {
         let (client, limit) = (self.client, configuration.syncLimit)
-        return Task { try await client.sync(from: revision, limit: limit) }
+        let pushed = entries.map(\.pushed)
+        return Task { try await client.sync(from: revision, limit: limit, pushing: pushed) }
     }
 
     /// Change sets grouped into transactions of about ``SeedImporter/Configuration/maxRowsPerTransaction`` rows.
@@ -69,6 +94,18 @@ extension ImportSession {
         }
         if start < changeSets.endIndex { batches.append(changeSets[start...]) }
         return batches
+    }
+
+    private func record(_ events: [ImportEvent]) {
+        for event in events {
+            switch event {
+            case .pushed: report.pushed += 1
+            case .conflict: report.conflicts += 1
+            case .rejected: report.rejected += 1
+            default: break
+            }
+            emit(event)
+        }
     }
 
     private func record(_ applied: [AppliedChangeSet]) {

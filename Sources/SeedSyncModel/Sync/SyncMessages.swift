@@ -39,6 +39,26 @@ public struct SyncRequest: Codable, Sendable, Hashable {
     public init(from decoder: any Decoder) throws {
         try self.init(json: JSONValue(from: decoder))
     }
+
+    /// The request as compact JSON: `maxRevision`, `changeSets` when there are any, `limit` when set.
+    public func jsonBytes() -> [UInt8] {
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.key("maxRevision")
+        writer.value(.int(maxRevision))
+        if !changeSets.isEmpty {
+            writer.key("changeSets")
+            writer.beginArray()
+            for changeSet in changeSets { writer.rawValue(changeSet.jsonBytes()) }
+            writer.endArray()
+        }
+        if let limit {
+            writer.key("limit")
+            writer.value(.int(Int64(limit)))
+        }
+        writer.endObject()
+        return writer.bytes
+    }
 }
 
 /// The answer of `POST /v1/sync`: change sets from the client's revision on, in order, without gaps.

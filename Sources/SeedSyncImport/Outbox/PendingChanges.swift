@@ -1,0 +1,194 @@
+import GRDB
+import SeedSyncModel
+import SeedSyncSQL
+import SeedSyncSeed
+
+/// What the sync does with the outbox: the change sets to push next, the answer to each, and the
+/// server's change sets for rows with pending edits. Every method runs inside the caller's
+/// transaction and returns the events to report once it commits.
+///
+/// The rules (PROTOCOL.md §5, SEED-FORMAT.md §9.3):
+/// - **Applied**: the temporary keys become the real ones in the rows, in every reference to them,
+///   in the shadows and in later change sets; later change sets based on a row it wrote are rebased
+///   on its revision; the entry is removed.
+/// - **Conflict**: the server's rows become the shadows; the entry is removed, and every row it
+///   touched goes back to what the remaining change sets make of it, or to the server's state.
+/// - **Rejected**: the same, with the shadows as they are.
+/// - Then no pending row may be left referencing a missing row, nor missing while another row
+///   references it: the latest change set behind such a row is dropped as well
+///   (``ImportEvent/rejected(id:code:message:)`` with code `broken_reference`), until none is.
+struct PendingChanges: Sendable {
+    let outbox: Outbox
+    /// Change sets per push; the server accepts at most 100.
+    static let maxPerPush = 100
+
+    init(schema: DatasetSchema) {
+        outbox = Outbox(schema: schema)
+    }
+
+    /// The change sets to push next: the oldest ones, up to the first that depends on one before it
+    /// (see ``OutboxEntry/dependsOn(_:in:)``): it is pushed once that one is answered.
+    func nextPush(in db: Database) throws -> [OutboxEntry] {
+        var batch: [OutboxEntry] = []
+        for entry in try outbox.entries(in: db) {
+            guard batch.count < Self.maxPerPush, !batch.contains(where: { entry.dependsOn($0, in: outbox.schema) }) else { break }
+            batch.append(entry)
+        }
+        return batch
+    }
+
+    /// Applies the server's answers to pushed change sets, in order.
+    func handle(_ results: [PushResult], in db: Database) throws -> [ImportEvent] {
+        var events: [ImportEvent] = []
+        for result in results {
+            events += try handle(result, in: db)
+        }
+        return events + (try repairReferences(in: db))
+    }
+
+    private func handle(_ result: PushResult, in db: Database) throws -> [ImportEvent] {
+        var remaining = try outbox.entries(in: db)
+        // Gone already: dropped with a change set it depended on.
+        guard let index = remaining.firstIndex(where: { $0.id == result.id }) else { return [] }
+        var entry = remaining.remove(at: index)
+        try outbox.remove(entry, in: db)
+        var rows = Set(entry.touchedRows)
+        let event: ImportEvent
+        switch result.status {
+        case .applied(let revision, let keys):
+            let map = Self.integerKeys(keys)
+            try remap(map, remaining: &remaining, in: db)
+            entry.changeSet = entry.changeSet.remapping(map, in: outbox.schema)
+            rows = Set(entry.touchedRows)
+            try rebase(on: entry, revision: revision, remaining: &remaining, in: db)
+            event = .pushed(id: entry.id, revision: revision, keys: keys)
+        case .conflict(let truth):
+            for changes in truth.changes {
+                for key in changes.update {
+                    guard let string = key.keyString else { continue }
+                    let row = RowID(type: changes.type, key: string)
+                    try outbox.setShadow(of: row, to: changes.attributes[string], in: db)
+                    rows.insert(row)
+                }
+                for key in changes.delete {
+                    guard let string = key.keyString else { continue }
+                    let row = RowID(type: changes.type, key: string)
+                    try outbox.setShadow(of: row, to: nil, in: db)
+                    rows.insert(row)
+                }
+            }
+            event = .conflict(id: entry.id, changeSet: truth)
+        case .rejected(let code, let message):
+            event = .rejected(id: entry.id, code: code, message: message)
+        }
+        for row in rows.sorted() {
+            try outbox.recompute(row, entries: remaining, in: db)
+        }
+        return [event]
+    }
+
+    /// The key map of an applied result as integers; text keys are never temporary.
+    private static func integerKeys(_ keys: [String: [String: JSONValue]]) -> [String: [Int64: Int64]] {
+        keys.mapValues { map in
+            Dictionary(map.compactMap { key, value in Int64(key).flatMap { k in value.intValue.map { (k, $0) } } }) { $1 }
+        }.filter { !$0.value.isEmpty }
+    }
+
+    /// Replaces temporary keys by real ones in the tables, the shadows and the later change sets.
+    private func remap(_ map: [String: [Int64: Int64]], remaining: inout [OutboxEntry], in db: Database) throws {
+        for (typeName, keys) in map {
+            let type = try outbox.type(typeName)
+            let table = TableSQL(type: type)
+            for (temporary, real) in keys {
+                try db.execute(sql: "UPDATE \(table.table) SET \(table.key) = ? WHERE \(table.key) = ?", arguments: [real, temporary])
+                for referrer in outbox.schema.types {
+                    for field in referrer.fields where field.references == typeName {
+                        let referring = TableSQL(type: referrer)
+                        try db.execute(sql: "UPDATE \(referring.table) SET \"\(field.name)\" = ? WHERE \"\(field.name)\" = ?", arguments: [real, temporary])
+                    }
+                }
+                try outbox.moveShadow(of: RowID(type: typeName, key: String(temporary)), to: String(real), in: db)
+            }
+        }
+        for index in remaining.indices {
+            let remapped = remaining[index].changeSet.remapping(map, in: outbox.schema)
+            guard remapped != remaining[index].changeSet else { continue }
+            remaining[index].changeSet = remapped
+            try outbox.save(remaining[index], in: db)
+        }
+    }
+
+    /// After `entry` was applied as `revision`: its rows' shadows are its versions at that
+    /// revision, and later change sets based on what it wrote are based on `revision`.
+    private func rebase(on entry: OutboxEntry, revision: Int64, remaining: inout [OutboxEntry], in db: Database) throws {
+        var bases: [RowID: (old: Int64, new: Int64)] = [:]
+        for (row, base) in entry.writtenRows { bases[row] = (base, revision) }
+        for index in remaining.indices {
+            let rebased = remaining[index].changeSet.rebasing(bases)
+            guard rebased != remaining[index].changeSet else { continue }
+            remaining[index].changeSet = rebased
+            try outbox.save(remaining[index], in: db)
+        }
+        for row in entry.touchedRows {
+            guard case .some(let version) = entry.version(of: row) else { continue }
+            try outbox.setShadow(of: row, to: version.map { $0.merging([SchemaNames.revisionColumn: .int(revision)]) { $1 } }, in: db)
+        }
+    }
+
+    /// After change sets from the server were applied: the shadows of the rows they wrote become
+    /// what the server wrote. A row the server changed keeps the server's version (the pending
+    /// change set will conflict); a row it wrote at the revision already known (this client's
+    /// own applied change set coming back) shows the pending edits again.
+    func absorb(_ applied: [AppliedChangeSet], in db: Database) throws -> [ImportEvent] {
+        let shadowed = Set(try outbox.shadowedRows(in: db))
+        guard !shadowed.isEmpty else { return [] }
+        let entries = try outbox.entries(in: db)
+        for changeSet in applied {
+            for (type, keys) in changeSet.types {
+                for key in keys.created + keys.updated + keys.deleted {
+                    guard let string = key.keyString, case let row = RowID(type: type, key: string), shadowed.contains(row) else { continue }
+                    let known = try outbox.shadow(of: row, in: db)??[SchemaNames.revisionColumn]
+                    let current = try outbox.localRow(row, in: db)
+                    try outbox.setShadow(of: row, to: current, in: db)
+                    if let known, known == current?[SchemaNames.revisionColumn] {
+                        try outbox.recompute(row, entries: entries, in: db)
+                    }
+                }
+            }
+        }
+        return try repairReferences(in: db)
+    }
+
+    /// Drops the latest pending change set behind each pending row that references a missing row,
+    /// is missing while referenced, or is edited although no pending change set creates it and
+    /// the server does not have it, until no such row is left.
+    func repairReferences(in db: Database) throws -> [ImportEvent] {
+        var events: [ImportEvent] = []
+        while let (victim, problem) = try nextBrokenEntry(in: db) {
+            var remaining = try outbox.entries(in: db)
+            remaining.removeAll { $0.position == victim.position }
+            try outbox.remove(victim, in: db)
+            for row in victim.touchedRows.sorted() {
+                try outbox.recompute(row, entries: remaining, in: db)
+            }
+            events.append(.rejected(id: victim.id, code: "broken_reference", message: "\(problem); the change set was dropped from the outbox"))
+        }
+        return events
+    }
+
+    private func nextBrokenEntry(in db: Database) throws -> (OutboxEntry, String)? {
+        let entries = try outbox.entries(in: db)
+        guard !entries.isEmpty else { return nil }
+        for row in try outbox.shadowedRows(in: db).sorted() {
+            let touching = entries.filter { $0.version(of: row) != nil }
+            guard let latest = touching.last else { continue }
+            if case .some(nil) = try outbox.shadow(of: row, in: db), let first = touching.first, !first.creates(row) {
+                return (first, "\(row.type)[\(row.key)] does not exist on the server and no pending change set creates it")
+            }
+            if let problem = try outbox.brokenReference(of: row, in: db) {
+                return (latest, problem)
+            }
+        }
+        return nil
+    }
+}

@@ -9,11 +9,22 @@ import SeedSyncSeed
 struct SeedImportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "seed-import",
-        abstract: "Install a seed as an app's database on first run, then catch up with the server.",
+        abstract: "Install a seed as an app's database on first run, then push local edits and catch up with the server.",
+        subcommands: [SyncCommand.self, WriteCommand.self],
+        defaultSubcommand: SyncCommand.self
+    )
+}
+
+struct SyncCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync",
+        abstract: "Install the seed when there is no database, push local change sets, catch up (the default).",
         discussion: """
             The token comes from SEED_TOKEN or --token-file. Without a database at --database the seed \
-            is verified and installed; then /v1/sync is applied from the database's revision until the \
-            server has nothing more. Exit status 0 means caught up.
+            is verified and installed; then the local change sets queued by `seed-import write` are \
+            pushed and /v1/sync is applied from the database's revision until the server has nothing \
+            more. Exit status 0 means caught up with nothing left to push; a token that may not push \
+            catches up, says how many change sets wait, and exits 1.
             """
     )
 
@@ -67,7 +78,14 @@ struct SeedImportCommand: AsyncParsableCommand {
     }
 
     private func runOnce(_ importer: SeedImporter, progress: ImportProgress) async throws {
-        let report = try await importer.run { progress.handle($0) }
+        let quiet = self.quiet
+        let report = try await importer.run { event in
+            progress.handle(event)
+            if !quiet, let line = Self.outcome(of: event) {
+                progress.end()
+                FileHandle.standardError.write(Data("seed-import: \(line)\n".utf8))
+            }
+        }
         progress.end()
         if let problem = report.seedProblem {
             FileHandle.standardError.write(Data("seed-import: warning: the shipped seed was not used, the database was kept and synced: \(problem)\n".utf8))
@@ -90,6 +108,27 @@ struct SeedImportCommand: AsyncParsableCommand {
             "caught up: revision \(report.fromRevision) -> \(report.toRevision), \(report.changeSets) change sets "
                 + "(\(report.inserted) inserted, \(report.updated) updated, \(report.deleted) deleted) in \(String(format: "%.2f", report.seconds)) s"
         )
+        if report.pushed + report.conflicts + report.rejected + report.pending > 0 {
+            lines.append("pushed: \(report.pushed) applied, \(report.conflicts) conflicts, \(report.rejected) rejected, \(report.pending) waiting")
+        }
         return lines.joined(separator: "\n")
+    }
+
+    /// One line for the outcome of a pushed local change set; `nil` for other events.
+    static func outcome(of event: ImportEvent) -> String? {
+        switch event {
+        case .pushed(let id, let revision, let keys):
+            let mapped = keys.sorted { $0.key < $1.key }.flatMap { type, map in
+                map.sorted { $0.key < $1.key }.map { "\(type) \($0.key) -> \($0.value.keyString ?? "?")" }
+            }
+            return "change set \(id) applied as revision \(revision)" + (mapped.isEmpty ? "" : " (\(mapped.joined(separator: ", ")))")
+        case .conflict(let id, let changeSet):
+            let rows = changeSet.changes.flatMap { changes in (changes.update + changes.delete).map { "\(changes.type)[\($0.keyString ?? "?")]" } }
+            return "conflict: change set \(id) was not applied, the server's rows were kept: \(rows.joined(separator: ", "))"
+        case .rejected(let id, let code, let message):
+            return "rejected (\(code)): change set \(id): \(message)"
+        default:
+            return nil
+        }
     }
 }

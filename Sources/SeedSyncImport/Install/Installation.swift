@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import SeedSyncModel
 import SeedSyncSQL
 import SeedSyncSeed
@@ -93,10 +94,25 @@ extension ImportSession {
 
     func replace(_ database: LocalDatabase, with source: String, revision: Int64, reason: Replacement.Reason, source kind: Replacement.Source) async throws -> LocalDatabase {
         let from = try await database.revision()
+        let carried = try await carryOutbox(of: database, into: source)
         let replaced = try await database.replaced(with: source)
         let replacement = Replacement(reason: reason, source: kind, fromRevision: from, toRevision: revision)
         report.replacements.append(replacement)
         emit(.replaced(replacement))
+        record(carried)
         return replaced
+    }
+
+    /// Local change sets waiting in `database` are written into the replacing file `source`
+    /// first, so the replacement keeps them (see ``PendingChanges/carry(_:shadowing:into:)``).
+    private func carryOutbox(of database: LocalDatabase, into source: String) async throws -> [ImportEvent] {
+        let pending = PendingChanges(schema: database.metadata.schema)
+        let (entries, rows) = try await database.read { db in (try pending.outbox.entries(in: db), try pending.outbox.shadowedRows(in: db)) }
+        guard !entries.isEmpty else { return [] }
+        do {
+            return try pending.carry(entries, shadowing: rows, into: source)
+        } catch let error as DatabaseError {
+            throw ImportError(SeedError.database(error, "carry \(entries.count) local change sets into \(source)", file: source), otherwise: .invalidDatabase, "\(databasePath) was not replaced and keeps its rows and its outbox")
+        }
     }
 }

@@ -21,6 +21,8 @@ import SeedSyncModel
 public final class LocalChanges {
     /// The id the change set is pushed under (its idempotency key).
     public let id: String
+    /// The schema of the app's database: the types and fields edits may name.
+    public var schema: DatasetSchema { outbox.schema }
 
     private enum State {
         case created([String: JSONValue])

@@ -83,12 +83,6 @@ struct OutboxEntry: Sendable {
     var pushed: PushedChangeSet { PushedChangeSet(id: id, changeSet: changeSet) }
 }
 
-extension JSONValue {
-    var intValue: Int64? {
-        if case .int(let number) = self { number } else { nil }
-    }
-}
-
 extension ChangeSet {
     /// This change set with every temporary key replaced by its real one (`keys`: by type,
     /// temporary to real): in the key lists, the attribute keys and the reference fields.

@@ -176,6 +176,22 @@ struct PendingChanges: Sendable {
         return events
     }
 
+    /// Writes `entries` and the shadows of `rows` into the database at `path`, a seed or snapshot
+    /// about to replace the app's database, in one transaction: the shadows are its rows (the
+    /// server's newer state), the pending rows are written over them again, and broken references
+    /// are repaired. The replacement then carries the outbox over, all of it or nothing.
+    func carry(_ entries: [OutboxEntry], shadowing rows: [RowID], into path: String) throws -> [ImportEvent] {
+        let queue = try DatabaseQueue(path: path)
+        defer { try? queue.close() }
+        return try queue.write { db in
+            try Outbox.create(in: db)
+            for entry in entries { try outbox.append(id: entry.id, entry.changeSet, in: db) }
+            for row in rows { try outbox.setShadow(of: row, to: try outbox.localRow(row, in: db), in: db) }
+            for row in rows { try outbox.recompute(row, entries: entries, in: db) }
+            return try repairReferences(in: db)
+        }
+    }
+
     private func nextBrokenEntry(in db: Database) throws -> (OutboxEntry, String)? {
         let entries = try outbox.entries(in: db)
         guard !entries.isEmpty else { return nil }

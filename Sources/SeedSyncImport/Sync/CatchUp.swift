@@ -96,7 +96,7 @@ extension ImportSession {
         return batches
     }
 
-    private func record(_ events: [ImportEvent]) {
+    func record(_ events: [ImportEvent]) {
         for event in events {
             switch event {
             case .pushed: report.pushed += 1

@@ -29,6 +29,11 @@ public enum JSONValue: Sendable, Hashable {
     }
 
     /// A short name of the value's JSON kind, for error messages.
+    /// The number of an `.int`, else `nil`.
+    public var intValue: Int64? {
+        if case .int(let number) = self { number } else { nil }
+    }
+
     public var kindName: String {
         switch self {
         case .null: "null"

@@ -1,0 +1,162 @@
+import ArgumentParser
+import Foundation
+import SeedSyncImport
+import SeedSyncModel
+import SeedSyncSeed
+
+/// `seed-import write`: local edits from a file, applied to the app's database and queued.
+struct WriteCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "write",
+        abstract: "Apply local change sets to the app's database and queue them for the next sync.",
+        discussion: """
+            --file holds a JSON array of change sets in the shape the server sends, without revisions: \
+            {"types": ["locations", "events"], "locations": {"create": [-1], "attributes": {"-1": {…}}}, \
+            "events": {"update": [5], "attributes": {"5": {"title": "New title"}}}}. New rows of \
+            integer-keyed types take negative temporary keys, which later fields and change sets of \
+            the file may reference; updates may give some fields only; deletes need no attributes. \
+            Each change set is applied to the tables at once and queued with an id and the revisions \
+            it is based on, taken from the local rows; the next `seed-import` run pushes them. Prints \
+            each change set's id and the temporary keys it was given in the database.
+            """
+    )
+
+    @Option(help: "The app's database file (installed by a first seed-import run).") var database: String
+    @Option(help: "A JSON file holding an array of change sets.") var file: String
+    @Flag(help: "Print the ids and keys as JSON on stdout.") var json = false
+
+    func run() async throws {
+        let changeSets = try Self.read(file)
+        let importer = SeedImporter(configuration: .init(seed: "", database: database, server: .init(serverURL: URL(string: "http://127.0.0.1")!, token: nil)))
+        var queued: [QueuedChangeSet] = []
+        var keys: [String: [Int64: JSONValue]] = [:]
+        for (index, changeSet) in changeSets.enumerated() {
+            let fileKeys = keys
+            do {
+                let result = try await importer.write { changes in try LocalEdit(changeSet, fileKeys: fileKeys).apply(to: changes) }
+                queued.append(QueuedChangeSet(id: result.id, keys: result.keys.mapValues { map in
+                    Dictionary(uniqueKeysWithValues: map.map { (String($0.key), $0.value) })
+                }))
+                keys.merge(result.keys) { $0.merging($1) { $1 } }
+            } catch {
+                let done = index == 0 ? "nothing was queued" : "the first \(index) were queued"
+                throw CommandFailure("change set \(index + 1) of \(file): \(error); it and the ones after it were not applied, \(done)")
+            }
+        }
+        if json {
+            FileHandle.standardOutput.write(try JSONEncoder.stable().encode(["changeSets": queued]) + Data("\n".utf8))
+            return
+        }
+        for change in queued {
+            let mapped = change.keys.sorted { $0.key < $1.key }.flatMap { type, map in
+                map.sorted { $0.key < $1.key }.map { "\(type) \($0.key) -> \($0.value.keyString ?? "?")" }
+            }
+            print("queued change set \(change.id)" + (mapped.isEmpty ? "" : ": \(mapped.joined(separator: ", "))"))
+        }
+    }
+
+    /// One queued change set: its id, and the key each temporary key of the file was given.
+    struct QueuedChangeSet: Encodable {
+        var id: String
+        var keys: [String: [String: JSONValue]]
+    }
+
+    private static func read(_ path: String) throws -> [ChangeSet] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw CommandFailure("cannot read \(path)")
+        }
+        do {
+            guard case .array(let items) = try JSONParser.parse(Array(data)) else {
+                throw CommandFailure("\(path) must hold a JSON array of change sets")
+            }
+            return try items.enumerated().map { index, item in try ChangeSet(json: item, at: "[\(index)]") }
+        } catch let error as CommandFailure {
+            throw error
+        } catch {
+            throw CommandFailure("\(path) is not an array of change sets: \(error)")
+        }
+    }
+}
+
+/// One change set of the file, applied through ``LocalChanges``: the file's temporary keys
+/// become the database's, in keys and in reference fields.
+struct LocalEdit: Sendable {
+    let changeSet: ChangeSet
+    /// Temporary keys of earlier change sets of the file, by type: the file's to the database's.
+    let fileKeys: [String: [Int64: JSONValue]]
+
+    init(_ changeSet: ChangeSet, fileKeys: [String: [Int64: JSONValue]]) {
+        self.changeSet = changeSet
+        self.fileKeys = fileKeys
+    }
+
+    func apply(to changes: LocalChanges) throws -> (id: String, keys: [String: [Int64: JSONValue]]) {
+        guard changeSet.revision == nil else { throw CommandFailure("leave 'revision' out: the server assigns revisions") }
+        var keys = fileKeys
+        var created: [String: [Int64: JSONValue]] = [:]
+        // Rows whose references all resolve are created first, round by round, so a row may
+        // reference a new row listed after it.
+        var waiting = changeSet.changes.flatMap { changes in changes.create.map { (changes.type, $0, changes.attributes[$0.keyString ?? ""] ?? [:]) } }
+        while !waiting.isEmpty {
+            let before = waiting.count
+            waiting = try waiting.filter { type, key, attributes in
+                guard let fields = try resolve(attributes, of: type, keys: keys, in: changes) else { return true }
+                var row = fields
+                if key.intValue == nil, let entity = changes.schema.type(named: type) { row[entity.primaryKey.name] = key }
+                let local = try changes.create(type, row)
+                if let temporary = key.intValue {
+                    keys[type, default: [:]][temporary] = local
+                    created[type, default: [:]][temporary] = local
+                }
+                return false
+            }
+            guard waiting.count < before else {
+                throw CommandFailure("the new rows \(waiting.map { "\($0.0)[\($0.1.keyString ?? "?")]" }.joined(separator: ", ")) reference temporary keys that no change set of the file creates, or each other in a circle")
+            }
+        }
+        for given in changeSet.changes {
+            for key in given.update {
+                let attributes = given.attributes[key.keyString ?? ""] ?? [:]
+                guard attributes[SchemaNames.revisionColumn] == nil else {
+                    throw CommandFailure("\(given.type)[\(key.keyString ?? "?")]: leave 'revision' out, it is taken from the local row")
+                }
+                guard let fields = try resolve(attributes, of: given.type, keys: keys, in: changes) else {
+                    throw CommandFailure("\(given.type)[\(key.keyString ?? "?")] references a temporary key that no change set of the file creates")
+                }
+                try changes.update(given.type, key: local(key, of: given.type, keys: keys), fields)
+            }
+            for key in given.delete {
+                try changes.delete(given.type, key: local(key, of: given.type, keys: keys))
+            }
+        }
+        return (changes.id, created)
+    }
+
+    /// A key of the file as the database knows it.
+    private func local(_ key: JSONValue, of type: String, keys: [String: [Int64: JSONValue]]) -> JSONValue {
+        key.intValue.flatMap { keys[type]?[$0] } ?? key
+    }
+
+    /// `attributes` with every temporary key in a reference field replaced by the database's,
+    /// or `nil` while one is not known yet.
+    private func resolve(_ attributes: [String: JSONValue], of type: String, keys: [String: [Int64: JSONValue]], in changes: LocalChanges) throws -> [String: JSONValue]? {
+        guard let entity = changes.schema.type(named: type) else { throw CommandFailure("unknown type '\(type)'") }
+        var fields = attributes
+        for field in entity.fields {
+            guard let target = field.references, let number = attributes[field.name]?.intValue, number < 0 else { continue }
+            if let local = keys[target]?[number] {
+                fields[field.name] = local
+            } else if changeSet[target]?.create.contains(.int(number)) ?? false {
+                return nil  // created by this change set, not yet
+            }
+            // Else a temporary key the database has already, from an earlier write.
+        }
+        return fields
+    }
+}
+
+/// A failure of the command, printed as it is.
+struct CommandFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

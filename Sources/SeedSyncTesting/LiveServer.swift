@@ -6,6 +6,8 @@ import SeedSyncServer
 
 /// The read token of ``withLiveServer(_:token:_:)``.
 public let liveServerToken = "live-test-token"
+/// The write token of ``withLiveServer(_:token:_:)``: it may push change sets.
+public let liveServerWriteToken = "live-write-token"
 
 /// Serves `store` on a free loopback port for the duration of `body`, which gets the base URL.
 ///
@@ -20,7 +22,7 @@ public func withLiveServer(
     configure: (inout ServerConfiguration) -> Void = { _ in },
     _ body: @escaping @Sendable (URL) async throws -> Void
 ) async throws {
-    var configuration = ServerConfiguration(port: 0, tokens: TokenSet(readTokens: [token], adminTokens: []))
+    var configuration = ServerConfiguration(port: 0, tokens: TokenSet(readTokens: [token], writeTokens: [liveServerWriteToken], adminTokens: []))
     configure(&configuration)
     var logger = Logger(label: "seed-server")
     logger.logLevel = .notice // a line for each request would bury the test output

@@ -1,0 +1,93 @@
+import Foundation
+import GRDB
+import SeedSyncBuild
+import SeedSyncClient
+import SeedSyncDemo
+import SeedSyncImport
+import SeedSyncModel
+import SeedSyncSeed
+import SeedSyncTesting
+
+/// A demo store on one backend served live (with a write token), and a seed built from it, for
+/// app databases that write back.
+struct WriteBackFixture: Sendable {
+    let store: any MaintainedSyncStore
+    let url: URL
+    let directory: URL
+    let seed: String
+
+    func database(_ app: String) -> String {
+        directory.appendingPathComponent("\(app)/events.sqlite").path
+    }
+
+    func importer(_ app: String, token: String = liveServerWriteToken) -> SeedImporter {
+        SeedImporter(configuration: .init(
+            seed: seed, database: database(app),
+            server: .init(serverURL: url, token: token, requestTimeout: 10, retry: .none),
+            syncLimit: 50, lockTimeout: 5
+        ))
+    }
+
+    /// One run of `app`'s importer: its report and the outcomes of its pushes.
+    @discardableResult
+    func sync(_ app: String, token: String = liveServerWriteToken) async throws -> (report: ImportReport, outcomes: [ImportEvent]) {
+        let outcomes = Locked<[ImportEvent]>([])
+        let report = try await importer(app, token: token).run { event in
+            switch event {
+            case .pushed, .conflict, .rejected: outcomes.update { $0.append(event) }
+            default: break
+            }
+        }
+        return (report, outcomes.value)
+    }
+
+    /// Changes the server as another writer would: one change set through the store.
+    func commit(_ json: String) async throws {
+        _ = try await store.commit(try ChangeSet(json: JSONParser.parse(Array(json.utf8))))
+    }
+
+    func serverContents() async throws -> [String: [[JSONValue]]] {
+        try await Fixtures.contents(of: store)
+    }
+
+    /// The app database's rows of every type.
+    func appContents(_ app: String) throws -> [String: [[JSONValue]]] {
+        try contents(ofSeed: database(app))
+    }
+
+    /// Runs `sql` on `app`'s database with a connection of the test's own.
+    func query<T: Sendable>(_ app: String, _ read: @escaping @Sendable (Database) throws -> T) throws -> T {
+        let queue = try DatabaseQueue(path: database(app))
+        defer { try? queue.close() }
+        return try queue.read(read)
+    }
+
+    /// A server row: key, fields and revision.
+    func serverRow(_ type: String, _ key: JSONValue) async throws -> [JSONValue]? {
+        try await serverContents()[type]?.first { $0[0] == key }
+    }
+}
+
+/// A demo store of 40 events at 6 locations on `backend`, served live, with a seed built from it.
+func withWriteBack(_ backend: StoreBackend, _ body: @escaping @Sendable (WriteBackFixture) async throws -> Void) async throws {
+    try await backend.withDemoStore(events: 40, locations: 6) { store in
+        try await withTemporaryDirectory { directory in
+            try await withLiveServer(store) { url in
+                let client = SyncClient(configuration: .init(serverURL: url, token: liveServerToken, requestTimeout: 10, retry: .none))
+                let seed = directory.appendingPathComponent("seed.sqlite").path
+                _ = try await SeedBuilder(client: client, options: .init(output: seed, syncLimit: 50)).build()
+                try await body(WriteBackFixture(store: store, url: url, directory: directory, seed: seed))
+            }
+        }
+    }
+}
+
+/// A new location's fields.
+func location(_ name: String) -> [String: JSONValue] {
+    ["name": .string(name), "city": "Lyon", "latitude": 45.76, "longitude": 4.84]
+}
+
+/// A new event's fields, at `location`.
+func event(_ title: String, at location: JSONValue) -> [String: JSONValue] {
+    ["title": .string(title), "starts_at": "2026-12-01T18:00:00Z", "location_id": location, "capacity": 80, "cancelled": false]
+}

@@ -1,0 +1,162 @@
+import Foundation
+import GRDB
+import SeedSyncImport
+import SeedSyncModel
+import SeedSyncTesting
+import Testing
+
+/// The app writes through SeedSync: local edits, the outbox, pushes, key maps, conflicts. On
+/// every store the server may run on.
+@Suite struct WriteBackTests {
+    /// A local edit is in the tables when `write` returns, with temporary keys, queued once; a
+    /// bad edit writes nothing.
+    @Test func localEditsAreVisibleAtOnceAndQueued() async throws {
+        try await withWriteBack(.sqlite) { fixture in
+            try await fixture.sync("app")
+            let importer = fixture.importer("app")
+            let (hall, gig) = try await importer.write { changes in
+                let hall = try changes.create("locations", location("Hall"))
+                let gig = try changes.create("events", event("Gig", at: hall))
+                try changes.update("events", key: 5, ["title": "Renamed"])
+                try changes.delete("events", key: 6)
+                return (hall, gig)
+            }
+            #expect(hall == -1 && gig == -1, "temporary keys start below the smallest key, per type")
+            let rows = try fixture.query("app") { db in
+                (try String.fetchOne(db, sql: "SELECT title FROM events WHERE id = -1"),
+                 try Int64.fetchOne(db, sql: "SELECT location_id FROM events WHERE id = -1"),
+                 try String.fetchOne(db, sql: "SELECT title FROM events WHERE id = 5"),
+                 try Int.fetchOne(db, sql: "SELECT count(*) FROM events WHERE id = 6"),
+                 try String.fetchAll(db, sql: "SELECT change_set FROM _seedsync_outbox"))
+            }
+            #expect(rows.0 == "Gig" && rows.1 == -1 && rows.2 == "Renamed" && rows.3 == 0)
+            let queued = try ChangeSet(json: JSONParser.parse(Array(try #require(rows.4.first).utf8)))
+            #expect(rows.4.count == 1 && queued.types == ["locations", "events"])
+            #expect(queued["events"]?.create == [-1] && queued["events"]?.update == [5] && queued["events"]?.delete == [6])
+            let base = try #require(try await fixture.serverRow("events", 5)).last
+            #expect(queued["events"]?.attributes["5"]?["revision"] == base && queued["events"]?.attributes["6"]?.keys.sorted() == ["revision"])
+            #expect(try await importer.pendingChangeSets() == 1)
+
+            // A second write takes the next temporary key; a bad one writes nothing.
+            #expect(try await importer.write { try $0.create("locations", location("Annex")) } == -2)
+            await #expect { try await importer.write { changes in
+                try changes.update("events", key: 7, ["title": "Lost"])
+                try changes.create("events", event("Nowhere", at: 999))
+            } } throws: { ($0 as? ImportError)?.code == .invalidChangeSet }
+            await #expect { try await importer.write { try $0.update("events", key: 9999, ["title": "x"]) } } throws: { ($0 as? ImportError)?.code == .rowNotFound }
+            await #expect { try await importer.write { try $0.update("events", key: 7, ["capacity": "many"]) } } throws: { ($0 as? ImportError)?.code == .invalidChangeSet }
+            let after = try fixture.query("app") { db in
+                (try String.fetchOne(db, sql: "SELECT title FROM events WHERE id = 7"), try Int.fetchOne(db, sql: "SELECT count(*) FROM _seedsync_outbox"))
+            }
+            #expect(after.0 != "Lost" && after.1 == 2)
+        }
+    }
+
+    /// Temporary keys become the real ones in the rows, in references, and in a later change set
+    /// that refers to them; the app ends equal to the server.
+    @Test(arguments: StoreBackend.allCases) func pushReplacesTemporaryKeysEverywhere(backend: StoreBackend) async throws {
+        try await withWriteBack(backend) { fixture in
+            try await fixture.sync("app")
+            let importer = fixture.importer("app")
+            let (hall, gig) = try await importer.write { changes in
+                let hall = try changes.create("locations", location("Hall"))
+                return (hall, try changes.create("events", event("Gig", at: hall)))
+            }
+            try await importer.write { changes in
+                try changes.update("events", key: gig, ["title": "Gig, moved"])
+                try changes.create("events", event("Encore", at: hall))
+                try changes.update("events", key: 3, ["location_id": hall])
+            }
+            let (report, outcomes) = try await fixture.sync("app")
+            #expect(report.pushed == 2 && report.conflicts == 0 && report.rejected == 0 && report.pending == 0, "\(outcomes)")
+            guard case .pushed(_, let first, let keys)? = outcomes.first else { Issue.record("\(outcomes)"); return }
+            let realHall = try #require(keys["locations"]?["-1"])
+            let realGig = try #require(keys["events"]?["-1"])
+            #expect(realHall == 7 && realGig == 41)
+            guard case .pushed(_, let second, let laterKeys)? = outcomes.last else { Issue.record("\(outcomes)"); return }
+            #expect(second == first + 1 && laterKeys["events"]?["-2"] == 42)
+            let server = try await fixture.serverContents()
+            #expect(try fixture.appContents("app") == server)
+            let gigRow = try #require(server["events"]?.first { $0[0] == realGig })
+            #expect(gigRow[1] == "Gig, moved" && gigRow[4] == realHall && gigRow.last == .int(second))
+            #expect(server["events"]?.first { $0[0] == 3 }?[4] == realHall)
+            let negative = try fixture.query("app") { db in
+                try Int.fetchOne(db, sql: "SELECT (SELECT count(*) FROM events WHERE id < 0 OR location_id < 0) + (SELECT count(*) FROM locations WHERE id < 0) + (SELECT count(*) FROM _seedsync_shadow) + (SELECT count(*) FROM _seedsync_outbox)")
+            }
+            #expect(negative == 0)
+        }
+    }
+
+    /// Two apps edit the same event; the second push conflicts: its rows go back to the server's,
+    /// the location it created goes away, and both apps end equal to the server row by row.
+    @Test(arguments: StoreBackend.allCases) func aConflictRestoresTheServersRowsAndAppsConverge(backend: StoreBackend) async throws {
+        try await withWriteBack(backend) { fixture in
+            try await fixture.sync("first")
+            try await fixture.sync("second")
+            try await fixture.importer("first").write { try $0.update("events", key: 5, ["title": "First's title"]) }
+            try await fixture.importer("second").write { changes in
+                try changes.update("events", key: 5, ["title": "Second's title", "capacity": 3])
+                let annex = try changes.create("locations", location("Annex"))
+                try changes.update("events", key: 8, ["location_id": annex])
+            }
+            try await fixture.importer("second").write { try $0.update("events", key: 9, ["title": "Untouched by anyone else"]) }
+            let first = try await fixture.sync("first")
+            #expect(first.report.pushed == 1)
+            let second = try await fixture.sync("second")
+            #expect(second.report.pushed == 1 && second.report.conflicts == 1 && second.report.pending == 0, "\(second.outcomes)")
+            guard case .conflict(_, let truth)? = second.outcomes.first else { Issue.record("\(second.outcomes)"); return }
+            #expect(truth.conflict && truth["events"]?.update.contains(5) == true)
+            #expect(truth["events"]?.attributes["5"]?["title"] == "First's title")
+            try await fixture.sync("first")
+            let server = try await fixture.serverContents()
+            #expect(server["events"]?.first { $0[0] == 5 }?[1] == "First's title")
+            #expect(server["events"]?.first { $0[0] == 9 }?[1] == "Untouched by anyone else")
+            #expect(server["locations"]?.count == 6, "the conflicting change set's location was not created")
+            #expect(try fixture.appContents("first") == server)
+            #expect(try fixture.appContents("second") == server)
+        }
+    }
+
+    /// A server change set that deletes a row a pending local change set references drops that
+    /// change set before it is pushed (it could never apply), instead of stopping the sync.
+    @Test func aChangeSetTheServerBrokeIsDroppedAndTheSyncGoesOn() async throws {
+        try await withWriteBack(.sqlite) { fixture in
+            try await fixture.commit(#"{"types": ["locations"], "locations": {"create": [50], "attributes": {"50": {"name": "Tent", "city": "Lyon", "latitude": 1.0, "longitude": 2.0}}}}"#)
+            try await fixture.sync("app")
+            let importer = fixture.importer("app")
+            try await importer.write { try $0.update("events", key: 4, ["capacity": 10]) }
+            // Waits for the first: it edits the same event again.
+            try await importer.write { changes in
+                try changes.update("events", key: 4, ["capacity": 20])
+                try changes.create("events", event("In the tent", at: 50))
+            }
+            try await fixture.commit(#"{"types": ["locations"], "locations": {"delete": [50]}}"#)
+            let (report, outcomes) = try await fixture.sync("app")
+            #expect(report.pushed == 1 && report.rejected == 1 && report.pending == 0, "\(outcomes)")
+            guard case .rejected(_, let code, let message)? = outcomes.last else { Issue.record("\(outcomes)"); return }
+            #expect(code == "broken_reference" && message.contains("locations[50]"), "\(message)")
+            let server = try await fixture.serverContents()
+            #expect(server["events"]?.first { $0[0] == 4 }?[5] == 10)
+            #expect(try fixture.appContents("app") == server)
+        }
+    }
+
+    /// A read token catches up, keeps the change sets and says how many wait; a write token then pushes them.
+    @Test func aReadTokenCatchesUpAndSaysWhatWaits() async throws {
+        try await withWriteBack(.sqlite) { fixture in
+            try await fixture.sync("app", token: liveServerToken)
+            try await fixture.importer("app").write { try $0.update("events", key: 5, ["title": "Waiting"]) }
+            try await fixture.commit(#"{"types": ["events"], "events": {"update": [7], "attributes": {"7": {"title": "Server side", "starts_at": "2026-01-01T00:00:00Z", "capacity": 1, "cancelled": false}}}}"#)
+            await #expect { try await fixture.sync("app", token: liveServerToken) } throws: { error in
+                guard let error = error as? ImportError, error.code == .pushForbidden else { return false }
+                return error.description.contains("1 local change sets are waiting")
+            }
+            let appRevision = try fixture.query("app") { db in try String.fetchOne(db, sql: "SELECT value FROM _seedsync_seed WHERE key = 'revision'") }
+            #expect(appRevision == String(try await fixture.store.schemaInfo().revision), "caught up all the same")
+            #expect(try await fixture.importer("app").pendingChangeSets() == 1)
+            let (report, _) = try await fixture.sync("app")
+            #expect(report.pushed == 1 && report.pending == 0)
+            #expect(try fixture.appContents("app") == (try await fixture.serverContents()))
+        }
+    }
+}

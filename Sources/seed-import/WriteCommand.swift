@@ -92,7 +92,6 @@ struct LocalEdit: Sendable {
 
     func apply(to changes: LocalChanges) throws -> (id: String, keys: [String: [Int64: JSONValue]]) {
         guard changeSet.revision == nil else { throw CommandFailure("leave 'revision' out: the server assigns revisions") }
-        var keys = fileKeys
         var created: [String: [Int64: JSONValue]] = [:]
         // Rows whose references all resolve are created first, round by round, so a row may
         // reference a new row listed after it.
@@ -100,18 +99,14 @@ struct LocalEdit: Sendable {
         while !waiting.isEmpty {
             let before = waiting.count
             waiting = try waiting.filter { type, key, attributes in
-                guard let fields = try resolve(attributes, of: type, keys: keys, in: changes) else { return true }
-                var row = fields
+                guard var row = try resolve(attributes, of: type, created: created, in: changes) else { return true }
                 if key.intValue == nil, let entity = changes.schema.type(named: type) { row[entity.primaryKey.name] = key }
                 let local = try changes.create(type, row)
-                if let temporary = key.intValue {
-                    keys[type, default: [:]][temporary] = local
-                    created[type, default: [:]][temporary] = local
-                }
+                if let temporary = key.intValue { created[type, default: [:]][temporary] = local }
                 return false
             }
             guard waiting.count < before else {
-                throw CommandFailure("the new rows \(waiting.map { "\($0.0)[\($0.1.keyString ?? "?")]" }.joined(separator: ", ")) reference temporary keys that no change set of the file creates, or each other in a circle")
+                throw CommandFailure("the new rows \(waiting.map { "\($0.0)[\($0.1.keyString ?? "?")]" }.joined(separator: ", ")) reference each other in a circle")
             }
         }
         for given in changeSet.changes {
@@ -120,36 +115,32 @@ struct LocalEdit: Sendable {
                 guard attributes[SchemaNames.revisionColumn] == nil else {
                     throw CommandFailure("\(given.type)[\(key.keyString ?? "?")]: leave 'revision' out, it is taken from the local row")
                 }
-                guard let fields = try resolve(attributes, of: given.type, keys: keys, in: changes) else {
-                    throw CommandFailure("\(given.type)[\(key.keyString ?? "?")] references a temporary key that no change set of the file creates")
-                }
-                try changes.update(given.type, key: local(key, of: given.type, keys: keys), fields)
+                let fields = try resolve(attributes, of: given.type, created: created, in: changes) ?? attributes
+                try changes.update(given.type, key: local(key, of: given.type, created: created), fields)
             }
             for key in given.delete {
-                try changes.delete(given.type, key: local(key, of: given.type, keys: keys))
+                try changes.delete(given.type, key: local(key, of: given.type, created: created))
             }
         }
         return (changes.id, created)
     }
 
-    /// A key of the file as the database knows it.
-    private func local(_ key: JSONValue, of type: String, keys: [String: [Int64: JSONValue]]) -> JSONValue {
-        key.intValue.flatMap { keys[type]?[$0] } ?? key
+    /// A key of the file as the database knows it: a temporary key this change set or an
+    /// earlier one of the file created becomes the database's; any other key is the database's already.
+    private func local(_ key: JSONValue, of type: String, created: [String: [Int64: JSONValue]]) -> JSONValue {
+        guard let number = key.intValue, number < 0 else { return key }
+        return created[type]?[number] ?? fileKeys[type]?[number] ?? key
     }
 
     /// `attributes` with every temporary key in a reference field replaced by the database's,
-    /// or `nil` while one is not known yet.
-    private func resolve(_ attributes: [String: JSONValue], of type: String, keys: [String: [Int64: JSONValue]], in changes: LocalChanges) throws -> [String: JSONValue]? {
+    /// or `nil` while it names a row this change set creates and has not created yet.
+    private func resolve(_ attributes: [String: JSONValue], of type: String, created: [String: [Int64: JSONValue]], in changes: LocalChanges) throws -> [String: JSONValue]? {
         guard let entity = changes.schema.type(named: type) else { throw CommandFailure("unknown type '\(type)'") }
         var fields = attributes
         for field in entity.fields {
-            guard let target = field.references, let number = attributes[field.name]?.intValue, number < 0 else { continue }
-            if let local = keys[target]?[number] {
-                fields[field.name] = local
-            } else if changeSet[target]?.create.contains(.int(number)) ?? false {
-                return nil  // created by this change set, not yet
-            }
-            // Else a temporary key the database has already, from an earlier write.
+            guard let target = field.references, let key = attributes[field.name], let number = key.intValue, number < 0 else { continue }
+            if changeSet[target]?.create.contains(key) ?? false, created[target]?[number] == nil { return nil }
+            fields[field.name] = local(key, of: target, created: created)
         }
         return fields
     }

@@ -4,7 +4,10 @@
 # as a schema and attached), serve it on a free loopback port with a generated token, build a seed from it with seed-build, prove it
 # with seed-verify, change the server, install the seed into a fresh app folder with seed-import and
 # catch up, run seed-import again (nothing to do), prove the app database equals the server's tables row
-# by row, stop the server, and print a summary. Any failure stops it with a non-zero status.
+# by row, then show write-back (two more app folders edit locally, one creates a location and an event at
+# it with temporary keys, both update the same event; both sync, one conflict is reported, and both app
+# databases equal the server's tables row by row), stop the server, and print a summary. Any failure
+# stops it with a non-zero status.
 #
 # Usage: scripts/pipeline.sh [--backend sqlite|postgres] [--events N] [--locations N] [--changes N] [--out DIR]
 #   --backend B    sqlite (default: nothing to install) or postgres
@@ -48,6 +51,15 @@ begin() {
 }
 end() {
     steps+=("$(printf '%-28s %8.2f s' "$step_name" "$(echo "$(date +%s.%N) $step_started" | awk '{print $1 - $2}')")")
+}
+
+# compare_app APP_DB: the app database against the server's tables, row by row (one line per table).
+compare_app() {
+    if [ "$backend" = sqlite ]; then
+        compare_tables "$database" "$1"
+    else
+        python3 scripts/lib/compare_postgres.py "$1"
+    fi
 }
 
 work=$(mktemp -d)
@@ -97,7 +109,8 @@ end
 
 begin "start server"
 new_token "$work/token"
-start_server "$bin" "$database" "$work/token" "$work"
+new_token "$work/write-token"
+start_server "$bin" "$database" "$work/token" "$work" "$work/write-token"
 echo "serving $SERVER_URL (pid $SERVER_PID)" >&2
 end
 
@@ -126,15 +139,50 @@ SEED_TOKEN=$(cat "$work/token") "$bin/seed-import" --seed "$out/demo.sqlite.gz" 
 end
 
 begin "compare with the server"
-if [ "$backend" = sqlite ]; then
-    compare_tables "$database" "$out/app/demo.sqlite" >"$work/compare.txt"
-else
-    python3 scripts/lib/compare_postgres.py "$out/app/demo.sqlite" >"$work/compare.txt"
-fi || {
+compare_app "$out/app/demo.sqlite" >"$work/compare.txt" || {
     cat "$work/compare.txt" >&2
     echo "the imported database differs from the server" >&2
     exit 1
 }
+end
+
+begin "write-back"
+# Two app folders at the server's revision, each editing locally (the same event in both).
+for app in app-a app-b; do
+    rm -rf "${out:?}/$app"
+    SEED_TOKEN=$(cat "$work/token") "$bin/seed-import" --seed "$out/demo.sqlite.gz" --database "$out/$app/demo.sqlite" \
+        --server "$SERVER_URL" --quiet
+done
+edited=$(sqlite3 "$out/app-a/demo.sqlite" "SELECT min(id) FROM events")
+cat >"$work/changes-a.json" <<JSON
+[{"types": ["locations", "events"],
+  "locations": {"create": [-1], "attributes": {"-1": {"name": "Pop-up hall", "city": "Lyon", "latitude": 45.76, "longitude": 4.84}}},
+  "events": {"create": [-2], "update": [$edited], "attributes": {
+    "-2": {"title": "Opening night", "starts_at": "2026-12-01T18:00:00Z", "location_id": -1, "capacity": 80, "cancelled": false},
+    "$edited": {"title": "Edited in app A", "location_id": -1}}}}]
+JSON
+cat >"$work/changes-b.json" <<JSON
+[{"types": ["events"], "events": {"update": [$edited], "attributes": {"$edited": {"title": "Edited in app B"}}}}]
+JSON
+"$bin/seed-import" write --database "$out/app-a/demo.sqlite" --file "$work/changes-a.json" >&2
+"$bin/seed-import" write --database "$out/app-b/demo.sqlite" --file "$work/changes-b.json" >&2
+for app in app-a app-b app-a; do
+    SEED_TOKEN=$(cat "$work/write-token") "$bin/seed-import" --seed "$out/demo.sqlite.gz" --database "$out/$app/demo.sqlite" \
+        --server "$SERVER_URL" --json >"$work/push-$app.json" 2>"$work/push-$app.err"
+    sed "s/^/  [$app] /" "$work/push-$app.err" >&2
+done
+grep -q 'applied as revision' "$work/push-app-a.err" || { echo "app A's change set was not applied" >&2; exit 1; }
+grep -q '^seed-import: conflict: ' "$work/push-app-b.err" || { echo "app B's change set did not conflict" >&2; exit 1; }
+title=$(sqlite3 "$out/app-b/demo.sqlite" "SELECT title FROM events WHERE id = $edited")
+[ "$title" = "Edited in app A" ] || { echo "app B shows '$title' for event $edited, not the server's 'Edited in app A'" >&2; exit 1; }
+for app in app-a app-b; do
+    compare_app "$out/$app/demo.sqlite" >"$work/compare-$app.txt" || {
+        cat "$work/compare-$app.txt" >&2
+        echo "$app differs from the server after write-back" >&2
+        exit 1
+    }
+    [ "$(sqlite3 "$out/$app/demo.sqlite" "SELECT count(*) FROM _seedsync_outbox")" = 0 ] || { echo "$app still has change sets waiting" >&2; exit 1; }
+done
 end
 
 begin "stop server"
@@ -165,6 +213,10 @@ SeedSync pipeline: done ($backend store)
              ($(report 1 inserted) inserted, $(report 1 updated) updated, $(report 1 deleted) deleted); second run: $second_changes change sets
   app db     $out/app/demo.sqlite, row by row equal to the server:
 $(sed 's/^/  /' "$work/compare.txt")
+  write-back app A: $(sed -n 's/^seed-import: //p' "$work/push-app-a.err" | head -n 1)
+             app B: $(sed -n 's/^seed-import: //p' "$work/push-app-b.err" | head -n 1)
+             both app databases row by row equal to the server:
+$(cat "$work/compare-app-a.txt" "$work/compare-app-b.txt" | sed 's/^/  /')
   steps
 $(printf '    %s\n' "${steps[@]}")
 SUMMARY

@@ -42,6 +42,10 @@ final class ImportSession {
             server = .failure(error)
         }
         var database = try await prepareDatabase(server: try? server.get())
+        // A mark left by a replacement that was killed would hold local writes back all run long.
+        if try await database.read({ db in try Outbox.isMarkedReplacing(in: db) }) {
+            try await database.write("unmark \(databasePath)") { db in try Outbox.unmarkReplacing(in: db) }
+        }
         if let expected = configuration.expectedSchemaVersion, database.metadata.schemaVersion != expected {
             try? await database.close()
             throw ImportError(.invalidDatabase, "\(databasePath) has schema version \(database.metadata.schemaVersion); this app expects \(expected) and the seed does not replace it; delete the database to install the seed again")

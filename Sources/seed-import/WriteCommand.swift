@@ -14,7 +14,8 @@ struct WriteCommand: AsyncParsableCommand {
             {"types": ["locations", "events"], "locations": {"create": [-1], "attributes": {"-1": {…}}}, \
             "events": {"update": [5], "attributes": {"5": {"title": "New title"}}}}. New rows of \
             integer-keyed types take negative temporary keys, which later fields and change sets of \
-            the file may reference; updates may give some fields only; deletes need no attributes. \
+            the file may reference (any other negative key names a row an earlier write created and \
+            the server has not answered yet); updates may give some fields only; deletes need no attributes. \
             Each change set is applied to the tables at once and queued with an id and the revisions \
             it is based on, taken from the local rows; the next `seed-import` run pushes them. Prints \
             each change set's id and the temporary keys it was given in the database.
@@ -92,6 +93,14 @@ struct LocalEdit: Sendable {
 
     func apply(to changes: LocalChanges) throws -> (id: String, keys: [String: [Int64: JSONValue]]) {
         guard changeSet.revision == nil else { throw CommandFailure("leave 'revision' out: the server assigns revisions") }
+        guard changeSet.changes.contains(where: { !($0.create.isEmpty && $0.update.isEmpty && $0.delete.isEmpty) }) else {
+            throw CommandFailure("it creates, updates and deletes nothing")
+        }
+        for given in changeSet.changes where changes.schema.type(named: given.type)?.primaryKey.type == .integer {
+            if let key = given.create.first(where: { ($0.intValue ?? 0) >= 0 }) {
+                throw CommandFailure("\(given.type)[\(key.keyString ?? "?")] is created with a key of its own: new rows of \(given.type) take a negative temporary key")
+            }
+        }
         var created: [String: [Int64: JSONValue]] = [:]
         // Rows whose references all resolve are created first, round by round, so a row may
         // reference a new row listed after it.

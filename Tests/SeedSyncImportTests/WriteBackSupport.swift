@@ -20,9 +20,9 @@ struct WriteBackFixture: Sendable {
         directory.appendingPathComponent("\(app)/events.sqlite").path
     }
 
-    func importer(_ app: String, token: String = liveServerWriteToken) -> SeedImporter {
+    func importer(_ app: String, token: String = liveServerWriteToken, seed: String? = nil) -> SeedImporter {
         SeedImporter(configuration: .init(
-            seed: seed, database: database(app),
+            seed: seed ?? self.seed, database: database(app),
             server: .init(serverURL: url, token: token, requestTimeout: 10, retry: .none),
             syncLimit: 50, lockTimeout: 5
         ))

@@ -1,5 +1,7 @@
 import Foundation
 import GRDB
+import SeedSyncBuild
+import SeedSyncClient
 import SeedSyncImport
 import SeedSyncModel
 import SeedSyncTesting
@@ -141,22 +143,56 @@ import Testing
         }
     }
 
-    /// A read token catches up, keeps the change sets and says how many wait; a write token then pushes them.
-    @Test func aReadTokenCatchesUpAndSaysWhatWaits() async throws {
+    /// A read token catches up, keeps the change sets and says how many wait. A server change to
+    /// the row a pending edit changes is applied all the same (the server wins); a write token
+    /// then pushes, and the edit conflicts by its base revision.
+    @Test func aReadTokenCatchesUpAndThePendingEditConflictsLater() async throws {
         try await withWriteBack(.sqlite) { fixture in
             try await fixture.sync("app", token: liveServerToken)
             try await fixture.importer("app").write { try $0.update("events", key: 5, ["title": "Waiting"]) }
-            try await fixture.commit(#"{"types": ["events"], "events": {"update": [7], "attributes": {"7": {"title": "Server side", "starts_at": "2026-01-01T00:00:00Z", "capacity": 1, "cancelled": false}}}}"#)
+            try await fixture.importer("app").write { try $0.update("events", key: 6, ["title": "Waiting too"]) }
+            try await fixture.commit(#"{"types": ["events"], "events": {"update": [5], "attributes": {"5": {"title": "Server side", "starts_at": "2026-01-01T00:00:00Z", "capacity": 1, "cancelled": false}}}}"#)
             await #expect { try await fixture.sync("app", token: liveServerToken) } throws: { error in
                 guard let error = error as? ImportError, error.code == .pushForbidden else { return false }
-                return error.description.contains("1 local change sets are waiting")
+                return error.description.contains("2 local change sets are waiting")
             }
-            let appRevision = try fixture.query("app") { db in try String.fetchOne(db, sql: "SELECT value FROM _seedsync_seed WHERE key = 'revision'") }
-            #expect(appRevision == String(try await fixture.store.schemaInfo().revision), "caught up all the same")
-            #expect(try await fixture.importer("app").pendingChangeSets() == 1)
-            let (report, _) = try await fixture.sync("app")
-            #expect(report.pushed == 1 && report.pending == 0)
-            #expect(try fixture.appContents("app") == (try await fixture.serverContents()))
+            let (revision, title) = try fixture.query("app") { db in
+                (try String.fetchOne(db, sql: "SELECT value FROM _seedsync_seed WHERE key = 'revision'"),
+                 try String.fetchOne(db, sql: "SELECT title FROM events WHERE id = 5"))
+            }
+            #expect(revision == String(try await fixture.store.schemaInfo().revision), "caught up all the same")
+            #expect(title == "Server side", "the server wins over the pending edit")
+            #expect(try await fixture.importer("app").pendingChangeSets() == 2)
+            let (report, outcomes) = try await fixture.sync("app")
+            #expect(report.conflicts == 1 && report.pushed == 1 && report.pending == 0, "\(outcomes)")
+            let server = try await fixture.serverContents()
+            #expect(server["events"]?.first { $0[0] == 5 }?[1] == "Server side" && server["events"]?.first { $0[0] == 6 }?[1] == "Waiting too")
+            #expect(try fixture.appContents("app") == server)
+        }
+    }
+
+    /// A newer seed replaces the database while change sets wait: they are carried into the new
+    /// file, shown on its rows, and pushed by the same run.
+    @Test func aReplacementKeepsTheOutbox() async throws {
+        try await withWriteBack(.sqlite) { fixture in
+            try await fixture.sync("app")
+            let hall = try await fixture.importer("app").write { changes in
+                let hall = try changes.create("locations", location("Hall"))
+                try changes.update("events", key: 5, ["location_id": hall, "title": "In the hall"])
+                return hall
+            }
+            try await fixture.commit(#"{"types": ["events"], "events": {"update": [7], "attributes": {"7": {"title": "Newer", "starts_at": "2026-01-01T00:00:00Z", "capacity": 1, "cancelled": false}}}}"#)
+            let newer = fixture.directory.appendingPathComponent("newer.sqlite").path
+            let client = SyncClient(configuration: .init(serverURL: fixture.url, token: liveServerToken, requestTimeout: 10, retry: .none))
+            _ = try await SeedBuilder(client: client, options: .init(output: newer, syncLimit: 50)).build()
+            let events = Locked<[ImportEvent]>([])
+            let report = try await fixture.importer("app", seed: newer).run { event in events.update { $0.append(event) } }
+            #expect(report.replacements.count == 1 && report.pushed == 1 && report.pending == 0, "\(events.value)")
+            guard case .pushed(_, _, let keys)? = events.value.first(where: { if case .pushed = $0 { true } else { false } }) else { return }
+            #expect(hall == -1 && keys["locations"]?["-1"] == 7)
+            let server = try await fixture.serverContents()
+            #expect(server["events"]?.first { $0[0] == 5 }?[4] == 7)
+            #expect(try fixture.appContents("app") == server)
         }
     }
 }

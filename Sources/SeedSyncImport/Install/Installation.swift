@@ -73,7 +73,13 @@ extension ImportSession {
         }
         defer { SQLiteFiles.remove(at: installingPath) }
         guard isNewer(metadata.dataset, metadata.schemaVersion, metadata.revision, than: local) else { return database }
-        return try await replace(database, with: installingPath, revision: metadata.revision, reason: .newerSeed, source: .seed)
+        do {
+            return try await replace(database, with: installingPath, revision: metadata.revision, reason: .newerSeed, source: .seed)
+        } catch let error as ImportError where error.code == .mismatch {
+            // Local change sets that do not fit the new schema: pushed from this database first.
+            reject(seed: error)
+            return database
+        }
     }
 
     /// Whether `error` is about the seed alone, so that a database can go on without it.
@@ -94,8 +100,15 @@ extension ImportSession {
 
     func replace(_ database: LocalDatabase, with source: String, revision: Int64, reason: Replacement.Reason, source kind: Replacement.Source) async throws -> LocalDatabase {
         let from = try await database.revision()
-        let carried = try await carryOutbox(of: database, into: source)
-        let replaced = try await database.replaced(with: source)
+        let carried: [ImportEvent]
+        let replaced: LocalDatabase
+        do {
+            carried = try await carryOutbox(of: database, into: source)
+            replaced = try await database.replaced(with: source)
+        } catch {
+            _ = try? await database.write("unmark \(databasePath)") { db in try Outbox.unmarkReplacing(in: db) }
+            throw error
+        }
         let replacement = Replacement(reason: reason, source: kind, fromRevision: from, toRevision: revision)
         report.replacements.append(replacement)
         emit(.replaced(replacement))
@@ -105,12 +118,24 @@ extension ImportSession {
 
     /// Local change sets waiting in `database` are written into the replacing file `source`
     /// first, so the replacement keeps them (see ``PendingChanges/carry(_:shadowing:into:)``).
+    /// The database is marked as being replaced in the transaction that reads them, so that no
+    /// local write commits to it until the replacement is done (see ``SeedImporter/write(_:)``).
+    ///
+    /// - Throws: ``ImportError/Code/mismatch`` when they do not fit the replacing file (its schema
+    ///   changed): the database is not replaced and keeps them.
     private func carryOutbox(of database: LocalDatabase, into source: String) async throws -> [ImportEvent] {
         let pending = PendingChanges(schema: database.metadata.schema)
-        let (entries, rows) = try await database.read { db in (try pending.outbox.entries(in: db), try pending.outbox.shadowedRows(in: db)) }
+        let (entries, rows) = try await database.write("mark \(databasePath) as being replaced") { db in
+            try Outbox.markReplacing(in: db)
+            return (try pending.outbox.entries(in: db), try pending.outbox.shadowedRows(in: db))
+        }
         guard !entries.isEmpty else { return [] }
         do {
             return try pending.carry(entries, shadowing: rows, into: source)
+        } catch let error as DatabaseError where !SeedError.database(error, "").isStorageFailure {
+            throw ImportError(.mismatch, "the \(entries.count) local change sets waiting in \(databasePath) do not fit \(source) (\(error.message ?? "\(error)")); the database was not replaced and keeps them until they are pushed")
+        } catch let error as ImportError where error.code == .invalidChangeSet {
+            throw ImportError(.mismatch, "the \(entries.count) local change sets waiting in \(databasePath) do not fit \(source) (\(error)); the database was not replaced and keeps them until they are pushed")
         } catch let error as DatabaseError {
             throw ImportError(SeedError.database(error, "carry \(entries.count) local change sets into \(source)", file: source), otherwise: .invalidDatabase, "\(databasePath) was not replaced and keeps its rows and its outbox")
         }

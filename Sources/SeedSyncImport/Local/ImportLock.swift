@@ -49,6 +49,16 @@ final class ImportLock {
         return ImportLock(path: path, descriptor: descriptor)
     }
 
+    /// Whether an importer holds the lock of `database` now.
+    static func isHeld(for database: String) -> Bool {
+        let descriptor = open(database + ".lock", O_RDWR | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else { return errno == EWOULDBLOCK }
+        flock(descriptor, LOCK_UN)
+        return false
+    }
+
     /// Releases the lock; the file stays, so the next importer locks the same inode.
     func release() {
         flock(descriptor, LOCK_UN)

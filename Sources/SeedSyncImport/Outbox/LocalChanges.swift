@@ -63,13 +63,23 @@ public final class LocalChanges {
             key = .string(text)
         }
         attributes[entity.primaryKey.name] = nil
+        guard attributes[SchemaNames.revisionColumn] == nil else {
+            throw ImportError(.invalidChangeSet, "a new row of \(type): 'revision' is kept by SeedSync and cannot be written")
+        }
         let row = RowID(type: type, key: key.keyString!)
         guard try outbox.localRow(row, in: db) == nil else {
             throw ImportError(.invalidChangeSet, "\(type)[\(row.key)] exists already: update it instead")
         }
-        try outbox.put(row, attributes.merging([SchemaNames.revisionColumn: 0]) { $1 }, in: db)
         if try outbox.shadow(of: row, in: db) == nil { try outbox.setShadow(of: row, to: nil, in: db) }
-        record(row, .created(attributes))
+        if case .deleted(let base)? = states[row] {
+            // Deleted and made again in one write: on the server, the row is updated.
+            let updated = attributes.merging([SchemaNames.revisionColumn: .int(base)]) { $1 }
+            try outbox.put(row, updated, in: db)
+            record(row, .updated(updated))
+        } else {
+            try outbox.put(row, attributes.merging([SchemaNames.revisionColumn: 0]) { $1 }, in: db)
+            record(row, .created(attributes))
+        }
         return key
     }
 
@@ -154,6 +164,10 @@ public final class LocalChanges {
         }
         let changeSet = changeSet()
         guard !changeSet.changes.isEmpty else { return false }
+        let size = changeSet.jsonBytes().count
+        guard size <= PendingChanges.maxPushBytes else {
+            throw ImportError(.invalidChangeSet, "the change set is \(size) bytes, more than the \(PendingChanges.maxPushBytes) a push may carry: split the edits into several writes; nothing was written")
+        }
         try outbox.append(id: id, changeSet, in: db)
         return true
     }

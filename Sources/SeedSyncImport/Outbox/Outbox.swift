@@ -39,6 +39,24 @@ struct Outbox: Sendable {
         for statement in createStatements { try db.execute(sql: statement) }
     }
 
+    /// Present while the importer replaces the database: a local write waits until it is gone
+    /// (the replacing file has no such table), so it cannot commit to the old file after the
+    /// outbox was read from it and be lost.
+    static let replacingTable = "_seedsync_replacing"
+
+    static func markReplacing(in db: Database) throws {
+        try db.execute(sql: "CREATE TABLE IF NOT EXISTS _seedsync_replacing (started TEXT NOT NULL)")
+        try db.execute(sql: "INSERT INTO _seedsync_replacing (started) VALUES (datetime('now'))")
+    }
+
+    static func unmarkReplacing(in db: Database) throws {
+        try db.execute(sql: "DROP TABLE IF EXISTS _seedsync_replacing")
+    }
+
+    static func isMarkedReplacing(in db: Database) throws -> Bool {
+        try db.tableExists(replacingTable)
+    }
+
     static func exists(in db: Database) throws -> Bool {
         try db.tableExists(outboxTable)
     }
@@ -114,7 +132,7 @@ struct Outbox: Sendable {
 
     /// Moves the shadow of a temporary key to its real key.
     func moveShadow(of row: RowID, to key: String, in db: Database) throws {
-        try db.execute(sql: "UPDATE _seedsync_shadow SET key = ? WHERE type = ? AND key = ?", arguments: [key, row.type, row.key])
+        try db.execute(sql: "UPDATE OR REPLACE _seedsync_shadow SET key = ? WHERE type = ? AND key = ?", arguments: [key, row.type, row.key])
     }
 
     private static func text(_ attributes: [String: JSONValue]) -> String {

@@ -21,20 +21,37 @@ struct PendingChanges: Sendable {
     let outbox: Outbox
     /// Change sets per push; the server accepts at most 100.
     static let maxPerPush = 100
+    /// Bytes of change sets per push, and the largest change set a local write may queue: half
+    /// the server's default body limit (8 MiB).
+    static let maxPushBytes = 4 << 20
 
     init(schema: DatasetSchema) {
         outbox = Outbox(schema: schema)
     }
 
-    /// The change sets to push next: the oldest ones, up to the first that depends on one before it
-    /// (see ``OutboxEntry/dependsOn(_:in:)``): it is pushed once that one is answered.
-    func nextPush(in db: Database) throws -> [OutboxEntry] {
+    /// The change sets to push next: the oldest ones, at most `limit` and ``maxPushBytes``, up to
+    /// the first that depends on one before it (see ``OutboxEntry/dependsOn(_:in:)``): it is
+    /// pushed once that one is answered.
+    func nextPush(limit: Int = maxPerPush, in db: Database) throws -> [OutboxEntry] {
         var batch: [OutboxEntry] = []
+        var bytes = 0
         for entry in try outbox.entries(in: db) {
-            guard batch.count < Self.maxPerPush, !batch.contains(where: { entry.dependsOn($0, in: outbox.schema) }) else { break }
+            bytes += entry.changeSet.jsonBytes().count
+            guard batch.isEmpty || (batch.count < limit && bytes <= Self.maxPushBytes) else { break }
+            guard !batch.contains(where: { entry.dependsOn($0, in: outbox.schema) }) else { break }
             batch.append(entry)
         }
         return batch
+    }
+
+    /// Drops `entry`, which the server refused for its size alone (413 when pushed by itself).
+    func dropTooLarge(_ entry: OutboxEntry, reason: String, in db: Database) throws -> [ImportEvent] {
+        var remaining = try outbox.entries(in: db)
+        guard let index = remaining.firstIndex(where: { $0.position == entry.position }) else { return [] }
+        remaining.remove(at: index)
+        try outbox.remove(entry, in: db)
+        for row in entry.touchedRows { try outbox.recompute(row, entries: remaining, in: db) }
+        return [.rejected(id: entry.id, code: "too_large", message: reason)] + (try repairReferences(in: db))
     }
 
     /// Applies the server's answers to pushed change sets, in order.
@@ -48,40 +65,30 @@ struct PendingChanges: Sendable {
 
     private func handle(_ result: PushResult, in db: Database) throws -> [ImportEvent] {
         var remaining = try outbox.entries(in: db)
-        // Gone already: dropped with a change set it depended on.
+        // Not in the outbox (never for results this client's own pushes answer): nothing to do.
         guard let index = remaining.firstIndex(where: { $0.id == result.id }) else { return [] }
         var entry = remaining.remove(at: index)
         try outbox.remove(entry, in: db)
-        var rows = Set(entry.touchedRows)
+        var rows = entry.touchedRows
         let event: ImportEvent
         switch result.status {
         case .applied(let revision, let keys):
             let map = Self.integerKeys(keys)
             try remap(map, remaining: &remaining, in: db)
             entry.changeSet = entry.changeSet.remapping(map, in: outbox.schema)
-            rows = Set(entry.touchedRows)
+            rows = entry.touchedRows
             try rebase(on: entry, revision: revision, remaining: &remaining, in: db)
             event = .pushed(id: entry.id, revision: revision, keys: keys)
         case .conflict(let truth):
-            for changes in truth.changes {
-                for key in changes.update {
-                    guard let string = key.keyString else { continue }
-                    let row = RowID(type: changes.type, key: string)
-                    try outbox.setShadow(of: row, to: changes.attributes[string], in: db)
-                    rows.insert(row)
-                }
-                for key in changes.delete {
-                    guard let string = key.keyString else { continue }
-                    let row = RowID(type: changes.type, key: string)
-                    try outbox.setShadow(of: row, to: nil, in: db)
-                    rows.insert(row)
-                }
-            }
+            // The server's rows are at its latest revision and may reference rows this database
+            // does not have yet: they are reported, and the rows go back to their shadows (the
+            // server's state at this database's revision); the catch-up of the same run brings
+            // them to the server's current state.
             event = .conflict(id: entry.id, changeSet: truth)
         case .rejected(let code, let message):
             event = .rejected(id: entry.id, code: code, message: message)
         }
-        for row in rows.sorted() {
+        for row in rows {
             try outbox.recompute(row, entries: remaining, in: db)
         }
         return [event]
@@ -100,7 +107,13 @@ struct PendingChanges: Sendable {
             let type = try outbox.type(typeName)
             let table = TableSQL(type: type)
             for (temporary, real) in keys {
-                try db.execute(sql: "UPDATE \(table.table) SET \(table.key) = ? WHERE \(table.key) = ?", arguments: [real, temporary])
+                // The real row is here already when the answer was lost and the database was
+                // replaced since: the server's row wins, the temporary one goes.
+                if try Row.fetchOne(db, sql: table.exists, arguments: [real]) != nil {
+                    try db.execute(sql: table.delete, arguments: [temporary])
+                } else {
+                    try db.execute(sql: "UPDATE \(table.table) SET \(table.key) = ? WHERE \(table.key) = ?", arguments: [real, temporary])
+                }
                 for referrer in outbox.schema.types {
                     for field in referrer.fields where field.references == typeName {
                         let referring = TableSQL(type: referrer)
@@ -143,17 +156,21 @@ struct PendingChanges: Sendable {
         let shadowed = Set(try outbox.shadowedRows(in: db))
         guard !shadowed.isEmpty else { return [] }
         let entries = try outbox.entries(in: db)
+        var written = Set<RowID>()
         for changeSet in applied {
             for (type, keys) in changeSet.types {
                 for key in keys.created + keys.updated + keys.deleted {
                     guard let string = key.keyString, case let row = RowID(type: type, key: string), shadowed.contains(row) else { continue }
-                    let known = try outbox.shadow(of: row, in: db)??[SchemaNames.revisionColumn]
-                    let current = try outbox.localRow(row, in: db)
-                    try outbox.setShadow(of: row, to: current, in: db)
-                    if let known, known == current?[SchemaNames.revisionColumn] {
-                        try outbox.recompute(row, entries: entries, in: db)
-                    }
+                    written.insert(row)
                 }
+            }
+        }
+        for row in written.sorted() {
+            let known = try outbox.shadow(of: row, in: db)??[SchemaNames.revisionColumn]
+            let current = try outbox.localRow(row, in: db)
+            try outbox.setShadow(of: row, to: current, in: db)
+            if let known, known == current?[SchemaNames.revisionColumn] {
+                try outbox.recompute(row, entries: entries, in: db)
             }
         }
         return try repairReferences(in: db)
@@ -164,14 +181,14 @@ struct PendingChanges: Sendable {
     /// the server does not have it, until no such row is left.
     func repairReferences(in db: Database) throws -> [ImportEvent] {
         var events: [ImportEvent] = []
-        while let (victim, problem) = try nextBrokenEntry(in: db) {
+        while let (victim, event) = try nextBrokenEntry(in: db) {
             var remaining = try outbox.entries(in: db)
             remaining.removeAll { $0.position == victim.position }
             try outbox.remove(victim, in: db)
             for row in victim.touchedRows.sorted() {
                 try outbox.recompute(row, entries: remaining, in: db)
             }
-            events.append(.rejected(id: victim.id, code: "broken_reference", message: "\(problem); the change set was dropped from the outbox"))
+            events.append(event)
         }
         return events
     }
@@ -192,17 +209,21 @@ struct PendingChanges: Sendable {
         }
     }
 
-    private func nextBrokenEntry(in db: Database) throws -> (OutboxEntry, String)? {
+    /// The next change set that can never apply, and the event that reports it: one that edits
+    /// a row the server deleted (a conflict, as the server would answer it), or the latest one
+    /// behind a broken reference.
+    private func nextBrokenEntry(in db: Database) throws -> (OutboxEntry, ImportEvent)? {
         let entries = try outbox.entries(in: db)
         guard !entries.isEmpty else { return nil }
         for row in try outbox.shadowedRows(in: db).sorted() {
             let touching = entries.filter { $0.version(of: row) != nil }
             guard let latest = touching.last else { continue }
             if case .some(nil) = try outbox.shadow(of: row, in: db), let first = touching.first, !first.creates(row) {
-                return (first, "\(row.type)[\(row.key)] does not exist on the server and no pending change set creates it")
+                let gone = ChangeSet(changes: [TypeChanges(type: row.type, delete: [try outbox.key(of: row)])], conflict: true)
+                return (first, .conflict(id: first.id, changeSet: gone))
             }
             if let problem = try outbox.brokenReference(of: row, in: db) {
-                return (latest, problem)
+                return (latest, .rejected(id: latest.id, code: "broken_reference", message: "\(problem); the change set was dropped from the outbox"))
             }
         }
         return nil

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import SeedSyncModel
 
 extension SeedImporter {
@@ -29,21 +30,41 @@ extension SeedImporter {
             throw ImportError(.invalidDatabase, "there is no database at \(configuration.database) to write to: run the importer once to install the seed")
         }
         let outbox = Outbox(schema: database.metadata.schema)
+        let path = configuration.database
+        let deadline = ContinuousClock.now + .milliseconds(Int(configuration.lockTimeout * 1000))
         do {
-            let result = try await database.write("write local changes to \(configuration.database)") { db in
-                let pending = try outbox.entries(in: db)
-                try Outbox.create(in: db)
-                let changes = LocalChanges(db: db, outbox: outbox)
-                let result = try body(changes)
-                _ = try changes.finish(pending: pending)
-                return result
+            while true {
+                let result = try await database.write("write local changes to \(path)") { db -> T? in
+                    guard try !Self.isBeingReplaced(path, db) else { return nil }
+                    let pending = try outbox.entries(in: db)
+                    try Outbox.create(in: db)
+                    let changes = LocalChanges(db: db, outbox: outbox)
+                    let result = try body(changes)
+                    _ = try changes.finish(pending: pending)
+                    return result
+                }
+                if let result {
+                    try await database.close()
+                    return result
+                }
+                guard ContinuousClock.now < deadline else {
+                    throw ImportError(.locked, "the importer is replacing \(path) with a newer seed or snapshot; gave up waiting after \(configuration.lockTimeout) s")
+                }
+                try await Task.sleep(for: .milliseconds(50))
             }
-            try await database.close()
-            return result
         } catch {
             try? await database.close()
             throw error
         }
+    }
+
+    /// Whether an importer is replacing the database: marked so, with its lock held. A mark left
+    /// by an importer that was killed is removed.
+    private static func isBeingReplaced(_ path: String, _ db: Database) throws -> Bool {
+        guard try Outbox.isMarkedReplacing(in: db) else { return false }
+        if ImportLock.isHeld(for: path) { return true }
+        try Outbox.unmarkReplacing(in: db)
+        return false
     }
 
     /// The local change sets waiting to be pushed; 0 when there is no database.

@@ -25,11 +25,13 @@ extension ImportSession {
         var revision = try await database.revision()
         var recoveries = 0
         var mayPush = true
+        var pushLimit = PendingChanges.maxPerPush
         var prefetched: Task<SyncResponse, any Error>?
         defer { prefetched?.cancel() }
         while true {
             try Task.checkCancellation()
-            let push = mayPush ? try await database.read { db in try pending.nextPush(in: db) } : []
+            let limit = pushLimit
+            let push = mayPush ? try await database.read { db in try pending.nextPush(limit: limit, in: db) } : []
             let request = push.isEmpty ? (prefetched ?? fetch(from: revision)) : fetch(from: revision, pushing: push)
             if !push.isEmpty { prefetched?.cancel() }
             prefetched = nil
@@ -45,6 +47,15 @@ extension ImportSession {
                 throw ImportError(.revisionAhead, "\(databasePath) is at revision \(revision), which the server has not reached (\(error)); was the server reset? Delete the database to install the seed again")
             } catch let error as SyncClientError where error.code == .forbidden && !push.isEmpty {
                 mayPush = false
+                continue
+            } catch let error as SyncClientError where error.status == 413 && !push.isEmpty {
+                // Too many or too large for this server: half as many, down to one, which then goes.
+                guard push.count == 1 else {
+                    pushLimit = push.count / 2
+                    continue
+                }
+                let entry = push[0]
+                record(try await database.write("drop change set \(entry.id)") { db in try pending.dropTooLarge(entry, reason: "\(error)", in: db) })
                 continue
             }
             if response.hasMore && push.isEmpty { prefetched = fetch(from: response.maxRevision) }

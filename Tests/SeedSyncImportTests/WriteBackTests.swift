@@ -1,4 +1,9 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import GRDB
 import SeedSyncBuild
 import SeedSyncClient
@@ -95,7 +100,11 @@ import Testing
         try await withWriteBack(backend) { fixture in
             try await fixture.sync("first")
             try await fixture.sync("second")
-            try await fixture.importer("first").write { try $0.update("events", key: 5, ["title": "First's title"]) }
+            // The server's answer to the second then names a location the second does not have yet.
+            try await fixture.importer("first").write { changes in
+                let tent = try changes.create("locations", location("Tent"))
+                try changes.update("events", key: 5, ["title": "First's title", "location_id": tent])
+            }
             try await fixture.importer("second").write { changes in
                 try changes.update("events", key: 5, ["title": "Second's title", "capacity": 3])
                 let annex = try changes.create("locations", location("Annex"))
@@ -113,7 +122,7 @@ import Testing
             let server = try await fixture.serverContents()
             #expect(server["events"]?.first { $0[0] == 5 }?[1] == "First's title")
             #expect(server["events"]?.first { $0[0] == 9 }?[1] == "Untouched by anyone else")
-            #expect(server["locations"]?.count == 6, "the conflicting change set's location was not created")
+            #expect(server["locations"]?.count == 7, "the first's tent, and not the second's annex")
             #expect(try fixture.appContents("first") == server)
             #expect(try fixture.appContents("second") == server)
         }
@@ -168,6 +177,55 @@ import Testing
             let server = try await fixture.serverContents()
             #expect(server["events"]?.first { $0[0] == 5 }?[1] == "Server side" && server["events"]?.first { $0[0] == 6 }?[1] == "Waiting too")
             #expect(try fixture.appContents("app") == server)
+        }
+    }
+
+    /// The answer to a push is lost after the server applied it, and a newer seed (holding the
+    /// new row) replaces the database: the replayed answer finds the real key there already,
+    /// and the temporary row gives way to it.
+    @Test func aLostAnswerReplayedAfterAReplacementKeepsOneRow() async throws {
+        try await withWriteBack(.sqlite) { fixture in
+            try await fixture.sync("app")
+            try await fixture.importer("app").write { changes in
+                let hall = try changes.create("locations", location("Hall"))
+                try changes.update("events", key: 5, ["location_id": hall])
+            }
+            // The push the app made before it lost the answer.
+            let queued = try fixture.query("app") { db in
+                try Row.fetchOne(db, sql: "SELECT id, change_set FROM _seedsync_outbox").map { ($0["id"] as String, $0["change_set"] as String) }!
+            }
+            let pushed = PushedChangeSet(id: queued.0, changeSet: try ChangeSet(json: JSONParser.parse(Array(queued.1.utf8))))
+            let client = SyncClient(configuration: .init(serverURL: fixture.url, token: liveServerWriteToken, requestTimeout: 10, retry: .none))
+            _ = try await client.sync(from: try await fixture.store.schemaInfo().revision, pushing: [pushed])
+            let newer = fixture.directory.appendingPathComponent("newer.sqlite").path
+            _ = try await SeedBuilder(client: client, options: .init(output: newer, syncLimit: 50)).build()
+            let (report, outcomes) = try await fixture.sync("app", seed: newer)
+            #expect(report.replacements.count == 1 && report.pushed == 1 && report.pending == 0, "\(outcomes)")
+            let server = try await fixture.serverContents()
+            #expect(server["locations"]?.filter { $0[1] == "Hall" }.count == 1)
+            #expect(try fixture.appContents("app") == server)
+        }
+    }
+
+    /// While the database is marked as being replaced by a running importer, a local write waits;
+    /// a mark left by a killed importer (its lock free) is removed and the write goes through.
+    @Test func aLocalWriteWaitsWhileTheDatabaseIsReplaced() async throws {
+        try await withWriteBack(.sqlite) { fixture in
+            try await fixture.sync("app")
+            let queue = try DatabaseQueue(path: fixture.database("app"))
+            try await queue.write { db in try db.execute(sql: "CREATE TABLE _seedsync_replacing (started TEXT NOT NULL)") }
+            try queue.close()
+            let lock = open(fixture.database("app") + ".lock", O_RDWR | O_CREAT, 0o644)
+            #expect(flock(lock, LOCK_EX) == 0)
+            let waiting = fixture.importer("app", lockTimeout: 0.3)
+            await #expect { try await waiting.write { try $0.update("events", key: 5, ["title": "Blocked"]) } } throws: { ($0 as? ImportError)?.code == .locked }
+            flock(lock, LOCK_UN)
+            close(lock)
+            try await waiting.write { try $0.update("events", key: 5, ["title": "Through"]) }
+            let state = try fixture.query("app") { db in
+                (try db.tableExists("_seedsync_replacing"), try String.fetchOne(db, sql: "SELECT title FROM events WHERE id = 5"))
+            }
+            #expect(!state.0 && state.1 == "Through")
         }
     }
 

@@ -4,7 +4,7 @@ import SeedSyncModel
 import SeedSyncSQL
 
 /// The app database's pending local edits: the outbox of change sets to push, and the server's
-/// last known state of every row they touch (SEED-FORMAT.md §9.3).
+/// last known state of every row they touch (SEED-FORMAT.md §9.6).
 ///
 /// Two tables, created by the first local write:
 /// - `_seedsync_outbox`: one row per local change set, in the order it was written.
@@ -29,7 +29,7 @@ struct Outbox: Sendable {
     static let outboxTable = "_seedsync_outbox"
     static let shadowTable = "_seedsync_shadow"
 
-    /// The statements that create the two tables, exactly as SEED-FORMAT.md §9.3 gives them.
+    /// The statements that create the two tables, exactly as SEED-FORMAT.md §9.6 gives them.
     static let createStatements = [
         "CREATE TABLE IF NOT EXISTS _seedsync_outbox (\n  position INTEGER PRIMARY KEY,\n  id TEXT NOT NULL UNIQUE,\n  change_set TEXT NOT NULL\n)",
         "CREATE TABLE IF NOT EXISTS _seedsync_shadow (\n  type TEXT NOT NULL,\n  key TEXT NOT NULL,\n  row TEXT,\n  PRIMARY KEY (type, key)\n) WITHOUT ROWID",

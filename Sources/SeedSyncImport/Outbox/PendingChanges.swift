@@ -7,7 +7,7 @@ import SeedSyncSeed
 /// server's change sets for rows with pending edits. Every method runs inside the caller's
 /// transaction and returns the events to report once it commits.
 ///
-/// The rules (PROTOCOL.md §5, SEED-FORMAT.md §9.3):
+/// The rules (PROTOCOL.md §5, SEED-FORMAT.md §9.6):
 /// - **Applied**: the temporary keys become the real ones in the rows, in every reference to them,
 ///   in the shadows and in later change sets; later change sets based on a row it wrote are rebased
 ///   on its revision; the entry is removed.

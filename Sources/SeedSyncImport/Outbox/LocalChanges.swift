@@ -10,7 +10,7 @@ import SeedSyncModel
 /// replaces them with the real keys everywhere and reports the map in ``ImportEvent/pushed(id:revision:keys:)``.
 ///
 /// ```swift
-/// let event = try await importer.write { changes in
+/// let opening = try await importer.write { changes in
 ///     let hall = try changes.create("locations", ["name": "Hall", "city": "Lyon", "latitude": 45.7, "longitude": 4.8])
 ///     try changes.update("events", key: 5, ["title": "Moved to the hall", "location_id": hall])
 ///     try changes.delete("events", key: 9)

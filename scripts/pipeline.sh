@@ -166,13 +166,16 @@ cat >"$work/changes-b.json" <<JSON
 JSON
 "$bin/seed-import" write --database "$out/app-a/demo.sqlite" --file "$work/changes-a.json" >&2
 "$bin/seed-import" write --database "$out/app-b/demo.sqlite" --file "$work/changes-b.json" >&2
+# A pushes first, B's edit of the same event then conflicts, A catches up with the rest.
+run=0
 for app in app-a app-b app-a; do
+    run=$((run + 1))
     SEED_TOKEN=$(cat "$work/write-token") "$bin/seed-import" --seed "$out/demo.sqlite.gz" --database "$out/$app/demo.sqlite" \
-        --server "$SERVER_URL" --json >"$work/push-$app.json" 2>"$work/push-$app.err"
-    sed "s/^/  [$app] /" "$work/push-$app.err" >&2
+        --server "$SERVER_URL" --json >"$work/push-$run.json" 2>"$work/push-$run.err"
+    sed "s/^/  [$app] /" "$work/push-$run.err" >&2
 done
-grep -q 'applied as revision' "$work/push-app-a.err" || { echo "app A's change set was not applied" >&2; exit 1; }
-grep -q '^seed-import: conflict: ' "$work/push-app-b.err" || { echo "app B's change set did not conflict" >&2; exit 1; }
+grep -q 'applied as revision' "$work/push-1.err" || { echo "app A's change set was not applied" >&2; exit 1; }
+grep -q '^seed-import: conflict: ' "$work/push-2.err" || { echo "app B's change set did not conflict" >&2; exit 1; }
 title=$(sqlite3 "$out/app-b/demo.sqlite" "SELECT title FROM events WHERE id = $edited")
 [ "$title" = "Edited in app A" ] || { echo "app B shows '$title' for event $edited, not the server's 'Edited in app A'" >&2; exit 1; }
 for app in app-a app-b; do
@@ -213,10 +216,10 @@ SeedSync pipeline: done ($backend store)
              ($(report 1 inserted) inserted, $(report 1 updated) updated, $(report 1 deleted) deleted); second run: $second_changes change sets
   app db     $out/app/demo.sqlite, row by row equal to the server:
 $(sed 's/^/  /' "$work/compare.txt")
-  write-back app A: $(sed -n 's/^seed-import: //p' "$work/push-app-a.err" | head -n 1)
-             app B: $(sed -n 's/^seed-import: //p' "$work/push-app-b.err" | head -n 1)
+  write-back app A: $(sed -n 's/^seed-import: //p' "$work/push-1.err" | head -n 1)
+             app B: $(sed -n 's/^seed-import: //p' "$work/push-2.err" | head -n 1)
              both app databases row by row equal to the server:
-$(cat "$work/compare-app-a.txt" "$work/compare-app-b.txt" | sed 's/^/  /')
+$(sed 's/^  /    app A: /' "$work/compare-app-a.txt"; sed 's/^  /    app B: /' "$work/compare-app-b.txt")
   steps
 $(printf '    %s\n' "${steps[@]}")
 SUMMARY

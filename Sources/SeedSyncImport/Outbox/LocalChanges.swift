@@ -153,9 +153,13 @@ public final class LocalChanges {
 
     /// Queues the change set, checks every reference it touches, and forgets the shadows of rows
     /// created and deleted again within it. Returns `false` when there was nothing to queue.
-    func finish(pending: [OutboxEntry]) throws -> Bool {
-        for row in order where states[row] == nil && !pending.contains(where: { $0.version(of: row) != nil }) {
-            try outbox.removeShadow(of: row, in: db)
+    func finish() throws -> Bool {
+        let vanished = order.filter { states[$0] == nil }
+        if !vanished.isEmpty {
+            let pending = try outbox.entries(in: db)
+            for row in vanished where !pending.contains(where: { $0.version(of: row) != nil }) {
+                try outbox.removeShadow(of: row, in: db)
+            }
         }
         for row in order {
             if let problem = try outbox.brokenReference(of: row, in: db) {

@@ -84,28 +84,24 @@ struct Outbox: Sendable {
     }
 
     func append(id: String, _ changeSet: ChangeSet, in db: Database) throws {
-        try db.execute(
-            sql: "INSERT INTO _seedsync_outbox (position, id, change_set) VALUES ((SELECT coalesce(max(position), 0) + 1 FROM _seedsync_outbox), ?, ?)",
-            arguments: [id, String(decoding: changeSet.jsonBytes(), as: UTF8.self)]
-        )
+        try db.cachedStatement(sql: "INSERT INTO _seedsync_outbox (position, id, change_set) VALUES ((SELECT coalesce(max(position), 0) + 1 FROM _seedsync_outbox), ?, ?)")
+            .execute(arguments: [id, String(decoding: changeSet.jsonBytes(), as: UTF8.self)])
     }
 
     func save(_ entry: OutboxEntry, in db: Database) throws {
-        try db.execute(
-            sql: "UPDATE _seedsync_outbox SET change_set = ? WHERE position = ?",
-            arguments: [String(decoding: entry.changeSet.jsonBytes(), as: UTF8.self), entry.position]
-        )
+        try db.cachedStatement(sql: "UPDATE _seedsync_outbox SET change_set = ? WHERE position = ?")
+            .execute(arguments: [String(decoding: entry.changeSet.jsonBytes(), as: UTF8.self), entry.position])
     }
 
     func remove(_ entry: OutboxEntry, in db: Database) throws {
-        try db.execute(sql: "DELETE FROM _seedsync_outbox WHERE position = ?", arguments: [entry.position])
+        try db.cachedStatement(sql: "DELETE FROM _seedsync_outbox WHERE position = ?").execute(arguments: [entry.position])
     }
 
     // MARK: Shadows
 
     /// The shadow of `row`: `nil` when there is none, `.some(nil)` when the server has no such row.
     func shadow(of row: RowID, in db: Database) throws -> [String: JSONValue]?? {
-        guard let stored = try Row.fetchOne(db, sql: "SELECT row FROM _seedsync_shadow WHERE type = ? AND key = ?", arguments: [row.type, row.key]) else {
+        guard let stored = try Row.fetchOne(try db.cachedStatement(sql: "SELECT row FROM _seedsync_shadow WHERE type = ? AND key = ?"), arguments: [row.type, row.key]) else {
             return nil
         }
         let text: String? = stored[0]
@@ -114,14 +110,12 @@ struct Outbox: Sendable {
 
     func setShadow(of row: RowID, to attributes: [String: JSONValue]?, in db: Database) throws {
         let text = attributes.map(Self.text)
-        try db.execute(
-            sql: "INSERT INTO _seedsync_shadow (type, key, row) VALUES (?, ?, ?) ON CONFLICT (type, key) DO UPDATE SET row = excluded.row",
-            arguments: [row.type, row.key, text]
-        )
+        try db.cachedStatement(sql: "INSERT INTO _seedsync_shadow (type, key, row) VALUES (?, ?, ?) ON CONFLICT (type, key) DO UPDATE SET row = excluded.row")
+            .execute(arguments: [row.type, row.key, text])
     }
 
     func removeShadow(of row: RowID, in db: Database) throws {
-        try db.execute(sql: "DELETE FROM _seedsync_shadow WHERE type = ? AND key = ?", arguments: [row.type, row.key])
+        try db.cachedStatement(sql: "DELETE FROM _seedsync_shadow WHERE type = ? AND key = ?").execute(arguments: [row.type, row.key])
     }
 
     /// Every shadowed row: the rows pending change sets touch.
@@ -130,9 +124,14 @@ struct Outbox: Sendable {
         return try Row.fetchAll(db, sql: "SELECT type, key FROM _seedsync_shadow").map { RowID(type: $0[0], key: $0[1]) }
     }
 
+    /// The shadowed rows the server does not have (`row` is `NULL`).
+    func shadowsOfMissingRows(in db: Database) throws -> Set<RowID> {
+        Set(try Row.fetchAll(db, sql: "SELECT type, key FROM _seedsync_shadow WHERE row IS NULL").map { RowID(type: $0[0], key: $0[1]) })
+    }
+
     /// Moves the shadow of a temporary key to its real key.
     func moveShadow(of row: RowID, to key: String, in db: Database) throws {
-        try db.execute(sql: "UPDATE OR REPLACE _seedsync_shadow SET key = ? WHERE type = ? AND key = ?", arguments: [key, row.type, row.key])
+        try db.cachedStatement(sql: "UPDATE OR REPLACE _seedsync_shadow SET key = ? WHERE type = ? AND key = ?").execute(arguments: [key, row.type, row.key])
     }
 
     private static func text(_ attributes: [String: JSONValue]) -> String {
@@ -165,7 +164,7 @@ struct Outbox: Sendable {
     /// The row as attributes: its fields and `revision`; `nil` when there is no such row.
     func localRow(_ row: RowID, in db: Database) throws -> [String: JSONValue]? {
         let type = try type(row.type)
-        guard let stored = try Row.fetchOne(db, sql: tables[type.name]!.row, arguments: [ValueMapping.databaseValue(key: try key(of: row))]) else {
+        guard let stored = try Row.fetchOne(try db.cachedStatement(sql: tables[type.name]!.row), arguments: [ValueMapping.databaseValue(key: try key(of: row))]) else {
             return nil
         }
         let values = ValueMapping.jsonRow(stored, of: type)
@@ -183,7 +182,7 @@ struct Outbox: Sendable {
         let table = tables[type.name]!
         let key = try key(of: row)
         guard let attributes else {
-            try db.execute(sql: table.delete, arguments: [ValueMapping.databaseValue(key: key)])
+            try db.cachedStatement(sql: table.delete).execute(arguments: [ValueMapping.databaseValue(key: key)])
             return
         }
         var object = attributes
@@ -214,7 +213,7 @@ struct Outbox: Sendable {
     /// one (a pending change set may name a row a replaced database no longer has).
     func nextTemporaryKey(of type: EntityType, in db: Database) throws -> Int64 {
         let table = try Int64.fetchOne(db, sql: "SELECT min(\(tables[type.name]!.key)) FROM \(tables[type.name]!.table)") ?? 0
-        let shadowed = try Int64.fetchOne(db, sql: "SELECT min(CAST(key AS INTEGER)) FROM _seedsync_shadow WHERE type = ?", arguments: [type.name]) ?? 0
+        let shadowed = try Int64.fetchOne(try db.cachedStatement(sql: "SELECT min(CAST(key AS INTEGER)) FROM _seedsync_shadow WHERE type = ?"), arguments: [type.name]) ?? 0
         return min(table, shadowed, 0) - 1
     }
 
@@ -237,7 +236,7 @@ struct Outbox: Sendable {
             for field in referrer.fields where field.references == type.name {
                 let table = tables[referrer.name]!
                 let sql = "SELECT \(table.key) FROM \(table.table) WHERE \"\(field.name)\" = ? LIMIT 1"
-                guard let found = try DatabaseValue.fetchOne(db, sql: sql, arguments: [ValueMapping.databaseValue(key: try key(of: row))]) else { continue }
+                guard let found = try DatabaseValue.fetchOne(try db.cachedStatement(sql: sql), arguments: [ValueMapping.databaseValue(key: try key(of: row))]) else { continue }
                 return "\(row.type)[\(row.key)] does not exist, but \(referrer.name)[\(ValueMapping.jsonKey(found).keyString ?? "?")].\(field.name) references it"
             }
         }
@@ -246,6 +245,6 @@ struct Outbox: Sendable {
 
     private func exists(_ row: RowID, in db: Database) throws -> Bool {
         let table = tables[row.type]!
-        return try Row.fetchOne(db, sql: table.exists, arguments: [ValueMapping.databaseValue(key: try key(of: row))]) != nil
+        return try Row.fetchOne(try db.cachedStatement(sql: table.exists), arguments: [ValueMapping.databaseValue(key: try key(of: row))]) != nil
     }
 }

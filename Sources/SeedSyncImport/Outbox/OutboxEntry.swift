@@ -69,68 +69,84 @@ struct OutboxEntry: Sendable {
         return rows
     }
 
-    /// Whether this entry must wait for `earlier` to be answered before it can be pushed: it
-    /// touches a row `earlier` touches (its base revision moves when `earlier` is applied), or
-    /// references a row `earlier` creates (its temporary key becomes a real one).
-    func dependsOn(_ earlier: OutboxEntry, in schema: DatasetSchema) -> Bool {
-        let touched = Set(earlier.touchedRows)
-        if touchedRows.contains(where: touched.contains) { return true }
-        let created = touched.filter { earlier.creates($0) }
-        return !created.isEmpty && !referencedRows(in: schema).isDisjoint(with: created)
-    }
-
     /// The pushed form: the entry's id and change set.
     var pushed: PushedChangeSet { PushedChangeSet(id: id, changeSet: changeSet) }
 }
 
 extension ChangeSet {
     /// This change set with every temporary key replaced by its real one (`keys`: by type,
-    /// temporary to real): in the key lists, the attribute keys and the reference fields.
-    func remapping(_ keys: [String: [Int64: Int64]], in schema: DatasetSchema) -> ChangeSet {
-        guard !keys.isEmpty else { return self }
+    /// temporary to real): in the key lists, the attribute keys and the reference fields; `nil`
+    /// when it names none of them.
+    func remapping(_ keys: [String: [Int64: Int64]], in schema: DatasetSchema) -> ChangeSet? {
+        guard mentions(keys, in: schema) else { return nil }
         var remapped = self
+        var changed = false
         for index in remapped.changes.indices {
+            let type = remapped.changes[index].type
+            let own = keys[type] ?? [:]
+            let references = schema.type(named: type)?.fields.compactMap { field in
+                field.references.flatMap { keys[$0] }.map { (field.name, $0) }
+            } ?? []
+            guard !own.isEmpty || !references.isEmpty else { continue }
             var changes = remapped.changes[index]
-            let own = keys[changes.type] ?? [:]
             func map(_ key: JSONValue) -> JSONValue {
-                if case .int(let number) = key, let real = own[number] { .int(real) } else { key }
+                guard let number = key.intValue, let real = own[number] else { return key }
+                changed = true
+                return .int(real)
             }
             changes.create = changes.create.map(map)
             changes.update = changes.update.map(map)
             changes.delete = changes.delete.map(map)
-            let references = schema.type(named: changes.type)?.fields.compactMap { field in
-                field.references.flatMap { keys[$0] }.map { (field.name, $0) }
-            } ?? []
             var attributes: [String: [String: JSONValue]] = [:]
             for (key, fields) in changes.attributes {
                 var fields = fields
                 for (name, map) in references {
-                    if case .int(let number)? = fields[name], let real = map[number] { fields[name] = .int(real) }
+                    guard let number = fields[name]?.intValue, let real = map[number] else { continue }
+                    fields[name] = .int(real)
+                    changed = true
                 }
-                let newKey = Int64(key).flatMap { own[$0] }.map(String.init) ?? key
-                attributes[newKey] = fields
+                attributes[Int64(key).flatMap { own[$0] }.map(String.init) ?? key] = fields
             }
             changes.attributes = attributes
             remapped.changes[index] = changes
         }
-        return remapped
+        return changed ? remapped : nil
+    }
+
+    /// Whether a key list or a reference field names one of `keys` (by type).
+    private func mentions(_ keys: [String: [Int64: Int64]], in schema: DatasetSchema) -> Bool {
+        func named(_ list: [JSONValue], _ map: [Int64: Int64]) -> Bool {
+            list.contains { $0.intValue.map { map[$0] != nil } ?? false }
+        }
+        for changes in changes {
+            if let own = keys[changes.type], named(changes.create, own) || named(changes.update, own) || named(changes.delete, own) {
+                return true
+            }
+            guard let type = schema.type(named: changes.type) else { continue }
+            for field in type.fields {
+                guard let target = field.references, let map = keys[target] else { continue }
+                if changes.attributes.values.contains(where: { $0[field.name]?.intValue.map { map[$0] != nil } ?? false }) { return true }
+            }
+        }
+        return false
     }
 
     /// This change set with the base revision of each row in `bases` moved from the old to the
-    /// new value, where it still holds the old one.
-    func rebasing(_ bases: [RowID: (old: Int64, new: Int64)]) -> ChangeSet {
+    /// new value, where it still holds the old one; `nil` when none does.
+    func rebasing(_ bases: [RowID: (old: Int64, new: Int64)]) -> ChangeSet? {
         var rebased = self
+        var changed = false
         for index in rebased.changes.indices {
-            let type = rebased.changes[index].type
-            for (key, fields) in rebased.changes[index].attributes {
-                guard let base = bases[RowID(type: type, key: key)] else { continue }
-                let given = fields[SchemaNames.revisionColumn]?.intValue ?? 0
-                let isCreated = rebased.changes[index].create.contains { $0.keyString == key }
-                guard !isCreated, given == base.old else { continue }
-                rebased.changes[index].attributes[key]?[SchemaNames.revisionColumn] = .int(base.new)
+            let changes = rebased.changes[index]
+            for key in changes.update + changes.delete {
+                guard let string = key.keyString, let base = bases[RowID(type: changes.type, key: string)],
+                    changes.attributes[string]?[SchemaNames.revisionColumn]?.intValue == base.old
+                else { continue }
+                rebased.changes[index].attributes[string]?[SchemaNames.revisionColumn] = .int(base.new)
+                changed = true
             }
         }
-        return rebased
+        return changed ? rebased : nil
     }
 
     /// This change set without `__oldId__` in its attributes: the server marks the rows this

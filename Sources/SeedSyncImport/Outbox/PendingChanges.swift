@@ -30,68 +30,84 @@ struct PendingChanges: Sendable {
     }
 
     /// The change sets to push next: the oldest ones, at most `limit` and ``maxPushBytes``, up to
-    /// the first that depends on one before it (see ``OutboxEntry/dependsOn(_:in:)``): it is
-    /// pushed once that one is answered.
+    /// the first that depends on one before it: it touches a row one before it touches (its base
+    /// revision moves when that one is applied), or references a row one before it creates (its
+    /// temporary key becomes a real one). It is pushed once that one is answered.
     func nextPush(limit: Int = maxPerPush, in db: Database) throws -> [OutboxEntry] {
         var batch: [OutboxEntry] = []
         var bytes = 0
+        var touched = Set<RowID>()
+        var created = Set<RowID>()
         for entry in try outbox.entries(in: db) {
             bytes += entry.changeSet.jsonBytes().count
             guard batch.isEmpty || (batch.count < limit && bytes <= Self.maxPushBytes) else { break }
-            guard !batch.contains(where: { entry.dependsOn($0, in: outbox.schema) }) else { break }
+            let rows = entry.touchedRows
+            guard !rows.contains(where: touched.contains), entry.referencedRows(in: outbox.schema).isDisjoint(with: created) else { break }
             batch.append(entry)
+            touched.formUnion(rows)
+            created.formUnion(rows.filter { entry.creates($0) })
         }
         return batch
     }
 
     /// Drops `entry`, which the server refused for its size alone (413 when pushed by itself).
     func dropTooLarge(_ entry: OutboxEntry, reason: String, in db: Database) throws -> [ImportEvent] {
-        var remaining = try outbox.entries(in: db)
-        guard let index = remaining.firstIndex(where: { $0.position == entry.position }) else { return [] }
-        remaining.remove(at: index)
-        try outbox.remove(entry, in: db)
-        for row in entry.touchedRows { try outbox.recompute(row, entries: remaining, in: db) }
+        var entries = try outbox.entries(in: db)
+        guard entries.contains(where: { $0.position == entry.position }) else { return [] }
+        try drop(entry, from: &entries, in: db)
         return [.rejected(id: entry.id, code: "too_large", message: reason)] + (try repairReferences(in: db))
     }
 
     /// Applies the server's answers to pushed change sets, in order.
     func handle(_ results: [PushResult], in db: Database) throws -> [ImportEvent] {
+        var entries = try outbox.entries(in: db)
         var events: [ImportEvent] = []
         for result in results {
-            events += try handle(result, in: db)
+            // Not in the outbox (never for results this client's own pushes answer): nothing to do.
+            guard let entry = entries.first(where: { $0.id == result.id }) else { continue }
+            switch result.status {
+            case .applied(let revision, let keys):
+                try apply(entry, revision: revision, keys: keys, entries: &entries, in: db)
+                events.append(.pushed(id: entry.id, revision: revision, keys: keys))
+            case .conflict(let truth):
+                // The server's rows are at its latest revision and may reference rows this
+                // database does not have yet: they are reported, and the rows go back to their
+                // shadows (the server's state at this database's revision); the catch-up of the
+                // same run brings them to the server's current state.
+                try drop(entry, from: &entries, in: db)
+                events.append(.conflict(id: entry.id, changeSet: truth))
+            case .rejected(let code, let message):
+                try drop(entry, from: &entries, in: db)
+                events.append(.rejected(id: entry.id, code: code, message: message))
+            }
         }
+        // Applying keeps every reference whole; dropping may break one.
+        guard events.contains(where: { if case .pushed = $0 { false } else { true } }) else { return events }
         return events + (try repairReferences(in: db))
     }
 
-    private func handle(_ result: PushResult, in db: Database) throws -> [ImportEvent] {
-        var remaining = try outbox.entries(in: db)
-        // Not in the outbox (never for results this client's own pushes answer): nothing to do.
-        guard let index = remaining.firstIndex(where: { $0.id == result.id }) else { return [] }
-        var entry = remaining.remove(at: index)
+    /// Removes `entry` and writes every row it touched as the other entries, or the server, have it.
+    private func drop(_ entry: OutboxEntry, from entries: inout [OutboxEntry], in db: Database) throws {
+        entries.removeAll { $0.position == entry.position }
         try outbox.remove(entry, in: db)
-        var rows = entry.touchedRows
-        let event: ImportEvent
-        switch result.status {
-        case .applied(let revision, let keys):
-            let map = Self.integerKeys(keys)
-            try remap(map, remaining: &remaining, in: db)
-            entry.changeSet = entry.changeSet.remapping(map, in: outbox.schema)
-            rows = entry.touchedRows
-            try rebase(on: entry, revision: revision, remaining: &remaining, in: db)
-            event = .pushed(id: entry.id, revision: revision, keys: keys)
-        case .conflict(let truth):
-            // The server's rows are at its latest revision and may reference rows this database
-            // does not have yet: they are reported, and the rows go back to their shadows (the
-            // server's state at this database's revision); the catch-up of the same run brings
-            // them to the server's current state.
-            event = .conflict(id: entry.id, changeSet: truth)
-        case .rejected(let code, let message):
-            event = .rejected(id: entry.id, code: code, message: message)
+        for row in entry.touchedRows {
+            try outbox.recompute(row, entries: entries, in: db)
         }
-        for row in rows {
-            try outbox.recompute(row, entries: remaining, in: db)
+    }
+
+    /// `entry` was applied as `revision`: its temporary keys become `keys` everywhere, later
+    /// entries are rebased on it, and it leaves the outbox.
+    private func apply(_ entry: OutboxEntry, revision: Int64, keys: [String: [String: JSONValue]], entries: inout [OutboxEntry], in db: Database) throws {
+        entries.removeAll { $0.position == entry.position }
+        try outbox.remove(entry, in: db)
+        let map = Self.integerKeys(keys)
+        try remap(map, remaining: &entries, in: db)
+        var entry = entry
+        entry.changeSet = entry.changeSet.remapping(map, in: outbox.schema) ?? entry.changeSet
+        try rebase(on: entry, revision: revision, remaining: &entries, in: db)
+        for row in entry.touchedRows {
+            try outbox.recompute(row, entries: entries, in: db)
         }
-        return [event]
     }
 
     /// The key map of an applied result as integers; text keys are never temporary.
@@ -109,23 +125,22 @@ struct PendingChanges: Sendable {
             for (temporary, real) in keys {
                 // The real row is here already when the answer was lost and the database was
                 // replaced since: the server's row wins, the temporary one goes.
-                if try Row.fetchOne(db, sql: table.exists, arguments: [real]) != nil {
-                    try db.execute(sql: table.delete, arguments: [temporary])
+                if try Row.fetchOne(try db.cachedStatement(sql: table.exists), arguments: [real]) != nil {
+                    try db.cachedStatement(sql: table.delete).execute(arguments: [temporary])
                 } else {
-                    try db.execute(sql: "UPDATE \(table.table) SET \(table.key) = ? WHERE \(table.key) = ?", arguments: [real, temporary])
+                    try db.cachedStatement(sql: "UPDATE \(table.table) SET \(table.key) = ? WHERE \(table.key) = ?").execute(arguments: [real, temporary])
                 }
                 for referrer in outbox.schema.types {
                     for field in referrer.fields where field.references == typeName {
                         let referring = TableSQL(type: referrer)
-                        try db.execute(sql: "UPDATE \(referring.table) SET \"\(field.name)\" = ? WHERE \"\(field.name)\" = ?", arguments: [real, temporary])
+                        try db.cachedStatement(sql: "UPDATE \(referring.table) SET \"\(field.name)\" = ? WHERE \"\(field.name)\" = ?").execute(arguments: [real, temporary])
                     }
                 }
                 try outbox.moveShadow(of: RowID(type: typeName, key: String(temporary)), to: String(real), in: db)
             }
         }
         for index in remaining.indices {
-            let remapped = remaining[index].changeSet.remapping(map, in: outbox.schema)
-            guard remapped != remaining[index].changeSet else { continue }
+            guard let remapped = remaining[index].changeSet.remapping(map, in: outbox.schema) else { continue }
             remaining[index].changeSet = remapped
             try outbox.save(remaining[index], in: db)
         }
@@ -137,8 +152,7 @@ struct PendingChanges: Sendable {
         var bases: [RowID: (old: Int64, new: Int64)] = [:]
         for (row, base) in entry.writtenRows { bases[row] = (base, revision) }
         for index in remaining.indices {
-            let rebased = remaining[index].changeSet.rebasing(bases)
-            guard rebased != remaining[index].changeSet else { continue }
+            guard let rebased = remaining[index].changeSet.rebasing(bases) else { continue }
             remaining[index].changeSet = rebased
             try outbox.save(remaining[index], in: db)
         }
@@ -173,6 +187,11 @@ struct PendingChanges: Sendable {
                 try outbox.recompute(row, entries: entries, in: db)
             }
         }
+        // A server change set breaks a pending row's reference only by deleting its target, by
+        // writing a row the pending one edits, or by referencing a row a pending change set deleted.
+        let serverDeletes = applied.contains { $0.types.values.contains { !$0.deleted.isEmpty } }
+        let pendingDeletes = entries.contains { $0.changeSet.changes.contains { !$0.delete.isEmpty } }
+        guard serverDeletes || !written.isEmpty || pendingDeletes else { return [] }
         return try repairReferences(in: db)
     }
 
@@ -180,14 +199,10 @@ struct PendingChanges: Sendable {
     /// is missing while referenced, or is edited although no pending change set creates it and
     /// the server does not have it, until no such row is left.
     func repairReferences(in db: Database) throws -> [ImportEvent] {
+        var entries = try outbox.entries(in: db)
         var events: [ImportEvent] = []
-        while let (victim, event) = try nextBrokenEntry(in: db) {
-            var remaining = try outbox.entries(in: db)
-            remaining.removeAll { $0.position == victim.position }
-            try outbox.remove(victim, in: db)
-            for row in victim.touchedRows.sorted() {
-                try outbox.recompute(row, entries: remaining, in: db)
-            }
+        while let (victim, event) = try nextBrokenEntry(entries, in: db) {
+            try drop(victim, from: &entries, in: db)
             events.append(event)
         }
         return events
@@ -212,13 +227,16 @@ struct PendingChanges: Sendable {
     /// The next change set that can never apply, and the event that reports it: one that edits
     /// a row the server deleted (a conflict, as the server would answer it), or the latest one
     /// behind a broken reference.
-    private func nextBrokenEntry(in db: Database) throws -> (OutboxEntry, ImportEvent)? {
-        let entries = try outbox.entries(in: db)
+    private func nextBrokenEntry(_ entries: [OutboxEntry], in db: Database) throws -> (OutboxEntry, ImportEvent)? {
         guard !entries.isEmpty else { return nil }
+        var touching: [RowID: [Int]] = [:]
+        for (index, entry) in entries.enumerated() {
+            for row in entry.touchedRows { touching[row, default: []].append(index) }
+        }
+        let absent = try outbox.shadowsOfMissingRows(in: db)
         for row in try outbox.shadowedRows(in: db).sorted() {
-            let touching = entries.filter { $0.version(of: row) != nil }
-            guard let latest = touching.last else { continue }
-            if case .some(nil) = try outbox.shadow(of: row, in: db), let first = touching.first, !first.creates(row) {
+            guard let indices = touching[row], let first = indices.first.map({ entries[$0] }), let latest = indices.last.map({ entries[$0] }) else { continue }
+            if absent.contains(row), !first.creates(row) {
                 let gone = ChangeSet(changes: [TypeChanges(type: row.type, delete: [try outbox.key(of: row)])], conflict: true)
                 return (first, .conflict(id: first.id, changeSet: gone))
             }

@@ -36,11 +36,10 @@ extension SeedImporter {
             while true {
                 let result = try await database.write("write local changes to \(path)") { db -> T? in
                     guard try !Self.isBeingReplaced(path, db) else { return nil }
-                    let pending = try outbox.entries(in: db)
                     try Outbox.create(in: db)
                     let changes = LocalChanges(db: db, outbox: outbox)
                     let result = try body(changes)
-                    _ = try changes.finish(pending: pending)
+                    _ = try changes.finish()
                     return result
                 }
                 if let result {

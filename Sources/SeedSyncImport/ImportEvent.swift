@@ -42,9 +42,10 @@ public enum ImportEvent: Sendable, Hashable {
     /// created are removed, and it left the outbox.
     case conflict(id: String, changeSet: ChangeSet)
     /// A local change set was not applied and left the outbox: the server refused it (`code`
-    /// `invalid_change_set`), or it edits or references a row that no longer exists (code
-    /// `broken_reference`: it depended on a change set that was not applied, or the server
-    /// deleted the row). Its rows are back to the server's state.
+    /// `invalid_change_set`), or it was dropped here because it references a row that no longer
+    /// exists (`broken_reference`: it depended on a change set that was not applied, or the
+    /// server deleted the row), the server refuses its size (`too_large`), or the database was
+    /// replaced by one of another schema (`schema_changed`). Its rows are back to the server's state.
     case rejected(id: String, code: String, message: String)
     /// The server has nothing more: the database is at `revision`.
     case caughtUp(revision: Int64)

@@ -207,6 +207,33 @@ import Testing
         }
     }
 
+    /// A lost answer whose real key the app has deleted since (it came back through a read-only
+    /// catch-up): the replayed answer points a waiting change set's reference at a missing row,
+    /// and the repair drops that change set instead of failing the commit on every run.
+    @Test func aReplayedAnswerOntoADeletedRowDropsTheChangeSetItBreaks() async throws {
+        try await withWriteBack(.sqlite) { fixture in
+            try await fixture.sync("app")
+            let importer = fixture.importer("app")
+            let hall = try await importer.write { try $0.create("locations", location("Hall")) }
+            try await importer.write { try $0.create("events", event("In the hall", at: hall)) }
+            let queued = try fixture.query("app") { db in
+                try Row.fetchOne(db, sql: "SELECT id, change_set FROM _seedsync_outbox ORDER BY position").map { ($0["id"] as String, $0["change_set"] as String) }!
+            }
+            let client = SyncClient(configuration: .init(serverURL: fixture.url, token: liveServerWriteToken, requestTimeout: 10, retry: .none))
+            let answer = try await client.sync(from: try await fixture.store.schemaInfo().revision, pushing: [PushedChangeSet(id: queued.0, changeSet: try ChangeSet(json: JSONParser.parse(Array(queued.1.utf8))))])
+            guard case .applied(_, let keys)? = answer.results.first?.status, let real = keys["locations"]?["-1"] else { Issue.record("\(answer.results)"); return }
+            // A read token catches up (the server's row arrives), and the app deletes it.
+            await #expect(throws: ImportError.self) { try await fixture.sync("app", token: liveServerToken) }
+            try await importer.write { try $0.delete("locations", key: real) }
+            let (report, outcomes) = try await fixture.sync("app")
+            #expect(report.pushed == 2 && report.rejected == 1 && report.pending == 0, "\(outcomes)")
+            #expect(outcomes.contains { if case .rejected(_, "broken_reference", _) = $0 { true } else { false } }, "\(outcomes)")
+            let server = try await fixture.serverContents()
+            #expect(!(server["locations"] ?? []).contains { $0[0] == real })
+            #expect(try fixture.appContents("app") == server)
+        }
+    }
+
     /// While the database is marked as being replaced by a running importer, a local write waits;
     /// a mark left by a killed importer (its lock free) is removed and the write goes through.
     @Test func aLocalWriteWaitsWhileTheDatabaseIsReplaced() async throws {

@@ -73,13 +73,7 @@ extension ImportSession {
         }
         defer { SQLiteFiles.remove(at: installingPath) }
         guard isNewer(metadata.dataset, metadata.schemaVersion, metadata.revision, than: local) else { return database }
-        do {
-            return try await replace(database, with: installingPath, revision: metadata.revision, reason: .newerSeed, source: .seed)
-        } catch let error as ImportError where error.code == .mismatch {
-            // Local change sets that do not fit the new schema: pushed from this database first.
-            reject(seed: error)
-            return database
-        }
+        return try await replace(database, with: installingPath, revision: metadata.revision, reason: .newerSeed, source: .seed)
     }
 
     /// Whether `error` is about the seed alone, so that a database can go on without it.
@@ -120,9 +114,6 @@ extension ImportSession {
     /// first, so the replacement keeps them (see ``PendingChanges/carry(_:shadowing:into:)``).
     /// The database is marked as being replaced in the transaction that reads them, so that no
     /// local write commits to it until the replacement is done (see ``SeedImporter/write(_:)``).
-    ///
-    /// - Throws: ``ImportError/Code/mismatch`` when they do not fit the replacing file (its schema
-    ///   changed): the database is not replaced and keeps them.
     private func carryOutbox(of database: LocalDatabase, into source: String) async throws -> [ImportEvent] {
         let pending = PendingChanges(schema: database.metadata.schema)
         let (entries, rows) = try await database.write("mark \(databasePath) as being replaced") { db in
@@ -132,10 +123,6 @@ extension ImportSession {
         guard !entries.isEmpty else { return [] }
         do {
             return try pending.carry(entries, shadowing: rows, into: source)
-        } catch let error as DatabaseError where !SeedError.database(error, "").isStorageFailure {
-            throw ImportError(.mismatch, "the \(entries.count) local change sets waiting in \(databasePath) do not fit \(source) (\(error.message ?? "\(error)")); the database was not replaced and keeps them until they are pushed")
-        } catch let error as ImportError where error.code == .invalidChangeSet {
-            throw ImportError(.mismatch, "the \(entries.count) local change sets waiting in \(databasePath) do not fit \(source) (\(error)); the database was not replaced and keeps them until they are pushed")
         } catch let error as DatabaseError {
             throw ImportError(SeedError.database(error, "carry \(entries.count) local change sets into \(source)", file: source), otherwise: .invalidDatabase, "\(databasePath) was not replaced and keeps its rows and its outbox")
         }

@@ -62,12 +62,13 @@ struct PendingChanges: Sendable {
     func handle(_ results: [PushResult], in db: Database) throws -> [ImportEvent] {
         var entries = try outbox.entries(in: db)
         var events: [ImportEvent] = []
+        var collided = false
         for result in results {
             // Not in the outbox (never for results this client's own pushes answer): nothing to do.
             guard let entry = entries.first(where: { $0.id == result.id }) else { continue }
             switch result.status {
             case .applied(let revision, let keys):
-                try apply(entry, revision: revision, keys: keys, entries: &entries, in: db)
+                collided = try apply(entry, revision: revision, keys: keys, entries: &entries, in: db) || collided
                 events.append(.pushed(id: entry.id, revision: revision, keys: keys))
             case .conflict(let truth):
                 // The server's rows are at its latest revision and may reference rows this
@@ -81,8 +82,9 @@ struct PendingChanges: Sendable {
                 events.append(.rejected(id: entry.id, code: code, message: message))
             }
         }
-        // Applying keeps every reference whole; dropping may break one.
-        guard events.contains(where: { if case .pushed = $0 { false } else { true } }) else { return events }
+        // Applying keeps every reference whole, unless a real key was known here already (a lost
+        // answer replayed after a replacement); dropping may break one.
+        guard collided || events.contains(where: { if case .pushed = $0 { false } else { true } }) else { return events }
         return events + (try repairReferences(in: db))
     }
 
@@ -96,18 +98,20 @@ struct PendingChanges: Sendable {
     }
 
     /// `entry` was applied as `revision`: its temporary keys become `keys` everywhere, later
-    /// entries are rebased on it, and it leaves the outbox.
-    private func apply(_ entry: OutboxEntry, revision: Int64, keys: [String: [String: JSONValue]], entries: inout [OutboxEntry], in db: Database) throws {
+    /// entries are rebased on it, and it leaves the outbox. Returns whether a real key was known
+    /// here already (see ``remap(_:remaining:in:)``).
+    private func apply(_ entry: OutboxEntry, revision: Int64, keys: [String: [String: JSONValue]], entries: inout [OutboxEntry], in db: Database) throws -> Bool {
         entries.removeAll { $0.position == entry.position }
         try outbox.remove(entry, in: db)
         let map = Self.integerKeys(keys)
-        try remap(map, remaining: &entries, in: db)
+        let collided = try remap(map, remaining: &entries, in: db)
         var entry = entry
         entry.changeSet = entry.changeSet.remapping(map, in: outbox.schema) ?? entry.changeSet
         try rebase(on: entry, revision: revision, remaining: &entries, in: db)
         for row in entry.touchedRows {
             try outbox.recompute(row, entries: entries, in: db)
         }
+        return collided
     }
 
     /// The key map of an applied result as integers; text keys are never temporary.
@@ -118,14 +122,18 @@ struct PendingChanges: Sendable {
     }
 
     /// Replaces temporary keys by real ones in the tables, the shadows and the later change sets.
-    private func remap(_ map: [String: [Int64: Int64]], remaining: inout [OutboxEntry], in db: Database) throws {
+    /// Returns whether a real key was there already, as a row or a shadow.
+    private func remap(_ map: [String: [Int64: Int64]], remaining: inout [OutboxEntry], in db: Database) throws -> Bool {
+        var collided = false
         for (typeName, keys) in map {
             let type = try outbox.type(typeName)
             let table = TableSQL(type: type)
             for (temporary, real) in keys {
                 // The real row is here already when the answer was lost and the database was
                 // replaced since: the server's row wins, the temporary one goes.
+                if try outbox.shadow(of: RowID(type: typeName, key: String(real)), in: db) != nil { collided = true }
                 if try Row.fetchOne(try db.cachedStatement(sql: table.exists), arguments: [real]) != nil {
+                    collided = true
                     try db.cachedStatement(sql: table.delete).execute(arguments: [temporary])
                 } else {
                     try db.cachedStatement(sql: "UPDATE \(table.table) SET \(table.key) = ? WHERE \(table.key) = ?").execute(arguments: [real, temporary])
@@ -144,6 +152,7 @@ struct PendingChanges: Sendable {
             remaining[index].changeSet = remapped
             try outbox.save(remaining[index], in: db)
         }
+        return collided
     }
 
     /// After `entry` was applied as `revision`: its rows' shadows are its versions at that
@@ -212,9 +221,17 @@ struct PendingChanges: Sendable {
     /// about to replace the app's database, in one transaction: the shadows are its rows (the
     /// server's newer state), the pending rows are written over them again, and broken references
     /// are repaired. The replacement then carries the outbox over, all of it or nothing.
+    ///
+    /// When the file has another schema, the entries are not carried: written for the old one,
+    /// they could drop the values of new fields. Each is reported as rejected (`schema_changed`).
     func carry(_ entries: [OutboxEntry], shadowing rows: [RowID], into path: String) throws -> [ImportEvent] {
         let queue = try DatabaseQueue(path: path)
         defer { try? queue.close() }
+        guard try queue.read({ db in try SeedMetadata.storedSchemaHash(db) }) == outbox.schema.hash else {
+            return entries.map { entry in
+                .rejected(id: entry.id, code: "schema_changed", message: "the database was replaced by one of another schema, which this change set was not written for; it was dropped")
+            }
+        }
         return try queue.write { db in
             try Outbox.create(in: db)
             for entry in entries { try outbox.append(id: entry.id, entry.changeSet, in: db) }

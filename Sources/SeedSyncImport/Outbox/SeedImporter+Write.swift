@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import SeedSyncModel
+import SeedSyncSeed
 
 extension SeedImporter {
     /// Applies local edits to the app's database at once and queues them as one change set,
@@ -26,34 +27,34 @@ extension SeedImporter {
     ///   when it names a row that does not exist.
     @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (LocalChanges) throws -> T) async throws -> T {
-        guard let database = try LocalDatabase.open(at: configuration.database) else {
-            throw ImportError(.invalidDatabase, "there is no database at \(configuration.database) to write to: run the importer once to install the seed")
-        }
-        let outbox = Outbox(schema: database.metadata.schema)
         let path = configuration.database
         let deadline = ContinuousClock.now + .milliseconds(Int(configuration.lockTimeout * 1000))
-        do {
-            while true {
-                let result = try await database.write("write local changes to \(path)") { db -> T? in
-                    guard try !Self.isBeingReplaced(path, db) else { return nil }
+        while true {
+            guard let database = try LocalDatabase.open(at: path) else {
+                throw ImportError(.invalidDatabase, "there is no database at \(path) to write to: run the importer once to install the seed")
+            }
+            let outbox = Outbox(schema: database.metadata.schema)
+            let result: T?
+            do {
+                result = try await database.write("write local changes to \(path)") { db -> T? in
+                    // Wait while it is replaced; open it again when it was, possibly with another schema.
+                    guard try !Self.isBeingReplaced(path, db), try SeedMetadata.storedSchemaHash(db) == outbox.schema.hash else { return nil }
                     try Outbox.create(in: db)
                     let changes = LocalChanges(db: db, outbox: outbox)
                     let result = try body(changes)
                     _ = try changes.finish()
                     return result
                 }
-                if let result {
-                    try await database.close()
-                    return result
-                }
-                guard ContinuousClock.now < deadline else {
-                    throw ImportError(.locked, "the importer is replacing \(path) with a newer seed or snapshot; gave up waiting after \(configuration.lockTimeout) s")
-                }
-                try await Task.sleep(for: .milliseconds(50))
+            } catch {
+                try? await database.close()
+                throw error
             }
-        } catch {
-            try? await database.close()
-            throw error
+            try await database.close()
+            if let result { return result }
+            guard ContinuousClock.now < deadline else {
+                throw ImportError(.locked, "the importer is replacing \(path) with a newer seed or snapshot; gave up waiting after \(configuration.lockTimeout) s")
+            }
+            try await Task.sleep(for: .milliseconds(50))
         }
     }
 

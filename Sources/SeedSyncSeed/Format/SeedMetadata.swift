@@ -140,4 +140,9 @@ extension SeedMetadata {
         }
         return revision
     }
+
+    /// The `schema_hash` key alone: whether another schema was copied in since the file was opened.
+    package static func storedSchemaHash(_ db: Database) throws -> String? {
+        try String.fetchOne(db, sql: "SELECT value FROM \(SeedFormat.metadataTable) WHERE key = ?", arguments: [Key.schemaHash.rawValue])
+    }
 }

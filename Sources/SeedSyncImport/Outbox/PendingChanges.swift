@@ -11,9 +11,9 @@ import SeedSyncSeed
 /// - **Applied**: the temporary keys become the real ones in the rows, in every reference to them,
 ///   in the shadows and in later change sets; later change sets based on a row it wrote are rebased
 ///   on its revision; the entry is removed.
-/// - **Conflict**: the server's rows become the shadows; the entry is removed, and every row it
-///   touched goes back to what the remaining change sets make of it, or to the server's state.
-/// - **Rejected**: the same, with the shadows as they are.
+/// - **Conflict** and **rejected**: the entry is removed, and every row it touched goes back to
+///   what the remaining change sets make of it, or to its shadow (the server's state at this
+///   database's revision); a conflict's rows arrive with the catch-up of the same run.
 /// - Then no pending row may be left referencing a missing row, nor missing while another row
 ///   references it: the latest change set behind such a row is dropped as well
 ///   (``ImportEvent/rejected(id:code:message:)`` with code `broken_reference`), until none is.
@@ -83,7 +83,7 @@ struct PendingChanges: Sendable {
             }
         }
         // Applying keeps every reference whole, unless a real key was known here already (a lost
-        // answer replayed after a replacement); dropping may break one.
+        // answer replayed); dropping may break one.
         guard collided || events.contains(where: { if case .pushed = $0 { false } else { true } }) else { return events }
         return events + (try repairReferences(in: db))
     }
@@ -104,14 +104,14 @@ struct PendingChanges: Sendable {
         entries.removeAll { $0.position == entry.position }
         try outbox.remove(entry, in: db)
         let map = Self.integerKeys(keys)
-        let collided = try remap(map, remaining: &entries, in: db)
+        let known = try remap(map, remaining: &entries, in: db)
         var entry = entry
         entry.changeSet = entry.changeSet.remapping(map, in: outbox.schema) ?? entry.changeSet
-        try rebase(on: entry, revision: revision, remaining: &entries, in: db)
+        try rebase(on: entry, revision: revision, keeping: known, remaining: &entries, in: db)
         for row in entry.touchedRows {
             try outbox.recompute(row, entries: entries, in: db)
         }
-        return collided
+        return !known.isEmpty
     }
 
     /// The key map of an applied result as integers; text keys are never temporary.
@@ -122,18 +122,28 @@ struct PendingChanges: Sendable {
     }
 
     /// Replaces temporary keys by real ones in the tables, the shadows and the later change sets.
-    /// Returns whether a real key was there already, as a row or a shadow.
-    private func remap(_ map: [String: [Int64: Int64]], remaining: inout [OutboxEntry], in db: Database) throws -> Bool {
-        var collided = false
+    ///
+    /// A real key can be known here already when the answer was lost and the server's row came
+    /// since (a replacement, a catch-up without pushing): the server's row, and its shadow when a
+    /// later local edit has one, win over the temporary row. Returns those rows.
+    private func remap(_ map: [String: [Int64: Int64]], remaining: inout [OutboxEntry], in db: Database) throws -> Set<RowID> {
+        var known = Set<RowID>()
         for (typeName, keys) in map {
             let type = try outbox.type(typeName)
             let table = TableSQL(type: type)
             for (temporary, real) in keys {
-                // The real row is here already when the answer was lost and the database was
-                // replaced since: the server's row wins, the temporary one goes.
-                if try outbox.shadow(of: RowID(type: typeName, key: String(real)), in: db) != nil { collided = true }
-                if try Row.fetchOne(try db.cachedStatement(sql: table.exists), arguments: [real]) != nil {
-                    collided = true
+                let realRow = RowID(type: typeName, key: String(real))
+                let temporaryRow = RowID(type: typeName, key: String(temporary))
+                let present = try outbox.localRow(realRow, in: db)
+                let shadowed = try outbox.shadow(of: realRow, in: db) != nil
+                if present != nil || shadowed {
+                    known.insert(realRow)
+                    if !shadowed { try outbox.setShadow(of: realRow, to: present, in: db) }
+                    try outbox.removeShadow(of: temporaryRow, in: db)
+                } else {
+                    try outbox.moveShadow(of: temporaryRow, to: realRow.key, in: db)
+                }
+                if present != nil {
                     try db.cachedStatement(sql: table.delete).execute(arguments: [temporary])
                 } else {
                     try db.cachedStatement(sql: "UPDATE \(table.table) SET \(table.key) = ? WHERE \(table.key) = ?").execute(arguments: [real, temporary])
@@ -144,7 +154,6 @@ struct PendingChanges: Sendable {
                         try db.cachedStatement(sql: "UPDATE \(referring.table) SET \"\(field.name)\" = ? WHERE \"\(field.name)\" = ?").execute(arguments: [real, temporary])
                     }
                 }
-                try outbox.moveShadow(of: RowID(type: typeName, key: String(temporary)), to: String(real), in: db)
             }
         }
         for index in remaining.indices {
@@ -152,12 +161,13 @@ struct PendingChanges: Sendable {
             remaining[index].changeSet = remapped
             try outbox.save(remaining[index], in: db)
         }
-        return collided
+        return known
     }
 
     /// After `entry` was applied as `revision`: its rows' shadows are its versions at that
-    /// revision, and later change sets based on what it wrote are based on `revision`.
-    private func rebase(on entry: OutboxEntry, revision: Int64, remaining: inout [OutboxEntry], in db: Database) throws {
+    /// revision (but for the `known` rows, whose shadows hold the server's state already), and
+    /// later change sets based on what it wrote are based on `revision`.
+    private func rebase(on entry: OutboxEntry, revision: Int64, keeping known: Set<RowID>, remaining: inout [OutboxEntry], in db: Database) throws {
         var bases: [RowID: (old: Int64, new: Int64)] = [:]
         for (row, base) in entry.writtenRows { bases[row] = (base, revision) }
         for index in remaining.indices {
@@ -165,7 +175,7 @@ struct PendingChanges: Sendable {
             remaining[index].changeSet = rebased
             try outbox.save(remaining[index], in: db)
         }
-        for row in entry.touchedRows {
+        for row in entry.touchedRows where !known.contains(row) {
             guard case .some(let version) = entry.version(of: row) else { continue }
             try outbox.setShadow(of: row, to: version.map { $0.merging([SchemaNames.revisionColumn: .int(revision)]) { $1 } }, in: db)
         }

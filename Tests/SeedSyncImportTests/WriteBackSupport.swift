@@ -6,6 +6,7 @@ import SeedSyncDemo
 import SeedSyncImport
 import SeedSyncModel
 import SeedSyncSeed
+import SeedSyncServer
 import SeedSyncTesting
 
 /// A demo store on one backend served live (with a write token), and a seed built from it, for
@@ -69,10 +70,14 @@ struct WriteBackFixture: Sendable {
 }
 
 /// A demo store of 40 events at 6 locations on `backend`, served live, with a seed built from it.
-func withWriteBack(_ backend: StoreBackend, _ body: @escaping @Sendable (WriteBackFixture) async throws -> Void) async throws {
+func withWriteBack(
+    _ backend: StoreBackend,
+    configure: @escaping @Sendable (inout ServerConfiguration) -> Void = { _ in },
+    _ body: @escaping @Sendable (WriteBackFixture) async throws -> Void
+) async throws {
     try await backend.withDemoStore(events: 40, locations: 6) { store in
         try await withTemporaryDirectory { directory in
-            try await withLiveServer(store) { url in
+            try await withLiveServer(store, configure: configure) { url in
                 let client = SyncClient(configuration: .init(serverURL: url, token: liveServerToken, requestTimeout: 10, retry: .none))
                 let seed = directory.appendingPathComponent("seed.sqlite").path
                 _ = try await SeedBuilder(client: client, options: .init(output: seed, syncLimit: 50)).build()

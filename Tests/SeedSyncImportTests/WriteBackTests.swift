@@ -259,6 +259,27 @@ import Testing
         }
     }
 
+    /// A server that takes fewer change sets per push answers 413: the importer halves its pushes
+    /// until they fit, and pushes everything. A write too large for any push is refused whole.
+    @Test func pushesShrinkToWhatTheServerTakesAndHugeWritesAreRefused() async throws {
+        try await withWriteBack(.sqlite, configure: { $0.maxPushedChangeSets = 3 }) { fixture in
+            try await fixture.sync("app")
+            let importer = fixture.importer("app")
+            for index in 0..<7 {
+                try await importer.write { try $0.update("events", key: .int(Int64(10 + index)), ["capacity": .int(Int64(index))]) }
+            }
+            let (report, _) = try await fixture.sync("app")
+            #expect(report.pushed == 7 && report.pending == 0)
+            #expect(try fixture.appContents("app") == (try await fixture.serverContents()))
+
+            let huge = String(repeating: "x", count: 5 << 20)
+            await #expect { try await importer.write { try $0.update("events", key: 5, ["description": .string(huge)]) } } throws: { error in
+                (error as? ImportError)?.code == .invalidChangeSet && "\(error)".contains("split the edits")
+            }
+            #expect(try await importer.pendingChangeSets() == 0)
+        }
+    }
+
     /// A newer seed replaces the database while change sets wait: they are carried into the new
     /// file, shown on its rows, and pushed by the same run.
     @Test func aReplacementKeepsTheOutbox() async throws {

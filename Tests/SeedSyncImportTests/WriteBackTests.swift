@@ -237,6 +237,34 @@ import Testing
         }
     }
 
+    /// A lost answer replayed after the app caught up past it (with a read token): the server
+    /// renamed the event since and deleted the location the change set created; the replay
+    /// keeps the rename and does not bring the location back.
+    @Test func aReplayedAnswerAfterCatchingUpKeepsTheServersNewerState() async throws {
+        try await withWriteBack(.sqlite) { fixture in
+            try await fixture.sync("app")
+            let importer = fixture.importer("app")
+            try await importer.write { changes in
+                try changes.update("events", key: 5, ["title": "Mine"])
+                try changes.create("locations", location("Shed"))
+            }
+            let queued = try fixture.query("app") { db in
+                try Row.fetchOne(db, sql: "SELECT id, change_set FROM _seedsync_outbox").map { ($0["id"] as String, $0["change_set"] as String) }!
+            }
+            let client = SyncClient(configuration: .init(serverURL: fixture.url, token: liveServerWriteToken, requestTimeout: 10, retry: .none))
+            let answer = try await client.sync(from: try await fixture.store.schemaInfo().revision, pushing: [PushedChangeSet(id: queued.0, changeSet: try ChangeSet(json: JSONParser.parse(Array(queued.1.utf8))))])
+            guard case .applied(_, let keys)? = answer.results.first?.status, let shed = keys["locations"]?["-1"]?.keyString else { Issue.record("\(answer)"); return }
+            try await fixture.commit(#"{"types": ["events"], "events": {"update": [5], "attributes": {"5": {"title": "Theirs", "starts_at": "2026-01-01T00:00:00Z", "capacity": 2, "cancelled": false}}}}"#)
+            try await fixture.commit(#"{"types": ["locations"], "locations": {"delete": [\#(shed)]}}"#)
+            await #expect(throws: ImportError.self) { try await fixture.sync("app", token: liveServerToken) }
+            let (report, outcomes) = try await fixture.sync("app")
+            #expect(report.pushed == 1 && report.pending == 0, "\(outcomes)")
+            let server = try await fixture.serverContents()
+            #expect(server["events"]?.first { $0[0] == 5 }?[1] == "Theirs")
+            #expect(try fixture.appContents("app") == server)
+        }
+    }
+
     /// While the database is marked as being replaced by a running importer, a local write waits;
     /// a mark left by a killed importer (its lock free) is removed and the write goes through.
     @Test func aLocalWriteWaitsWhileTheDatabaseIsReplaced() async throws {

@@ -122,7 +122,7 @@ extension ImportSession {
         }
         guard !entries.isEmpty else { return [] }
         do {
-            return try pending.carry(entries, shadowing: rows, into: source)
+            return try pending.carry(entries, shadowing: rows, from: database.metadata.schemaHash, into: source)
         } catch let error as DatabaseError {
             throw ImportError(SeedError.database(error, "carry \(entries.count) local change sets into \(source)", file: source), otherwise: .invalidDatabase, "\(databasePath) was not replaced and keeps its rows and its outbox")
         }

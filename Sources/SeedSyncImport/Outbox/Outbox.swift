@@ -235,7 +235,7 @@ struct Outbox: Sendable {
         for referrer in schema.types {
             for field in referrer.fields where field.references == type.name {
                 let table = tables[referrer.name]!
-                let sql = "SELECT \(table.key) FROM \(table.table) WHERE \"\(field.name)\" = ? LIMIT 1"
+                let sql = "SELECT \(table.key) FROM \(table.table) WHERE \(quote(field.name)) = ? LIMIT 1"
                 guard let found = try DatabaseValue.fetchOne(try db.cachedStatement(sql: sql), arguments: [ValueMapping.databaseValue(key: try key(of: row))]) else { continue }
                 return "\(row.type)[\(row.key)] does not exist, but \(referrer.name)[\(ValueMapping.jsonKey(found).keyString ?? "?")].\(field.name) references it"
             }

@@ -99,14 +99,22 @@ struct PendingChanges: Sendable {
 
     /// `entry` was applied as `revision`: its temporary keys become `keys` everywhere, later
     /// entries are rebased on it, and it leaves the outbox. Returns whether a real key was known
-    /// here already (see ``remap(_:remaining:in:)``).
+    /// here already (see ``remap(_:remaining:replayed:in:)``).
+    ///
+    /// A **replayed** answer (the first was lost) can come after this database got past
+    /// `revision` another way (a replacement, a catch-up without pushing): its shadows then hold
+    /// the server's newer state, which wins over the entry's version, and a created row the
+    /// server has not got any more goes.
     private func apply(_ entry: OutboxEntry, revision: Int64, keys: [String: [String: JSONValue]], entries: inout [OutboxEntry], in db: Database) throws -> Bool {
         entries.removeAll { $0.position == entry.position }
         try outbox.remove(entry, in: db)
+        let stored = try SeedMetadata.storedRevision(db)
+        let replayed = revision <= stored
         let map = Self.integerKeys(keys)
-        let known = try remap(map, remaining: &entries, in: db)
+        var known = try remap(map, remaining: &entries, replayed: replayed, in: db)
         var entry = entry
         entry.changeSet = entry.changeSet.remapping(map, in: outbox.schema) ?? entry.changeSet
+        if replayed { known.formUnion(entry.touchedRows) }
         try rebase(on: entry, revision: revision, keeping: known, remaining: &entries, in: db)
         for row in entry.touchedRows {
             try outbox.recompute(row, entries: entries, in: db)
@@ -125,18 +133,21 @@ struct PendingChanges: Sendable {
     ///
     /// A real key can be known here already when the answer was lost and the server's row came
     /// since (a replacement, a catch-up without pushing): the server's row, and its shadow when a
-    /// later local edit has one, win over the temporary row. Returns those rows.
-    private func remap(_ map: [String: [Int64: Int64]], remaining: inout [OutboxEntry], in db: Database) throws -> Set<RowID> {
+    /// later local edit has one, win over the temporary row; when the answer is `replayed` after
+    /// this database got past it, a real row that is not here was deleted on the server. Returns
+    /// those rows.
+    private func remap(_ map: [String: [Int64: Int64]], remaining: inout [OutboxEntry], replayed: Bool, in db: Database) throws -> Set<RowID> {
         var known = Set<RowID>()
         for (typeName, keys) in map {
-            let type = try outbox.type(typeName)
+            // A type this database does not have cannot hold temporary keys.
+            guard let type = outbox.schema.type(named: typeName) else { continue }
             let table = TableSQL(type: type)
             for (temporary, real) in keys {
                 let realRow = RowID(type: typeName, key: String(real))
                 let temporaryRow = RowID(type: typeName, key: String(temporary))
                 let present = try outbox.localRow(realRow, in: db)
                 let shadowed = try outbox.shadow(of: realRow, in: db) != nil
-                if present != nil || shadowed {
+                if present != nil || shadowed || replayed {
                     known.insert(realRow)
                     if !shadowed { try outbox.setShadow(of: realRow, to: present, in: db) }
                     try outbox.removeShadow(of: temporaryRow, in: db)
@@ -151,7 +162,7 @@ struct PendingChanges: Sendable {
                 for referrer in outbox.schema.types {
                     for field in referrer.fields where field.references == typeName {
                         let referring = TableSQL(type: referrer)
-                        try db.cachedStatement(sql: "UPDATE \(referring.table) SET \"\(field.name)\" = ? WHERE \"\(field.name)\" = ?").execute(arguments: [real, temporary])
+                        try db.cachedStatement(sql: "UPDATE \(referring.table) SET \(quote(field.name)) = ? WHERE \(quote(field.name)) = ?").execute(arguments: [real, temporary])
                     }
                 }
             }
@@ -234,10 +245,10 @@ struct PendingChanges: Sendable {
     ///
     /// When the file has another schema, the entries are not carried: written for the old one,
     /// they could drop the values of new fields. Each is reported as rejected (`schema_changed`).
-    func carry(_ entries: [OutboxEntry], shadowing rows: [RowID], into path: String) throws -> [ImportEvent] {
+    func carry(_ entries: [OutboxEntry], shadowing rows: [RowID], from schemaHash: String, into path: String) throws -> [ImportEvent] {
         let queue = try DatabaseQueue(path: path)
         defer { try? queue.close() }
-        guard try queue.read({ db in try SeedMetadata.storedSchemaHash(db) }) == outbox.schema.hash else {
+        guard try queue.read({ db in try SeedMetadata.storedSchemaHash(db) }) == schemaHash else {
             return entries.map { entry in
                 .rejected(id: entry.id, code: "schema_changed", message: "the database was replaced by one of another schema, which this change set was not written for; it was dropped")
             }

@@ -38,7 +38,7 @@ extension SeedImporter {
             do {
                 result = try await database.write("write local changes to \(path)") { db -> T? in
                     // Wait while it is replaced; open it again when it was, possibly with another schema.
-                    guard try !Self.isBeingReplaced(path, db), try SeedMetadata.storedSchemaHash(db) == outbox.schema.hash else { return nil }
+                    guard try !Self.isBeingReplaced(path, db), try SeedMetadata.storedSchemaHash(db) == database.metadata.schemaHash else { return nil }
                     try Outbox.create(in: db)
                     let changes = LocalChanges(db: db, outbox: outbox)
                     let result = try body(changes)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The main job: build SeedSync in release mode, create a demo server database (the embedded store by
+# The main job: build SeedSync in release mode, install it with its man pages and completions into a
+# temporary prefix, create a demo server database (the embedded store by
 # default; with --backend postgres, plain tables in a throwaway PostgreSQL written by psql, printed
 # as a schema and attached), serve it on a free loopback port with a generated token, build a seed from it with seed-build, prove it
 # with seed-verify, change the server, install the seed into a fresh app folder with seed-import and
@@ -75,6 +76,15 @@ for product in seed-server seed-build seed-verify seed-import; do
     swift build -c release --product "$product" >&2
 done
 bin=$(swift build -c release --show-bin-path)
+end
+
+begin "install with man pages"
+scripts/install.sh --prefix "$work/prefix"
+for file in bin/seed-import share/man/man1/seed-import.write.1 share/man/man1/seed-server.serve.1 \
+    share/bash-completion/completions/seed-import share/zsh/site-functions/_seed-server \
+    share/fish/vendor_completions.d/seed-build.fish; do
+    [ -s "$work/prefix/$file" ] || { echo "scripts/install.sh did not install $file" >&2; exit 1; }
+done
 end
 
 begin "create server database"

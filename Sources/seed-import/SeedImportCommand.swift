@@ -114,14 +114,19 @@ struct SyncCommand: AsyncParsableCommand {
         return lines.joined(separator: "\n")
     }
 
+    /// A key map as `events -1 -> 311, locations -1 -> 7`: types, then temporary keys, in order.
+    static func describe(_ keys: [String: [String: JSONValue]]) -> String {
+        keys.sorted { $0.key < $1.key }.flatMap { type, map in
+            map.sorted { $0.key < $1.key }.map { "\(type) \($0.key) -> \($0.value.keyString ?? "?")" }
+        }.joined(separator: ", ")
+    }
+
     /// One line for the outcome of a pushed local change set; `nil` for other events.
     static func outcome(of event: ImportEvent) -> String? {
         switch event {
         case .pushed(let id, let revision, let keys):
-            let mapped = keys.sorted { $0.key < $1.key }.flatMap { type, map in
-                map.sorted { $0.key < $1.key }.map { "\(type) \($0.key) -> \($0.value.keyString ?? "?")" }
-            }
-            return "change set \(id) applied as revision \(revision)" + (mapped.isEmpty ? "" : " (\(mapped.joined(separator: ", ")))")
+            let mapped = describe(keys)
+            return "change set \(id) applied as revision \(revision)" + (mapped.isEmpty ? "" : " (\(mapped))")
         case .conflict(let id, let changeSet):
             let rows = changeSet.changes.flatMap { changes in (changes.update + changes.delete).map { "\(changes.type)[\($0.keyString ?? "?")]" } }
             return "conflict: change set \(id) was not applied, the server's rows were kept: \(rows.joined(separator: ", "))"

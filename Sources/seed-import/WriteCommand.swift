@@ -49,10 +49,8 @@ struct WriteCommand: AsyncParsableCommand {
             return
         }
         for change in queued {
-            let mapped = change.keys.sorted { $0.key < $1.key }.flatMap { type, map in
-                map.sorted { $0.key < $1.key }.map { "\(type) \($0.key) -> \($0.value.keyString ?? "?")" }
-            }
-            print("queued change set \(change.id)" + (mapped.isEmpty ? "" : ": \(mapped.joined(separator: ", "))"))
+            let mapped = SyncCommand.describe(change.keys)
+            print("queued change set \(change.id)" + (mapped.isEmpty ? "" : ": \(mapped)"))
         }
     }
 

@@ -15,7 +15,7 @@ struct WriteBackFixture: Sendable {
     let store: any MaintainedSyncStore
     let url: URL
     let directory: URL
-    let seed: String
+    var seed: String
 
     func database(_ app: String) -> String {
         directory.appendingPathComponent("\(app)/events.sqlite").path
@@ -45,6 +45,29 @@ struct WriteBackFixture: Sendable {
     /// Changes the server as another writer would: one change set through the store.
     func commit(_ json: String) async throws {
         _ = try await store.commit(try ChangeSet(json: JSONParser.parse(Array(json.utf8))))
+    }
+
+    /// Pushes `app`'s oldest queued change set straight to the server, as a push whose answer was
+    /// lost: the server applies it, the app does not know. Returns the answer's key map.
+    func pushLosingTheAnswer(_ app: String) async throws -> [String: [String: JSONValue]] {
+        let (id, json) = try query(app) { db in
+            try Row.fetchOne(db, sql: "SELECT id, change_set FROM _seedsync_outbox ORDER BY position").map { ($0["id"] as String, $0["change_set"] as String) }!
+        }
+        let pushed = PushedChangeSet(id: id, changeSet: try ChangeSet(json: JSONParser.parse(Array(json.utf8))))
+        let answer = try await client(token: liveServerWriteToken).sync(from: try await store.schemaInfo().revision, pushing: [pushed])
+        guard case .applied(_, let keys)? = answer.results.first?.status else { throw TestSetupError("the push was not applied: \(answer.results)") }
+        return keys
+    }
+
+    /// Builds a seed from the server as it is now, beside the first one.
+    func buildSeed(_ name: String) async throws -> String {
+        let path = directory.appendingPathComponent(name).path
+        _ = try await SeedBuilder(client: client(), options: .init(output: path, syncLimit: 50)).build()
+        return path
+    }
+
+    func client(token: String = liveServerToken) -> SyncClient {
+        SyncClient(configuration: .init(serverURL: url, token: token, requestTimeout: 10, retry: .none))
     }
 
     func serverContents() async throws -> [String: [[JSONValue]]] {
@@ -78,10 +101,9 @@ func withWriteBack(
     try await backend.withDemoStore(events: 40, locations: 6) { store in
         try await withTemporaryDirectory { directory in
             try await withLiveServer(store, configure: configure) { url in
-                let client = SyncClient(configuration: .init(serverURL: url, token: liveServerToken, requestTimeout: 10, retry: .none))
-                let seed = directory.appendingPathComponent("seed.sqlite").path
-                _ = try await SeedBuilder(client: client, options: .init(output: seed, syncLimit: 50)).build()
-                try await body(WriteBackFixture(store: store, url: url, directory: directory, seed: seed))
+                var fixture = WriteBackFixture(store: store, url: url, directory: directory, seed: "")
+                fixture.seed = try await fixture.buildSeed("seed.sqlite")
+                try await body(fixture)
             }
         }
     }

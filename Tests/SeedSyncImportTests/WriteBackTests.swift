@@ -191,17 +191,10 @@ import Testing
                 try changes.update("events", key: 5, ["location_id": hall])
             }
             // The push the app made before it lost the answer.
-            let queued = try fixture.query("app") { db in
-                try Row.fetchOne(db, sql: "SELECT id, change_set FROM _seedsync_outbox").map { ($0["id"] as String, $0["change_set"] as String) }!
-            }
-            let pushed = PushedChangeSet(id: queued.0, changeSet: try ChangeSet(json: JSONParser.parse(Array(queued.1.utf8))))
-            let client = SyncClient(configuration: .init(serverURL: fixture.url, token: liveServerWriteToken, requestTimeout: 10, retry: .none))
-            let answer = try await client.sync(from: try await fixture.store.schemaInfo().revision, pushing: [pushed])
-            guard case .applied(_, let keys)? = answer.results.first?.status, let real = keys["locations"]?["-1"]?.keyString else { Issue.record("\(answer)"); return }
+            let real = try #require(try await fixture.pushLosingTheAnswer("app")["locations"]?["-1"]?.keyString)
             // Someone renames the hall before the newer seed is built: the app must keep that.
             try await fixture.commit(#"{"types": ["locations"], "locations": {"update": [\#(real)], "attributes": {"\#(real)": {"name": "Great hall", "city": "Lyon", "latitude": 45.76, "longitude": 4.84}}}}"#)
-            let newer = fixture.directory.appendingPathComponent("newer.sqlite").path
-            _ = try await SeedBuilder(client: client, options: .init(output: newer, syncLimit: 50)).build()
+            let newer = try await fixture.buildSeed("newer.sqlite")
             let (report, outcomes) = try await fixture.sync("app", seed: newer)
             #expect(report.replacements.count == 1 && report.pushed == 1 && report.pending == 0, "\(outcomes)")
             let server = try await fixture.serverContents()
@@ -219,12 +212,7 @@ import Testing
             let importer = fixture.importer("app")
             let hall = try await importer.write { try $0.create("locations", location("Hall")) }
             try await importer.write { try $0.create("events", event("In the hall", at: hall)) }
-            let queued = try fixture.query("app") { db in
-                try Row.fetchOne(db, sql: "SELECT id, change_set FROM _seedsync_outbox ORDER BY position").map { ($0["id"] as String, $0["change_set"] as String) }!
-            }
-            let client = SyncClient(configuration: .init(serverURL: fixture.url, token: liveServerWriteToken, requestTimeout: 10, retry: .none))
-            let answer = try await client.sync(from: try await fixture.store.schemaInfo().revision, pushing: [PushedChangeSet(id: queued.0, changeSet: try ChangeSet(json: JSONParser.parse(Array(queued.1.utf8))))])
-            guard case .applied(_, let keys)? = answer.results.first?.status, let real = keys["locations"]?["-1"] else { Issue.record("\(answer.results)"); return }
+            let real = try #require(try await fixture.pushLosingTheAnswer("app")["locations"]?["-1"])
             // A read token catches up (the server's row arrives), and the app deletes it.
             await #expect(throws: ImportError.self) { try await fixture.sync("app", token: liveServerToken) }
             try await importer.write { try $0.delete("locations", key: real) }
@@ -248,12 +236,7 @@ import Testing
                 try changes.update("events", key: 5, ["title": "Mine"])
                 try changes.create("locations", location("Shed"))
             }
-            let queued = try fixture.query("app") { db in
-                try Row.fetchOne(db, sql: "SELECT id, change_set FROM _seedsync_outbox").map { ($0["id"] as String, $0["change_set"] as String) }!
-            }
-            let client = SyncClient(configuration: .init(serverURL: fixture.url, token: liveServerWriteToken, requestTimeout: 10, retry: .none))
-            let answer = try await client.sync(from: try await fixture.store.schemaInfo().revision, pushing: [PushedChangeSet(id: queued.0, changeSet: try ChangeSet(json: JSONParser.parse(Array(queued.1.utf8))))])
-            guard case .applied(_, let keys)? = answer.results.first?.status, let shed = keys["locations"]?["-1"]?.keyString else { Issue.record("\(answer)"); return }
+            let shed = try #require(try await fixture.pushLosingTheAnswer("app")["locations"]?["-1"]?.keyString)
             try await fixture.commit(#"{"types": ["events"], "events": {"update": [5], "attributes": {"5": {"title": "Theirs", "starts_at": "2026-01-01T00:00:00Z", "capacity": 2, "cancelled": false}}}}"#)
             try await fixture.commit(#"{"types": ["locations"], "locations": {"delete": [\#(shed)]}}"#)
             await #expect(throws: ImportError.self) { try await fixture.sync("app", token: liveServerToken) }
@@ -308,6 +291,23 @@ import Testing
         }
     }
 
+    /// A change set larger than the server's body limit, pushed alone, can never go: it is
+    /// dropped as `too_large`, its row goes back to the server's state, and the sync goes on.
+    @Test func aChangeSetTheServerCannotTakeIsDroppedAsTooLarge() async throws {
+        try await withWriteBack(.sqlite, configure: { $0.maxRequestBodySize = 4 << 10 }) { fixture in
+            try await fixture.sync("app")
+            let importer = fixture.importer("app")
+            try await importer.write { try $0.update("events", key: 5, ["description": .string(String(repeating: "x", count: 6 << 10))]) }
+            try await importer.write { try $0.update("events", key: 6, ["title": "Small"]) }
+            let (report, outcomes) = try await fixture.sync("app")
+            #expect(report.rejected == 1 && report.pushed == 1 && report.pending == 0, "\(outcomes)")
+            #expect(outcomes.contains { if case .rejected(_, "too_large", _) = $0 { true } else { false } }, "\(outcomes)")
+            let server = try await fixture.serverContents()
+            #expect(server["events"]?.first { $0[0] == 6 }?[1] == "Small")
+            #expect(try fixture.appContents("app") == server)
+        }
+    }
+
     /// A newer seed replaces the database while change sets wait: they are carried into the new
     /// file, shown on its rows, and pushed by the same run.
     @Test func aReplacementKeepsTheOutbox() async throws {
@@ -319,9 +319,7 @@ import Testing
                 return hall
             }
             try await fixture.commit(#"{"types": ["events"], "events": {"update": [7], "attributes": {"7": {"title": "Newer", "starts_at": "2026-01-01T00:00:00Z", "capacity": 1, "cancelled": false}}}}"#)
-            let newer = fixture.directory.appendingPathComponent("newer.sqlite").path
-            let client = SyncClient(configuration: .init(serverURL: fixture.url, token: liveServerToken, requestTimeout: 10, retry: .none))
-            _ = try await SeedBuilder(client: client, options: .init(output: newer, syncLimit: 50)).build()
+            let newer = try await fixture.buildSeed("newer.sqlite")
             let events = Locked<[ImportEvent]>([])
             let report = try await fixture.importer("app", seed: newer).run { event in events.update { $0.append(event) } }
             #expect(report.replacements.count == 1 && report.pushed == 1 && report.pending == 0, "\(events.value)")

@@ -105,8 +105,7 @@ public final class LocalChanges {
             merged[SchemaNames.revisionColumn] = nil
             states[row] = .created(merged)
         default:
-            states[row] = .updated(merged)
-            if !order.contains(row) { order.append(row) }
+            record(row, .updated(merged))
         }
     }
 

@@ -28,13 +28,21 @@ extension ImportSession {
         var pushLimit = PendingChanges.maxPerPush
         var prefetched: Task<SyncResponse, any Error>?
         defer { prefetched?.cancel() }
+        /// The next push when the end of the last round read it already.
+        var queued: [OutboxEntry]?
+        func nextPush() async throws -> [OutboxEntry] {
+            guard mayPush else { return [] }
+            let limit = pushLimit
+            return try await database.read { db in try pending.nextPush(limit: limit, in: db) }
+        }
         while true {
             try Task.checkCancellation()
-            let limit = pushLimit
-            let push = mayPush ? try await database.read { db in try pending.nextPush(limit: limit, in: db) } : []
+            let push: [OutboxEntry]
+            if let queued { push = queued } else { push = try await nextPush() }
             let request = push.isEmpty ? (prefetched ?? fetch(from: revision)) : fetch(from: revision, pushing: push)
             if !push.isEmpty { prefetched?.cancel() }
             prefetched = nil
+            queued = nil
             let response: SyncResponse
             do {
                 response = try await request.value
@@ -73,8 +81,8 @@ extension ImportSession {
                 emit(.progress(revision: revision, serverRevision: max(info.revision, revision)))
             }
             if response.hasMore { continue }
-            let next = mayPush ? try await database.read { db in try pending.nextPush(in: db) } : []
-            if next.isEmpty { break }
+            queued = try await nextPush()
+            if queued?.isEmpty ?? true { break }
         }
         report.pending = try await database.read { db in try Outbox.count(in: db) }
         emit(.caughtUp(revision: revision))

@@ -40,6 +40,11 @@ public struct SyncRequest: Codable, Sendable, Hashable {
         try self.init(json: JSONValue(from: decoder))
     }
 
+    /// Encodes ``jsonBytes()``, the one encoding of a request.
+    public func encode(to encoder: any Encoder) throws {
+        try JSONParser.parse(jsonBytes()).encode(to: encoder)
+    }
+
     /// The request as compact JSON: `maxRevision`, `changeSets` when there are any, `limit` when set.
     public func jsonBytes() -> [UInt8] {
         var writer = JSONWriter()

@@ -19,7 +19,7 @@ struct SchemaSelection {
         for type in full.types where chosen.contains(type.name) {
             for field in type.fields {
                 if let target = field.references, !chosen.contains(target) {
-                    throw SeedError(.unusable, "\(type.name).\(field.name) references \(target); add \(target) to --types")
+                    throw SeedError(.unusable, "\(type.name).\(field.name) references \(target); add \(target) to the selected types")
                 }
             }
         }

@@ -128,7 +128,7 @@ public struct SeedBuilder: Sendable {
         }
         if let problem {
             try writer.close()
-            throw SeedError(.unusable, "cannot resume \(partialPath): \(problem); build again without --resume")
+            throw SeedError(.notResumable, "cannot resume \(partialPath): \(problem); build it again from the start")
         }
     }
 

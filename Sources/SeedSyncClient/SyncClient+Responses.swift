@@ -44,16 +44,12 @@ extension SyncClient {
         case (409, "revision_ahead"?): .revisionAhead
         default: .serverError
         }
-        let hint = code == .unauthorized ? " (check the token: SEED_TOKEN or --token-file)" : ""
-        return SyncClientError(code, message + hint, status: status, serverCode: detail?.code, minRevision: detail?.minRevision)
+        return SyncClientError(code, message, status: status, serverCode: detail?.code, minRevision: detail?.minRevision)
     }
 
     static func isRetryable(_ error: SyncClientError) -> Bool {
-        switch error.code {
-        case .unreachable: true
-        case .serverError: error.status.map { $0 == 429 || $0 >= 500 } ?? false
-        default: false
-        }
+        if error.code == .unreachable { return true }
+        return error.code == .serverError && error.status.map { $0 == 429 || $0 >= 500 } ?? false
     }
 
     private static func summary(_ error: any Error) -> String {

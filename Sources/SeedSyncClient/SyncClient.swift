@@ -133,7 +133,7 @@ public final class SyncClient: Sendable {
     public static func token(environment: [String: String] = ProcessInfo.processInfo.environment, file: String? = nil) throws -> String? {
         if let file {
             guard let data = FileManager.default.contents(atPath: file) else {
-                throw SyncClientError(.unauthorized, "cannot read token file \(file)")
+                throw SyncClientError(.unreadableTokenFile, "cannot read the token file \(file)")
             }
             return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         }

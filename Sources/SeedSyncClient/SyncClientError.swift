@@ -2,24 +2,36 @@
 ///
 /// Messages name the URL path and the status, never the token or row data.
 public struct SyncClientError: Error, CustomStringConvertible, Sendable {
-    /// What went wrong.
-    public enum Code: Sendable, Hashable {
+    /// What went wrong. New codes may be added: a `switch` over it needs a `default`.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case unauthorized, forbidden, historyExpired, revisionAhead, serverError, unreachable, malformedResponse
+            case responseTooLarge, unreadableTokenFile
+        }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
         /// 401: no token, or one the server does not know.
-        case unauthorized
+        public static let unauthorized = Code(.unauthorized)
         /// 403: the token may not do this, or the server refuses the request.
-        case forbidden
+        public static let forbidden = Code(.forbidden)
         /// 410: the client's revision is older than the server's change history.
-        case historyExpired
+        public static let historyExpired = Code(.historyExpired)
         /// 409: the client's revision is newer than the server's.
-        case revisionAhead
+        public static let revisionAhead = Code(.revisionAhead)
         /// Another 4xx, or a 5xx after the last retry.
-        case serverError
+        public static let serverError = Code(.serverError)
         /// The server could not be reached or did not answer in time, after the last retry.
-        case unreachable
+        public static let unreachable = Code(.unreachable)
         /// The answer was not the JSON the protocol defines.
-        case malformedResponse
+        public static let malformedResponse = Code(.malformedResponse)
         /// The answer was larger than the client's limit.
-        case responseTooLarge
+        public static let responseTooLarge = Code(.responseTooLarge)
+        /// The token file given to ``SyncClient/token(environment:file:)`` cannot be read.
+        public static let unreadableTokenFile = Code(.unreadableTokenFile)
+
+        public var description: String { base.rawValue }
     }
 
     public let code: Code

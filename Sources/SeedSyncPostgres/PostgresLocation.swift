@@ -31,7 +31,7 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
             throw .invalidLocation("expected postgres://USER@HOST:PORT/DATABASE")
         }
         guard components.password == nil else {
-            throw .invalidLocation("the URL must not hold a password; set PGPASSWORD or use a password file")
+            throw .invalidLocation("the URL must not hold a password; give it apart from the URL")
         }
         guard let user = components.user, !user.isEmpty else { throw .invalidLocation("the URL names no user (postgres://USER@HOST/DATABASE)") }
         let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path

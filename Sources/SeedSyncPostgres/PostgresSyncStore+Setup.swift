@@ -21,7 +21,7 @@ extension PostgresSyncStore {
         try await setUp(at: location, schema: schema, tableSchema: tableSchema, logger: logger) { connection in
             for table in tables {
                 guard try await !exists(table.table, on: connection, logger: logger) else {
-                    throw PostgresStoreError(.alreadyInitialized, "\(location) already has a table \(tableSchema).\(table.type.name); serve it with `seed-server init --attach`, or drop it")
+                    throw PostgresStoreError(.alreadyInitialized, "\(location) already has a table \(tableSchema).\(table.type.name); attach the existing tables instead of creating them, or drop it")
                 }
                 for statement in table.create { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
             }

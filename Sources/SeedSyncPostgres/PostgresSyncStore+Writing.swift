@@ -26,7 +26,7 @@ extension PostgresSyncStore {
                 return revision
             }
         } catch let error as PostgresStoreError where error.code == .refused {
-            throw SyncStoreError.invalidChangeSet(ChangeSetError(error.description))
+            throw SyncStoreError.invalidChangeSet(ChangeSetError(.refused, error.description))
         } catch let refusal as ForeignKeyRefusal {
             throw refusal.error
         }
@@ -45,17 +45,17 @@ extension PostgresSyncStore {
         let insert = table.insert + " ON CONFLICT (\(table.key)) DO NOTHING RETURNING 1"
         for row in change.creates {
             guard try await run(insert, table.binds(row), row: row.key, of: table, on: connection) else {
-                throw invalid("\(change.type.name)[\(row.key.keyString!)] cannot be created: it already exists")
+                throw invalid(.rowExists, "\(change.type.name)[\(row.key.keyString!)] cannot be created: it already exists")
             }
         }
         for row in change.updates {
             guard try await run(table.update + " RETURNING 1", table.binds(row), row: row.key, of: table, on: connection) else {
-                throw invalid("\(change.type.name)[\(row.key.keyString!)] cannot be updated: it does not exist")
+                throw invalid(.rowNotFound, "\(change.type.name)[\(row.key.keyString!)] cannot be updated: it does not exist")
             }
         }
         for key in change.deletes {
             guard try await run(table.delete + " RETURNING 1", PostgresBindings(key: key), row: key, of: table, on: connection) else {
-                throw invalid("\(change.type.name)[\(key.keyString!)] cannot be deleted: it does not exist")
+                throw invalid(.rowNotFound, "\(change.type.name)[\(key.keyString!)] cannot be deleted: it does not exist")
             }
         }
         // A deleted key is never given to a pushed row (a client may still hold a reference to it).
@@ -77,7 +77,7 @@ extension PostgresSyncStore {
             return try await !query(sql, binds, on: connection).isEmpty
         } catch let error as PSQLError {
             guard let refusal = PostgresStoreError.refusal(error) else { throw error }
-            let refused = invalid("\(table.type.name)[\(key.keyString!)] cannot be written: PostgreSQL refused it (\(refusal))")
+            let refused = invalid(.refused, "\(table.type.name)[\(key.keyString!)] cannot be written: PostgreSQL refused it (\(refusal))")
             if error.sqlState == "23503" { throw ForeignKeyRefusal(error: refused) }
             throw refused
         }
@@ -110,8 +110,8 @@ extension PostgresSyncStore {
         return problems
     }
 
-    private func invalid(_ message: String) -> SyncStoreError {
-        .invalidChangeSet(ChangeSetError(message))
+    private func invalid(_ code: ChangeSetError.Code, _ message: String) -> SyncStoreError {
+        .invalidChangeSet(ChangeSetError(code, message))
     }
 }
 

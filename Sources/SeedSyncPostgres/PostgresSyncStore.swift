@@ -165,11 +165,11 @@ struct StoredState {
             }
         } catch let error as PSQLError {
             if error.sqlState == "42P01" || error.sqlState == "3F000" {
-                throw PostgresStoreError(.notInitialized, "\(location) holds no SeedSync store; create one with `seed-server init`")
+                throw PostgresStoreError(.notInitialized, "\(location) holds no SeedSync store")
             }
             throw PostgresStoreError.connection(error, location: location)
         }
-        throw PostgresStoreError(.notInitialized, "\(location) holds no SeedSync store state; create one with `seed-server init`")
+        throw PostgresStoreError(.notInitialized, "\(location) holds no SeedSync store state")
     }
 }
 
@@ -182,7 +182,7 @@ extension PostgresStoreError {
         }
         switch error.sqlState {
         case "28P01", "28000":
-            return Self(.unreachable, "PostgreSQL at \(location) refused the login: \(error.serverMessage ?? "authentication failed"); check the user and PGPASSWORD or --database-password-file")
+            return Self(.unreachable, "PostgreSQL at \(location) refused the login: \(error.serverMessage ?? "authentication failed"); check the user and the password")
         case "3D000":
             return Self(.unreachable, "PostgreSQL at \(location) has no database \(location.database); create it first (createdb)")
         default:

@@ -155,25 +155,59 @@ struct StateRecord {
     }
 }
 
-/// A problem with the database file itself, for the command line.
+/// A problem with a server database file as a whole: where it is, what it holds, a bulk load
+/// that does not fit. Requests the store cannot serve throw `SyncStoreError` instead.
+///
+/// Decide by ``code``; the description names the file and what went wrong.
 public struct StoreError: Error, CustomStringConvertible, Sendable {
+    /// What went wrong. New codes may be added: a `switch` over it needs a `default`.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case missingDatabase, notAServerDatabase, alreadyExists, incompleteCheckpoint, invalidLoad
+        }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// Nothing is at the database path.
+        public static let missingDatabase = Code(.missingDatabase)
+        /// The file at the path is not a server database (another SQLite file, or not SQLite).
+        public static let notAServerDatabase = Code(.notAServerDatabase)
+        /// Something is already at the path of a database to create.
+        public static let alreadyExists = Code(.alreadyExists)
+        /// A new database could not be checkpointed completely; nothing was created.
+        public static let incompleteCheckpoint = Code(.incompleteCheckpoint)
+        /// A bulk load left a reference to a missing row; nothing was loaded.
+        public static let invalidLoad = Code(.invalidLoad)
+
+        public var description: String { base.rawValue }
+    }
+
+    public let code: Code
     public let description: String
 
+    init(_ code: Code, _ description: String) {
+        self.code = code
+        self.description = description
+    }
+
     static func missingDatabase(_ path: String) -> Self {
-        Self(description: "no server database at \(path); create one with `seed-server init`")
+        Self(.missingDatabase, "no server database at \(path)")
     }
 
     static func notAServerDatabase(_ path: String) -> Self {
-        Self(description: "\(path) is not a seed-server database")
+        Self(.notAServerDatabase, "\(path) is not a seed-server database")
     }
 
     static func alreadyExists(_ path: String) -> Self {
-        Self(description: "\(path) already exists; remove it or choose another path")
+        Self(.alreadyExists, "\(path) already exists; remove it or choose another path")
     }
 
-    static let incompleteCheckpoint = Self(description: "the new database could not be checkpointed completely; nothing was created")
+    static let incompleteCheckpoint = Self(
+        .incompleteCheckpoint, "the new database could not be checkpointed completely; nothing was created"
+    )
 
     static func invalidLoad(_ message: String) -> Self {
-        Self(description: message)
+        Self(.invalidLoad, message)
     }
 }

@@ -37,6 +37,14 @@ struct SeedBuildCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        do {
+            try await build()
+        } catch {
+            throw CommandFailure.hinted(error)
+        }
+    }
+
+    private func build() async throws {
         FileSystem.reportFileSizeLimitAsError()
         let progress = ProgressPrinter(enabled: !quiet && ProgressPrinter.stderrIsTerminal)
         let client = SyncClient(

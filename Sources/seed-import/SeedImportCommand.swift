@@ -54,6 +54,14 @@ struct SyncCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        do {
+            try await sync()
+        } catch {
+            throw CommandFailure.hinted(error)
+        }
+    }
+
+    private func sync() async throws {
         FileSystem.reportFileSizeLimitAsError()
         let importer = SeedImporter(configuration: .init(
             seed: seed, database: database,

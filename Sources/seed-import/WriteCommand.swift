@@ -152,9 +152,3 @@ struct LocalEdit: Sendable {
         return fields
     }
 }
-
-/// A failure of the command, printed as it is.
-struct CommandFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}

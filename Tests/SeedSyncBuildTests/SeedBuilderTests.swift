@@ -97,12 +97,12 @@ import Testing
                 try await served.builder("r.sqlite", pageSize: 20).build { if case .page = $0 { throw Interruption() } }
             }
             await #expect { try await served.builder("r.sqlite", resume: true, types: ["locations"]).build() } throws: {
-                "\($0)".contains("another schema or type selection")
+                ($0 as? SeedError)?.code == .notResumable && "\($0)".contains("another schema or type selection")
             }
             try await ChangeGenerator.mutate(served.store, changes: 3, seed: 11)
             _ = try await served.store.compact(keepingRevisions: 0)
             await #expect { try await served.builder("r.sqlite", resume: true).build() } throws: {
-                "\($0)".contains("no longer reaches its revision")
+                ($0 as? SeedError)?.code == .notResumable && "\($0)".contains("no longer reaches its revision")
             }
             #expect(FileManager.default.fileExists(atPath: served.path("r.sqlite.partial")), "a refused resume leaves the work file")
             let fresh = try await served.builder("r.sqlite").build()
@@ -126,7 +126,7 @@ import Testing
             #expect(report.manifest.rowCounts.keys.sorted() == ["locations"])
             #expect(try await SeedVerifier.verify(report.output).passed)
             await #expect { try await served.builder("events.sqlite", types: ["events"]).build() } throws: {
-                "\($0)".contains("add locations to --types")
+                "\($0)".contains("add locations to the selected types")
             }
             await #expect { try await served.builder("none.sqlite", types: ["nope"]).build() } throws: {
                 "\($0)".contains("no type 'nope'")

@@ -26,15 +26,21 @@ import Testing
                 EntityType(name: "things", primaryKey: PrimaryKey(name: key, type: .integer), fields: fields),
             ])
         }
-        #expect(throws: SchemaError.self) { try schema([Field(name: "revision", type: .integer)]).validate() }
-        #expect(throws: SchemaError.self) { try schema([], key: "revision").validate() }
-        #expect(throws: SchemaError.self) { try schema([Field(name: "id", type: .text)]).validate() }
-        #expect(throws: SchemaError.self) { try schema([Field(name: "a", type: .text), Field(name: "a", type: .text)]).validate() }
-        #expect(throws: SchemaError.self) { try schema([Field(name: "x", type: .integer, references: "nowhere")]).validate() }
-        #expect(throws: SchemaError.self) { try schema([Field(name: "x", type: .text, references: "things")]).validate() }
-        #expect(throws: SchemaError.self) { try schema([Field(name: "Title", type: .text)]).validate() }
-        #expect(throws: SchemaError.self) { try DatasetSchema(dataset: "d", schemaVersion: 1, types: []).validate() }
-        #expect(throws: SchemaError.self) { try DatasetSchema(dataset: "a b", schemaVersion: 1, types: schema([]).types).validate() }
+        let broken: [(DatasetSchema, SchemaError.Code)] = [
+            (schema([Field(name: "revision", type: .integer)]), .reservedName),
+            (schema([], key: "revision"), .reservedName),
+            (schema([Field(name: "id", type: .text)]), .duplicateName),
+            (schema([Field(name: "a", type: .text), Field(name: "a", type: .text)]), .duplicateName),
+            (schema([Field(name: "x", type: .integer, references: "nowhere")]), .invalidReference),
+            (schema([Field(name: "x", type: .text, references: "things")]), .invalidReference),
+            (schema([Field(name: "Title", type: .text)]), .invalidName),
+            (DatasetSchema(dataset: "d", schemaVersion: 1, types: []), .noTypes),
+            (DatasetSchema(dataset: "a b", schemaVersion: 1, types: schema([]).types), .invalidName),
+            (DatasetSchema(dataset: "d", schemaVersion: 0, types: schema([]).types), .invalidVersion),
+        ]
+        for (schema, code) in broken {
+            #expect { try schema.validate() } throws: { ($0 as? SchemaError)?.code == code }
+        }
     }
 }
 
@@ -50,30 +56,30 @@ import Testing
     }
 
     @Test(arguments: [
-        (#"{"types":["nope"],"nope":{}}"#, "unknown type 'nope'"),
-        (#"{"types":["books","books"],"books":{}}"#, "appears twice"),
-        (#"{"types":[]}"#, "no types"),
-        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":"T","price":1,"in_stock":true,"colour":"red"}}}}"#, "unknown field 'colour'"),
-        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":5,"price":1,"in_stock":true}}}}"#, "books[1].title: expected a string, got integer"),
-        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":"T","price":"1","in_stock":true}}}}"#, "expected a number"),
-        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":"T","price":1,"in_stock":1}}}}"#, "expected true or false"),
-        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":"T","price":1,"in_stock":true,"pages":1.5}}}}"#, "expected an integer"),
-        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"price":1,"in_stock":true}}}}"#, "books[1].title is missing"),
-        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":null,"price":1,"in_stock":true}}}}"#, "not nullable"),
-        (#"{"types":["books"],"books":{"create":[1]}}"#, "books[1] has no attributes"),
-        (#"{"types":["books"],"books":{"create":[1],"delete":[1],"attributes":{"1":{"title":"T","price":1,"in_stock":true}}}}"#, "more than once"),
-        (#"{"types":["books"],"books":{"delete":[2],"attributes":{"2":{"title":"T"}}}}"#, "not created or updated"),
-        (#"{"types":["books"],"books":{"delete":["2"]}}"#, "not a valid integer key"),
-        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"id":2,"title":"T","price":1,"in_stock":true}}}}"#, "differs from the id"),
-        (#"{"types":["authors"],"authors":{"create":["a"],"attributes":{"a":{"name":"N","born":"yesterday"}}}}"#, "RFC 3339"),
-        (#"{"types":["authors"],"authors":{"create":["a"],"attributes":{"a":{"name":"N","photo":"not base64!"}}}}"#, "base64"),
-        (#"{"types":["authors"],"authors":{"create":[""],"attributes":{"":{"name":"N"}}}}"#, "not a valid text key"),
-        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":["T"],"price":1,"in_stock":true}}}}"#, "got array"),
+        (#"{"types":["nope"],"nope":{}}"#, "unknown type 'nope'", ChangeSetError.Code.unknownType),
+        (#"{"types":["books","books"],"books":{}}"#, "appears twice", ChangeSetError.Code.malformed),
+        (#"{"types":[]}"#, "no types", ChangeSetError.Code.malformed),
+        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":"T","price":1,"in_stock":true,"colour":"red"}}}}"#, "unknown field 'colour'", ChangeSetError.Code.unknownField),
+        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":5,"price":1,"in_stock":true}}}}"#, "books[1].title: expected a string, got integer", ChangeSetError.Code.invalidValue),
+        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":"T","price":"1","in_stock":true}}}}"#, "expected a number", ChangeSetError.Code.invalidValue),
+        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":"T","price":1,"in_stock":1}}}}"#, "expected true or false", ChangeSetError.Code.invalidValue),
+        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":"T","price":1,"in_stock":true,"pages":1.5}}}}"#, "expected an integer", ChangeSetError.Code.invalidValue),
+        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"price":1,"in_stock":true}}}}"#, "books[1].title is missing", ChangeSetError.Code.invalidValue),
+        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":null,"price":1,"in_stock":true}}}}"#, "not nullable", ChangeSetError.Code.invalidValue),
+        (#"{"types":["books"],"books":{"create":[1]}}"#, "books[1] has no attributes", ChangeSetError.Code.malformed),
+        (#"{"types":["books"],"books":{"create":[1],"delete":[1],"attributes":{"1":{"title":"T","price":1,"in_stock":true}}}}"#, "more than once", ChangeSetError.Code.malformed),
+        (#"{"types":["books"],"books":{"delete":[2],"attributes":{"2":{"title":"T"}}}}"#, "not created or updated", ChangeSetError.Code.malformed),
+        (#"{"types":["books"],"books":{"delete":["2"]}}"#, "not a valid integer key", ChangeSetError.Code.invalidKey),
+        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"id":2,"title":"T","price":1,"in_stock":true}}}}"#, "differs from the id", ChangeSetError.Code.unknownField),
+        (#"{"types":["authors"],"authors":{"create":["a"],"attributes":{"a":{"name":"N","born":"yesterday"}}}}"#, "RFC 3339", ChangeSetError.Code.invalidValue),
+        (#"{"types":["authors"],"authors":{"create":["a"],"attributes":{"a":{"name":"N","photo":"not base64!"}}}}"#, "base64", ChangeSetError.Code.invalidValue),
+        (#"{"types":["authors"],"authors":{"create":[""],"attributes":{"":{"name":"N"}}}}"#, "not a valid text key", ChangeSetError.Code.invalidKey),
+        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":["T"],"price":1,"in_stock":true}}}}"#, "got array", ChangeSetError.Code.invalidValue),
     ])
-    func rejectsWithAClearMessage(json: String, message: String) throws {
+    func rejectsWithACodeAndAClearMessage(json: String, message: String, code: ChangeSetError.Code) throws {
         let changeSet = try JSONDecoder().decode(ChangeSet.self, from: Data(json.utf8))
         #expect { try schema.validate(changeSet) } throws: { error in
-            "\(error)".contains(message)
+            (error as? ChangeSetError)?.code == code && "\(error)".contains(message)
         }
     }
 
@@ -86,7 +92,9 @@ import Testing
     @Test func validatesWholeRowsForBulkLoads() throws {
         let books = try #require(schema.type(named: "books"))
         #expect(try books.validateRow(["id": 3, "title": "T", "price": 2.5, "in_stock": true]).key == 3)
-        #expect(throws: ChangeSetError.self) { try books.validateRow(["title": "T", "price": 2.5, "in_stock": true]) }
+        #expect { try books.validateRow(["title": "T", "price": 2.5, "in_stock": true]) } throws: {
+            ($0 as? ChangeSetError)?.code == .invalidKey
+        }
     }
 
     @Test(arguments: [

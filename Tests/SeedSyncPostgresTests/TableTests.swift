@@ -51,7 +51,7 @@ import Testing
         }
         try await withTeamDatabase { location in
             await #expect { try await PostgresSyncStore.create(at: location, schema: teamSchema) } throws: {
-                ($0 as? PostgresStoreError)?.code == .alreadyInitialized && "\($0)".contains("--attach")
+                ($0 as? PostgresStoreError)?.code == .alreadyInitialized && "\($0)".contains("attach the existing tables")
             }
         }
     }

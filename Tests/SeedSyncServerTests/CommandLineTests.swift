@@ -67,9 +67,11 @@ import FoundationNetworking
             let missingFile = try await Executables.run("seed-server", ["serve", "--database", database, "--port", "0", "--token-file", directory.appendingPathComponent("none").path])
             #expect(missingFile.status != 0)
             #expect(missingFile.stderr.contains("cannot read token file"))
+            #expect(missingFile.stderr.contains("--token-file, --write-token-file"), "the command adds the hint")
             let missingDatabase = try await Executables.run("seed-server", ["serve", "--database", database + ".none", "--port", "0"], environment: ["SEED_SERVER_TOKENS": "t"])
             #expect(missingDatabase.status != 0)
             #expect(missingDatabase.stderr.contains("no server database at"))
+            #expect(missingDatabase.stderr.contains("create one with `seed-server init`"), "the command adds the hint")
         }
     }
 

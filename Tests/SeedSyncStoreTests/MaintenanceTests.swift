@@ -12,11 +12,15 @@ private struct Interrupted: Error {}
         try await withTemporaryDirectory { directory in
             let path = directory.appendingPathComponent("server.sqlite").path
             try await SQLiteSyncStore.create(at: path, schema: Fixtures.catalogSchema)
-            await #expect(throws: StoreError.self) { try await SQLiteSyncStore.create(at: path, schema: Fixtures.catalogSchema) }
-            #expect(throws: StoreError.self) { try SQLiteSyncStore(path: directory.appendingPathComponent("missing.sqlite").path) }
+            await #expect { try await SQLiteSyncStore.create(at: path, schema: Fixtures.catalogSchema) } throws: {
+                ($0 as? StoreError)?.code == .alreadyExists
+            }
+            #expect { try SQLiteSyncStore(path: directory.appendingPathComponent("missing.sqlite").path) } throws: {
+                ($0 as? StoreError)?.code == .missingDatabase
+            }
             let foreign = directory.appendingPathComponent("foreign.sqlite").path
             _ = FileManager.default.createFile(atPath: foreign, contents: Data("not a database at all, just text".utf8))
-            #expect(throws: StoreError.self) { try SQLiteSyncStore(path: foreign) }
+            #expect { try SQLiteSyncStore(path: foreign) } throws: { ($0 as? StoreError)?.code == .notAServerDatabase }
         }
     }
 

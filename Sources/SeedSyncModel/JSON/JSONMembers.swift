@@ -13,7 +13,7 @@ public struct JSONMembers: Sendable {
     public let path: String
 
     public init(_ value: JSONValue, at path: String) throws(JSONShapeError) {
-        guard case .object(let members) = value else { throw JSONShapeError(path, "expected an object, got \(value.kindName)") }
+        guard case .object(let members) = value else { throw JSONShapeError(.wrongType, path, "expected an object, got \(value.kindName)") }
         self.members = members
         self.path = path
     }
@@ -22,12 +22,12 @@ public struct JSONMembers: Sendable {
     public func path(of name: String) -> String { path.isEmpty ? name : "\(path).\(name)" }
 
     public func value(_ name: String) throws(JSONShapeError) -> JSONValue {
-        guard let value = members[name] else { throw JSONShapeError(path(of: name), "missing") }
+        guard let value = members[name] else { throw JSONShapeError(.missing, path(of: name), "missing") }
         return value
     }
 
     public func int64(_ name: String) throws(JSONShapeError) -> Int64 {
-        guard case .int(let number) = try value(name) else { throw JSONShapeError(path(of: name), "expected an integer") }
+        guard case .int(let number) = try value(name) else { throw JSONShapeError(.wrongType, path(of: name), "expected an integer") }
         return number
     }
 
@@ -38,17 +38,17 @@ public struct JSONMembers: Sendable {
     }
 
     public func bool(_ name: String) throws(JSONShapeError) -> Bool {
-        guard case .bool(let flag) = try value(name) else { throw JSONShapeError(path(of: name), "expected true or false") }
+        guard case .bool(let flag) = try value(name) else { throw JSONShapeError(.wrongType, path(of: name), "expected true or false") }
         return flag
     }
 
     public func string(_ name: String) throws(JSONShapeError) -> String {
-        guard case .string(let text) = try value(name) else { throw JSONShapeError(path(of: name), "expected a string") }
+        guard case .string(let text) = try value(name) else { throw JSONShapeError(.wrongType, path(of: name), "expected a string") }
         return text
     }
 
     public func array(_ name: String) throws(JSONShapeError) -> [JSONValue] {
-        guard case .array(let items) = try value(name) else { throw JSONShapeError(path(of: name), "expected an array") }
+        guard case .array(let items) = try value(name) else { throw JSONShapeError(.wrongType, path(of: name), "expected an array") }
         return items
     }
 
@@ -60,7 +60,7 @@ public struct JSONMembers: Sendable {
 
     public func strings(_ name: String) throws(JSONShapeError) -> [String] {
         try array(name).map { (item) throws(JSONShapeError) -> String in
-            guard case .string(let text) = item else { throw JSONShapeError(path(of: name), "expected an array of strings") }
+            guard case .string(let text) = item else { throw JSONShapeError(.wrongType, path(of: name), "expected an array of strings") }
             return text
         }
     }
@@ -68,11 +68,32 @@ public struct JSONMembers: Sendable {
 
 /// A parsed JSON document that is not the message it should be.
 public struct JSONShapeError: Error, CustomStringConvertible, Sendable, Hashable {
+    /// What is wrong. New codes may be added: a `switch` over it needs a `default`.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case missing, wrongType, invalidValue
+        }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// A member the message needs is not there.
+        public static let missing = Code(.missing)
+        /// A member or element is of another JSON type than the message needs.
+        public static let wrongType = Code(.wrongType)
+        /// A member has the right type but a value the protocol does not allow.
+        public static let invalidValue = Code(.invalidValue)
+
+        public var description: String { base.rawValue }
+    }
+
+    public let code: Code
     /// Where: `changeSets[2].types`.
     public let path: String
     public let reason: String
 
-    public init(_ path: String, _ reason: String) {
+    public init(_ code: Code, _ path: String, _ reason: String) {
+        self.code = code
         self.path = path
         self.reason = reason
     }

@@ -33,6 +33,24 @@ public enum JSONParser {
 
 /// JSON text that ``JSONParser`` refused.
 public struct JSONParseError: Error, CustomStringConvertible, Sendable, Hashable {
+    /// What is wrong. New codes may be added: a `switch` over it needs a `default`.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case invalidSyntax, tooDeep
+        }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The text is not JSON (RFC 8259) at ``JSONParseError/offset``.
+        public static let invalidSyntax = Code(.invalidSyntax)
+        /// Arrays and objects are nested deeper than ``JSONParser/maxDepth``.
+        public static let tooDeep = Code(.tooDeep)
+
+        public var description: String { base.rawValue }
+    }
+
+    public let code: Code
     /// The byte offset of the problem in the text.
     public let offset: Int
     public let reason: String
@@ -98,7 +116,7 @@ private struct Scanner {
             guard index < bytes.count, bytes[index] == Byte.colon else { throw failure("expected ':'") }
             index += 1
             guard members.updateValue(try parseValue(), forKey: name) == nil else {
-                throw JSONParseError(offset: start, reason: "duplicate member '\(name.clippedForMessage)'")
+                throw JSONParseError(code: .invalidSyntax, offset: start, reason: "duplicate member '\(name.clippedForMessage)'")
             }
             guard try separator(closing: Byte.closeBrace) else { break }
         }
@@ -127,7 +145,7 @@ private struct Scanner {
 
     /// Steps over an opening bracket or brace, one level deeper; the caller steps back out.
     private mutating func enter() throws(JSONParseError) {
-        guard depth < JSONParser.maxDepth else { throw failure("nested more than \(JSONParser.maxDepth) deep") }
+        guard depth < JSONParser.maxDepth else { throw failure("nested more than \(JSONParser.maxDepth) deep", code: .tooDeep) }
         depth += 1
         index += 1
     }
@@ -228,7 +246,7 @@ private struct Scanner {
     private func string(from text: UnsafeBufferPointer<UInt8>, isASCII: Bool, at start: Int) throws(JSONParseError) -> String {
         if isASCII { return String(decoding: text, as: UTF8.self) }
         guard let string = String(bytes: text, encoding: .utf8) else {
-            throw JSONParseError(offset: start, reason: "a string is not valid UTF-8")
+            throw JSONParseError(code: .invalidSyntax, offset: start, reason: "a string is not valid UTF-8")
         }
         return string
     }
@@ -253,14 +271,14 @@ private struct Scanner {
         let digitCount = index - digitsStart
         guard digitCount > 0 else { throw failure("invalid number") }
         guard bytes[digitsStart] != Byte.zero || digitCount == 1 else {
-            throw JSONParseError(offset: start, reason: "invalid number (leading zero)")
+            throw JSONParseError(code: .invalidSyntax, offset: start, reason: "invalid number (leading zero)")
         }
         let isInteger = index >= bytes.count || !Byte.isFractionOrExponent(bytes[index])
         if isInteger, !overflow, let value = Self.int64(magnitude, negative: negative) { return .int(value) }
         if !isInteger { try skipFractionAndExponent() }
         let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
         guard let value = Double(text), value.isFinite else {
-            throw JSONParseError(offset: start, reason: "number out of range")
+            throw JSONParseError(code: .invalidSyntax, offset: start, reason: "number out of range")
         }
         return .double(value)
     }
@@ -312,8 +330,8 @@ private struct Scanner {
         }
     }
 
-    private func failure(_ reason: String) -> JSONParseError {
-        JSONParseError(offset: index, reason: reason)
+    private func failure(_ reason: String, code: JSONParseError.Code = .invalidSyntax) -> JSONParseError {
+        JSONParseError(code: code, offset: index, reason: reason)
     }
 }
 

@@ -31,7 +31,7 @@ public struct SnapshotPage: Codable, Sendable, Hashable {
         revision = try members.int64("revision")
         columns = try members.strings("columns")
         rows = try members.array("rows").enumerated().map { (index, row) throws(JSONShapeError) in
-            guard case .array(let values) = row else { throw JSONShapeError("rows[\(index)]", "expected an array") }
+            guard case .array(let values) = row else { throw JSONShapeError(.wrongType, "rows[\(index)]", "expected an array") }
             return values
         }
         next = try members.value("next")

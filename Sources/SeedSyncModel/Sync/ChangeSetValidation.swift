@@ -32,13 +32,13 @@ extension DatasetSchema {
     ///
     /// - Throws: ``ChangeSetError`` naming the first problem, as `type[id].field: …`.
     public func validate(_ changeSet: ChangeSet) throws(ChangeSetError) -> [ValidatedChanges] {
-        guard !changeSet.changes.isEmpty else { throw ChangeSetError("the change set has no types") }
+        guard !changeSet.changes.isEmpty else { throw ChangeSetError(.malformed, "the change set has no types") }
         var seen = Set<String>()
         return try changeSet.changes.map { (changes) throws(ChangeSetError) -> ValidatedChanges in
             guard let type = self.type(named: changes.type) else {
-                throw ChangeSetError("unknown type '\(changes.type.clippedForMessage)'")
+                throw ChangeSetError(.unknownType, "unknown type '\(changes.type.clippedForMessage)'")
             }
-            guard seen.insert(type.name).inserted else { throw ChangeSetError("type '\(type.name)' appears twice") }
+            guard seen.insert(type.name).inserted else { throw ChangeSetError(.malformed, "type '\(type.name)' appears twice") }
             return try type.validate(changes)
         }
     }
@@ -49,10 +49,10 @@ extension EntityType {
         var keys = Set<String>()
         for id in changes.create + changes.update + changes.delete {
             guard primaryKey.type.accepts(id), let key = id.keyString else {
-                throw ChangeSetError("\(name): id \(describe(id)) is not a valid \(primaryKey.type.rawValue) key")
+                throw ChangeSetError(.invalidKey, "\(name): id \(describe(id)) is not a valid \(primaryKey.type.rawValue) key")
             }
             guard keys.insert(key).inserted else {
-                throw ChangeSetError("\(rowName(key)) appears more than once in create, update and delete")
+                throw ChangeSetError(.malformed, "\(rowName(key)) appears more than once in create, update and delete")
             }
         }
         // Every id is unique, so attributes for each created or updated row, and no more, means
@@ -60,7 +60,7 @@ extension EntityType {
         if changes.attributes.count != changes.create.count + changes.update.count {
             let written = Set((changes.create + changes.update).compactMap(\.keyString))
             if let stray = changes.attributes.keys.sorted().first(where: { !written.contains($0) }) {
-                throw ChangeSetError("\(rowName(stray)) has attributes but is not created or updated")
+                throw ChangeSetError(.malformed, "\(rowName(stray)) has attributes but is not created or updated")
             }
         }
         return ValidatedChanges(
@@ -73,7 +73,7 @@ extension EntityType {
 
     fileprivate func row(_ id: JSONValue, _ attributes: [String: [String: JSONValue]]) throws(ChangeSetError) -> RowValues {
         let key = id.keyString!
-        guard let given = attributes[key] else { throw ChangeSetError("\(rowName(key)) has no attributes") }
+        guard let given = attributes[key] else { throw ChangeSetError(.malformed, "\(rowName(key)) has no attributes") }
         let isUnexpected = { (attribute: String) in
             attribute != SchemaNames.revisionColumn && self.field(named: attribute) == nil
                 && (attribute != self.primaryKey.name || given[attribute] != id)
@@ -81,6 +81,7 @@ extension EntityType {
         // Sorted only to name the same attribute every time when there is one to name.
         if given.keys.contains(where: isUnexpected), let attribute = given.keys.sorted().first(where: isUnexpected) {
             throw ChangeSetError(
+                .unknownField,
                 attribute == primaryKey.name
                     ? "\(rowName(key)).\(attribute) differs from the id"
                     : "\(rowName(key)): unknown field '\(attribute.clippedForMessage)'"
@@ -96,12 +97,12 @@ extension EntityType {
         let value = given ?? .null
         if value == .null {
             guard field.nullable else {
-                throw ChangeSetError("\(rowName(rowKey)).\(field.name) is missing or null but the field is not nullable")
+                throw ChangeSetError(.invalidValue, "\(rowName(rowKey)).\(field.name) is missing or null but the field is not nullable")
             }
             return .null
         }
         guard let normalized = field.type.normalize(value) else {
-            throw ChangeSetError("\(rowName(rowKey)).\(field.name): expected \(field.type.expectation), got \(value.kindName)")
+            throw ChangeSetError(.invalidValue, "\(rowName(rowKey)).\(field.name): expected \(field.type.expectation), got \(value.kindName)")
         }
         return normalized
     }
@@ -117,10 +118,47 @@ extension EntityType {
 }
 
 /// A change set that does not fit the schema or the stored data. Servers answer 422.
+///
+/// The description names the row (`events[7].title: …`), never a value of it.
 public struct ChangeSetError: Error, CustomStringConvertible, Sendable, Hashable {
+    /// What does not fit. New codes may be added: a `switch` over it needs a `default`.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case malformed, unknownType, unknownField, invalidKey, invalidValue, brokenReference, rowExists, rowNotFound
+            case refused
+        }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The change set breaks a rule of the protocol's shape: no types, a type or row listed
+        /// twice, attributes missing or without a row, a pushed row without its base revision.
+        public static let malformed = Code(.malformed)
+        /// A type the schema does not have.
+        public static let unknownType = Code(.unknownType)
+        /// A field the type does not have, or a key field that differs from the row's id.
+        public static let unknownField = Code(.unknownField)
+        /// A key that is missing, of the wrong type, or a temporary key where none may be.
+        public static let invalidKey = Code(.invalidKey)
+        /// A value of the wrong type, or null where the field is not nullable.
+        public static let invalidValue = Code(.invalidValue)
+        /// A reference to a row that does not exist, or the delete of a row another references.
+        public static let brokenReference = Code(.brokenReference)
+        /// A created row exists already.
+        public static let rowExists = Code(.rowExists)
+        /// An updated or deleted row does not exist.
+        public static let rowNotFound = Code(.rowNotFound)
+        /// The database refused a value (a constraint of the table, such as a length or a check).
+        public static let refused = Code(.refused)
+
+        public var description: String { base.rawValue }
+    }
+
+    public let code: Code
     public let description: String
 
-    public init(_ description: String) {
+    public init(_ code: Code, _ description: String) {
+        self.code = code
         self.description = description
     }
 }
@@ -135,10 +173,10 @@ extension EntityType {
     /// - Throws: ``ChangeSetError`` for a missing or invalid key, an unknown field or a bad value.
     public func validateRow(_ object: [String: JSONValue]) throws(ChangeSetError) -> RowValues {
         guard let id = object[primaryKey.name] else {
-            throw ChangeSetError("\(name): the row has no '\(primaryKey.name)'")
+            throw ChangeSetError(.invalidKey, "\(name): the row has no '\(primaryKey.name)'")
         }
         guard primaryKey.type.accepts(id), let key = id.keyString else {
-            throw ChangeSetError("\(name): id \(describe(id)) is not a valid \(primaryKey.type.rawValue) key")
+            throw ChangeSetError(.invalidKey, "\(name): id \(describe(id)) is not a valid \(primaryKey.type.rawValue) key")
         }
         return try row(id, [key: object])
     }
@@ -155,14 +193,14 @@ extension EntityType {
     ///   value that does not fit its field.
     public func validateSnapshotRow(_ values: [JSONValue]) throws(ChangeSetError) -> (row: RowValues, revision: Int64) {
         guard values.count == fields.count + 2 else {
-            throw ChangeSetError("\(name): a row has \(values.count) values, expected \(fields.count + 2)")
+            throw ChangeSetError(.malformed, "\(name): a row has \(values.count) values, expected \(fields.count + 2)")
         }
         let id = values[0]
         guard primaryKey.type.accepts(id), let key = id.keyString else {
-            throw ChangeSetError("\(name): id \(describe(id)) is not a valid \(primaryKey.type.rawValue) key")
+            throw ChangeSetError(.invalidKey, "\(name): id \(describe(id)) is not a valid \(primaryKey.type.rawValue) key")
         }
         guard case .int(let revision) = values[fields.count + 1], revision >= 0 else {
-            throw ChangeSetError("\(rowName(key)).revision is not a non-negative integer")
+            throw ChangeSetError(.invalidValue, "\(rowName(key)).revision is not a non-negative integer")
         }
         var fieldValues: [JSONValue] = []
         fieldValues.reserveCapacity(fields.count)

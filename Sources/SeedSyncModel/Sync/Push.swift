@@ -34,11 +34,11 @@ public struct PushedChangeSet: Sendable, Hashable {
         let members = try JSONMembers(json, at: path)
         id = try members.string("id")
         guard Self.isValidID(id) else {
-            throw JSONShapeError(members.path(of: "id"), "expected 1 to 64 characters of A-Z, a-z, 0-9, _ and -")
+            throw JSONShapeError(.invalidValue, members.path(of: "id"), "expected 1 to 64 characters of A-Z, a-z, 0-9, _ and -")
         }
         changeSet = try ChangeSet(json: json, at: path)
         guard changeSet.revision == nil else {
-            throw JSONShapeError(members.path(of: "revision"), "must not be given: the server assigns revisions")
+            throw JSONShapeError(.invalidValue, members.path(of: "revision"), "must not be given: the server assigns revisions")
         }
     }
 
@@ -131,7 +131,7 @@ public struct PushResult: Sendable, Hashable {
             let error = try JSONMembers(members.value("error"), at: members.path(of: "error"))
             status = .rejected(code: try error.string("code"), message: try error.string("message"))
         default:
-            throw JSONShapeError(members.path(of: "status"), "expected applied, conflict or rejected")
+            throw JSONShapeError(.invalidValue, members.path(of: "status"), "expected applied, conflict or rejected")
         }
     }
 }

@@ -65,7 +65,7 @@ struct TableCheck {
             try await run(on: connection, logger: logger)
         } catch let error as PostgresStoreError where error.code == .tableMismatch {
             throw PostgresStoreError.tableMismatch(
-                "the served table no longer matches the schema: \(error.description). Undo the change, or serve the new shape: drop the schema seedsync and run `seed-server init --attach` with an updated schema file (clients re-seed)"
+                "the served table no longer matches the schema: \(error.description). Undo the change, or serve the new shape: drop the schema seedsync and attach the tables again with an updated schema file (clients re-seed)"
             )
         }
         var binds = PostgresBindings()

@@ -23,7 +23,7 @@ public struct SeedError: Error, CustomStringConvertible, Sendable, Hashable {
     /// What kind of failure. New codes may be added: a `switch` over it needs a `default`.
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
-            case notASeed, damaged, invalidData, busy, diskFull, fileSizeLimit, fileSystem, notFound, unusable, sqlite
+            case notASeed, damaged, invalidData, busy, diskFull, fileSizeLimit, fileSystem, notFound, alreadyExists, notResumable, unusable, sqlite
         }
 
         private let base: Base
@@ -46,8 +46,13 @@ public struct SeedError: Error, CustomStringConvertible, Sendable, Hashable {
         public static let fileSystem = Code(.fileSystem)
         /// A file that must exist is not there.
         public static let notFound = Code(.notFound)
-        /// The request cannot be carried out as asked: an unfinished build that cannot be resumed,
-        /// a type selection the server cannot serve.
+        /// A file that must not exist is there (a new seed's path).
+        public static let alreadyExists = Code(.alreadyExists)
+        /// An unfinished build cannot be continued: it was started for another schema or type
+        /// selection, or the server has moved where it cannot catch up from.
+        public static let notResumable = Code(.notResumable)
+        /// The request cannot be carried out as asked: a type selection the server cannot serve,
+        /// a file left unfinished by another program.
         public static let unusable = Code(.unusable)
         /// SQLite failed for another reason (out of memory, interrupted, an internal error).
         public static let sqlite = Code(.sqlite)
@@ -77,7 +82,7 @@ public struct SeedError: Error, CustomStringConvertible, Sendable, Hashable {
     }
 
     static func busy(_ path: String) -> Self {
-        Self(.busy, "\(path) is in use by another process (another seed-build?); wait for it or remove the file")
+        Self(.busy, "\(path) is in use by another process (another build?); wait for it or remove the file")
     }
 
     /// The error of a failed system call on `path`, from its `errno`.

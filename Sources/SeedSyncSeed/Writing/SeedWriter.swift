@@ -53,7 +53,7 @@ public final class SeedWriter: Sendable {
     public static func create(at path: String, schema: DatasetSchema, revision: Int64) async throws -> SeedWriter {
         try schema.validate()
         guard !FileManager.default.fileExists(atPath: path) else {
-            throw SeedError(.unusable, "\(path) already exists; remove it or build with --resume")
+            throw SeedError(.alreadyExists, "\(path) already exists")
         }
         let queue = try openQueue(at: path)
         do {
@@ -210,7 +210,7 @@ public final class SeedWriter: Sendable {
         guard FileManager.default.fileExists(atPath: path) else { return }
         do {
             try openQueue(at: path).close()
-        } catch let error as SeedError where error == .busy(path) {
+        } catch let error as SeedError where error.code == .busy {
             throw error
         } catch {
             // Not a database, or not a seed: nothing of value to keep.

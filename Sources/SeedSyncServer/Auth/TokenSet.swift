@@ -64,7 +64,7 @@ public struct TokenSet: Sendable {
     }
 
     static func tokens(inFile path: String) throws -> [String] {
-        guard let data = FileManager.default.contents(atPath: path) else { throw TokenFileError(path: path) }
+        guard let data = FileManager.default.contents(atPath: path) else { throw TokenFileError(unreadable: path) }
         return String(decoding: data, as: UTF8.self)
             .split(whereSeparator: \.isNewline)
             .filter { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("#") }
@@ -81,7 +81,29 @@ public struct TokenSet: Sendable {
 }
 
 /// A token file that cannot be read.
-public struct TokenFileError: Error, CustomStringConvertible {
+public struct TokenFileError: Error, CustomStringConvertible, Sendable {
+    /// What went wrong. New codes may be added: a `switch` over it needs a `default`.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case unreadable
+        }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The file does not exist or cannot be read.
+        public static let unreadable = Code(.unreadable)
+
+        public var description: String { base.rawValue }
+    }
+
+    public let code: Code
+    /// The file.
     public let path: String
     public var description: String { "cannot read token file \(path)" }
+
+    init(unreadable path: String) {
+        code = .unreadable
+        self.path = path
+    }
 }

@@ -19,7 +19,7 @@ extension Request {
         case "gzip":
             return try Self.gunzip(body, upTo: limit)
         case let other?:
-            throw ServerError(.unsupportedMediaType, code: "unsupported_encoding", message: "Content-Encoding '\(other.clippedForMessage)' is not supported; use gzip")
+            throw ServerError(.unsupportedMediaType, code: .unsupportedEncoding, message: "Content-Encoding '\(other.clippedForMessage)' is not supported; use gzip")
         }
     }
 
@@ -66,7 +66,7 @@ extension Request {
             case .trailingBytes: "bytes follow the end of the gzip stream"
             default: "the bytes are not valid gzip"
             }
-            throw ServerError(.badRequest, code: "malformed_gzip", message: "the request body is not one whole gzip stream: \(reason)")
+            throw ServerError(.badRequest, code: .malformedGzip, message: "the request body is not one whole gzip stream: \(reason)")
         }
         return output
     }

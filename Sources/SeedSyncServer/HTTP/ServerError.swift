@@ -6,14 +6,57 @@ import SeedSyncModel
 ///
 /// Domain errors become these in this target alone (see ``init(_:)``); anything else is a bare 500.
 public struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable {
+    /// The machine-readable code of the error body, such as `malformed_json`. New codes may be
+    /// added: compare with the static members, and keep a default branch.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        /// The code as the error body spells it.
+        public let rawValue: String
+
+        fileprivate init(_ rawValue: String) { self.rawValue = rawValue }
+
+        /// The code of a store's error: `history_expired`, `unknown_type`, …
+        public init(_ code: SyncStoreError.Code) { rawValue = code.rawValue }
+
+        /// 401: no bearer token, or one the server does not know.
+        public static let unauthorized = Code("unauthorized")
+        /// 403: the token's scope does not allow the request.
+        public static let forbidden = Code("forbidden")
+        /// 404: no such route.
+        public static let notFound = Code("not_found")
+        /// 400: a query parameter out of its range.
+        public static let invalidParameter = Code("invalid_parameter")
+        /// 400: the body is not the JSON message the route takes.
+        public static let malformedJSON = Code("malformed_json")
+        /// 400: a gzip body that is not one whole gzip stream.
+        public static let malformedGzip = Code("malformed_gzip")
+        /// 400: the request's HTTP framing is broken.
+        public static let malformedHTTP = Code("malformed_http")
+        /// 400: the connection ended before the whole body arrived.
+        public static let incompleteBody = Code("incomplete_body")
+        /// 400: another malformed request.
+        public static let badRequest = Code("bad_request")
+        /// 408: the body did not arrive in time.
+        public static let bodyTimeout = Code("body_timeout")
+        /// 413: the body is larger than the server's limit.
+        public static let bodyTooLarge = Code("body_too_large")
+        /// 413: a sync request pushes more change sets than the server takes at once.
+        public static let tooManyChangeSets = Code("too_many_change_sets")
+        /// 415: a `Content-Encoding` other than `gzip` or `identity`.
+        public static let unsupportedEncoding = Code("unsupported_encoding")
+        /// 422: a change set that does not fit the schema.
+        public static let invalidChangeSet = Code(SyncStoreError.Code.invalidChangeSet)
+
+        public var description: String { rawValue }
+    }
+
     public let status: HTTPResponse.Status
-    public let code: String
+    public let code: Code
     public let message: String
     var minRevision: Int64?
     var revision: Int64?
     var headers: HTTPFields = [:]
 
-    init(_ status: HTTPResponse.Status, code: String, message: String) {
+    init(_ status: HTTPResponse.Status, code: Code, message: String) {
         self.status = status
         self.code = code
         self.message = message
@@ -23,7 +66,7 @@ public struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable 
     /// database is unavailable or no longer matches the schema (both end without the client).
     init(_ error: SyncStoreError) {
         let status = Self.statuses[error.code] ?? .internalServerError
-        self.init(status, code: error.code.rawValue, message: error.description)
+        self.init(status, code: Code(error.code), message: error.description)
         minRevision = error.minRevision
         revision = error.revision
         if status == .serviceUnavailable { headers[.retryAfter] = "\(Self.retryAfterSeconds)" }
@@ -40,11 +83,11 @@ public struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable 
 
     /// The answer for an error Hummingbird raised (unknown route, body too large).
     init(_ error: HTTPError) {
-        let code: String = switch error.status {
-        case .notFound: "not_found"
-        case .contentTooLarge: "body_too_large"
-        case .badRequest: "bad_request"
-        default: "http_\(error.status.code)"
+        let code: Code = switch error.status {
+        case .notFound: .notFound
+        case .contentTooLarge: .bodyTooLarge
+        case .badRequest: .badRequest
+        default: Code("http_\(error.status.code)")
         }
         self.init(error.status, code: code, message: error.body ?? error.status.reasonPhrase)
         headers = error.headers
@@ -60,23 +103,23 @@ public struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable 
 
     /// The body of the answer: `{"error": {"code": "…", "message": "…"}}`.
     func jsonBody() throws -> ByteBuffer {
-        let body = ErrorResponse(error: .init(code: code, message: message, minRevision: minRevision, revision: revision))
+        let body = ErrorResponse(error: .init(code: code.rawValue, message: message, minRevision: minRevision, revision: revision))
         return ByteBuffer(bytes: try JSONEncoder.stable().encode(body))
     }
 
     static let unauthorized: ServerError = {
-        var error = ServerError(.unauthorized, code: "unauthorized", message: "a valid bearer token is required")
+        var error = ServerError(.unauthorized, code: .unauthorized, message: "a valid bearer token is required")
         error.headers[.wwwAuthenticate] = "Bearer"
         return error
     }()
 
-    static let forbidden = ServerError(.forbidden, code: "forbidden", message: "this token may not use admin endpoints")
+    static let forbidden = ServerError(.forbidden, code: .forbidden, message: "this token may not use admin endpoints")
 
-    static let pushForbidden = ServerError(.forbidden, code: "forbidden", message: "this token may read but not push change sets; push with a write or admin token")
+    static let pushForbidden = ServerError(.forbidden, code: .forbidden, message: "this token may read but not push change sets; push with a write or admin token")
 
     /// 413 `body_too_large`, closing the connection: the rest of a large body is not worth reading.
     static func bodyTooLarge(_ limit: Int) -> ServerError {
-        var error = ServerError(.contentTooLarge, code: "body_too_large", message: "the request body is larger than \(limit) bytes")
+        var error = ServerError(.contentTooLarge, code: .bodyTooLarge, message: "the request body is larger than \(limit) bytes")
         error.headers[.connection] = "close"
         return error
     }
@@ -84,7 +127,7 @@ public struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable 
     /// 400 `malformed_http`, closing the connection: the request head or its body's framing is
     /// broken (an invalid chunk size, for one), so nothing after it can be read as a request.
     static let malformedHTTP: ServerError = {
-        var error = ServerError(.badRequest, code: "malformed_http", message: "the request is not valid HTTP/1.1: a broken head or body framing")
+        var error = ServerError(.badRequest, code: .malformedHTTP, message: "the request is not valid HTTP/1.1: a broken head or body framing")
         error.headers[.connection] = "close"
         return error
     }()
@@ -92,23 +135,23 @@ public struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable 
     /// 400 `incomplete_body`, closing the connection: the client closed or reset the connection
     /// before its whole request body arrived.
     static let incompleteBody: ServerError = {
-        var error = ServerError(.badRequest, code: "incomplete_body", message: "the connection ended before the whole request body arrived")
+        var error = ServerError(.badRequest, code: .incompleteBody, message: "the connection ended before the whole request body arrived")
         error.headers[.connection] = "close"
         return error
     }()
 
     static func bodyTimeout(_ timeout: Duration) -> ServerError {
-        var error = ServerError(.requestTimeout, code: "body_timeout", message: "the request body did not arrive whole within \(timeout.components.seconds) seconds")
+        var error = ServerError(.requestTimeout, code: .bodyTimeout, message: "the request body did not arrive whole within \(timeout.components.seconds) seconds")
         error.headers[.connection] = "close"
         return error
     }
 
     /// 400 `malformed_json`: `reason` says where and why, such as `maxRevision: expected an integer`.
     static func malformedJSON(_ what: String, reason: String) -> ServerError {
-        ServerError(.badRequest, code: "malformed_json", message: "the request body is not a valid \(what): \(reason)")
+        ServerError(.badRequest, code: .malformedJSON, message: "the request body is not a valid \(what): \(reason)")
     }
 
     static func invalidParameter(_ name: String, _ expectation: String) -> ServerError {
-        ServerError(.badRequest, code: "invalid_parameter", message: "\(name) must be \(expectation)")
+        ServerError(.badRequest, code: .invalidParameter, message: "\(name) must be \(expectation)")
     }
 }

@@ -63,7 +63,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         guard !changeSets.isEmpty else { return [] }
         guard RequestRole.current >= .write else { throw ServerError.pushForbidden }
         guard changeSets.count <= configuration.maxPushedChangeSets else {
-            throw ServerError(.contentTooLarge, code: "too_many_change_sets", message: "a sync request may push at most \(configuration.maxPushedChangeSets) change sets; it pushed \(changeSets.count): send the rest in the next request")
+            throw ServerError(.contentTooLarge, code: .tooManyChangeSets, message: "a sync request may push at most \(configuration.maxPushedChangeSets) change sets; it pushed \(changeSets.count): send the rest in the next request")
         }
         var results: [PushResult] = []
         for changeSet in changeSets {
@@ -76,7 +76,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         let body = try await request.collectBody(decompressingUpTo: configuration.maxRequestBodySize, within: configuration.requestBodyTimeout)
         let changeSet = try Self.parse(body, as: "change set") { json throws(JSONShapeError) in try ChangeSet(json: json) }
         guard changeSet.revision == nil else {
-            throw ServerError(.unprocessableContent, code: "invalid_change_set", message: "a submitted change set must not carry a revision; the server assigns it")
+            throw ServerError(.unprocessableContent, code: .invalidChangeSet, message: "a submitted change set must not carry a revision; the server assigns it")
         }
         let revision = try await store.commit(changeSet)
         return Self.json(try JSONEncoder.stable().encode(CommitResponse(revision: revision)))

@@ -16,7 +16,7 @@ extension SQLiteSyncStore {
         do {
             return try await pool.write { db in try writer.commit(changes, in: db) }
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_FOREIGNKEY {
-            throw SyncStoreError.invalidChangeSet(ChangeSetError("the change set leaves a reference to a missing row"))
+            throw SyncStoreError.invalidChangeSet(ChangeSetError(.brokenReference, "the change set leaves a reference to a missing row"))
         }
     }
 }
@@ -85,21 +85,21 @@ struct ChangeWriter {
             do {
                 try StatementValues.execute(insert, row: row, of: change.type, revision: revision)
             } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY {
-                throw invalid("\(change.type.name)[\(row.key.keyString!)] cannot be created: it already exists")
+                throw invalid(.rowExists, "\(change.type.name)[\(row.key.keyString!)] cannot be created: it already exists")
             }
         }
         let update = try db.cachedStatement(sql: table.update)
         for row in change.updates {
             try update.execute(arguments: ValueMapping.updateArguments(row, of: change.type, revision: revision))
             guard db.changesCount == 1 else {
-                throw invalid("\(change.type.name)[\(row.key.keyString!)] cannot be updated: it does not exist")
+                throw invalid(.rowNotFound, "\(change.type.name)[\(row.key.keyString!)] cannot be updated: it does not exist")
             }
         }
         let delete = try db.cachedStatement(sql: table.delete)
         for key in change.deletes {
             try delete.execute(arguments: [ValueMapping.databaseValue(key: key)])
             guard db.changesCount == 1 else {
-                throw invalid("\(change.type.name)[\(key.keyString!)] cannot be deleted: it does not exist")
+                throw invalid(.rowNotFound, "\(change.type.name)[\(key.keyString!)] cannot be deleted: it does not exist")
             }
         }
         // A deleted key is never given to a pushed row (a client may still hold a reference to it).
@@ -131,7 +131,7 @@ struct ChangeWriter {
         return ChangeSet(revision: revision, changes: typeChanges).canonical(in: schema).jsonBytes()
     }
 
-    private func invalid(_ message: String) -> SyncStoreError {
-        .invalidChangeSet(ChangeSetError(message))
+    private func invalid(_ code: ChangeSetError.Code, _ message: String) -> SyncStoreError {
+        .invalidChangeSet(ChangeSetError(code, message))
     }
 }

@@ -62,7 +62,7 @@ struct PushWriter {
         }
         let changes = push.resolved(with: keys)
         let writer = ChangeWriter(schema: schema, tables: tables)
-        var outcome: Result<Int64, SyncStoreError> = .failure(.invalidChangeSet(ChangeSetError("not written")))
+        var outcome: Result<Int64, SyncStoreError> = .failure(.invalidChangeSet(ChangeSetError(.malformed, "not written")))
         var problems: [ReferenceProblem] = []
         try db.inSavepoint {
             do {

@@ -3,7 +3,8 @@ import Logging
 import SeedSyncModel
 
 /// Builds the sync server: protocol v1 over `store`, with the middleware the protocol needs
-/// (a line of log per request, errors as JSON, gzip, bearer tokens). Tests build the same application.
+/// (a line of log per request, errors as JSON, gzip, bearer tokens) and `GET /metrics` for an
+/// admin token. Tests build the same application.
 ///
 /// ```swift
 /// let store = try SQLiteSyncStore(path: "server.sqlite")
@@ -19,11 +20,12 @@ public func buildApplication(
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) async throws -> some ApplicationProtocol {
     let schema = try await store.schemaInfo().schema
+    let metrics = ServerMetrics()
     let router = Router()
-    router.add(middleware: AccessLogMiddleware())
-    router.add(middleware: ErrorMiddleware())
+    router.add(middleware: AccessLogMiddleware(metrics: metrics))
+    router.add(middleware: ErrorMiddleware(metrics: metrics))
     router.add(middleware: ResponseCompressionMiddleware(minimumSize: configuration.minimumCompressionSize))
-    SyncRoutes(store: store, schema: schema, configuration: configuration).add(to: router)
+    SyncRoutes(store: store, schema: schema, configuration: configuration, metrics: metrics).add(to: router)
     let idleTimeout = configuration.idleTimeout.components
     return Application(
         router: router,

@@ -21,6 +21,7 @@ extension SeedServerCommand {
         @Option(help: "Seconds a request body may take to arrive whole; slower ones get 408.") var bodyTimeout = 30
         @Option(help: "Days the result of a pushed change set is kept for a retry with the same id.") var pushRetentionDays = 7
         @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel: Logger.Level = .info
+        @Option(help: "Log lines as text, or as one JSON object per line (json) for log collectors.") var logFormat: LogFormat = .text
 
         func validate() throws {
             guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
@@ -39,7 +40,10 @@ extension SeedServerCommand {
             guard !tokens.isEmpty || allowAnonymous else {
                 throw ValidationError("no token configured: set SEED_SERVER_TOKENS, SEED_SERVER_WRITE_TOKENS or SEED_SERVER_ADMIN_TOKENS, pass --token-file, or use --allow-anonymous for local experiments")
             }
-            var logger = Logger(label: "seed-server")
+            var logger = switch logFormat {
+            case .text: Logger(label: "seed-server")
+            case .json: Logger(label: "seed-server") { JSONLogHandler(label: $0) }
+            }
             logger.logLevel = logLevel
             let configuration = ServerConfiguration(
                 host: host,
@@ -62,3 +66,8 @@ extension SeedServerCommand {
 }
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
+
+/// How `serve` writes its log lines (to standard error).
+enum LogFormat: String, ExpressibleByArgument, CaseIterable {
+    case text, json
+}

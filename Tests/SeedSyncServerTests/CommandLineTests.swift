@@ -82,7 +82,7 @@ import FoundationNetworking
             let tokenFile = directory.appendingPathComponent("tokens")
             try "# read tokens\nfile-token\n".write(to: tokenFile, atomically: true, encoding: .utf8)
             let server = try Executables.start(
-                "seed-server", ["serve", "--database", database, "--port", "0", "--token-file", tokenFile.path],
+                "seed-server", ["serve", "--database", database, "--port", "0", "--token-file", tokenFile.path, "--log-format", "json"],
                 environment: ["SEED_SERVER_ADMIN_TOKENS": "env-admin"]
             )
             defer { if server.isRunning { server.terminate() } }
@@ -92,6 +92,8 @@ import FoundationNetworking
             #expect(try await status(of: "\(base)/v1/schema") == 401)
             #expect(try await status(of: "\(base)/v1/schema", token: "file-token") == 200)
             #expect(try await status(of: "\(base)/v1/schema", token: "env-admin") == 200)
+            #expect(try await status(of: "\(base)/metrics", token: "file-token") == 403)
+            #expect(try await status(of: "\(base)/metrics", token: "env-admin") == 200)
 
             server.terminate()
             server.waitUntilExit()
@@ -99,6 +101,10 @@ import FoundationNetworking
             let log = String(decoding: (server.standardError as! Pipe).fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             #expect(!log.contains("file-token"))
             #expect(!log.contains("env-admin"))
+            // --log-format json: every line one JSON object.
+            let lines = log.split(separator: "\n").map { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            #expect(!lines.isEmpty && lines.allSatisfy { $0?["level"] is String && $0?["time"] is String }, "\(log)")
+            #expect(lines.contains { $0?["message"] as? String == "GET /metrics 403" && ($0?["metadata"] as? [String: Any])?["status"] as? String == "403" })
         }
     }
 

@@ -7,6 +7,8 @@ import SeedSyncModel
 /// Store errors and Hummingbird's own errors (unknown route, body too large) get their status and
 /// JSON body; an error nobody expected is logged and answered with a bare 500, its text never sent.
 struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    let metrics: ServerMetrics
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
@@ -15,6 +17,7 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch let error as SyncStoreError {
             if error.code == .storeUnavailable || error.code == .schemaMismatch {
                 // The operator must hear of these: the client only sees a 503 and retries.
+                metrics.record(error)
                 context.logger.error("store failed", metadata: ["code": "\(error.code)", "error": "\(error.description)", "path": "\(request.uri.path)"])
             }
             throw ServerError(error)

@@ -7,6 +7,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
     let store: any SyncStore
     let schema: DatasetSchema
     let configuration: ServerConfiguration
+    let metrics: ServerMetrics
 
     func add(to router: Router<Context>) {
         router.get("health") { _, _ in Self.health }
@@ -17,6 +18,25 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         reader.post("sync") { request, _ in try await sync(request) }
         let admin = router.group("v1/admin").add(middleware: BearerAuthMiddleware(tokens: configuration.tokens, required: .admin))
         admin.post("changes") { request, _ in try await commit(request) }
+        let operators = router.group("metrics").add(middleware: BearerAuthMiddleware(tokens: configuration.tokens, required: .admin))
+        operators.get { _, context in await exposition(context) }
+    }
+
+    /// `GET /metrics`: ``ServerMetrics`` in Prometheus text format. A store that fails to answer
+    /// is counted and logged, and the rest is still served (without the store's gauges).
+    private func exposition(_ context: Context) async -> Response {
+        var info: SchemaInfo?
+        do {
+            info = try await store.schemaInfo()
+        } catch let error as SyncStoreError {
+            metrics.record(error)
+            context.logger.error("store failed", metadata: ["code": "\(error.code)", "error": "\(error.description)", "path": "/metrics"])
+        } catch {
+            context.logger.error("store failed", metadata: ["error": "\(String(reflecting: error))", "path": "/metrics"])
+        }
+        var headers = HTTPFields()
+        headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition(info))))
     }
 
     /// `GET /health`; `HEAD /health` answers with its status and headers alone.
@@ -67,7 +87,9 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         }
         var results: [PushResult] = []
         for changeSet in changeSets {
-            results.append(try await store.push(changeSet, retention: configuration.pushRetention))
+            let result = try await store.push(changeSet, retention: configuration.pushRetention)
+            metrics.record(result)
+            results.append(result)
         }
         return results
     }

@@ -2,11 +2,14 @@ import Hummingbird
 import Logging
 
 /// The outermost middleware: one `info` line per request once it is answered, such as
-/// `POST /v1/sync 200` with the status and milliseconds as metadata.
+/// `POST /v1/sync 200` with the status and milliseconds as metadata, and the request counted and
+/// timed in ``ServerMetrics`` by its route pattern (`/v1/snapshot/{type}`).
 ///
 /// It logs the method, the path and the status, never headers or bodies, so a bearer token never
-/// reaches a log. An error answer is logged with the status it is sent with.
+/// reaches a log. An error answer is logged and counted with the status it is sent with.
 struct AccessLogMiddleware<Context: RequestContext>: RouterMiddleware {
+    let metrics: ServerMetrics
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let started = ContinuousClock.now
         do {
@@ -20,7 +23,9 @@ struct AccessLogMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 
     private func log(_ request: Request, status: HTTPResponse.Status, since started: ContinuousClock.Instant, context: Context) {
-        let elapsed = (ContinuousClock.now - started).components
+        let duration = ContinuousClock.now - started
+        metrics.record(route: context.endpointPath ?? "unknown", method: request.method, status: status, duration: duration)
+        let elapsed = duration.components
         let milliseconds = Double(elapsed.seconds) * 1000 + Double(elapsed.attoseconds) / 1e15
         context.logger.info("\(request.method) \(request.uri.path) \(status.code)", metadata: [
             "status": "\(status.code)",

@@ -1,0 +1,114 @@
+import CoreMetrics
+import Hummingbird
+import NIOConcurrencyHelpers
+import Prometheus
+import SeedSyncModel
+
+/// What one server process has done, for `GET /metrics` in Prometheus text format.
+///
+/// Recorded through swift-metrics' types over a `PrometheusMetricsFactory` of this application's
+/// own registry (never the process-wide `MetricsSystem`, so two applications in one process, as
+/// in tests, count apart). The metrics, all prefixed `seedsync_`:
+///
+/// | name | type | labels |
+/// |---|---|---|
+/// | `http_requests_total` | counter | `route` (the route pattern, such as `/v1/snapshot/{type}`; `NotFound` when none matched), `method`, `status` |
+/// | `http_request_duration_seconds` | histogram | `route`, `method` |
+/// | `store_errors_total` | counter | `code`: `store_unavailable`, `schema_mismatch` |
+/// | `pushes_total` | counter | `result`: `applied`, `conflict`, `rejected` (answers, replays included) |
+/// | `revision`, `min_revision` | gauge | (read from the store at each scrape) |
+/// | `change_log_revisions` | gauge | the revisions a client can sync from: `revision - min_revision` |
+/// | `rows` | gauge | `type` (read from the store at each scrape) |
+final class ServerMetrics: Sendable {
+    private let registry = PrometheusCollectorRegistry()
+    private let factory: PrometheusMetricsFactory
+    private let requests = NIOLockedValueBox<[RequestKey: CoreMetrics.Counter]>([:])
+    private let durations = NIOLockedValueBox<[DurationKey: CoreMetrics.Timer]>([:])
+    private let pushes: [String: CoreMetrics.Counter]
+    private let storeErrors: [SyncStoreError.Code: CoreMetrics.Counter]
+
+    /// Request latency buckets: from a cached sync answer (about a millisecond) to a slow snapshot.
+    static let durationBuckets: [Duration] = [1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 10_000].map {
+        .microseconds(Int64($0 * 1000))
+    }
+
+    init() {
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.defaultDurationHistogramBuckets = Self.durationBuckets
+        self.factory = factory
+        // Created up front, so a scrape shows them at 0 before the first push or failure.
+        pushes = Dictionary(uniqueKeysWithValues: ["applied", "conflict", "rejected"].map { result in
+            (result, Counter(label: "seedsync_pushes_total", dimensions: [("result", result)], factory: factory))
+        })
+        storeErrors = Dictionary(uniqueKeysWithValues: [SyncStoreError.Code.storeUnavailable, .schemaMismatch].map { code in
+            (code, Counter(label: "seedsync_store_errors_total", dimensions: [("code", code.rawValue)], factory: factory))
+        })
+    }
+
+    /// Counts one answered request and its time.
+    func record(route: String, method: HTTPRequest.Method, status: HTTPResponse.Status, duration: Duration) {
+        let key = RequestKey(route: route, method: method, status: status.code)
+        let counter = requests.withLockedValue { counters in
+            if let counter = counters[key] { return counter }
+            let counter = Counter(label: "seedsync_http_requests_total", dimensions: key.dimensions, factory: factory)
+            counters[key] = counter
+            return counter
+        }
+        counter.increment()
+        let durationKey = DurationKey(route: route, method: method)
+        let timer = durations.withLockedValue { timers in
+            if let timer = timers[durationKey] { return timer }
+            let timer = Timer(label: "seedsync_http_request_duration_seconds", dimensions: durationKey.dimensions, factory: factory)
+            timers[durationKey] = timer
+            return timer
+        }
+        timer.record(duration: duration)
+    }
+
+    /// Counts the answer to one pushed change set.
+    func record(_ result: PushResult) {
+        let name = switch result.status {
+        case .applied: "applied"
+        case .conflict: "conflict"
+        case .rejected: "rejected"
+        }
+        pushes[name]?.increment()
+    }
+
+    /// Counts a failure of the store's database (unreachable, or tables that no longer fit).
+    func record(_ error: SyncStoreError) {
+        storeErrors[error.code]?.increment()
+    }
+
+    /// The metrics in Prometheus text format, with the store's revisions and row counts as of `info`.
+    func exposition(_ info: SchemaInfo?) -> [UInt8] {
+        if let info {
+            gauge("seedsync_revision").record(info.revision)
+            gauge("seedsync_min_revision").record(info.minRevision)
+            gauge("seedsync_change_log_revisions").record(info.revision - info.minRevision)
+            for (type, count) in info.rowCounts ?? [:] {
+                gauge("seedsync_rows", [("type", type)]).record(count)
+            }
+        }
+        return registry.emitToBuffer()
+    }
+
+    private func gauge(_ label: String, _ dimensions: [(String, String)] = []) -> CoreMetrics.Gauge {
+        Gauge(label: label, dimensions: dimensions, factory: factory)
+    }
+
+    private struct RequestKey: Hashable {
+        let route: String
+        let method: HTTPRequest.Method
+        let status: Int
+
+        var dimensions: [(String, String)] { [("route", route), ("method", method.rawValue), ("status", "\(status)")] }
+    }
+
+    private struct DurationKey: Hashable {
+        let route: String
+        let method: HTTPRequest.Method
+
+        var dimensions: [(String, String)] { [("route", route), ("method", method.rawValue)] }
+    }
+}

@@ -1,19 +1,29 @@
 // swift-tools-version:6.2
 import PackageDescription
 
+/// Upcoming language features every library target builds with: `any` spelled out, members visible only
+/// through the module imported for them, and imports internal unless a public API needs them (`public import`).
+let libraryFeatures: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
 let package = Package(
     name: "SeedSync",
     platforms: [.macOS(.v14), .iOS(.v17)],
     products: [
+        // Each product also carries the targets its public API exposes (`public import`), so an app can
+        // import what it is handed: an app embedding SeedSyncImport can `import SeedSyncModel`.
         .library(name: "SeedSyncModel", targets: ["SeedSyncModel"]),
-        .library(name: "SeedSyncStore", targets: ["SeedSyncStore"]),
-        .library(name: "SeedSyncPostgres", targets: ["SeedSyncPostgres"]),
-        .library(name: "SeedSyncServer", targets: ["SeedSyncServer"]),
-        .library(name: "SeedSyncDemo", targets: ["SeedSyncDemo"]),
-        .library(name: "SeedSyncClient", targets: ["SeedSyncClient"]),
-        .library(name: "SeedSyncSeed", targets: ["SeedSyncSeed"]),
-        .library(name: "SeedSyncBuild", targets: ["SeedSyncBuild"]),
-        .library(name: "SeedSyncImport", targets: ["SeedSyncImport"]),
+        .library(name: "SeedSyncStore", targets: ["SeedSyncStore", "SeedSyncModel"]),
+        .library(name: "SeedSyncPostgres", targets: ["SeedSyncPostgres", "SeedSyncModel"]),
+        .library(name: "SeedSyncServer", targets: ["SeedSyncServer", "SeedSyncModel"]),
+        .library(name: "SeedSyncDemo", targets: ["SeedSyncDemo", "SeedSyncModel"]),
+        .library(name: "SeedSyncClient", targets: ["SeedSyncClient", "SeedSyncModel"]),
+        .library(name: "SeedSyncSeed", targets: ["SeedSyncSeed", "SeedSyncModel"]),
+        .library(name: "SeedSyncBuild", targets: ["SeedSyncBuild", "SeedSyncClient", "SeedSyncSeed", "SeedSyncModel"]),
+        .library(name: "SeedSyncImport", targets: ["SeedSyncImport", "SeedSyncClient", "SeedSyncSeed", "SeedSyncModel"]),
         .executable(name: "seed-server", targets: ["seed-server"]),
         .executable(name: "seed-build", targets: ["seed-build"]),
         .executable(name: "seed-verify", targets: ["seed-verify"]),
@@ -33,9 +43,9 @@ let package = Package(
     ],
     targets: [
         // Wire model: protocol types, schema description, JSON values. Foundation only.
-        .target(name: "SeedSyncModel"),
+        .target(name: "SeedSyncModel", swiftSettings: libraryFeatures),
         // Deterministic demo dataset and mutation generator.
-        .target(name: "SeedSyncDemo", dependencies: ["SeedSyncModel"]),
+        .target(name: "SeedSyncDemo", dependencies: ["SeedSyncModel"], swiftSettings: libraryFeatures),
         // SQL shared by every SQLite file SeedSync writes: typed tables and value mapping (GRDB, and
         // SQLite's C API for the hot loops).
         .target(
@@ -43,7 +53,8 @@ let package = Package(
             dependencies: [
                 "SeedSyncModel", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
-            ]
+            ],
+            swiftSettings: libraryFeatures
         ),
         // Storage: the embedded SQLite store (GRDB).
         .target(
@@ -51,7 +62,8 @@ let package = Package(
             dependencies: [
                 "SeedSyncModel", "SeedSyncSQL",
                 .product(name: "GRDB", package: "GRDB.swift"),
-            ]
+            ],
+            swiftSettings: libraryFeatures
         ),
         // Storage: the PostgreSQL store (postgres-nio), over tables the team's own programs may write.
         .target(
@@ -64,7 +76,8 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            swiftSettings: libraryFeatures
         ),
         // HTTP server: the only target that imports Hummingbird.
         .target(
@@ -79,14 +92,16 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-            ]
+            ],
+            swiftSettings: libraryFeatures
         ),
         // zlib, for `.gz` seeds (system library on Linux and Apple platforms).
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // Streaming gzip decompression with exact errors, shared by seed files and request bodies.
-        .target(name: "SeedSyncGzip", dependencies: ["CZlib"]),
+        .target(name: "SeedSyncGzip", dependencies: ["CZlib"], swiftSettings: libraryFeatures),
         // Seed files: the format, writing, applying change sets, manifests and verification (GRDB).
         .target(
             name: "SeedSyncSeed",
@@ -95,19 +110,21 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
-            ]
+            ],
+            swiftSettings: libraryFeatures
         ),
         // Protocol v1 client over URLSession (FoundationNetworking on Linux): limits, timeouts, retries.
-        .target(name: "SeedSyncClient", dependencies: ["SeedSyncModel"]),
+        .target(name: "SeedSyncClient", dependencies: ["SeedSyncModel"], swiftSettings: libraryFeatures),
         // seed-build as a library: snapshot download, catch-up, publishing with a manifest.
-        .target(name: "SeedSyncBuild", dependencies: ["SeedSyncModel", "SeedSyncSeed", "SeedSyncClient"]),
+        .target(name: "SeedSyncBuild", dependencies: ["SeedSyncModel", "SeedSyncSeed", "SeedSyncClient"], swiftSettings: libraryFeatures),
         // seed-import as a library, for apps: install the shipped seed, then incremental sync.
         .target(
             name: "SeedSyncImport",
             dependencies: [
                 "SeedSyncModel", "SeedSyncSQL", "SeedSyncSeed", "SeedSyncClient", "SeedSyncBuild",
                 .product(name: "GRDB", package: "GRDB.swift"),
-            ]
+            ],
+            swiftSettings: libraryFeatures
         ),
         // Fixtures shared by every test target.
         .target(
@@ -158,6 +175,7 @@ let package = Package(
                 "SeedSyncImport", "SeedSyncDemo",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
         .testTarget(
@@ -165,6 +183,7 @@ let package = Package(
             dependencies: [
                 "SeedSyncClient", "SeedSyncServer", "SeedSyncStore", "SeedSyncDemo", "SeedSyncTesting",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
         .testTarget(
@@ -174,6 +193,7 @@ let package = Package(
                 "SeedSyncModel", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
         .testTarget(

@@ -1,4 +1,4 @@
-import SeedSyncSeed
+public import SeedSyncSeed
 
 /// What a finished build produced, as `seed-build --json` prints it.
 public struct BuildReport: Codable, Sendable, Hashable {

@@ -1,5 +1,5 @@
-import Foundation
-import SeedSyncModel
+public import Foundation
+public import SeedSyncModel
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking

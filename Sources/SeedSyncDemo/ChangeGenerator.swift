@@ -1,5 +1,5 @@
 import Foundation
-import SeedSyncModel
+public import SeedSyncModel
 
 /// Generates realistic random change sets for any schema: creates, updates and deletes across
 /// types that keep every reference valid. `seed-server mutate` uses it for demos, tests and

@@ -1,4 +1,4 @@
-import SeedSyncModel
+public import SeedSyncModel
 
 /// The built-in demo dataset, after the case study's domain: `locations` and `events`.
 ///

@@ -1,4 +1,4 @@
-import SeedSyncModel
+public import SeedSyncModel
 
 extension ChangeGenerator {
     /// Commits `count` generated change sets to `store`, one revision each.

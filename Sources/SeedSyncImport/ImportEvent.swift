@@ -1,5 +1,5 @@
-import SeedSyncModel
-import SeedSyncSeed
+public import SeedSyncModel
+public import SeedSyncSeed
 
 /// What a ``SeedImporter`` reports while it works, in order.
 ///

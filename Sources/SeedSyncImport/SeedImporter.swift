@@ -1,5 +1,5 @@
 import Foundation
-import SeedSyncClient
+public import SeedSyncClient
 import SeedSyncModel
 import SeedSyncSeed
 

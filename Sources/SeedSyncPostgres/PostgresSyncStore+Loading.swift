@@ -1,6 +1,6 @@
 import Foundation
 import PostgresNIO
-import SeedSyncModel
+public import SeedSyncModel
 
 extension PostgresSyncStore: MaintainedSyncStore {
     /// Loads rows in bulk as one new revision, in one transaction: each source is streamed with

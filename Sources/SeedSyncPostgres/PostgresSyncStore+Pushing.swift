@@ -1,5 +1,5 @@
 import PostgresNIO
-import SeedSyncModel
+public import SeedSyncModel
 
 extension PostgresSyncStore {
     /// Applies a pushed change set once (see ``SyncStore/push(_:retention:)``), in one
@@ -42,12 +42,12 @@ extension PostgresSyncStore {
         _ = try await query("SELECT 1 FROM seedsync._state WHERE id = 1 FOR UPDATE", on: connection)
         if try await hasConflict(push, on: connection) { return .conflict(try await conflictRows(push, related: [], on: connection)) }
         var keys: [String: [Int64: Int64]] = [:]
-        for (type, temporary) in push.temporaryKeys {
-            keys[type] = Dictionary(uniqueKeysWithValues: zip(temporary, try await newKeys(type, count: temporary.count, on: connection)))
-        }
-        let changes = push.resolved(with: keys)
         _ = try await query("SAVEPOINT push", on: connection)
         do {
+            for (type, temporary) in push.temporaryKeys {
+                keys[type] = Dictionary(uniqueKeysWithValues: zip(temporary, try await newKeys(type, count: temporary.count, on: connection)))
+            }
+            let changes = push.resolved(with: keys)
             let revision = try await write(changes, on: connection)
             let problems = try await referenceProblems(of: changes, on: connection)
             guard problems.isEmpty else {
@@ -70,8 +70,20 @@ extension PostgresSyncStore {
     }
 
     /// `count` new keys of `type`: from the key column's sequence when it has one, else after
-    /// the largest key in use and ever deleted or given out. Run while the store's lock is held.
+    /// the largest key in use and ever deleted or given out. Run while the store's lock is held,
+    /// inside the push's savepoint (a key past the `bigint` range fails the statement).
+    ///
+    /// - Throws: `SyncStoreError` `invalidChangeSet` (``ChangeSetError`` `keysExhausted`) when the
+    ///   keys would pass the largest `bigint` or the sequence's maximum.
     private func newKeys(_ type: String, count: Int, on connection: PostgresConnection) async throws -> [Int64] {
+        do {
+            return try await reserveKeys(type, count: count, on: connection)
+        } catch let error as PSQLError where error.sqlState == "22003" || error.sqlState == "2200H" {
+            throw SyncStoreError.invalidChangeSet(.keysExhausted(type))
+        }
+    }
+
+    private func reserveKeys(_ type: String, count: Int, on connection: PostgresConnection) async throws -> [Int64] {
         let table = tables[type]!
         if let sequence = try await query(table.keySequence, on: connection).first.flatMap({ try? $0.decode(String?.self) }) {
             var keys: [Int64] = []

@@ -1,5 +1,5 @@
 import PostgresNIO
-import SeedSyncModel
+public import SeedSyncModel
 
 extension PostgresSyncStore {
     /// The revisions and exact row counts, read in one statement (one snapshot).

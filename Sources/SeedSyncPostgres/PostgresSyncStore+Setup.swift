@@ -1,7 +1,7 @@
 import Foundation
-import Logging
+public import Logging
 import PostgresNIO
-import SeedSyncModel
+public import SeedSyncModel
 
 extension PostgresSyncStore {
     /// Creates a table per type of `schema` in `tableSchema` (default `public`) and the `seedsync`

@@ -1,5 +1,5 @@
 import PostgresNIO
-import SeedSyncModel
+public import SeedSyncModel
 
 extension PostgresSyncStore {
     /// Validates `changeSet` and writes it in one transaction; the capture triggers log it as the

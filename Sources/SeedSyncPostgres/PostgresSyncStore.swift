@@ -1,9 +1,9 @@
 import Foundation
-import Logging
+public import Logging
 import NIOCore
 import NIOPosix
 import PostgresNIO
-import SeedSyncModel
+public import SeedSyncModel
 
 /// The PostgreSQL store: serves tables in a PostgreSQL database, written by `seed-server` or by any
 /// other program, with the bookkeeping in a `seedsync` schema beside them (see ``CaptureSQL``).

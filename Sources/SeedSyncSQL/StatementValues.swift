@@ -1,7 +1,7 @@
 import Foundation
-import GRDB
+package import GRDB
 import GRDBSQLite
-import SeedSyncModel
+package import SeedSyncModel
 
 /// Moves values between wire form and a prepared statement through SQLite's C API, without
 /// boxing each one in a `DatabaseValue`: the hot loops of snapshot pages (server) and of

@@ -1,4 +1,4 @@
-import SeedSyncModel
+package import SeedSyncModel
 
 /// The SQL of one entity type's table, shared by the server store and seed files.
 ///

@@ -1,6 +1,6 @@
 import Foundation
-import GRDB
-import SeedSyncModel
+package import GRDB
+package import SeedSyncModel
 
 /// Converts between wire values (already normalized by validation) and SQLite values.
 package enum ValueMapping {

@@ -1,6 +1,6 @@
-import Hummingbird
-import Logging
-import SeedSyncModel
+public import Hummingbird
+public import Logging
+public import SeedSyncModel
 
 /// Builds the sync server: protocol v1 over `store`, with the middleware the protocol needs
 /// (a line of log per request, errors as JSON, gzip, bearer tokens) and `GET /metrics` for an

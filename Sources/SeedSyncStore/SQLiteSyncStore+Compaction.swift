@@ -1,5 +1,5 @@
 import GRDB
-import SeedSyncModel
+public import SeedSyncModel
 
 extension SQLiteSyncStore {
     /// Drops change sets older than the newest `keep` revisions and raises `minRevision` to match.

@@ -1,5 +1,5 @@
 import GRDB
-import SeedSyncModel
+public import SeedSyncModel
 import SeedSyncSQL
 
 extension SQLiteSyncStore {

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import SeedSyncModel
+public import SeedSyncModel
 import SeedSyncSQL
 
 /// The embedded store: one SQLite file holding one table per type, the change log and the state.

@@ -5,7 +5,7 @@ import SeedSyncDemo
 import SeedSyncModel
 import SeedSyncSeed
 import SeedSyncTesting
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 
 /// `SeedBuilder` against a real server on loopback.
@@ -40,10 +40,10 @@ import Testing
 
     @Test func aServerChangingBetweenPagesIsCaughtUp() async throws {
         try await withServedStore { served in
-            let mutations = Atomic<UInt64>(100)
+            let mutations = NIOLockedValueBox<UInt64>(100)
             let report = try await served.builder("moving.sqlite", pageSize: 40).build { event in
                 guard case .page = event else { return }
-                try await ChangeGenerator.mutate(served.store, changes: 3, seed: mutations.add(1, ordering: .relaxed).newValue)
+                try await ChangeGenerator.mutate(served.store, changes: 3, seed: mutations.withLockedValue { $0 += 1; return $0 })
             }
             let info = try await served.store.schemaInfo()
             #expect(report.changeSets > 0)
@@ -63,10 +63,10 @@ import Testing
             let small = try await served.builder("b.sqlite", pageSize: 7).build()
             #expect(small.manifest.sha256 == reference.manifest.sha256)
 
-            let pages = Atomic<Int>(0)
+            let pages = NIOLockedValueBox<Int>(0)
             await #expect(throws: Interruption.self) {
                 try await served.builder("c.sqlite", pageSize: 13).build { event in
-                    if case .page = event, pages.add(1, ordering: .relaxed).newValue == 5 { throw Interruption() }
+                    if case .page = event, pages.withLockedValue({ $0 += 1; return $0 }) == 5 { throw Interruption() }
                 }
             }
             #expect(!FileManager.default.fileExists(atPath: served.path("c.sqlite")))

@@ -7,7 +7,7 @@ import SeedSyncModel
 import SeedSyncServer
 import SeedSyncStore
 import SeedSyncTesting
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 
 /// The client against a real server on loopback, and against servers that misbehave on purpose.
@@ -79,13 +79,13 @@ import Testing
     }
 
     @Test func unreachableServersFailAfterBoundedRetries() async throws {
-        let retries = Mutex(0)
+        let retries = NIOLockedValueBox(0)
         let client = SyncClient(
             configuration: .init(serverURL: URL(string: "http://127.0.0.1:1")!, token: nil, requestTimeout: 2, retry: RetryPolicy(maxAttempts: 3, baseDelay: 0.01)),
-            onRetry: { _, _, _ in retries.withLock { $0 += 1 } }
+            onRetry: { _, _, _ in retries.withLockedValue { $0 += 1 } }
         )
         await #expect { try await client.schema() } throws: { ($0 as? SyncClientError)?.code == .unreachable }
-        #expect(retries.withLock { $0 } == 2)
+        #expect(retries.withLockedValue { $0 } == 2)
     }
 
     @Test func retries5xxAnd429ThenSucceeds() async throws {
@@ -149,14 +149,14 @@ final class MisbehavingServer: Sendable {
         case slow(seconds: Double)
     }
 
-    private let state = Mutex<(answers: [Answer], requests: Int)>(([], 0))
+    private let state = NIOLockedValueBox<(answers: [Answer], requests: Int)>(([], 0))
 
     /// Replaces the planned answers and resets the request count.
     func plan(_ answers: [Answer]) {
-        state.withLock { $0 = (answers, 0) }
+        state.withLockedValue { $0 = (answers, 0) }
     }
 
-    var requests: Int { state.withLock { $0.requests } }
+    var requests: Int { state.withLockedValue { $0.requests } }
 
     func run(_ test: @escaping @Sendable (URL) async throws -> Void) async throws {
         let router = Router()
@@ -167,7 +167,7 @@ final class MisbehavingServer: Sendable {
     }
 
     private func answer() async throws -> Response {
-        let next = state.withLock { state -> Answer in
+        let next = state.withLockedValue { state -> Answer in
             state.requests += 1
             return state.answers.isEmpty ? .ok : state.answers.removeFirst()
         }

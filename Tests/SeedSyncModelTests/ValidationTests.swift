@@ -37,6 +37,8 @@ import Testing
             (DatasetSchema(dataset: "d", schemaVersion: 1, types: []), .noTypes),
             (DatasetSchema(dataset: "a b", schemaVersion: 1, types: schema([]).types), .invalidName),
             (DatasetSchema(dataset: "d", schemaVersion: 0, types: schema([]).types), .invalidVersion),
+            (DatasetSchema(dataset: "d", schemaVersion: 1, types: [EntityType(name: "types", primaryKey: PrimaryKey(name: "id", type: .integer), fields: [])]), .reservedName),
+            (DatasetSchema(dataset: "d", schemaVersion: 1, types: [EntityType(name: "conflict", primaryKey: PrimaryKey(name: "id", type: .integer), fields: [])]), .reservedName),
         ]
         for (schema, code) in broken {
             #expect { try schema.validate() } throws: { ($0 as? SchemaError)?.code == code }

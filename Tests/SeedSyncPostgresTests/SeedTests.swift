@@ -5,14 +5,14 @@ import SeedSyncDemo
 import SeedSyncImport
 import SeedSyncModel
 import SeedSyncTesting
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 
 /// Seeds and app databases from a PostgreSQL-backed server: equal to the tables row by row, and
 /// byte for byte the seed an SQLite-backed server with the same history gives.
 @Suite struct SeedTests {
     @Test func bothStoresGiveTheSameSeedAndImportsEqualTheTables() async throws {
-        let digests = Mutex<[StoreBackend: String]>([:])
+        let digests = NIOLockedValueBox<[StoreBackend: String]>([:])
         for backend in StoreBackend.allCases {
             try await backend.withDemoStore(events: 300, locations: 20, seed: 3) { store in
                 try await ChangeGenerator.mutate(store, changes: 40, seed: 5)
@@ -22,7 +22,7 @@ import Testing
                         let seed = directory.appendingPathComponent("seed.sqlite").path
                         let report = try await SeedBuilder(client: client, options: .init(output: seed, pageSize: 47, syncLimit: 7)).build()
                         #expect(try contents(ofSeed: seed) == (try await Fixtures.contents(of: store)), "\(backend)")
-                        digests.withLock { $0[backend] = report.manifest.sha256 }
+                        digests.withLockedValue { $0[backend] = report.manifest.sha256 }
 
                         try await ChangeGenerator.mutate(store, changes: 30, seed: 6)
                         let database = directory.appendingPathComponent("app/app.sqlite").path
@@ -37,7 +37,7 @@ import Testing
                 }
             }
         }
-        let both = digests.withLock { $0 }
+        let both = digests.withLockedValue { $0 }
         #expect(both.count == 2 && Set(both.values).count == 1, "seed SHA-256 per store: \(both)")
     }
 }

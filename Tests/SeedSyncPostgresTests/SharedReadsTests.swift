@@ -1,4 +1,4 @@
-import Synchronization
+import NIOConcurrencyHelpers
 @testable import SeedSyncPostgres
 import Testing
 
@@ -7,13 +7,13 @@ import Testing
 @Suite struct SharedReadsTests {
     /// Reads numbered in the order they start (1 first), each held until the test releases it.
     private final class Reads: Sendable {
-        let started = Atomic(0)
-        private let released = Atomic(0)
+        let started = NIOLockedValueBox(0)
+        private let released = NIOLockedValueBox(0)
 
         /// Read `number`, returned (or thrown) once released; fails when its task is cancelled.
         func read(failing: Bool = false) async throws -> Int {
-            let number = started.add(1, ordering: .sequentiallyConsistent).newValue
-            while released.load(ordering: .sequentiallyConsistent) < number {
+            let number = started.withLockedValue { $0 += 1; return $0 }
+            while released.withLockedValue({ $0 }) < number {
                 try await Task.sleep(for: .milliseconds(1))
             }
             if failing { throw ReadFailure(number: number) }
@@ -21,7 +21,7 @@ import Testing
         }
 
         func release(through number: Int) {
-            released.store(number, ordering: .sequentiallyConsistent)
+            released.withLockedValue { $0 = number }
         }
     }
 
@@ -40,7 +40,7 @@ import Testing
     @Test func aCrowdArrivingDuringAReadSharesTheNextOne() async throws {
         let reads = Reads(), shared = SharedReads<Int, Int>()
         async let first = shared.value(for: 0) { try await reads.read() }
-        try await waitUntil("the first read starts") { reads.started.load(ordering: .sequentiallyConsistent) == 1 }
+        try await waitUntil("the first read starts") { reads.started.withLockedValue { $0 } == 1 }
         try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<50 {
                 group.addTask { try await shared.value(for: 0) { try await reads.read() } }
@@ -48,12 +48,12 @@ import Testing
             try await waitUntil("50 callers wait") { shared.waiters(for: 0) == 50 }
             reads.release(through: 1)
             // The crowd asked while read 1 ran: it must get read 2, not read 1.
-            try await waitUntil("the second read starts") { reads.started.load(ordering: .sequentiallyConsistent) == 2 }
+            try await waitUntil("the second read starts") { reads.started.withLockedValue { $0 } == 2 }
             reads.release(through: 2)
             for try await number in group { #expect(number == 2) }
         }
         #expect(try await first == 1)
-        #expect(reads.started.load(ordering: .sequentiallyConsistent) == 2)
+        #expect(reads.started.withLockedValue { $0 } == 2)
         #expect(try await shared.value(for: 0) { reads.release(through: 3); return try await reads.read() } == 3)
     }
 
@@ -61,7 +61,7 @@ import Testing
         let reads = Reads(), shared = SharedReads<Int, Int>()
         async let first = shared.value(for: 1) { try await reads.read() }
         async let second = shared.value(for: 2) { try await reads.read() }
-        try await waitUntil("both reads start") { reads.started.load(ordering: .sequentiallyConsistent) == 2 }
+        try await waitUntil("both reads start") { reads.started.withLockedValue { $0 } == 2 }
         reads.release(through: 2)
         #expect(Set([try await first, try await second]) == [1, 2])
     }
@@ -69,7 +69,7 @@ import Testing
     @Test func aFailedReadFailsItsSharersAndTheNextReadIsTried() async throws {
         let reads = Reads(), shared = SharedReads<Int, Int>()
         async let running = shared.value(for: 0) { try await reads.read() }
-        try await waitUntil("the first read starts") { reads.started.load(ordering: .sequentiallyConsistent) == 1 }
+        try await waitUntil("the first read starts") { reads.started.withLockedValue { $0 } == 1 }
         let failing = (0..<2).map { _ in Task { try await shared.value(for: 0) { try await reads.read(failing: true) } } }
         try await waitUntil("two callers wait") { shared.waiters(for: 0) == 2 }
         reads.release(through: 2)
@@ -84,13 +84,13 @@ import Testing
     @Test func aCancelledCallerDoesNotCancelTheReadOthersShare() async throws {
         let reads = Reads(), shared = SharedReads<Int, Int>()
         async let running = shared.value(for: 0) { try await reads.read() }
-        try await waitUntil("the first read starts") { reads.started.load(ordering: .sequentiallyConsistent) == 1 }
+        try await waitUntil("the first read starts") { reads.started.withLockedValue { $0 } == 1 }
         let reader = Task { try await shared.value(for: 0) { try await reads.read() } }
         try await waitUntil("the next reader waits") { shared.waiters(for: 0) == 1 }
         let sharer = Task { try await shared.value(for: 0) { try await reads.read() } }
         try await waitUntil("its sharer waits") { shared.waiters(for: 0) == 2 }
         reads.release(through: 1)
-        try await waitUntil("the second read starts") { reads.started.load(ordering: .sequentiallyConsistent) == 2 }
+        try await waitUntil("the second read starts") { reads.started.withLockedValue { $0 } == 2 }
         reader.cancel()
         try await Task.sleep(for: .milliseconds(20))
         reads.release(through: 2)

@@ -3,7 +3,7 @@ import SeedSyncClient
 import SeedSyncModel
 import SeedSyncPostgres
 import SeedSyncTesting
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -150,8 +150,8 @@ import FoundationNetworking
 
 /// How many writers are still writing.
 final class Countdown: Sendable {
-    private let count: Atomic<Int>
-    init(_ count: Int) { self.count = Atomic(count) }
-    func decrement() { count.subtract(1, ordering: .relaxed) }
-    var remaining: Int { count.load(ordering: .relaxed) }
+    private let count: NIOLockedValueBox<Int>
+    init(_ count: Int) { self.count = NIOLockedValueBox(count) }
+    func decrement() { count.withLockedValue { $0 -= 1 } }
+    var remaining: Int { count.withLockedValue { $0 } }
 }

@@ -49,6 +49,23 @@ import Testing
         }
     }
 
+    @Test(arguments: StoreBackend.allCases) func aTypeWithoutKeysLeftRejectsCreatesAndTheStoreGoesOn(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            try await store.commit(Fixtures.catalogCreation())
+            let top = Int64.max - 1
+            try await store.commit(try ChangeSet(json: JSONParser.parse(Array(#"{"types": ["books"], "books": {"create": [\#(top)], "attributes": {"\#(top)": {"title": "Last", "price": 1, "in_stock": true}}}}"#.utf8))))
+            let book = #"{"title": "New", "price": 1, "in_stock": true}"#
+            let one = try await store.push(pushed(#"{"id": "one", "types": ["books"], "books": {"create": [-1], "attributes": {"-1": \#(book)}}}"#), retention: Self.day)
+            #expect(one.status == .applied(revision: 3, keys: ["books": ["-1": .int(Int64.max)]]), "the last key is given")
+            let two = try await store.push(pushed(#"{"id": "two", "types": ["books"], "books": {"create": [-1], "attributes": {"-1": \#(book)}}}"#), retention: Self.day)
+            guard case .rejected(let code, let message) = two.status else { Issue.record("not rejected: \(two)"); return }
+            #expect(code == "invalid_change_set" && message.contains("books has no integer keys left"), "\(message)")
+            // Nothing was written, and the store still takes other change sets.
+            let three = try await store.push(pushed(#"{"id": "three", "types": ["authors"], "authors": {"create": ["new"], "attributes": {"new": {"name": "N"}}}}"#), retention: Self.day)
+            #expect(three.status == .applied(revision: 4, keys: [:]))
+        }
+    }
+
     @Test(arguments: StoreBackend.allCases) func aChangeSetThatBreaksAReferenceByItselfIsRejected(backend: StoreBackend) async throws {
         try await backend.withStore { store in
             try await store.commit(Fixtures.catalogCreation(author: "tolkien", book: 2))

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import SeedSyncModel
+public import SeedSyncModel
 
 /// The edits of one ``SeedImporter/write(_:)``: applied to the app's tables at once, and queued
 /// together as one change set that the next sync pushes.

@@ -1,8 +1,8 @@
-import Foundation
+package import Foundation
 
 extension JSONEncoder {
     /// An encoder with sorted keys and unescaped slashes: the same value always gives the same bytes.
-    public static func stable() -> JSONEncoder {
+    package static func stable() -> JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder

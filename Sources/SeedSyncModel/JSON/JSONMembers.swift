@@ -7,58 +7,58 @@
 /// let members = try JSONMembers(value, at: "page")
 /// let revision = try members.int64("revision")
 /// ```
-public struct JSONMembers: Sendable {
-    public let members: [String: JSONValue]
+package struct JSONMembers: Sendable {
+    package let members: [String: JSONValue]
     /// Where the object is, for error messages: `changeSets[2]`.
-    public let path: String
+    package let path: String
 
-    public init(_ value: JSONValue, at path: String) throws(JSONShapeError) {
+    package init(_ value: JSONValue, at path: String) throws(JSONShapeError) {
         guard case .object(let members) = value else { throw JSONShapeError(.wrongType, path, "expected an object, got \(value.kindName)") }
         self.members = members
         self.path = path
     }
 
     /// The path of member `name`.
-    public func path(of name: String) -> String { path.isEmpty ? name : "\(path).\(name)" }
+    package func path(of name: String) -> String { path.isEmpty ? name : "\(path).\(name)" }
 
-    public func value(_ name: String) throws(JSONShapeError) -> JSONValue {
+    package func value(_ name: String) throws(JSONShapeError) -> JSONValue {
         guard let value = members[name] else { throw JSONShapeError(.missing, path(of: name), "missing") }
         return value
     }
 
-    public func int64(_ name: String) throws(JSONShapeError) -> Int64 {
+    package func int64(_ name: String) throws(JSONShapeError) -> Int64 {
         guard case .int(let number) = try value(name) else { throw JSONShapeError(.wrongType, path(of: name), "expected an integer") }
         return number
     }
 
     /// The integer `name`, or `nil` when it is absent or `null`.
-    public func int64IfPresent(_ name: String) throws(JSONShapeError) -> Int64? {
+    package func int64IfPresent(_ name: String) throws(JSONShapeError) -> Int64? {
         guard let value = members[name], value != .null else { return nil }
         return try int64(name)
     }
 
-    public func bool(_ name: String) throws(JSONShapeError) -> Bool {
+    package func bool(_ name: String) throws(JSONShapeError) -> Bool {
         guard case .bool(let flag) = try value(name) else { throw JSONShapeError(.wrongType, path(of: name), "expected true or false") }
         return flag
     }
 
-    public func string(_ name: String) throws(JSONShapeError) -> String {
+    package func string(_ name: String) throws(JSONShapeError) -> String {
         guard case .string(let text) = try value(name) else { throw JSONShapeError(.wrongType, path(of: name), "expected a string") }
         return text
     }
 
-    public func array(_ name: String) throws(JSONShapeError) -> [JSONValue] {
+    package func array(_ name: String) throws(JSONShapeError) -> [JSONValue] {
         guard case .array(let items) = try value(name) else { throw JSONShapeError(.wrongType, path(of: name), "expected an array") }
         return items
     }
 
     /// The array `name`, or an empty one when it is absent or `null`.
-    public func arrayIfPresent(_ name: String) throws(JSONShapeError) -> [JSONValue] {
+    package func arrayIfPresent(_ name: String) throws(JSONShapeError) -> [JSONValue] {
         guard let value = members[name], value != .null else { return [] }
         return try array(name)
     }
 
-    public func strings(_ name: String) throws(JSONShapeError) -> [String] {
+    package func strings(_ name: String) throws(JSONShapeError) -> [String] {
         try array(name).map { (item) throws(JSONShapeError) -> String in
             guard case .string(let text) = item else { throw JSONShapeError(.wrongType, path(of: name), "expected an array of strings") }
             return text

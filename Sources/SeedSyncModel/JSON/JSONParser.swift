@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Parses JSON text into a ``JSONValue``, several times faster than `JSONDecoder` on Linux.
 ///

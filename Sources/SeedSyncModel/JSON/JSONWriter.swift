@@ -10,22 +10,22 @@
 /// writer.endObject()
 /// // writer.bytes == Array(#"{"revision":7}"#.utf8)
 /// ```
-public struct JSONWriter: Sendable {
+package struct JSONWriter: Sendable {
     /// The JSON text written so far, UTF-8.
-    public private(set) var bytes: [UInt8] = []
+    package private(set) var bytes: [UInt8] = []
     private var needsComma = false
 
-    public init(capacity: Int = 1024) {
+    package init(capacity: Int = 1024) {
         bytes.reserveCapacity(capacity)
     }
 
-    public mutating func beginObject() { separate(); bytes.append(UInt8(ascii: "{")); needsComma = false }
-    public mutating func endObject() { bytes.append(UInt8(ascii: "}")); needsComma = true }
-    public mutating func beginArray() { separate(); bytes.append(UInt8(ascii: "[")); needsComma = false }
-    public mutating func endArray() { bytes.append(UInt8(ascii: "]")); needsComma = true }
+    package mutating func beginObject() { separate(); bytes.append(UInt8(ascii: "{")); needsComma = false }
+    package mutating func endObject() { bytes.append(UInt8(ascii: "}")); needsComma = true }
+    package mutating func beginArray() { separate(); bytes.append(UInt8(ascii: "[")); needsComma = false }
+    package mutating func endArray() { bytes.append(UInt8(ascii: "]")); needsComma = true }
 
     /// Writes an object key; the next write is its value.
-    public mutating func key(_ name: String) {
+    package mutating func key(_ name: String) {
         separate()
         writeString(name)
         bytes.append(UInt8(ascii: ":"))
@@ -33,7 +33,7 @@ public struct JSONWriter: Sendable {
     }
 
     /// Writes one value, nested arrays and objects included (object keys in sorted order).
-    public mutating func value(_ value: JSONValue) {
+    package mutating func value(_ value: JSONValue) {
         switch value {
         case .null: raw("null")
         case .bool(let flag): raw(flag ? "true" : "false")
@@ -55,14 +55,14 @@ public struct JSONWriter: Sendable {
     }
 
     /// Writes a string value from its UTF-8 bytes, without making a `String` of them.
-    public mutating func string(utf8 text: UnsafeBufferPointer<UInt8>) {
+    package mutating func string(utf8 text: UnsafeBufferPointer<UInt8>) {
         separate()
         writeString(text)
         needsComma = true
     }
 
     /// Appends JSON text that is already encoded, as one value.
-    public mutating func rawValue(_ json: some Sequence<UInt8>) {
+    package mutating func rawValue(_ json: some Sequence<UInt8>) {
         separate()
         bytes.append(contentsOf: json)
         needsComma = true

@@ -44,6 +44,9 @@ extension EntityType {
             throw SchemaError(.invalidName, "type name '\(name)' must match ^[a-z][a-z0-9_]{0,62}$")
         }
         guard !name.hasPrefix("sqlite_") else { throw SchemaError(.invalidName, "type name '\(name)' must not start with sqlite_") }
+        guard !SchemaNames.changeSetMembers.contains(name) else {
+            throw SchemaError(.reservedName, "type name '\(name)' is reserved: a change set has a member of that name")
+        }
         var seen = Set<String>()
         for column in [primaryKey.name] + fields.map(\.name) {
             guard SchemaNames.isValid(column) else {

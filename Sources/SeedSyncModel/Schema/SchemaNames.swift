@@ -4,6 +4,8 @@ public enum SchemaNames {
     public static let revisionColumn = "revision"
     /// The attribute that carries a created row's temporary key in the answer to its push.
     public static let oldIDAttribute = "__oldId__"
+    /// The members of a change set besides its types, which no type may be named after.
+    public static let changeSetMembers: Set<String> = ["types", "revision", "conflict", "id"]
 
     /// Whether `name` is a valid type or field name: `^[a-z][a-z0-9_]{0,62}$`.
     ///

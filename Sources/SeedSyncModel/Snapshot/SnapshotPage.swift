@@ -50,7 +50,7 @@ public struct SnapshotPage: Codable, Sendable, Hashable {
 
     /// Starts a page's JSON up to the opening of `rows`; write each row as an array, then call
     /// ``endJSON(_:next:)``. Stores that write rows straight from their cursor use the pair.
-    public static func beginJSON(type: String, revision: Int64, columns: [String], rowCount: Int) -> JSONWriter {
+    package static func beginJSON(type: String, revision: Int64, columns: [String], rowCount: Int) -> JSONWriter {
         var writer = JSONWriter(capacity: 64 + rowCount * columns.count * 12)
         writer.beginObject()
         writer.key("type"); writer.value(.string(type))
@@ -62,7 +62,7 @@ public struct SnapshotPage: Codable, Sendable, Hashable {
     }
 
     /// Closes `rows` and the page, and returns the JSON.
-    public static func endJSON(_ writer: inout JSONWriter, next: JSONValue) -> [UInt8] {
+    package static func endJSON(_ writer: inout JSONWriter, next: JSONValue) -> [UInt8] {
         writer.endArray()
         writer.key("next"); writer.value(next)
         writer.endObject()

@@ -83,16 +83,16 @@ extension ChangeFeed {
     /// for changeSet in logged where !builder.append(changeSet) { break }
     /// return builder.feed(newest: 57)
     /// ```
-    public struct Builder: Sendable {
+    package struct Builder: Sendable {
         /// The revision of the last change set added, or `after` when there is none yet.
-        public private(set) var revision: Int64
-        public private(set) var changeSets: [EncodedChangeSet] = []
+        package private(set) var revision: Int64
+        package private(set) var changeSets: [EncodedChangeSet] = []
         /// Whether the budget is spent: a change set did not fit.
-        public private(set) var isFull = false
+        package private(set) var isFull = false
         private var bytes = 0
         private let byteBudget: Int
 
-        public init(after revision: Int64, byteBudget: Int) {
+        package init(after revision: Int64, byteBudget: Int) {
             self.revision = revision
             self.byteBudget = byteBudget
         }
@@ -101,7 +101,7 @@ extension ChangeFeed {
         /// the first always fits.
         ///
         /// - Returns: whether it was added; once one did not fit, none is.
-        public mutating func append(_ changeSet: EncodedChangeSet) -> Bool {
+        package mutating func append(_ changeSet: EncodedChangeSet) -> Bool {
             guard !isFull, changeSets.isEmpty || bytes + changeSet.json.count <= byteBudget else {
                 isFull = true
                 return false
@@ -113,7 +113,7 @@ extension ChangeFeed {
         }
 
         /// The feed of the change sets added, in a store whose newest revision is `newest`.
-        public func feed(newest: Int64) -> ChangeFeed {
+        package func feed(newest: Int64) -> ChangeFeed {
             ChangeFeed(maxRevision: revision, hasMore: revision < newest, changeSets: changeSets)
         }
     }

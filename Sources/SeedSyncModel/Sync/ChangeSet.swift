@@ -186,7 +186,7 @@ extension ChangeSet {
     /// The same changes in the order every store logs them: types in schema order, ids of each
     /// list by key (integers by value, text by UTF-8 bytes). Both stores serve this form, so the
     /// same history reads the same from either.
-    public func canonical(in schema: DatasetSchema) -> ChangeSet {
+    package func canonical(in schema: DatasetSchema) -> ChangeSet {
         let order = Dictionary(uniqueKeysWithValues: schema.types.enumerated().map { ($1.name, $0) })
         var sorted = self
         sorted.changes.sort { (order[$0.type] ?? .max) < (order[$1.type] ?? .max) }
@@ -201,7 +201,7 @@ extension ChangeSet {
 
 extension JSONValue {
     /// Key order: integers by value, strings by their UTF-8 bytes (SQLite's `BINARY` collation).
-    public static func keyPrecedes(_ a: JSONValue, _ b: JSONValue) -> Bool {
+    package static func keyPrecedes(_ a: JSONValue, _ b: JSONValue) -> Bool {
         switch (a, b) {
         case (.int(let x), .int(let y)): x < y
         case (.string(let x), .string(let y)): x.utf8.lexicographicallyPrecedes(y.utf8)

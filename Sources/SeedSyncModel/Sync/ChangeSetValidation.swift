@@ -10,11 +10,11 @@ public struct RowValues: Sendable, Hashable {
 }
 
 /// The changes of one type after they matched the schema: safe to hand to storage.
-public struct ValidatedChanges: Sendable {
-    public let type: EntityType
-    public let creates: [RowValues]
-    public let updates: [RowValues]
-    public let deletes: [JSONValue]
+package struct ValidatedChanges: Sendable {
+    package let type: EntityType
+    package let creates: [RowValues]
+    package let updates: [RowValues]
+    package let deletes: [JSONValue]
 }
 
 extension DatasetSchema {
@@ -31,7 +31,7 @@ extension DatasetSchema {
     /// ```
     ///
     /// - Throws: ``ChangeSetError`` naming the first problem, as `type[id].field: …`.
-    public func validate(_ changeSet: ChangeSet) throws(ChangeSetError) -> [ValidatedChanges] {
+    package func validate(_ changeSet: ChangeSet) throws(ChangeSetError) -> [ValidatedChanges] {
         guard !changeSet.changes.isEmpty else { throw ChangeSetError(.malformed, "the change set has no types") }
         var seen = Set<String>()
         return try changeSet.changes.map { (changes) throws(ChangeSetError) -> ValidatedChanges in
@@ -125,7 +125,7 @@ public struct ChangeSetError: Error, CustomStringConvertible, Sendable, Hashable
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case malformed, unknownType, unknownField, invalidKey, invalidValue, brokenReference, rowExists, rowNotFound
-            case refused
+            case refused, keysExhausted
         }
 
         private let base: Base
@@ -150,6 +150,8 @@ public struct ChangeSetError: Error, CustomStringConvertible, Sendable, Hashable
         public static let rowNotFound = Code(.rowNotFound)
         /// The database refused a value (a constraint of the table, such as a length or a check).
         public static let refused = Code(.refused)
+        /// A pushed row needs a new integer key, and none is left above the largest ever used.
+        public static let keysExhausted = Code(.keysExhausted)
 
         public var description: String { base.rawValue }
     }

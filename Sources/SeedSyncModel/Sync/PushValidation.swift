@@ -1,15 +1,15 @@
 /// A pushed change set that fits the schema: what a store needs to apply it (see
 /// ``DatasetSchema/validatePush(_:)``).
-public struct ValidatedPush: Sendable {
-    public let id: String
+package struct ValidatedPush: Sendable {
+    package let id: String
     /// The changes per type, in the pushed order; created rows of integer-keyed types still carry
     /// their temporary keys, and references to them too.
-    public let changes: [ValidatedChanges]
+    package let changes: [ValidatedChanges]
     /// The revision the client based each updated or deleted row on: by type, then key string.
-    public let baseRevisions: [String: [String: Int64]]
+    package let baseRevisions: [String: [String: Int64]]
 
     /// The temporary keys of the rows each integer-keyed type creates, in pushed order.
-    public var temporaryKeys: [String: [Int64]] {
+    package var temporaryKeys: [String: [Int64]] {
         var keys: [String: [Int64]] = [:]
         for change in changes where change.type.primaryKey.type == .integer && !change.creates.isEmpty {
             keys[change.type.name] = change.creates.compactMap { if case .int(let key) = $0.key { key } else { nil } }
@@ -19,7 +19,7 @@ public struct ValidatedPush: Sendable {
 
     /// Every existing row the change set names, by type: updated and deleted rows, and created rows
     /// of text-keyed types (whose keys the client chose). A conflict answers with their state.
-    public var touchedKeys: [String: [JSONValue]] {
+    package var touchedKeys: [String: [JSONValue]] {
         var keys: [String: [JSONValue]] = [:]
         for change in changes {
             let created = change.type.primaryKey.type == .text ? change.creates.map(\.key) : []
@@ -30,7 +30,7 @@ public struct ValidatedPush: Sendable {
 
     /// The changes with every temporary key replaced by its real one (`keys`: by type, temporary
     /// to real), in created rows and in references: ready to write like any change set.
-    public func resolved(with keys: [String: [Int64: Int64]]) -> [ValidatedChanges] {
+    package func resolved(with keys: [String: [Int64: Int64]]) -> [ValidatedChanges] {
         changes.map { change in
             let fields = change.type.fields
             func resolve(_ row: RowValues, ownKey: Bool) -> RowValues {
@@ -56,7 +56,7 @@ public struct ValidatedPush: Sendable {
     /// Whether the push itself broke the reference (`keys`: the real keys it was given): it
     /// deletes the missing target, or it creates or updates the row that still references a row
     /// it deletes. Such a change set is rejected; a reference someone else broke is a conflict.
-    public func causes(_ problem: ReferenceProblem, keys: [String: [Int64: Int64]]) -> Bool {
+    package func causes(_ problem: ReferenceProblem, keys: [String: [Int64: Int64]]) -> Bool {
         func writes(_ type: String, _ key: JSONValue) -> Bool {
             guard let change = changes.first(where: { $0.type.name == type }) else { return false }
             let created = change.creates.map { row -> JSONValue in
@@ -74,7 +74,7 @@ public struct ValidatedPush: Sendable {
     }
 
     /// The key map of an `applied` result: by type, each temporary key (as a string) to its real key.
-    public static func keyMap(_ keys: [String: [Int64: Int64]]) -> [String: [String: JSONValue]] {
+    package static func keyMap(_ keys: [String: [Int64: Int64]]) -> [String: [String: JSONValue]] {
         keys.filter { !$0.value.isEmpty }.mapValues { map in
             Dictionary(uniqueKeysWithValues: map.map { (String($0.key), JSONValue.int($0.value)) })
         }
@@ -95,7 +95,7 @@ extension DatasetSchema {
     /// ```
     ///
     /// - Throws: ``ChangeSetError`` naming the first problem.
-    public func validatePush(_ pushed: PushedChangeSet) throws(ChangeSetError) -> ValidatedPush {
+    package func validatePush(_ pushed: PushedChangeSet) throws(ChangeSetError) -> ValidatedPush {
         var plain = pushed.changeSet
         var bases: [String: [String: Int64]] = [:]
         for index in plain.changes.indices {
@@ -149,13 +149,13 @@ extension DatasetSchema {
 /// A reference a written change set leaves broken, found by a store after writing its rows.
 /// Both stores describe them alike; a commit is refused with ``error``, a push answered with a
 /// conflict.
-public enum ReferenceProblem: Sendable, Hashable {
+package enum ReferenceProblem: Sendable, Hashable {
     /// `type[key].field` holds `targetKey`, and `target` has no such row.
     case dangling(type: String, key: JSONValue, field: String, target: String, targetKey: JSONValue)
     /// `type[key]` is deleted, but `referrer[referrerKey].field` still references it.
     case referenced(type: String, key: JSONValue, referrer: String, referrerKey: JSONValue, field: String)
 
-    public var error: ChangeSetError {
+    package var error: ChangeSetError {
         switch self {
         case .dangling(let type, let key, let field, let target, let targetKey):
             ChangeSetError(.brokenReference, "\(type)[\(key.keyString ?? "?")].\(field) references \(target)[\(targetKey.keyString ?? "?")], which does not exist")
@@ -166,7 +166,7 @@ public enum ReferenceProblem: Sendable, Hashable {
 
     /// The rows a conflict answer shows besides the ones the change set names: the missing
     /// target, or the row that still references the kept one.
-    public var relatedRow: (type: String, key: JSONValue) {
+    package var relatedRow: (type: String, key: JSONValue) {
         switch self {
         case .dangling(_, _, _, let target, let targetKey): (target, targetKey)
         case .referenced(_, _, let referrer, let referrerKey, _): (referrer, referrerKey)
@@ -176,19 +176,19 @@ public enum ReferenceProblem: Sendable, Hashable {
 
 /// The current state of rows, as a conflict answer shows it: existing rows in `update` with all
 /// their fields and revision, missing ones in `delete`.
-public struct ConflictRows: Sendable {
+package struct ConflictRows: Sendable {
     private var rows: [String: [String: (key: JSONValue, row: (values: [JSONValue], revision: Int64)?)]] = [:]
 
-    public init() {}
+    package init() {}
 
     /// Records the state of `type[key]`: its field values and revision, or `nil` when it is gone.
-    public mutating func add(_ type: String, _ key: JSONValue, _ row: (values: [JSONValue], revision: Int64)?) {
+    package mutating func add(_ type: String, _ key: JSONValue, _ row: (values: [JSONValue], revision: Int64)?) {
         guard let string = key.keyString else { return }
         rows[type, default: [:]][string] = (key, row)
     }
 
     /// The conflict change set, in canonical order.
-    public func changeSet(in schema: DatasetSchema) -> ChangeSet {
+    package func changeSet(in schema: DatasetSchema) -> ChangeSet {
         let changes = schema.types.compactMap { type -> TypeChanges? in
             guard let rows = rows[type.name], !rows.isEmpty else { return nil }
             var changes = TypeChanges(type: type.name)
@@ -205,5 +205,16 @@ public struct ConflictRows: Sendable {
             return changes
         }
         return ChangeSet(changes: changes, conflict: true).canonical(in: schema)
+    }
+}
+
+extension ChangeSetError {
+    /// No integer key is left for a created row of `type`: keys are never reused, and the
+    /// largest one used is too close to the largest 64-bit integer (or the key's sequence's maximum).
+    package static func keysExhausted(_ type: String) -> Self {
+        ChangeSetError(
+            .keysExhausted,
+            "\(type) has no integer keys left for new rows: keys are never reused, and the largest one used is at the end of the 64-bit range"
+        )
     }
 }

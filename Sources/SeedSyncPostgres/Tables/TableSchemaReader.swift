@@ -1,6 +1,7 @@
-import Logging
+import Foundation
+public import Logging
 import PostgresNIO
-import SeedSyncModel
+public import SeedSyncModel
 
 extension PostgresSyncStore {
     /// A schema file for existing tables, read from PostgreSQL's catalog: one type per table with

@@ -2,17 +2,17 @@ import Crypto
 import Foundation
 
 /// The size and SHA-256 of a file's bytes, as a manifest records them.
-public struct FileDigest: Sendable, Hashable {
-    public var size: Int64
+package struct FileDigest: Sendable, Hashable {
+    package var size: Int64
     /// Lowercase hexadecimal.
-    public var sha256: String
+    package var sha256: String
 
     /// Reads the file at `path` in 1 MiB chunks and hashes it.
     ///
     /// ```swift
     /// let digest = try FileDigest(ofFile: "demo.sqlite")
     /// ```
-    public init(ofFile path: String) throws {
+    package init(ofFile path: String) throws {
         var hasher = FileDigest.Hasher()
         try FileChunks.read(path) { hasher.update($0) }
         self = hasher.finalize()

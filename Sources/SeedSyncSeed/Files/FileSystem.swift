@@ -1,11 +1,11 @@
-import Foundation
+package import Foundation
 
 #if canImport(Glibc)
 import Glibc
 private let posixWrite = Glibc.write
 private let posixClose = Glibc.close
 #elseif canImport(Darwin)
-import Darwin
+public import Darwin
 private let posixWrite = Darwin.write
 private let posixClose = Darwin.close
 #endif

@@ -1,7 +1,7 @@
 import Crypto
-import GRDB
+package import GRDB
 import GRDBSQLite
-import SeedSyncModel
+package import SeedSyncModel
 import SeedSyncSQL
 
 /// The SHA-256 of a seed's content, which the seed carries in its metadata (`content_sha256`), so

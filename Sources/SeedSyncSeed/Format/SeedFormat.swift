@@ -1,5 +1,5 @@
 import Crypto
-import Foundation
+public import Foundation
 import SeedSyncModel
 
 /// The constants of the seed file format (see `docs/SEED-FORMAT.md`).
@@ -53,13 +53,13 @@ extension DatasetSchema {
     /// The schema as canonical JSON: compact, object keys sorted, slashes not escaped.
     ///
     /// Seeds store it, and ``hash`` is computed over it.
-    public var canonicalJSON: String {
+    package var canonicalJSON: String {
         // Encoding plain Codable values with these options cannot fail.
         String(decoding: try! JSONEncoder.stable().encode(self), as: UTF8.self)
     }
 
     /// The lowercase hex SHA-256 of ``canonicalJSON``: equal hashes mean equal schemas.
-    public var hash: String {
+    package var hash: String {
         SeedFormat.sha256(Data(canonicalJSON.utf8))
     }
 }

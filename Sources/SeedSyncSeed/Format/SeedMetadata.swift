@@ -1,6 +1,6 @@
 import Foundation
-import GRDB
-import SeedSyncModel
+package import GRDB
+public import SeedSyncModel
 
 /// What a seed says about itself: the rows of its `_seedsync_seed` table.
 ///

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The manifest written beside a seed (`demo.sqlite.manifest.json`): what the file holds and the
 /// hash that proves it arrived whole.
@@ -57,7 +57,7 @@ public struct SeedManifest: Codable, Sendable, Hashable {
     ///   it, say); the file is hashed otherwise.
     /// - Parameter createdAt: the creation time; `SOURCE_DATE_EPOCH` from the environment when set,
     ///   for reproducible manifests, else now.
-    public init(describing path: String, digest: FileDigest? = nil, createdAt: Date = SeedManifest.creationDate()) throws {
+    package init(describing path: String, digest: FileDigest? = nil, createdAt: Date = SeedManifest.creationDate()) throws {
         let seed = try SeedFile(path: path)
         defer { try? seed.close() }
         let metadata = try seed.metadata()

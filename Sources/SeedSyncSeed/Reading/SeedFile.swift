@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import SeedSyncModel
+public import SeedSyncModel
 import SeedSyncSQL
 
 /// A finished seed, opened read-only.
@@ -128,7 +128,7 @@ public final class SeedFile: Sendable {
     }
 
     /// The page size and the version of the SQLite library reading the file.
-    public func storage() throws -> (pageSize: Int, sqliteVersion: String) {
+    package func storage() throws -> (pageSize: Int, sqliteVersion: String) {
         try read { db in
             (try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 0, try String.fetchOne(db, sql: "SELECT sqlite_version()") ?? "")
         }

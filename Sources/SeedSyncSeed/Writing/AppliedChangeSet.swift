@@ -1,4 +1,4 @@
-import SeedSyncModel
+public import SeedSyncModel
 
 /// What one applied change set did, per type: the keys it created, updated and deleted, as the
 /// change set names them. An app refreshes exactly these rows.

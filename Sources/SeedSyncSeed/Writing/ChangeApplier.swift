@@ -1,5 +1,5 @@
-import GRDB
-import SeedSyncModel
+package import GRDB
+package import SeedSyncModel
 import SeedSyncSQL
 
 /// Applies `/v1/sync` change sets to the tables of a seed-format database.

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import SeedSyncModel
+package import SeedSyncModel
 import SeedSyncSQL
 
 /// A seed file under construction: created for a schema at the revision its download starts from,
@@ -18,23 +18,23 @@ import SeedSyncSQL
 /// try await writer.apply(feed.changeSets) // catch-up from revision 40
 /// try await writer.finish(to: "demo.sqlite.new") // checks, checkpoint, VACUUM INTO
 /// ```
-public final class SeedWriter: Sendable {
+package final class SeedWriter: Sendable {
     /// Where one type's download stands.
-    public struct Cursor: Sendable, Hashable {
+    package struct Cursor: Sendable, Hashable {
         /// The last key inserted, or `nil` before the first page.
-        public var after: JSONValue?
+        package var after: JSONValue?
         /// Whether the last page was inserted.
-        public var isComplete: Bool
+        package var isComplete: Bool
 
-        public init(after: JSONValue?, isComplete: Bool) {
+        package init(after: JSONValue?, isComplete: Bool) {
             self.after = after
             self.isComplete = isComplete
         }
     }
 
-    public let path: String
+    package let path: String
     /// The schema of the types in the file.
-    public let schema: DatasetSchema
+    package let schema: DatasetSchema
     private let queue: DatabaseQueue
     private let tables: [String: TableSQL]
     private let applier: ChangeApplier
@@ -50,7 +50,7 @@ public final class SeedWriter: Sendable {
     /// Creates an empty seed at `path` for `schema`, at `revision`.
     ///
     /// - Throws: ``SeedError`` when `path` exists or the schema is invalid.
-    public static func create(at path: String, schema: DatasetSchema, revision: Int64) async throws -> SeedWriter {
+    package static func create(at path: String, schema: DatasetSchema, revision: Int64) async throws -> SeedWriter {
         try schema.validate()
         guard !FileManager.default.fileExists(atPath: path) else {
             throw SeedError(.alreadyExists, "\(path) already exists")
@@ -82,7 +82,7 @@ public final class SeedWriter: Sendable {
     /// Opens a seed whose build was interrupted, to go on where it stopped.
     ///
     /// - Throws: ``SeedError`` when the file is not an unfinished seed, or another process has it open.
-    public static func open(at path: String) async throws -> SeedWriter {
+    package static func open(at path: String) async throws -> SeedWriter {
         guard FileManager.default.fileExists(atPath: path) else { throw SeedError(.notFound, "no unfinished seed at \(path)") }
         let queue = try openQueue(at: path)
         let metadata = try await queue.read { db in
@@ -95,12 +95,12 @@ public final class SeedWriter: Sendable {
     }
 
     /// The revision the rows are at so far: the download's start until change sets are applied.
-    public func revision() async throws -> Int64 {
+    package func revision() async throws -> Int64 {
         try await queue.read { db in try SeedMetadata.storedRevision(db) }
     }
 
     /// The download cursor of every type.
-    public func cursors() async throws -> [String: Cursor] {
+    package func cursors() async throws -> [String: Cursor] {
         try await queue.read { db in try Self.cursors(in: db) }
     }
 
@@ -110,7 +110,7 @@ public final class SeedWriter: Sendable {
     /// - Throws: ``SeedError`` when the page does not follow the cursor or a row does not fit the
     ///   schema; nothing of the page is written then.
     @discardableResult
-    public func insert(_ page: SnapshotPage) async throws -> Int {
+    package func insert(_ page: SnapshotPage) async throws -> Int {
         guard let table = tables[page.type] else { throw SeedError.invalidData("snapshot of unknown type '\(page.type)'") }
         guard page.columns == table.type.columnNames else {
             throw SeedError.invalidData("snapshot page of \(page.type) has columns \(page.columns), expected \(table.type.columnNames)")
@@ -141,7 +141,7 @@ public final class SeedWriter: Sendable {
     ///
     /// - Returns: the revision the file is at afterwards.
     @discardableResult
-    public func apply(_ changeSets: [ChangeSet]) async throws -> Int64 {
+    package func apply(_ changeSets: [ChangeSet]) async throws -> Int64 {
         let applier = self.applier
         return try await Self.onFile(path) { try await queue.write { db in
             try applier.apply(changeSets, in: db)
@@ -161,7 +161,7 @@ public final class SeedWriter: Sendable {
     ///
     /// - Throws: ``SeedError`` when a type is incomplete or a reference dangles; the work file is
     ///   kept then.
-    public func finish(to destination: String) async throws {
+    package func finish(to destination: String) async throws {
         try await queue.read { db in
             let incomplete = try String.fetchAll(db, sql: "SELECT type FROM \(SeedFormat.buildTable) WHERE complete = 0 ORDER BY type")
             guard incomplete.isEmpty else {
@@ -206,7 +206,7 @@ public final class SeedWriter: Sendable {
     /// Removes an unfinished seed at `path`, unless another process is writing it.
     ///
     /// - Throws: ``SeedError`` when the file is in use.
-    public static func removeUnfinished(at path: String) throws {
+    package static func removeUnfinished(at path: String) throws {
         guard FileManager.default.fileExists(atPath: path) else { return }
         do {
             try openQueue(at: path).close()
@@ -219,7 +219,7 @@ public final class SeedWriter: Sendable {
     }
 
     /// Closes the file without finishing it, keeping it for a later ``open(at:)``.
-    public func close() throws {
+    package func close() throws {
         try queue.close()
     }
 

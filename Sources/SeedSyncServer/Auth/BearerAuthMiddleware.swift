@@ -1,3 +1,4 @@
+import Foundation
 import Hummingbird
 
 /// Lets a request through only with `Authorization: Bearer <token>` of at least the required role:

@@ -1,4 +1,5 @@
 import CompressNIO
+import Foundation
 import Hummingbird
 import NIOCore
 

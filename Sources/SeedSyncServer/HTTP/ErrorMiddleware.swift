@@ -1,4 +1,5 @@
 import Hummingbird
+import Logging
 import NIOCore
 import SeedSyncModel
 

@@ -1,57 +1,57 @@
 import Foundation
-import Hummingbird
-import SeedSyncModel
+package import Hummingbird
+package import SeedSyncModel
 
 /// An error answer of protocol v1: a status and `{"error": {"code": "…", "message": "…"}}`.
 ///
 /// Domain errors become these in this target alone (see ``init(_:)``); anything else is a bare 500.
-public struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable {
+package struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable {
     /// The machine-readable code of the error body, such as `malformed_json`. New codes may be
     /// added: compare with the static members, and keep a default branch.
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
+    package struct Code: Sendable, Hashable, CustomStringConvertible {
         /// The code as the error body spells it.
-        public let rawValue: String
+        package let rawValue: String
 
         fileprivate init(_ rawValue: String) { self.rawValue = rawValue }
 
         /// The code of a store's error: `history_expired`, `unknown_type`, …
-        public init(_ code: SyncStoreError.Code) { rawValue = code.rawValue }
+        package init(_ code: SyncStoreError.Code) { rawValue = code.rawValue }
 
         /// 401: no bearer token, or one the server does not know.
-        public static let unauthorized = Code("unauthorized")
+        package static let unauthorized = Code("unauthorized")
         /// 403: the token's scope does not allow the request.
-        public static let forbidden = Code("forbidden")
+        package static let forbidden = Code("forbidden")
         /// 404: no such route.
-        public static let notFound = Code("not_found")
+        package static let notFound = Code("not_found")
         /// 400: a query parameter out of its range.
-        public static let invalidParameter = Code("invalid_parameter")
+        package static let invalidParameter = Code("invalid_parameter")
         /// 400: the body is not the JSON message the route takes.
-        public static let malformedJSON = Code("malformed_json")
+        package static let malformedJSON = Code("malformed_json")
         /// 400: a gzip body that is not one whole gzip stream.
-        public static let malformedGzip = Code("malformed_gzip")
+        package static let malformedGzip = Code("malformed_gzip")
         /// 400: the request's HTTP framing is broken.
-        public static let malformedHTTP = Code("malformed_http")
+        package static let malformedHTTP = Code("malformed_http")
         /// 400: the connection ended before the whole body arrived.
-        public static let incompleteBody = Code("incomplete_body")
+        package static let incompleteBody = Code("incomplete_body")
         /// 400: another malformed request.
-        public static let badRequest = Code("bad_request")
+        package static let badRequest = Code("bad_request")
         /// 408: the body did not arrive in time.
-        public static let bodyTimeout = Code("body_timeout")
+        package static let bodyTimeout = Code("body_timeout")
         /// 413: the body is larger than the server's limit.
-        public static let bodyTooLarge = Code("body_too_large")
+        package static let bodyTooLarge = Code("body_too_large")
         /// 413: a sync request pushes more change sets than the server takes at once.
-        public static let tooManyChangeSets = Code("too_many_change_sets")
+        package static let tooManyChangeSets = Code("too_many_change_sets")
         /// 415: a `Content-Encoding` other than `gzip` or `identity`.
-        public static let unsupportedEncoding = Code("unsupported_encoding")
+        package static let unsupportedEncoding = Code("unsupported_encoding")
         /// 422: a change set that does not fit the schema.
-        public static let invalidChangeSet = Code(SyncStoreError.Code.invalidChangeSet)
+        package static let invalidChangeSet = Code(SyncStoreError.Code.invalidChangeSet)
 
-        public var description: String { rawValue }
+        package var description: String { rawValue }
     }
 
-    public let status: HTTPResponse.Status
-    public let code: Code
-    public let message: String
+    package let status: HTTPResponse.Status
+    package let code: Code
+    package let message: String
     var minRevision: Int64?
     var revision: Int64?
     var headers: HTTPFields = [:]
@@ -93,9 +93,9 @@ public struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable 
         headers = error.headers
     }
 
-    public var description: String { "\(status.code) \(code): \(message)" }
+    package var description: String { "\(status.code) \(code): \(message)" }
 
-    public func response(from request: Request, context: some RequestContext) throws -> Response {
+    package func response(from request: Request, context: some RequestContext) throws -> Response {
         var headers = self.headers
         headers[.contentType] = "application/json"
         return Response(status: status, headers: headers, body: .init(byteBuffer: try jsonBody()))

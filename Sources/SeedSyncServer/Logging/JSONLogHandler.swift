@@ -1,5 +1,5 @@
 import Foundation
-import Logging
+public import Logging
 
 /// A swift-log handler that writes one JSON object per line, for log collectors
 /// (`seed-server serve --log-format json`).

@@ -1,5 +1,6 @@
 import CoreMetrics
 import Hummingbird
+import Metrics
 import NIOConcurrencyHelpers
 import Prometheus
 import SeedSyncModel

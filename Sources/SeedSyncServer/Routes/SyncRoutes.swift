@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import Logging
 import SeedSyncModel
 
 /// The endpoints of protocol v1 over one ``SyncStore``. See `docs/PROTOCOL.md`.
@@ -47,7 +48,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
     }
 
     private func snapshot(_ request: Request, _ context: Context) async throws -> Response {
-        let name = context.parameters.get("type") ?? ""
+        let name = context.parameters.get("type")?.removingPercentEncoding ?? ""
         guard let type = schema.type(named: name) else { throw SyncStoreError.unknownType(name) }
         let query = request.uri.queryParameters
         let after = try query.get("after").map { text in

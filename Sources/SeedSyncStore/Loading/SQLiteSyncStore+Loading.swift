@@ -1,4 +1,4 @@
-import SeedSyncModel
+public import SeedSyncModel
 
 extension SQLiteSyncStore: MaintainedSyncStore {
     public func bulkLoad(_ loads: [BulkLoad]) async throws -> (revision: Int64, rows: [String: Int]) {

@@ -1,5 +1,5 @@
 import GRDB
-import SeedSyncModel
+package import SeedSyncModel
 import SeedSyncSQL
 
 extension SQLiteSyncStore {
@@ -20,7 +20,7 @@ extension SQLiteSyncStore {
     /// - Throws: ``StoreError`` when a loaded row holds a reference to a missing row, and whatever
     ///   the row sources throw; nothing is written then.
     @discardableResult
-    public func bulkWrite<T: Sendable>(
+    package func bulkWrite<T: Sendable>(
         _ body: @escaping @Sendable (inout BulkWriter) throws -> T
     ) async throws -> (revision: Int64, result: T) {
         let schema = self.schema
@@ -38,18 +38,18 @@ extension SQLiteSyncStore {
 }
 
 /// Upserts rows during ``SQLiteSyncStore/bulkWrite(_:)``. The database connection never escapes.
-public struct BulkWriter {
+package struct BulkWriter {
     fileprivate let db: Database
     fileprivate let tables: [String: TableSQL]
     /// The revision every written row gets.
-    public let revision: Int64
+    package let revision: Int64
     fileprivate var loadedTypes: Set<String> = []
 
     /// Upserts every row of `rows` into `type`.
     ///
     /// - Returns: the number of rows written.
     @discardableResult
-    public mutating func upsert(_ rows: inout some RowSource, into type: String) throws -> Int {
+    package mutating func upsert(_ rows: inout some RowSource, into type: String) throws -> Int {
         guard let table = tables[type] else { throw SyncStoreError.unknownType(type) }
         loadedTypes.insert(type)
         let statement = try db.cachedStatement(sql: table.upsert)

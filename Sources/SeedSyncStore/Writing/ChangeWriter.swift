@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import SeedSyncModel
+public import SeedSyncModel
 import SeedSyncSQL
 
 extension SQLiteSyncStore {

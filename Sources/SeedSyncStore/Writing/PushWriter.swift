@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import SeedSyncModel
+public import SeedSyncModel
 import SeedSyncSQL
 
 extension SQLiteSyncStore {
@@ -57,8 +57,12 @@ struct PushWriter {
         }
         if try hasConflict(push, in: db) { return .conflict(try conflictRows(push, related: [], in: db)) }
         var keys: [String: [Int64: Int64]] = [:]
-        for (type, temporary) in push.temporaryKeys {
-            keys[type] = Dictionary(uniqueKeysWithValues: zip(temporary, try newKeys(type, count: temporary.count, in: db)))
+        do {
+            for (type, temporary) in push.temporaryKeys {
+                keys[type] = Dictionary(uniqueKeysWithValues: zip(temporary, try newKeys(type, count: temporary.count, in: db)))
+            }
+        } catch let error as ChangeSetError {
+            return .rejected(code: SyncStoreError.Code.invalidChangeSet.rawValue, message: error.description)
         }
         let changes = push.resolved(with: keys)
         let writer = ChangeWriter(schema: schema, tables: tables)
@@ -89,10 +93,14 @@ struct PushWriter {
     /// `count` keys of `type` no row has or had: after the largest key in use and the largest
     /// ever deleted or given out (`_seedsync_keys`), so a client's reference to a deleted row
     /// never comes to point at a new one.
+    ///
+    /// - Throws: ``ChangeSetError`` `keysExhausted` when the keys would pass `Int64.max`.
     private func newKeys(_ type: String, count: Int, in db: Database) throws -> [Int64] {
         let largest = try Int64.fetchOne(db, sql: tables[type]!.largestKey) ?? 0
         let mark = try Int64.fetchOne(db, sql: "SELECT last FROM _seedsync_keys WHERE type = ?", arguments: [type]) ?? 0
-        let first = max(largest, mark, 0) + 1
+        let used = max(largest, mark, 0)
+        guard Int64.max - used >= Int64(count) else { throw ChangeSetError.keysExhausted(type) }
+        let first = used + 1
         let keys = (0..<Int64(count)).map { first + $0 }
         try db.execute(
             sql: "INSERT INTO _seedsync_keys (type, last) VALUES (?, ?) ON CONFLICT (type) DO UPDATE SET last = excluded.last",

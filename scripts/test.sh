@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the test suite: installs missing system packages (as root), starts a throwaway PostgreSQL
 # (the PostgreSQL store's tests need one; stopped at the end, also on failure), builds once, runs
-# `swift test`. Without a PostgreSQL those tests fail: they are never skipped.
+# `swift test`. Without a PostgreSQL those tests fail: they are never skipped. Then the checks that
+# need the built executables: real answers against docs/openapi.yaml, and 30 seconds of schemathesis.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/setup.sh
@@ -14,3 +15,5 @@ start_postgres
 
 swift build --build-tests
 swift test --skip-build "$@"
+bash scripts/openapi-check.sh .build/debug
+bash scripts/schemathesis.sh .build/debug --seconds 30

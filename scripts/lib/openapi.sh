@@ -32,11 +32,12 @@ PY
     "$PYTHON" -m pip install --quiet --disable-pip-version-check "${missing[@]}" >&2
 }
 
-# start_openapi_server BIN WORK_DIR: creates WORK_DIR/server.sqlite (the schema below, revision 0),
-# writes one token each to WORK_DIR/tokens/read, write and admin, and starts the server on
-# loopback (SERVER_PID, SERVER_URL; stop it with stop_server).
+# start_openapi_server BIN WORK_DIR [SERVE_OPTION...]: creates WORK_DIR/server.sqlite (the schema
+# below, revision 0), writes one token each to WORK_DIR/tokens/read, write and admin, and starts the
+# server on loopback with the options given (SERVER_PID, SERVER_URL; stop it with stop_server).
 start_openapi_server() {
     local bin=$1 work=$2
+    shift 2
     cat >"$work/schema.json" <<'JSON'
 {"dataset": "openapi-check", "schemaVersion": 1, "types": [
   {"name": "locations", "primaryKey": {"name": "id", "type": "integer"}, "fields": [
@@ -56,5 +57,5 @@ JSON
     mkdir -p "$work/tokens"
     local role
     for role in read write admin; do new_token "$work/tokens/$role"; done
-    start_server "$bin" "$work/server.sqlite" "$work/tokens/read" "$work" "$work/tokens/write" "$work/tokens/admin"
+    start_server "$bin" "$work/server.sqlite" "$work/tokens/read" "$work" "$work/tokens/write" "$work/tokens/admin" "$@"
 }

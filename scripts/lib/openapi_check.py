@@ -3,8 +3,9 @@
 Usage: python3 openapi_check.py SPEC URL --tokens DIR --bin BIN --database DB
 
 SPEC is the OpenAPI document, URL the server (started by scripts/openapi-check.sh with the schema of
-scripts/lib/openapi.sh at revision 0), DIR holds the files read, write and admin with one token each,
-BIN/seed-server and DB are used to compact the history midway (for 410). The document is first
+scripts/lib/openapi.sh at revision 0 and --body-timeout 2), DIR holds the files read, write and
+admin with one token each, BIN/seed-server and DB are used to compact the history midway (for 410).
+The document is first
 validated as OpenAPI 3.1; then every request below is sent and its answer must have the status the
 case expects, a status the document lists for that operation, the documented content type, the
 documented required headers, and a body valid against the documented schema (JSON Schema 2020-12,
@@ -132,12 +133,14 @@ class Checker:
         return self.check_answer(name, method, path, expect, response.status_code, response.headers,
                                  response.content, response.headers.get("Content-Encoding"))
 
-    def send_raw(self, name, method, path, expect, request_bytes):
-        """Sends bytes as they are over a new connection (for broken framing) and checks the answer."""
+    def send_raw(self, name, method, path, expect, request_bytes, finish=True):
+        """Sends bytes as they are over a new connection (broken framing; with finish=False, a body
+        that stops short and never ends) and checks the answer."""
         host, port = urllib.parse.urlsplit(self.url).netloc.split(":")
         with socket.create_connection((host, int(port)), timeout=TIMEOUT) as connection:
             connection.sendall(request_bytes)
-            connection.shutdown(socket.SHUT_WR)
+            if finish:
+                connection.shutdown(socket.SHUT_WR)
             received = b""
             while chunk := connection.recv(65536):
                 received += chunk
@@ -233,6 +236,12 @@ class Checker:
         elif content_type != "application/json":
             self.fail(name, f"{label}: content type {content_type or '(none)'}, not application/json")
             return None
+        if not content_type.endswith("json"):
+            body = content.decode("utf-8", errors="replace")
+            problems = self.doc.errors(schema_pointer, body)
+            for problem in problems[:3]:
+                self.fail(name, f"{label}: the body does not match {schema_pointer}: {describe(problem)}")
+            return body
         try:
             body = json.loads(content)
         except ValueError as error:
@@ -241,6 +250,9 @@ class Checker:
         problems = self.doc.errors(schema_pointer, body)
         for problem in problems[:3]:
             self.fail(name, f"{label}: the body does not match {schema_pointer}: {describe(problem)}")
+        code = body.get("error", {}).get("code") if isinstance(body, dict) and isinstance(body.get("error"), dict) else None
+        if code in ("body_too_large", "body_timeout", "malformed_http") and (headers.get("Connection") or "").lower() != "close":
+            self.fail(name, f"{label}: {code} without Connection: close")
         if require_code and body.get("error", {}).get("code") != require_code:
             self.fail(name, f"{label}: expected error code {require_code}, got {body.get('error')}")
         return body
@@ -369,6 +381,9 @@ def run(check, compact):
     c.send_raw("sync, broken chunked framing", "POST", "/v1/sync", 400,
                b"POST /v1/sync HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + c.tokens["read"].encode()
                + b"\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n")
+    c.send_raw("sync, body slower than --body-timeout", "POST", "/v1/sync", 408,
+               b"POST /v1/sync HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + c.tokens["read"].encode()
+               + b"\r\nContent-Length: 100\r\n\r\n{\"maxRevision\"", finish=False)
     big = b'{"maxRevision": 0, "pad": "' + b"x" * (8 << 20) + b'"}'
     c.send("sync, body over 8 MiB", "POST", "/v1/sync", 413, token="read", raw=big)
     c.send("admin commit, body over 8 MiB", "POST", "/v1/admin/changes", 413, token="admin", raw=big)
@@ -420,6 +435,13 @@ def run(check, compact):
     c.expect("schema after compaction", info and info["minRevision"] == 5 and info["revision"] == 6 and info["rowCounts"] == {"locations": 6, "events": 11, "tags": 4},
              f"after compaction: {info and (info['revision'], info['minRevision'], info['rowCounts'])}")
 
+    # Metrics: admin only, Prometheus text.
+    metrics = c.send("metrics", "GET", "/metrics", 200, token="admin")
+    c.expect("metrics", metrics and "seedsync_pushes_total{result=\"applied\"} 4" in metrics,
+             "metrics do not count 4 applied pushes (3 and a replayed one): " + str(metrics and [line for line in metrics.splitlines() if "pushes_total" in line]))
+    c.send("metrics with a write token", "GET", "/metrics", 403, token="write")
+    c.send("metrics without a token", "GET", "/metrics", 401)
+
     # Not routes: 404 not_found.
     c.send("unknown path", "GET", "/v1/nope", 404, token="read")
     c.send("HEAD on another endpoint", "HEAD", "/v1/schema", 404, token="read")
@@ -459,7 +481,7 @@ def main():
     print("openapi-check: documented answers not produced here: "
           + ", ".join(f"{method} {path} {status}" for method, path, status in unseen), file=sys.stderr)
     if check.failures:
-        print(f"openapi-check: {len(check.failures)} of {check.answers} answers do not match {args.spec}", file=sys.stderr)
+        print(f"openapi-check: {len(check.failures)} failures in {check.answers} answers: the server and {args.spec} disagree", file=sys.stderr)
         return 1
     print(f"openapi-check: {check.answers} answers match {args.spec}")
     return 0

@@ -2,7 +2,8 @@
 # Runs the test suite: installs missing system packages (as root), starts a throwaway PostgreSQL
 # (the PostgreSQL store's tests need one; stopped at the end, also on failure), builds once, runs
 # `swift test`. Without a PostgreSQL those tests fail: they are never skipped. Then the checks that
-# need the built executables: real answers against docs/openapi.yaml, and 30 seconds of schemathesis.
+# need the build: the public API against api/, real answers against docs/openapi.yaml, and 30 seconds
+# of schemathesis.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/setup.sh
@@ -15,5 +16,6 @@ start_postgres
 
 swift build --build-tests
 swift test --skip-build "$@"
+bash scripts/api-check.sh
 bash scripts/openapi-check.sh .build/debug
 bash scripts/schemathesis.sh .build/debug --seconds 30

@@ -23,7 +23,8 @@ let package = Package(
         .library(name: "SeedSyncClient", targets: ["SeedSyncClient", "SeedSyncModel"]),
         .library(name: "SeedSyncSeed", targets: ["SeedSyncSeed", "SeedSyncModel"]),
         .library(name: "SeedSyncBuild", targets: ["SeedSyncBuild", "SeedSyncClient", "SeedSyncSeed", "SeedSyncModel"]),
-        .library(name: "SeedSyncImport", targets: ["SeedSyncImport", "SeedSyncClient", "SeedSyncSeed", "SeedSyncModel"]),
+        .library(
+            name: "SeedSyncImport", targets: ["SeedSyncImport", "SeedSyncClient", "SeedSyncSeed", "SeedSyncModel"]),
         .executable(name: "seed-server", targets: ["seed-server"]),
         .executable(name: "seed-build", targets: ["seed-build"]),
         .executable(name: "seed-verify", targets: ["seed-verify"]),
@@ -116,7 +117,9 @@ let package = Package(
         // Protocol v1 client over URLSession (FoundationNetworking on Linux): limits, timeouts, retries.
         .target(name: "SeedSyncClient", dependencies: ["SeedSyncModel"], swiftSettings: libraryFeatures),
         // seed-build as a library: snapshot download, catch-up, publishing with a manifest.
-        .target(name: "SeedSyncBuild", dependencies: ["SeedSyncModel", "SeedSyncSeed", "SeedSyncClient"], swiftSettings: libraryFeatures),
+        .target(
+            name: "SeedSyncBuild", dependencies: ["SeedSyncModel", "SeedSyncSeed", "SeedSyncClient"],
+            swiftSettings: libraryFeatures),
         // seed-import as a library, for apps: install the shipped seed, then incremental sync.
         .target(
             name: "SeedSyncImport",
@@ -154,7 +157,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "seed-verify",
-            dependencies: ["SeedSyncSeed", "SeedSyncModel", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "SeedSyncSeed", "SeedSyncModel", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         .executableTarget(
             name: "seed-import",
@@ -171,7 +176,8 @@ let package = Package(
         .testTarget(
             name: "SeedSyncPostgresTests",
             dependencies: [
-                "SeedSyncPostgres", "SeedSyncModel", "SeedSyncTesting", "SeedSyncServer", "SeedSyncClient", "SeedSyncBuild",
+                "SeedSyncPostgres", "SeedSyncModel", "SeedSyncTesting", "SeedSyncServer", "SeedSyncClient",
+                "SeedSyncBuild",
                 "SeedSyncImport", "SeedSyncDemo",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),

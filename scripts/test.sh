@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs the test suite: installs missing system packages (as root), starts a throwaway PostgreSQL
-# (the PostgreSQL store's tests need one; stopped at the end, also on failure), builds once, runs
-# `swift test`. Without a PostgreSQL those tests fail: they are never skipped. Then the checks that
-# need the build: the public API against api/, real answers against docs/openapi.yaml, and 30 seconds
-# of schemathesis.
+# (the PostgreSQL store's tests need one; stopped at the end, also on failure), checks the sources'
+# format (`swift format lint`, .swift-format), builds once, runs `swift test`. Without a PostgreSQL
+# those tests fail: they are never skipped. Then the checks that need the build: the public API
+# against api/, real answers against docs/openapi.yaml, and 30 seconds of schemathesis.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/setup.sh
@@ -14,6 +14,7 @@ ensure_swift
 trap stop_postgres EXIT
 start_postgres
 
+swift format lint --strict --recursive Sources Tests Package.swift
 swift build --build-tests
 swift test --skip-build "$@"
 bash scripts/api-check.sh

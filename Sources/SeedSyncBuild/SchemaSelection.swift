@@ -14,15 +14,21 @@ struct SchemaSelection {
         }
         let chosen = Set(types)
         if let unknown = types.first(where: { full.type(named: $0) == nil }) {
-            throw SeedError(.unusable, "the server has no type '\(unknown)'; it has \(full.types.map(\.name).joined(separator: ", "))")
+            throw SeedError(
+                .unusable,
+                "the server has no type '\(unknown)'; it has \(full.types.map(\.name).joined(separator: ", "))")
         }
         for type in full.types where chosen.contains(type.name) {
             for field in type.fields {
                 if let target = field.references, !chosen.contains(target) {
-                    throw SeedError(.unusable, "\(type.name).\(field.name) references \(target); add \(target) to the selected types")
+                    throw SeedError(
+                        .unusable,
+                        "\(type.name).\(field.name) references \(target); add \(target) to the selected types")
                 }
             }
         }
-        schema = DatasetSchema(dataset: full.dataset, schemaVersion: full.schemaVersion, types: full.types.filter { chosen.contains($0.name) })
+        schema = DatasetSchema(
+            dataset: full.dataset, schemaVersion: full.schemaVersion,
+            types: full.types.filter { chosen.contains($0.name) })
     }
 }

@@ -37,7 +37,10 @@ public struct SeedBuilder: Sendable {
         /// Continue `OUT.partial` when there is one.
         public var resume: Bool
 
-        public init(output: String, types: [String]? = nil, pageSize: Int = 10_000, syncLimit: Int = 1000, gzip: Bool = false, resume: Bool = false) {
+        public init(
+            output: String, types: [String]? = nil, pageSize: Int = 10_000, syncLimit: Int = 1000, gzip: Bool = false,
+            resume: Bool = false
+        ) {
             self.output = output
             self.types = types
             self.pageSize = pageSize
@@ -117,15 +120,16 @@ public struct SeedBuilder: Sendable {
 
     private func checkResumable(_ writer: SeedWriter, schema: DatasetSchema, info: SchemaInfo) async throws {
         let revision = try await writer.revision()
-        let problem: String? = if writer.schema.hash != schema.hash {
-            "it was started for another schema or type selection"
-        } else if revision > info.revision {
-            "it is at revision \(revision) but the server is at \(info.revision)"
-        } else if revision < info.minRevision {
-            "the server's history no longer reaches its revision \(revision) (minRevision \(info.minRevision))"
-        } else {
-            nil
-        }
+        let problem: String? =
+            if writer.schema.hash != schema.hash {
+                "it was started for another schema or type selection"
+            } else if revision > info.revision {
+                "it is at revision \(revision) but the server is at \(info.revision)"
+            } else if revision < info.minRevision {
+                "the server's history no longer reaches its revision \(revision) (minRevision \(info.minRevision))"
+            } else {
+                nil
+            }
         if let problem {
             try writer.close()
             throw SeedError(.notResumable, "cannot resume \(partialPath): \(problem); build it again from the start")
@@ -134,7 +138,9 @@ public struct SeedBuilder: Sendable {
 
     /// Downloads every incomplete type, one page ahead: the next page is requested and parsed
     /// while the current one is inserted.
-    private func download(into writer: SeedWriter, run: inout BuildRun, progress: @Sendable (BuildEvent) async throws -> Void) async throws {
+    private func download(
+        into writer: SeedWriter, run: inout BuildRun, progress: @Sendable (BuildEvent) async throws -> Void
+    ) async throws {
         let cursors = try await writer.cursors()
         for type in writer.schema.types {
             guard let cursor = cursors[type.name], !cursor.isComplete else { continue }
@@ -167,7 +173,10 @@ public struct SeedBuilder: Sendable {
 
     /// `/v1/sync` from the seed's revision until the server has nothing more; change sets of types
     /// left out of the seed are dropped, the revision still advances.
-    private func catchUp(_ writer: SeedWriter, serverTypes: Set<String>, run: inout BuildRun, progress: @Sendable (BuildEvent) async throws -> Void) async throws {
+    private func catchUp(
+        _ writer: SeedWriter, serverTypes: Set<String>, run: inout BuildRun,
+        progress: @Sendable (BuildEvent) async throws -> Void
+    ) async throws {
         let included = Set(writer.schema.types.map(\.name))
         let excluded = serverTypes.subtracting(included)
         var revision = try await writer.revision()
@@ -188,16 +197,23 @@ public struct SeedBuilder: Sendable {
     /// `VACUUM INTO` writes it, and the `.gz`). Other errors are returned as they are.
     ///
     /// - Parameter written: how many bytes the build had written, and to which file.
-    private func explain(_ error: any Error, written file: (bytes: Int64, path: String), run: BuildRun, info: SchemaInfo, schema: DatasetSchema) -> any Error {
+    private func explain(
+        _ error: any Error, written file: (bytes: Int64, path: String), run: BuildRun, info: SchemaInfo,
+        schema: DatasetSchema
+    ) -> any Error {
         let written = file.bytes
-        guard let error = error as? SeedError, error.code == .diskFull || error.code == .fileSizeLimit else { return error }
+        guard let error = error as? SeedError, error.code == .diskFull || error.code == .fileSizeLimit else {
+            return error
+        }
         let total = schema.types.reduce(0) { $0 + (info.rowCounts?[$1.name] ?? 0) }
         // The work file grows with the rows: scale what it held by the rows still to come.
         let seed = run.rows > 0 && !run.resumed && total > run.rows ? written * Int64(total) / Int64(run.rows) : written
         let progress = total > 0 && !run.resumed ? ", \(run.rows) of \(total) rows" : ""
-        var text = "\(error). What the build wrote was removed\(written > 0 ? " (\(Self.size(written)) of \(file.path)\(progress))" : ""), so nothing was left behind."
+        var text =
+            "\(error). What the build wrote was removed\(written > 0 ? " (\(Self.size(written)) of \(file.path)\(progress))" : ""), so nothing was left behind."
         if seed > 0, error.code == .diskFull {
-            text += " A build of this dataset needs about \(Self.size(seed * (options.gzip ? 3 : 2))) free beside \(options.output) (the work file and the finished copy\(options.gzip ? ", then the .gz" : ""))."
+            text +=
+                " A build of this dataset needs about \(Self.size(seed * (options.gzip ? 3 : 2))) free beside \(options.output) (the work file and the finished copy\(options.gzip ? ", then the .gz" : ""))."
         } else if seed > 0 {
             text += " The seed will be about \(Self.size(seed)); the limit must be above that."
         }
@@ -219,7 +235,8 @@ public struct SeedBuilder: Sendable {
     package static func isResumable(_ error: any Error) -> Bool {
         switch error {
         case let error as SyncClientError:
-            error.code == .unreachable || error.code == .serverError || error.code == .unauthorized || error.code == .forbidden
+            error.code == .unreachable || error.code == .serverError || error.code == .unauthorized
+                || error.code == .forbidden
         case is CancellationError: true
         // An I/O error or another process may pass; a full volume or the file-size limit would
         // fail the same way again, and bad data stays bad.

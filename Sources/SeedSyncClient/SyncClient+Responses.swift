@@ -19,7 +19,8 @@ extension SyncClient {
         do {
             return try JSONDecoder().decode(type, from: data)
         } catch {
-            throw SyncClientError(.malformedResponse, "\(label): the answer is not valid protocol v1 JSON (\(summary(error)))")
+            throw SyncClientError(
+                .malformedResponse, "\(label): the answer is not valid protocol v1 JSON (\(summary(error)))")
         }
     }
 
@@ -37,14 +38,16 @@ extension SyncClient {
     static func error(status: Int, body: Data, label: String) -> SyncClientError {
         let detail = (try? JSONDecoder().decode(ErrorResponse.self, from: body))?.error
         let message = "\(label): HTTP \(status)" + (detail.map { " \($0.code): \($0.message)" } ?? "")
-        let code: SyncClientError.Code = switch (status, detail?.code) {
-        case (401, _): .unauthorized
-        case (403, _): .forbidden
-        case (410, _): .historyExpired
-        case (409, "revision_ahead"?): .revisionAhead
-        default: .serverError
-        }
-        return SyncClientError(code, message, status: status, serverCode: detail?.code, minRevision: detail?.minRevision)
+        let code: SyncClientError.Code =
+            switch (status, detail?.code) {
+            case (401, _): .unauthorized
+            case (403, _): .forbidden
+            case (410, _): .historyExpired
+            case (409, "revision_ahead"?): .revisionAhead
+            default: .serverError
+            }
+        return SyncClientError(
+            code, message, status: status, serverCode: detail?.code, minRevision: detail?.minRevision)
     }
 
     static func isRetryable(_ error: SyncClientError) -> Bool {

@@ -61,7 +61,8 @@ public final class SyncClient: Sendable {
 
     public init(
         configuration: Configuration,
-        onRetry: @escaping @Sendable (_ attempt: Int, _ error: SyncClientError, _ delay: Double) -> Void = { _, _, _ in }
+        onRetry: @escaping @Sendable (_ attempt: Int, _ error: SyncClientError, _ delay: Double) -> Void = { _, _, _ in
+        }
     ) {
         self.configuration = configuration
         self.onRetry = onRetry
@@ -104,33 +105,47 @@ public final class SyncClient: Sendable {
     ///   ``SyncClientError/Code/malformedResponse`` when the change sets do not follow on from
     ///   `revision` without gaps, `hasMore` comes without any, or the results do not answer the
     ///   pushed change sets one by one.
-    public func sync(from revision: Int64, limit: Int? = nil, pushing changeSets: [PushedChangeSet] = []) async throws -> SyncResponse {
+    public func sync(from revision: Int64, limit: Int? = nil, pushing changeSets: [PushedChangeSet] = []) async throws
+        -> SyncResponse
+    {
         let body = Data(SyncRequest(maxRevision: revision, changeSets: changeSets, limit: limit).jsonBytes())
         let response = try await send(path: "v1/sync", body: body) { data, label in
             try Self.parse(data, label: label, as: SyncResponse.init(json:))
         }
         guard response.results.map(\.id) == changeSets.map(\.id) else {
-            throw SyncClientError(.malformedResponse, "POST /v1/sync: \(changeSets.count) change sets were pushed, but the results answer \(response.results.count) or other ids")
+            throw SyncClientError(
+                .malformedResponse,
+                "POST /v1/sync: \(changeSets.count) change sets were pushed, but the results answer \(response.results.count) or other ids"
+            )
         }
         var next = revision + 1
         for changeSet in response.changeSets {
             guard changeSet.revision == next else {
-                throw SyncClientError(.malformedResponse, "POST /v1/sync from revision \(revision): expected change set \(next), got \(changeSet.revision.map(String.init) ?? "one without a revision")")
+                throw SyncClientError(
+                    .malformedResponse,
+                    "POST /v1/sync from revision \(revision): expected change set \(next), got \(changeSet.revision.map(String.init) ?? "one without a revision")"
+                )
             }
             next += 1
         }
         guard !response.hasMore || !response.changeSets.isEmpty else {
-            throw SyncClientError(.malformedResponse, "POST /v1/sync from revision \(revision): hasMore is true but no change set came")
+            throw SyncClientError(
+                .malformedResponse, "POST /v1/sync from revision \(revision): hasMore is true but no change set came")
         }
         guard response.maxRevision == next - 1 else {
-            throw SyncClientError(.malformedResponse, "POST /v1/sync from revision \(revision): maxRevision \(response.maxRevision) does not match the change sets returned")
+            throw SyncClientError(
+                .malformedResponse,
+                "POST /v1/sync from revision \(revision): maxRevision \(response.maxRevision) does not match the change sets returned"
+            )
         }
         return response
     }
 
     /// The client token from `SEED_TOKEN`, or from `file` when one is given (surrounding
     /// whitespace trimmed).
-    public static func token(environment: [String: String] = ProcessInfo.processInfo.environment, file: String? = nil) throws -> String? {
+    public static func token(environment: [String: String] = ProcessInfo.processInfo.environment, file: String? = nil)
+        throws -> String?
+    {
         if let file {
             guard let data = FileManager.default.contents(atPath: file) else {
                 throw SyncClientError(.unreadableTokenFile, "cannot read the token file \(file)")
@@ -152,7 +167,9 @@ public final class SyncClient: Sendable {
                 let (response, data) = try await load(request, label: label)
                 try checkStatus(of: response, body: data, label: label)
                 return try read(data, label)
-            } catch let error as SyncClientError where Self.isRetryable(error) && attempt < configuration.retry.maxAttempts {
+            } catch let error as SyncClientError
+                where Self.isRetryable(error) && attempt < configuration.retry.maxAttempts
+            {
                 let delay = configuration.retry.delay(afterAttempt: attempt, retryAfter: error.retryAfter)
                 onRetry(attempt, error, delay)
                 try await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
@@ -162,9 +179,12 @@ public final class SyncClient: Sendable {
     }
 
     private func makeRequest(path: String, query: [URLQueryItem], body: Data?) throws -> URLRequest {
-        var components = URLComponents(url: configuration.serverURL.appendingPathComponent(path), resolvingAgainstBaseURL: false)
+        var components = URLComponents(
+            url: configuration.serverURL.appendingPathComponent(path), resolvingAgainstBaseURL: false)
         if !query.isEmpty { components?.queryItems = query }
-        guard let url = components?.url else { throw SyncClientError(.unreachable, "invalid server URL \(configuration.serverURL)") }
+        guard let url = components?.url else {
+            throw SyncClientError(.unreachable, "invalid server URL \(configuration.serverURL)")
+        }
         var request = URLRequest(url: url, timeoutInterval: configuration.requestTimeout)
         request.setValue("application/json", forHTTPHeaderField: "Accept")
         request.setValue(configuration.acceptsGzip ? "gzip" : "identity", forHTTPHeaderField: "Accept-Encoding")
@@ -181,10 +201,14 @@ public final class SyncClient: Sendable {
         do {
             return try await loader.load(request, limit: configuration.maxResponseSize)
         } catch BoundedLoader.Failure.tooLarge(let limit) {
-            throw SyncClientError(.responseTooLarge, "\(label): the answer is larger than the client's limit of \(limit) bytes")
+            throw SyncClientError(
+                .responseTooLarge, "\(label): the answer is larger than the client's limit of \(limit) bytes")
         } catch BoundedLoader.Failure.transport(let error) {
-            let reason = error.code == .timedOut ? "no answer within \(Int(configuration.requestTimeout)) s" : error.localizedDescription
-            throw SyncClientError(.unreachable, "\(label): cannot reach \(configuration.serverURL.absoluteString): \(reason)")
+            let reason =
+                error.code == .timedOut
+                ? "no answer within \(Int(configuration.requestTimeout)) s" : error.localizedDescription
+            throw SyncClientError(
+                .unreachable, "\(label): cannot reach \(configuration.serverURL.absoluteString): \(reason)")
         }
     }
 }

@@ -45,7 +45,8 @@ public struct SyncClientError: Error, CustomStringConvertible, Sendable {
     /// The server's `Retry-After`, in seconds, when it sent one.
     var retryAfter: Double?
 
-    init(_ code: Code, _ description: String, status: Int? = nil, serverCode: String? = nil, minRevision: Int64? = nil) {
+    init(_ code: Code, _ description: String, status: Int? = nil, serverCode: String? = nil, minRevision: Int64? = nil)
+    {
         self.code = code
         self.description = description
         self.status = status

@@ -76,7 +76,8 @@ public struct ChangeGenerator {
     }
 
     private mutating func delete(_ type: EntityType, into builder: inout Builder) {
-        let candidate = referencedTypes.contains(type.name)
+        let candidate =
+            referencedTypes.contains(type.name)
             ? deletable[type.name]?.randomElement(using: &random)
             : live[type.name]!.randomElement(using: &random)
         guard let key = candidate, !builder.touches(type.name, key) else { return update(type, into: &builder) }

@@ -77,35 +77,44 @@ public struct DemoDataset: Sendable {
     static func location(id: Int64, using random: inout some RandomNumberGenerator) -> RowValues {
         let name = "\(random.pick(Words.placeAdjectives)) \(random.pick(Words.placeNouns))"
         let (city, latitude, longitude) = random.pick(Words.cities)
-        return RowValues(key: .int(id), values: [
-            .string(name),
-            .string(city),
-            .double(rounded(latitude + Double.random(in: -0.1...0.1, using: &random))),
-            .double(rounded(longitude + Double.random(in: -0.1...0.1, using: &random))),
-        ])
+        return RowValues(
+            key: .int(id),
+            values: [
+                .string(name),
+                .string(city),
+                .double(rounded(latitude + Double.random(in: -0.1...0.1, using: &random))),
+                .double(rounded(longitude + Double.random(in: -0.1...0.1, using: &random))),
+            ])
     }
 
     /// A random `events` row whose location, if any, is one of `1…locationCount`.
     static func event(id: Int64, locationCount: Int, using random: inout some RandomNumberGenerator) -> RowValues {
-        event(id: id, location: locationCount > 0 && random.chance(0.9) ? .int(Int64.random(in: 1...Int64(locationCount), using: &random)) : .null, using: &random)
+        event(
+            id: id,
+            location: locationCount > 0 && random.chance(0.9)
+                ? .int(Int64.random(in: 1...Int64(locationCount), using: &random)) : .null, using: &random)
     }
 
     static func event(id: Int64, location: JSONValue, using random: inout some RandomNumberGenerator) -> RowValues {
         let start = Int64(1_767_225_600) + Int64.random(in: 0..<(730 * 96), using: &random) * 900
-        let end: JSONValue = random.chance(0.8)
+        let end: JSONValue =
+            random.chance(0.8)
             ? .string(Timestamps.rfc3339(start + Int64.random(in: 2...16, using: &random) * 900)) : .null
         let title = "\(random.pick(Words.genres)) \(random.pick(Words.eventNouns))"
-        let description: JSONValue = random.chance(0.6)
+        let description: JSONValue =
+            random.chance(0.6)
             ? .string("\(title) with \(random.pick(Words.hosts)). \(random.pick(Words.notes))") : .null
-        return RowValues(key: .int(id), values: [
-            .string(title),
-            .string(Timestamps.rfc3339(start)),
-            end,
-            location,
-            .int(Int64.random(in: 10...5_000, using: &random)),
-            .bool(random.chance(0.05)),
-            description,
-        ])
+        return RowValues(
+            key: .int(id),
+            values: [
+                .string(title),
+                .string(Timestamps.rfc3339(start)),
+                end,
+                location,
+                .int(Int64.random(in: 10...5_000, using: &random)),
+                .bool(random.chance(0.05)),
+                description,
+            ])
     }
 
     private static func rounded(_ value: Double) -> Double {
@@ -132,16 +141,30 @@ public struct DemoRows: Sequence, IteratorProtocol {
 }
 
 enum Words {
-    static let placeAdjectives = ["Riverside", "Old", "Grand", "Little", "North", "Harbour", "Garden", "Royal", "Union", "Crystal"]
-    static let placeNouns = ["Hall", "Theatre", "Arena", "Club", "Gallery", "Park", "Pavilion", "Studio", "Library", "Market"]
+    static let placeAdjectives = [
+        "Riverside", "Old", "Grand", "Little", "North", "Harbour", "Garden", "Royal", "Union", "Crystal",
+    ]
+    static let placeNouns = [
+        "Hall", "Theatre", "Arena", "Club", "Gallery", "Park", "Pavilion", "Studio", "Library", "Market",
+    ]
     static let cities: [(String, Double, Double)] = [
         ("Berlin", 52.52, 13.405), ("Lisbon", 38.722, -9.139), ("Oslo", 59.913, 10.752), ("Vienna", 48.208, 16.373),
-        ("Montréal", 45.501, -73.567), ("Kyoto", 35.011, 135.768), ("Cape Town", -33.925, 18.424), ("Lima", -12.046, -77.043),
+        ("Montréal", 45.501, -73.567), ("Kyoto", 35.011, 135.768), ("Cape Town", -33.925, 18.424),
+        ("Lima", -12.046, -77.043),
     ]
-    static let genres = ["Jazz", "Chess", "Poetry", "Robotics", "Yoga", "Film", "Folk", "Pottery", "Startup", "Board game"]
-    static let eventNouns = ["Night", "Meetup", "Workshop", "Festival", "Evening", "Session", "Marathon", "Circle", "Fair", "Talk"]
-    static let hosts = ["local volunteers", "the city library", "guest speakers", "a touring band", "students", "the \"Night Owls\""]
-    static let notes = ["Bring a friend.", "Free entry.", "Tickets at the door.", "Step-free access.", "Doors open 30 minutes early.", "Zwei Räume, één ticket 🎟"]
+    static let genres = [
+        "Jazz", "Chess", "Poetry", "Robotics", "Yoga", "Film", "Folk", "Pottery", "Startup", "Board game",
+    ]
+    static let eventNouns = [
+        "Night", "Meetup", "Workshop", "Festival", "Evening", "Session", "Marathon", "Circle", "Fair", "Talk",
+    ]
+    static let hosts = [
+        "local volunteers", "the city library", "guest speakers", "a touring band", "students", "the \"Night Owls\"",
+    ]
+    static let notes = [
+        "Bring a friend.", "Free entry.", "Tickets at the door.", "Step-free access.", "Doors open 30 minutes early.",
+        "Zwei Räume, één ticket 🎟",
+    ]
 }
 
 extension DemoRows: RowSource {

@@ -10,9 +10,12 @@ enum RandomValues {
         case .real: return .double((Double.random(in: -1_000...1_000, using: &random) * 1_000).rounded() / 1_000)
         case .text: return .string("\(random.pick(Words.genres)) \(Int.random(in: 1...9_999, using: &random))")
         case .boolean: return .bool(random.chance(0.5))
-        case .timestamp: return .string(Timestamps.rfc3339(1_767_225_600 + Int64.random(in: 0..<63_072_000, using: &random)))
+        case .timestamp:
+            return .string(Timestamps.rfc3339(1_767_225_600 + Int64.random(in: 0..<63_072_000, using: &random)))
         case .blob:
-            let bytes = (0..<Int.random(in: 1...32, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
+            let bytes = (0..<Int.random(in: 1...32, using: &random)).map { _ in
+                UInt8.random(in: 0...255, using: &random)
+            }
             return .string(Data(bytes).base64EncodedString())
         }
     }

@@ -61,7 +61,10 @@ package final class GzipInflater {
         }
         stream.pointee.next_in = UnsafeMutablePointer(mutating: input.assumingMemoryBound(to: Bytef.self).baseAddress)
         stream.pointee.avail_in = UInt32(input.count)
-        defer { stream.pointee.next_in = nil; stream.pointee.avail_in = 0 }
+        defer {
+            stream.pointee.next_in = nil
+            stream.pointee.avail_in = 0
+        }
         repeat {
             let status = output.withUnsafeMutableBufferPointer { out in
                 stream.pointee.next_out = out.baseAddress

@@ -17,7 +17,8 @@ public struct ImportError: Error, CustomStringConvertible, Sendable {
     /// What kind of failure. New codes may be added: a `switch` over it needs a `default`.
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
-            case invalidSeed, invalidDatabase, storage, locked, mismatch, revisionAhead, invalidChangeSet, rowNotFound, pushForbidden
+            case invalidSeed, invalidDatabase, storage, locked, mismatch, revisionAhead, invalidChangeSet, rowNotFound,
+                pushForbidden
         }
 
         private let base: Base
@@ -59,6 +60,7 @@ public struct ImportError: Error, CustomStringConvertible, Sendable {
 
     /// A ``SeedError`` met while importing: ``Code/storage`` when the volume failed, else `code`.
     init(_ error: SeedError, otherwise code: Code, _ context: String = "") {
-        self.init(error.isStorageFailure ? .storage : code, context.isEmpty ? error.description : "\(context): \(error)")
+        self.init(
+            error.isStorageFailure ? .storage : code, context.isEmpty ? error.description : "\(context): \(error)")
     }
 }

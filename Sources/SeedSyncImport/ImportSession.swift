@@ -48,7 +48,10 @@ final class ImportSession {
         }
         if let expected = configuration.expectedSchemaVersion, database.metadata.schemaVersion != expected {
             try? await database.close()
-            throw ImportError(.invalidDatabase, "\(databasePath) has schema version \(database.metadata.schemaVersion); this app expects \(expected) and the seed does not replace it; delete the database to install the seed again")
+            throw ImportError(
+                .invalidDatabase,
+                "\(databasePath) has schema version \(database.metadata.schemaVersion); this app expects \(expected) and the seed does not replace it; delete the database to install the seed again"
+            )
         }
         do {
             try await sync(&database, server: server.get())
@@ -80,16 +83,25 @@ final class ImportSession {
     /// in the database must be defined as the server defines it.
     func check(_ metadata: SeedMetadata, against info: SchemaInfo) throws {
         guard metadata.dataset == info.dataset, metadata.schemaVersion == info.schemaVersion else {
-            throw ImportError(.mismatch, "\(databasePath) holds dataset '\(metadata.dataset)' schema version \(metadata.schemaVersion), but the server serves '\(info.dataset)' schema version \(info.schemaVersion); ship a seed built from this server")
+            throw ImportError(
+                .mismatch,
+                "\(databasePath) holds dataset '\(metadata.dataset)' schema version \(metadata.schemaVersion), but the server serves '\(info.dataset)' schema version \(info.schemaVersion); ship a seed built from this server"
+            )
         }
         for type in metadata.schema.types where !info.types.contains(type) {
-            throw ImportError(.mismatch, "the server defines type '\(type.name)' differently from \(databasePath) under the same schema version \(info.schemaVersion)")
+            throw ImportError(
+                .mismatch,
+                "the server defines type '\(type.name)' differently from \(databasePath) under the same schema version \(info.schemaVersion)"
+            )
         }
     }
 
     func check(_ seed: ShippedSeed.Summary, against info: SchemaInfo) throws {
         guard seed.dataset == info.dataset, seed.schemaVersion == info.schemaVersion else {
-            throw ImportError(.mismatch, "the seed \(configuration.seed) is dataset '\(seed.dataset)' schema version \(seed.schemaVersion), but the server serves '\(info.dataset)' schema version \(info.schemaVersion); nothing was installed")
+            throw ImportError(
+                .mismatch,
+                "the seed \(configuration.seed) is dataset '\(seed.dataset)' schema version \(seed.schemaVersion), but the server serves '\(info.dataset)' schema version \(info.schemaVersion); nothing was installed"
+            )
         }
     }
 }

@@ -27,15 +27,20 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
     ///
     /// - Throws: ``PostgresStoreError`` with code `invalidLocation` saying what is missing.
     public init(url: String, password: String?) throws(PostgresStoreError) {
-        guard Self.isURL(url), let components = URLComponents(string: url), let host = components.host, !host.isEmpty else {
+        guard Self.isURL(url), let components = URLComponents(string: url), let host = components.host, !host.isEmpty
+        else {
             throw .invalidLocation("expected postgres://USER@HOST:PORT/DATABASE")
         }
         guard components.password == nil else {
             throw .invalidLocation("the URL must not hold a password; give it apart from the URL")
         }
-        guard let user = components.user, !user.isEmpty else { throw .invalidLocation("the URL names no user (postgres://USER@HOST/DATABASE)") }
+        guard let user = components.user, !user.isEmpty else {
+            throw .invalidLocation("the URL names no user (postgres://USER@HOST/DATABASE)")
+        }
         let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
-        guard !database.isEmpty, !database.contains("/") else { throw .invalidLocation("the URL names no database (postgres://USER@HOST/DATABASE)") }
+        guard !database.isEmpty, !database.contains("/") else {
+            throw .invalidLocation("the URL names no database (postgres://USER@HOST/DATABASE)")
+        }
         guard components.query == nil else { throw .invalidLocation("query parameters are not supported") }
         self.host = host
         self.port = components.port ?? 5432
@@ -64,7 +69,8 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
             host: host, port: port, username: username, password: password, database: database, tls: .disable
         )
         configuration.options.connectTimeout = .seconds(5)
-        configuration.options.additionalStartupParameters = CaptureSQL.sessionSettings + [("application_name", "seed-server")]
+        configuration.options.additionalStartupParameters =
+            CaptureSQL.sessionSettings + [("application_name", "seed-server")]
         return configuration
     }
 
@@ -76,7 +82,8 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
         )
         configuration.options.maximumConnections = maximumConnections
         configuration.options.connectTimeout = .seconds(5)
-        configuration.options.additionalStartupParameters = CaptureSQL.sessionSettings + [("application_name", "seed-server")]
+        configuration.options.additionalStartupParameters =
+            CaptureSQL.sessionSettings + [("application_name", "seed-server")]
         return configuration
     }
 }

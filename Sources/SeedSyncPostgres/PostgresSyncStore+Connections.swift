@@ -1,8 +1,8 @@
 import Foundation
 import NIOConcurrencyHelpers
 import PostgresNIO
-import _ConnectionPoolModule
 import SeedSyncModel
+import _ConnectionPoolModule
 
 extension PostgresSyncStore {
     /// Runs `body` on a pooled connection, with PostgreSQL's errors in the store's terms: a lost
@@ -12,7 +12,9 @@ extension PostgresSyncStore {
     /// While PostgreSQL is down the pool keeps retrying to connect and a lease would wait for it:
     /// a lease that takes longer than ``leaseTimeout`` fails as `storeUnavailable` instead, so a
     /// request is answered within seconds, not minutes.
-    func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws
+        -> T
+    {
         do {
             return try await withLeaseTimeout(body)
         } catch let error as PSQLError {
@@ -23,7 +25,9 @@ extension PostgresSyncStore {
         }
     }
 
-    private func withLeaseTimeout<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    private func withLeaseTimeout<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T)
+        async throws -> T
+    {
         let client = self.client
         let leased = LeaseFlag()
         let timeout = leaseTimeout
@@ -38,7 +42,8 @@ extension PostgresSyncStore {
             group.addTask {
                 try await Task.sleep(for: timeout)
                 guard leased.isSet else {
-                    throw SyncStoreError.storeUnavailable("no connection to PostgreSQL at \(location) within \(timeout.components.seconds) s")
+                    throw SyncStoreError.storeUnavailable(
+                        "no connection to PostgreSQL at \(location) within \(timeout.components.seconds) s")
                 }
                 return nil
             }
@@ -52,7 +57,9 @@ extension PostgresSyncStore {
 
     /// Runs `body` in a transaction (READ COMMITTED), committed when it returns, rolled back when
     /// it throws.
-    func withTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    func withTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws
+        -> T
+    {
         let logger = self.logger
         return try await withConnection { [self] connection in
             try await connection.query("BEGIN ISOLATION LEVEL READ COMMITTED", logger: logger)
@@ -69,7 +76,9 @@ extension PostgresSyncStore {
     }
 
     /// Runs one statement and returns its rows, collected.
-    func query(_ sql: String, _ binds: PostgresBindings = PostgresBindings(), on connection: PostgresConnection) async throws -> [PostgresRow] {
+    func query(_ sql: String, _ binds: PostgresBindings = PostgresBindings(), on connection: PostgresConnection)
+        async throws -> [PostgresRow]
+    {
         var rows: [PostgresRow] = []
         for try await row in try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger) {
             rows.append(row)

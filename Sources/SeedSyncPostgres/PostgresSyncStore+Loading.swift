@@ -27,10 +27,14 @@ extension PostgresSyncStore: MaintainedSyncStore {
     private func copy(_ load: BulkLoad, on connection: PostgresConnection) async throws -> Int {
         let table = tables[load.type]!
         let type = table.type
-        try await connection.query(PostgresQuery(unsafeSQL: "CREATE TEMP TABLE seedsync_load (LIKE \(table.table)) ON COMMIT DROP"), logger: logger)
+        try await connection.query(
+            PostgresQuery(unsafeSQL: "CREATE TEMP TABLE seedsync_load (LIKE \(table.table)) ON COMMIT DROP"),
+            logger: logger)
         var rows = try load.makeRows()
         var count = 0
-        try await connection.copyFrom(table: "seedsync_load", columns: [type.primaryKey.name] + type.fields.map(\.name), logger: logger) { writer in
+        try await connection.copyFrom(
+            table: "seedsync_load", columns: [type.primaryKey.name] + type.fields.map(\.name), logger: logger
+        ) { writer in
             var buffer = ByteBuffer()
             buffer.reserveCapacity(1 << 20)
             while let row = try rows.nextRow() {
@@ -52,9 +56,13 @@ extension PostgresSyncStore: MaintainedSyncStore {
     private func checkReferences(of table: PostgresTableSQL, on connection: PostgresConnection) async throws {
         for field in table.type.fields {
             guard let target = field.references else { continue }
-            if let row = try await query(table.dangling(through: field, target: tables[target]!), on: connection).first {
+            if let row = try await query(table.dangling(through: field, target: tables[target]!), on: connection).first
+            {
                 let (key, reference) = try row.decode((String, String).self)
-                throw PostgresStoreError(.invalidLoad, "\(table.type.name)[\(key)].\(field.name) references \(target)[\(reference)], which does not exist; nothing was loaded")
+                throw PostgresStoreError(
+                    .invalidLoad,
+                    "\(table.type.name)[\(key)].\(field.name) references \(target)[\(reference)], which does not exist; nothing was loaded"
+                )
             }
         }
     }

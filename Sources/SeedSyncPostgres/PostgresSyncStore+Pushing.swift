@@ -16,18 +16,28 @@ extension PostgresSyncStore {
         return try await withTransaction { [self] connection in
             var purge = PostgresBindings()
             purge.append(Double(retention.components.seconds))
-            _ = try await query("DELETE FROM seedsync._pushes WHERE pushed_at < now() - make_interval(secs => $1)", purge, on: connection)
+            _ = try await query(
+                "DELETE FROM seedsync._pushes WHERE pushed_at < now() - make_interval(secs => $1)", purge,
+                on: connection)
             var claim = PostgresBindings()
             claim.append(changeSet.id)
-            guard try await !query("INSERT INTO seedsync._pushes (id) VALUES ($1) ON CONFLICT DO NOTHING RETURNING 1", claim, on: connection).isEmpty else {
-                let recorded = try await query("SELECT result FROM seedsync._pushes WHERE id = $1", claim, on: connection)
+            guard
+                try await !query(
+                    "INSERT INTO seedsync._pushes (id) VALUES ($1) ON CONFLICT DO NOTHING RETURNING 1", claim,
+                    on: connection
+                ).isEmpty
+            else {
+                let recorded = try await query(
+                    "SELECT result FROM seedsync._pushes WHERE id = $1", claim, on: connection)
                 return try PushResult(json: JSONParser.parse(Array(try recorded[0].decode(String.self).utf8)))
             }
             let result = PushResult(id: changeSet.id, status: try await apply(changeSet, on: connection))
             var record = PostgresBindings()
             record.append(changeSet.id)
             record.append(String(decoding: result.jsonBytes(), as: UTF8.self))
-            _ = try await connection.query(PostgresQuery(unsafeSQL: "UPDATE seedsync._pushes SET result = $2 WHERE id = $1", binds: record), logger: logger)
+            _ = try await connection.query(
+                PostgresQuery(unsafeSQL: "UPDATE seedsync._pushes SET result = $2 WHERE id = $1", binds: record),
+                logger: logger)
             return result
         }
     }
@@ -40,12 +50,16 @@ extension PostgresSyncStore {
             return .rejected(code: SyncStoreError.Code.invalidChangeSet.rawValue, message: error.description)
         }
         _ = try await query("SELECT 1 FROM seedsync._state WHERE id = 1 FOR UPDATE", on: connection)
-        if try await hasConflict(push, on: connection) { return .conflict(try await conflictRows(push, related: [], on: connection)) }
+        if try await hasConflict(push, on: connection) {
+            return .conflict(try await conflictRows(push, related: [], on: connection))
+        }
         var keys: [String: [Int64: Int64]] = [:]
         _ = try await query("SAVEPOINT push", on: connection)
         do {
             for (type, temporary) in push.temporaryKeys {
-                keys[type] = Dictionary(uniqueKeysWithValues: zip(temporary, try await newKeys(type, count: temporary.count, on: connection)))
+                keys[type] = Dictionary(
+                    uniqueKeysWithValues: zip(
+                        temporary, try await newKeys(type, count: temporary.count, on: connection)))
             }
             let changes = push.resolved(with: keys)
             let revision = try await write(changes, on: connection)
@@ -53,7 +67,8 @@ extension PostgresSyncStore {
             guard problems.isEmpty else {
                 _ = try await query("ROLLBACK TO SAVEPOINT push", on: connection)
                 if let own = problems.first(where: { push.causes($0, keys: keys) }) {
-                    return .rejected(code: SyncStoreError.Code.invalidChangeSet.rawValue, message: own.error.description)
+                    return .rejected(
+                        code: SyncStoreError.Code.invalidChangeSet.rawValue, message: own.error.description)
                 }
                 return .conflict(try await conflictRows(push, related: problems.map(\.relatedRow), on: connection))
             }
@@ -85,10 +100,14 @@ extension PostgresSyncStore {
 
     private func reserveKeys(_ type: String, count: Int, on connection: PostgresConnection) async throws -> [Int64] {
         let table = tables[type]!
-        if let sequence = try await query(table.keySequence, on: connection).first.flatMap({ try? $0.decode(String?.self) }) {
+        if let sequence = try await query(table.keySequence, on: connection).first.flatMap({
+            try? $0.decode(String?.self)
+        }) {
             var keys: [Int64] = []
             for _ in 0..<count {
-                keys.append(try await query(table.nextSequenceKey, PostgresBindings(key: .string(sequence)), on: connection)[0].decode(Int64.self))
+                keys.append(
+                    try await query(table.nextSequenceKey, PostgresBindings(key: .string(sequence)), on: connection)[0]
+                        .decode(Int64.self))
             }
             return keys
         }
@@ -110,7 +129,8 @@ extension PostgresSyncStore {
                 guard let row = rows.first, try row.decode(Int64.self) == bases[key.keyString!] else { return true }
             }
             if change.type.primaryKey.type == .text {
-                for row in change.creates where try await !query(table.exists, PostgresBindings(key: row.key), on: connection).isEmpty {
+                for row in change.creates
+                where try await !query(table.exists, PostgresBindings(key: row.key), on: connection).isEmpty {
                     return true
                 }
             }
@@ -119,19 +139,23 @@ extension PostgresSyncStore {
     }
 
     /// The conflict answer: the current state of every row the push names, and of `related` rows.
-    private func conflictRows(_ push: ValidatedPush, related: [(type: String, key: JSONValue)], on connection: PostgresConnection) async throws -> ChangeSet {
+    private func conflictRows(
+        _ push: ValidatedPush, related: [(type: String, key: JSONValue)], on connection: PostgresConnection
+    ) async throws -> ChangeSet {
         var rows = ConflictRows()
         let named = push.touchedKeys.flatMap { type, keys in keys.map { (type: type, key: $0) } }
         for (type, key) in named + related {
             let table = tables[type]!
             let name = "\(tableSchema).\(type)"
             let found = try await query(table.row, PostgresBindings(key: key), on: connection).first
-            rows.add(type, key, try found.map { row in
-                let cells = row.makeRandomAccess()
-                let positions = try WireRow.positions(in: cells, from: 1, of: table.type, table: name)
-                let values = try WireRow(cells: cells, at: positions, of: table.type, table: name).values
-                return (Array(values.dropFirst()), try cells[0].decode(Int64.self))
-            })
+            rows.add(
+                type, key,
+                try found.map { row in
+                    let cells = row.makeRandomAccess()
+                    let positions = try WireRow.positions(in: cells, from: 1, of: table.type, table: name)
+                    let values = try WireRow(cells: cells, at: positions, of: table.type, table: name).values
+                    return (Array(values.dropFirst()), try cells[0].decode(Int64.self))
+                })
         }
         return rows.changeSet(in: schema)
     }

@@ -9,7 +9,9 @@ extension PostgresSyncStore {
         let sql = "SELECT revision, min_revision\(counts.map { ", " + $0 }.joined()) FROM seedsync._state WHERE id = 1"
         let schema = self.schema
         return try await withConnection { [self] connection in
-            guard let row = try await query(sql, on: connection).first else { throw SyncStoreError.schemaMismatch("seedsync._state is empty") }
+            guard let row = try await query(sql, on: connection).first else {
+                throw SyncStoreError.schemaMismatch("seedsync._state is empty")
+            }
             let cells = row.makeRandomAccess()
             let revision = try cells[0].decode(Int64.self)
             let minRevision = try cells[1].decode(Int64.self)
@@ -44,10 +46,14 @@ extension PostgresSyncStore {
             for try await row in try await connection.query(query, logger: logger) {
                 let cells = row.makeRandomAccess()
                 revision = try cells[0].decode(Int64.self)
-                if positions == nil { positions = try WireRow.positions(in: cells, from: 2, of: table.type, table: name) }
+                if positions == nil {
+                    positions = try WireRow.positions(in: cells, from: 2, of: table.type, table: name)
+                }
                 guard let positions, cells[positions[0]].bytes != nil else { continue }
                 guard let rowRevision = try cells[1].decode(Int64?.self) else {
-                    throw SyncStoreError.schemaMismatch("a row of \(name) has no revision: it was written with the capture triggers switched off, so clients never heard of it")
+                    throw SyncStoreError.schemaMismatch(
+                        "a row of \(name) has no revision: it was written with the capture triggers switched off, so clients never heard of it"
+                    )
                 }
                 var values = try WireRow(cells: cells, at: positions, of: table.type, table: name).values
                 values.append(.int(rowRevision))
@@ -55,7 +61,8 @@ extension PostgresSyncStore {
             }
             let more = rows.count > limit
             if more { rows.removeLast() }
-            var writer = SnapshotPage.beginJSON(type: type, revision: revision, columns: table.type.columnNames, rowCount: rows.count)
+            var writer = SnapshotPage.beginJSON(
+                type: type, revision: revision, columns: table.type.columnNames, rowCount: rows.count)
             for row in rows { writer.value(.array(row)) }
             return SnapshotPage.endJSON(&writer, next: more ? rows.last![0] : .null)
         }
@@ -99,8 +106,11 @@ extension PostgresSyncStore {
             ) {
                 try log.add(row)
             }
-            guard log.minRevision <= range.after else { return LoggedChangeSets(minRevision: log.minRevision, changeSets: []) }
-            return LoggedChangeSets(minRevision: log.minRevision, changeSets: log.changeSets(after: range.after, through: range.last))
+            guard log.minRevision <= range.after else {
+                return LoggedChangeSets(minRevision: log.minRevision, changeSets: [])
+            }
+            return LoggedChangeSets(
+                minRevision: log.minRevision, changeSets: log.changeSets(after: range.after, through: range.last))
         }
         changeSets.insert(read.changeSets)
         return read
@@ -109,7 +119,8 @@ extension PostgresSyncStore {
     /// The newest revision and the oldest a client may sync from.
     private func readState() async throws -> LogState {
         try await withConnection { [self] connection in
-            let rows = try await query("SELECT revision, min_revision FROM seedsync._state WHERE id = 1", on: connection)
+            let rows = try await query(
+                "SELECT revision, min_revision FROM seedsync._state WHERE id = 1", on: connection)
             let (revision, minRevision) = try rows[0].decode((Int64, Int64).self)
             return LogState(revision: revision, minRevision: minRevision)
         }

@@ -21,9 +21,14 @@ extension PostgresSyncStore {
         try await setUp(at: location, schema: schema, tableSchema: tableSchema, logger: logger) { connection in
             for table in tables {
                 guard try await !exists(table.table, on: connection, logger: logger) else {
-                    throw PostgresStoreError(.alreadyInitialized, "\(location) already has a table \(tableSchema).\(table.type.name); attach the existing tables instead of creating them, or drop it")
+                    throw PostgresStoreError(
+                        .alreadyInitialized,
+                        "\(location) already has a table \(tableSchema).\(table.type.name); attach the existing tables instead of creating them, or drop it"
+                    )
                 }
-                for statement in table.create { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
+                for statement in table.create {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
             }
             for table in tables {
                 for statement in table.foreignKeys(tableSchema: tableSchema) {
@@ -52,13 +57,15 @@ extension PostgresSyncStore {
         return try await setUp(at: location, schema: schema, tableSchema: tableSchema, logger: logger) { connection in
             for table in tables {
                 try await TableCheck(table: table, tableSchema: tableSchema).run(on: connection, logger: logger)
-                try await connection.query(PostgresQuery(unsafeSQL: "LOCK TABLE \(table.table) IN SHARE ROW EXCLUSIVE MODE"), logger: logger)
+                try await connection.query(
+                    PostgresQuery(unsafeSQL: "LOCK TABLE \(table.table) IN SHARE ROW EXCLUSIVE MODE"), logger: logger)
             }
         } adopt: { connection, revision in
             for table in tables {
                 var binds = PostgresBindings()
                 binds.append(revision)
-                try await connection.query(PostgresQuery(unsafeSQL: CaptureSQL.adopt(table), binds: binds), logger: logger)
+                try await connection.query(
+                    PostgresQuery(unsafeSQL: CaptureSQL.adopt(table), binds: binds), logger: logger)
             }
         }
     }
@@ -76,44 +83,57 @@ extension PostgresSyncStore {
         adopt: (@Sendable (PostgresConnection, Int64) async throws -> Void)? = nil
     ) async throws -> Int64 {
         if let long = schema.types.first(where: { $0.name.utf8.count > PostgresTableSQL.maximumNameLength }) {
-            throw PostgresStoreError.tableMismatch("the type name \(long.name) is longer than \(PostgresTableSQL.maximumNameLength) characters, which PostgreSQL cannot serve (its names end at 63 bytes)")
+            throw PostgresStoreError.tableMismatch(
+                "the type name \(long.name) is longer than \(PostgresTableSQL.maximumNameLength) characters, which PostgreSQL cannot serve (its names end at 63 bytes)"
+            )
         }
         guard SchemaNames.isValid(tableSchema) else {
-            throw PostgresStoreError.invalidLocation("the table schema '\(tableSchema.clippedForMessage)' must match ^[a-z][a-z0-9_]{0,62}$")
+            throw PostgresStoreError.invalidLocation(
+                "the table schema '\(tableSchema.clippedForMessage)' must match ^[a-z][a-z0-9_]{0,62}$")
         }
         let schemaJSON = String(decoding: try JSONEncoder.stable().encode(schema), as: UTF8.self)
         let tables = schema.types.map { PostgresTableSQL(type: $0, tableSchema: tableSchema) }
         return try await withConnection(to: location, logger: logger) { connection in
-                    try await connection.query("BEGIN", logger: logger)
-                    do {
-                        guard try await !exists("seedsync._state", on: connection, logger: logger) else {
-                            throw PostgresStoreError(.alreadyInitialized, "\(location) already holds a SeedSync store (schema seedsync); serve it, or drop the schema seedsync to start again")
-                        }
-                        try await prepare(connection)
-                        for statement in CaptureSQL.setup + CaptureSQL.pushRecords { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
-                        var binds = PostgresBindings()
-                        binds.append(CaptureSQL.format)
-                        binds.append(schemaJSON)
-                        binds.append(tableSchema)
-                        try await connection.query(PostgresQuery(
-                            unsafeSQL: "INSERT INTO seedsync._state VALUES (1, $1, $2, $3, 0, 0)", binds: binds
-                        ), logger: logger)
-                        for table in tables {
-                            for statement in CaptureSQL.attach(table) { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
-                        }
-                        var revision: Int64 = 0
-                        if let adopt {
-                            for try await value in try await connection.query("SELECT seedsync._bulk()", logger: logger).decode(Int64.self) {
-                                revision = value
-                            }
-                            try await adopt(connection, revision)
-                        }
-                        try await connection.query("COMMIT", logger: logger)
-                        return revision
-                    } catch {
-                        _ = try? await connection.query("ROLLBACK", logger: logger)
-                        throw error
+            try await connection.query("BEGIN", logger: logger)
+            do {
+                guard try await !exists("seedsync._state", on: connection, logger: logger) else {
+                    throw PostgresStoreError(
+                        .alreadyInitialized,
+                        "\(location) already holds a SeedSync store (schema seedsync); serve it, or drop the schema seedsync to start again"
+                    )
+                }
+                try await prepare(connection)
+                for statement in CaptureSQL.setup + CaptureSQL.pushRecords {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                var binds = PostgresBindings()
+                binds.append(CaptureSQL.format)
+                binds.append(schemaJSON)
+                binds.append(tableSchema)
+                try await connection.query(
+                    PostgresQuery(
+                        unsafeSQL: "INSERT INTO seedsync._state VALUES (1, $1, $2, $3, 0, 0)", binds: binds
+                    ), logger: logger)
+                for table in tables {
+                    for statement in CaptureSQL.attach(table) {
+                        try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                     }
+                }
+                var revision: Int64 = 0
+                if let adopt {
+                    for try await value in try await connection.query("SELECT seedsync._bulk()", logger: logger).decode(
+                        Int64.self)
+                    {
+                        revision = value
+                    }
+                    try await adopt(connection, revision)
+                }
+                try await connection.query("COMMIT", logger: logger)
+                return revision
+            } catch {
+                _ = try? await connection.query("ROLLBACK", logger: logger)
+                throw error
+            }
         }
     }
 

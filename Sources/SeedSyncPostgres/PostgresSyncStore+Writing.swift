@@ -45,17 +45,25 @@ extension PostgresSyncStore {
         let insert = table.insert + " ON CONFLICT (\(table.key)) DO NOTHING RETURNING 1"
         for row in change.creates {
             guard try await run(insert, table.binds(row), row: row.key, of: table, on: connection) else {
-                throw invalid(.rowExists, "\(change.type.name)[\(row.key.keyString!)] cannot be created: it already exists")
+                throw invalid(
+                    .rowExists, "\(change.type.name)[\(row.key.keyString!)] cannot be created: it already exists")
             }
         }
         for row in change.updates {
-            guard try await run(table.update + " RETURNING 1", table.binds(row), row: row.key, of: table, on: connection) else {
-                throw invalid(.rowNotFound, "\(change.type.name)[\(row.key.keyString!)] cannot be updated: it does not exist")
+            guard
+                try await run(table.update + " RETURNING 1", table.binds(row), row: row.key, of: table, on: connection)
+            else {
+                throw invalid(
+                    .rowNotFound, "\(change.type.name)[\(row.key.keyString!)] cannot be updated: it does not exist")
             }
         }
         for key in change.deletes {
-            guard try await run(table.delete + " RETURNING 1", PostgresBindings(key: key), row: key, of: table, on: connection) else {
-                throw invalid(.rowNotFound, "\(change.type.name)[\(key.keyString!)] cannot be deleted: it does not exist")
+            guard
+                try await run(
+                    table.delete + " RETURNING 1", PostgresBindings(key: key), row: key, of: table, on: connection)
+            else {
+                throw invalid(
+                    .rowNotFound, "\(change.type.name)[\(key.keyString!)] cannot be deleted: it does not exist")
             }
         }
         // A deleted key is never given to a pushed row (a client may still hold a reference to it).
@@ -72,12 +80,16 @@ extension PostgresSyncStore {
 
     /// Runs one row's statement; whether it touched a row. A constraint of the table that refuses
     /// the row becomes an invalid change set naming it.
-    private func run(_ sql: String, _ binds: PostgresBindings, row key: JSONValue, of table: PostgresTableSQL, on connection: PostgresConnection) async throws -> Bool {
+    private func run(
+        _ sql: String, _ binds: PostgresBindings, row key: JSONValue, of table: PostgresTableSQL,
+        on connection: PostgresConnection
+    ) async throws -> Bool {
         do {
             return try await !query(sql, binds, on: connection).isEmpty
         } catch let error as PSQLError {
             guard let refusal = PostgresStoreError.refusal(error) else { throw error }
-            let refused = invalid(.refused, "\(table.type.name)[\(key.keyString!)] cannot be written: PostgreSQL refused it (\(refusal))")
+            let refused = invalid(
+                .refused, "\(table.type.name)[\(key.keyString!)] cannot be written: PostgreSQL refused it (\(refusal))")
             if error.sqlState == "23503" { throw ForeignKeyRefusal(error: refused) }
             throw refused
         }
@@ -85,7 +97,9 @@ extension PostgresSyncStore {
 
     /// The references the written `changes` leave broken: a created or updated row pointing at a
     /// missing row, a deleted row something still points at (its first referrer).
-    func referenceProblems(of changes: [ValidatedChanges], on connection: PostgresConnection) async throws -> [ReferenceProblem] {
+    func referenceProblems(of changes: [ValidatedChanges], on connection: PostgresConnection) async throws
+        -> [ReferenceProblem]
+    {
         var problems: [ReferenceProblem] = []
         for change in changes {
             for (index, field) in change.type.fields.enumerated() {
@@ -93,7 +107,10 @@ extension PostgresSyncStore {
                 for row in change.creates + change.updates where row.values[index] != .null {
                     let key = row.values[index]
                     if try await query(targetTable.exists, PostgresBindings(key: key), on: connection).isEmpty {
-                        problems.append(.dangling(type: change.type.name, key: row.key, field: field.name, target: target, targetKey: key))
+                        problems.append(
+                            .dangling(
+                                type: change.type.name, key: row.key, field: field.name, target: target, targetKey: key)
+                        )
                     }
                 }
             }
@@ -102,7 +119,10 @@ extension PostgresSyncStore {
                 for key in change.deletes {
                     if let holder = try await query(sql, PostgresBindings(key: key), on: connection).first {
                         let holderKey = wireKey(try holder.decode(String.self), of: referrer.primaryKey.type)
-                        problems.append(.referenced(type: change.type.name, key: key, referrer: referrer.name, referrerKey: holderKey, field: field.name))
+                        problems.append(
+                            .referenced(
+                                type: change.type.name, key: key, referrer: referrer.name, referrerKey: holderKey,
+                                field: field.name))
                     }
                 }
             }

@@ -44,7 +44,10 @@ public final class PostgresSyncStore: SyncStore {
         self.logger = logger
         schema = state.schema
         tableSchema = state.tableSchema
-        tables = Dictionary(uniqueKeysWithValues: state.schema.types.map { ($0.name, PostgresTableSQL(type: $0, tableSchema: state.tableSchema)) })
+        tables = Dictionary(
+            uniqueKeysWithValues: state.schema.types.map {
+                ($0.name, PostgresTableSQL(type: $0, tableSchema: state.tableSchema))
+            })
     }
 
     /// Opens the store at `location` and runs `body` with it; the pool stops when `body` returns.
@@ -71,8 +74,10 @@ public final class PostgresSyncStore: SyncStore {
                 }
             }
             for type in state.schema.types {
-                try await TableCheck(table: PostgresTableSQL(type: type, tableSchema: state.tableSchema), tableSchema: state.tableSchema)
-                    .runServed(on: connection, logger: logger)
+                try await TableCheck(
+                    table: PostgresTableSQL(type: type, tableSchema: state.tableSchema), tableSchema: state.tableSchema
+                )
+                .runServed(on: connection, logger: logger)
             }
             return state
         }
@@ -90,7 +95,8 @@ public final class PostgresSyncStore: SyncStore {
         _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
         do {
-            let connection = try await PostgresConnection.connect(configuration: location.connectionConfiguration(), id: 0, logger: logger)
+            let connection = try await PostgresConnection.connect(
+                configuration: location.connectionConfiguration(), id: 0, logger: logger)
             do {
                 let result = try await body(connection)
                 try? await connection.close()
@@ -115,7 +121,9 @@ public final class PostgresSyncStore: SyncStore {
         // cannot order; failures reach the caller as errors anyway.
         var poolLogger = logger
         poolLogger.logLevel = .error
-        let client = PostgresClient(configuration: location.clientConfiguration(maximumConnections: maximumConnections), backgroundLogger: poolLogger)
+        let client = PostgresClient(
+            configuration: location.clientConfiguration(maximumConnections: maximumConnections),
+            backgroundLogger: poolLogger)
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await client.run() }
             defer { group.cancelAll() }
@@ -152,16 +160,23 @@ struct StoredState {
     var schema: DatasetSchema
     var tableSchema: String
 
-    static func read(on connection: PostgresConnection, location: PostgresLocation, logger: Logger) async throws -> StoredState {
+    static func read(on connection: PostgresConnection, location: PostgresLocation, logger: Logger) async throws
+        -> StoredState
+    {
         do {
             let rows = try await connection.query(
                 "SELECT format, schema, table_schema FROM seedsync._state WHERE id = 1", logger: logger
             )
             for try await (format, json, tableSchema) in rows.decode((Int, String, String).self) {
                 guard format == CaptureSQL.format else {
-                    throw PostgresStoreError(.notInitialized, "\(location) holds a SeedSync store of format \(format); this seed-server reads format \(CaptureSQL.format)")
+                    throw PostgresStoreError(
+                        .notInitialized,
+                        "\(location) holds a SeedSync store of format \(format); this seed-server reads format \(CaptureSQL.format)"
+                    )
                 }
-                return StoredState(schema: try JSONDecoder().decode(DatasetSchema.self, from: Data(json.utf8)), tableSchema: tableSchema)
+                return StoredState(
+                    schema: try JSONDecoder().decode(DatasetSchema.self, from: Data(json.utf8)),
+                    tableSchema: tableSchema)
             }
         } catch let error as PSQLError {
             if error.sqlState == "42P01" || error.sqlState == "3F000" {
@@ -178,15 +193,25 @@ extension PostgresStoreError {
     static func connection(_ error: PSQLError, location: PostgresLocation) -> Self {
         if error.isConnectionFailure {
             let reason = error.underlying.map(connectionFailureReason) ?? "the connection failed"
-            return Self(.unreachable, "cannot connect to PostgreSQL at \(location): \(reason); check that it runs and listens there")
+            return Self(
+                .unreachable,
+                "cannot connect to PostgreSQL at \(location): \(reason); check that it runs and listens there")
         }
         switch error.sqlState {
         case "28P01", "28000":
-            return Self(.unreachable, "PostgreSQL at \(location) refused the login: \(error.serverMessage ?? "authentication failed"); check the user and the password")
+            return Self(
+                .unreachable,
+                "PostgreSQL at \(location) refused the login: \(error.serverMessage ?? "authentication failed"); check the user and the password"
+            )
         case "3D000":
-            return Self(.unreachable, "PostgreSQL at \(location) has no database \(location.database); create it first (createdb)")
+            return Self(
+                .unreachable,
+                "PostgreSQL at \(location) has no database \(location.database); create it first (createdb)")
         default:
-            return Self(.database, "PostgreSQL at \(location) refused a statement: \(error.serverMessage ?? "unknown error") (SQLSTATE \(error.sqlState ?? "?"))")
+            return Self(
+                .database,
+                "PostgreSQL at \(location) refused a statement: \(error.serverMessage ?? "unknown error") (SQLSTATE \(error.sqlState ?? "?"))"
+            )
         }
     }
 }

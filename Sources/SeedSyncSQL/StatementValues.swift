@@ -50,7 +50,9 @@ package enum StatementValues {
         case (.string(let text), .blob):
             let data = Data(base64Encoded: text) ?? Data()
             _ = data.withUnsafeBytes { bytes in
-                guard let start = bytes.baseAddress, !bytes.isEmpty else { return sqlite3_bind_zeroblob(handle, index, 0) }
+                guard let start = bytes.baseAddress, !bytes.isEmpty else {
+                    return sqlite3_bind_zeroblob(handle, index, 0)
+                }
                 return sqlite3_bind_blob(handle, index, start, Int32(bytes.count), transient)
             }
         case (.string(let text), _): bind(text: text, at: index, to: handle)
@@ -76,7 +78,9 @@ package enum StatementValues {
 
     /// Writes column `index` of the current row of `statement` as a wire value of `type` (`nil`
     /// for a key or the revision column: integers and text as they are).
-    package static func write(column index: Int32, of statement: Statement, as type: FieldType?, to writer: inout JSONWriter) {
+    package static func write(
+        column index: Int32, of statement: Statement, as type: FieldType?, to writer: inout JSONWriter
+    ) {
         let handle = statement.sqliteStatement
         switch sqlite3_column_type(handle, index) {
         case SQLITE_INTEGER:

@@ -18,7 +18,8 @@ package struct TableSQL: Sendable {
         let table = quote(type.name)
         let key = quote(type.primaryKey.name)
         let names = [type.primaryKey.name] + type.fields.map(\.name) + [SchemaNames.revisionColumn]
-        insert = "INSERT INTO \(table) (\(names.map(quote).joined(separator: ", "))) VALUES (\(placeholders(names.count)))"
+        insert =
+            "INSERT INTO \(table) (\(names.map(quote).joined(separator: ", "))) VALUES (\(placeholders(names.count)))"
         let assignments = names.dropFirst().map { "\(quote($0)) = excluded.\(quote($0))" }.joined(separator: ", ")
         upsert = insert + " ON CONFLICT (\(key)) DO UPDATE SET \(assignments)"
         delete = "DELETE FROM \(table) WHERE \(key) = ?"

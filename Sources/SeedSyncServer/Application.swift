@@ -30,7 +30,8 @@ public func buildApplication(
     return Application(
         router: router,
         server: .seedHTTP1(idleTimeout: .seconds(idleTimeout.seconds)),
-        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "seed-server"),
+        configuration: .init(
+            address: .hostname(configuration.host, port: configuration.port), serverName: "seed-server"),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
         logger: logger
     )

@@ -9,7 +9,8 @@ extension SQLiteSyncStore {
         return try await pool.read { db in
             let state = try StateRecord.fetch(db)
             let counts = try Self.rowCounts(tables, in: db)
-            return SchemaInfo(schema: schema, revision: state.revision, minRevision: state.minRevision, rowCounts: counts)
+            return SchemaInfo(
+                schema: schema, revision: state.revision, minRevision: state.minRevision, rowCounts: counts)
         }
     }
 
@@ -30,7 +31,8 @@ extension SQLiteSyncStore {
             var arguments: [DatabaseValue] = after.map { [ValueMapping.databaseValue(key: $0)] } ?? []
             arguments.append((limit + 1).databaseValue)
             let cursor = try Row.fetchCursor(statement, arguments: StatementArguments(arguments))
-            var writer = SnapshotPage.beginJSON(type: type, revision: state.revision, columns: table.type.columnNames, rowCount: limit)
+            var writer = SnapshotPage.beginJSON(
+                type: type, revision: state.revision, columns: table.type.columnNames, rowCount: limit)
             var count = 0
             var next = JSONValue.null
             while try cursor.next() != nil {
@@ -64,7 +66,10 @@ extension SQLiteSyncStore {
                 throw SyncStoreError.revisionAhead(requested: revision, revision: state.revision)
             }
             let cursor = try Row.fetchCursor(
-                db.cachedStatement(sql: "SELECT revision, change_set FROM _seedsync_changes WHERE revision > ? ORDER BY revision LIMIT ?"),
+                db.cachedStatement(
+                    sql:
+                        "SELECT revision, change_set FROM _seedsync_changes WHERE revision > ? ORDER BY revision LIMIT ?"
+                ),
                 arguments: [revision, limit]
             )
             var feed = ChangeFeed.Builder(after: revision, byteBudget: byteBudget)

@@ -35,7 +35,8 @@ public final class SQLiteSyncStore: SyncStore {
             pool = try DatabasePool(path: path, configuration: Self.configuration())
             schema = try pool.read { db in try StateRecord.schema(db) }
             try pool.write { db in try db.execute(sql: PushWriter.createRecords) }
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_ERROR || error.resultCode == .SQLITE_NOTADB {
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_ERROR || error.resultCode == .SQLITE_NOTADB
+        {
             throw StoreError.notAServerDatabase(path)
         }
         tables = Dictionary(uniqueKeysWithValues: schema.types.map { ($0.name, TableSQL(type: $0)) })
@@ -99,19 +100,20 @@ public final class SQLiteSyncStore: SyncStore {
     }
 
     private static func createTables(in db: Database, schema: DatasetSchema) throws {
-        try db.execute(sql: """
-            CREATE TABLE _seedsync_state (
-              id INTEGER PRIMARY KEY CHECK (id = 1),
-              format INTEGER NOT NULL,
-              schema TEXT NOT NULL,
-              revision INTEGER NOT NULL,
-              min_revision INTEGER NOT NULL
-            );
-            CREATE TABLE _seedsync_changes (
-              revision INTEGER PRIMARY KEY,
-              change_set BLOB NOT NULL
-            );
-            """)
+        try db.execute(
+            sql: """
+                CREATE TABLE _seedsync_state (
+                  id INTEGER PRIMARY KEY CHECK (id = 1),
+                  format INTEGER NOT NULL,
+                  schema TEXT NOT NULL,
+                  revision INTEGER NOT NULL,
+                  min_revision INTEGER NOT NULL
+                );
+                CREATE TABLE _seedsync_changes (
+                  revision INTEGER PRIMARY KEY,
+                  change_set BLOB NOT NULL
+                );
+                """)
         let schemaJSON = String(decoding: try JSONEncoder.stable().encode(schema), as: UTF8.self)
         try db.execute(
             sql: "INSERT INTO _seedsync_state (id, format, schema, revision, min_revision) VALUES (1, 1, ?, 0, 0)",

@@ -28,16 +28,28 @@ public enum Executables {
     /// running inside the test process must not hold one of the pool's threads while it waits.
     ///
     /// - Parameter fileSizeLimitKiB: runs the command under `ulimit -f` (in KiB), through bash.
-    public static func run(_ name: String, _ arguments: [String], environment: [String: String] = [:], fileSizeLimitKiB: Int? = nil) async throws -> Result {
-        try await offPool { try runBlocking(name, arguments, environment: environment, fileSizeLimitKiB: fileSizeLimitKiB) }
+    public static func run(
+        _ name: String, _ arguments: [String], environment: [String: String] = [:], fileSizeLimitKiB: Int? = nil
+    ) async throws -> Result {
+        try await offPool {
+            try runBlocking(name, arguments, environment: environment, fileSizeLimitKiB: fileSizeLimitKiB)
+        }
     }
 
-    private static func runBlocking(_ name: String, _ arguments: [String], environment: [String: String], fileSizeLimitKiB: Int?) throws -> Result {
-        let process = if let limit = fileSizeLimitKiB {
-            try start("/bin/bash", ["-c", "ulimit -f \(limit) && exec \"$0\" \"$@\"", productsDirectory.appendingPathComponent(name).path] + arguments, environment: environment)
-        } else {
-            try start(name, arguments, environment: environment)
-        }
+    private static func runBlocking(
+        _ name: String, _ arguments: [String], environment: [String: String], fileSizeLimitKiB: Int?
+    ) throws -> Result {
+        let process =
+            if let limit = fileSizeLimitKiB {
+                try start(
+                    "/bin/bash",
+                    [
+                        "-c", "ulimit -f \(limit) && exec \"$0\" \"$@\"",
+                        productsDirectory.appendingPathComponent(name).path,
+                    ] + arguments, environment: environment)
+            } else {
+                try start(name, arguments, environment: environment)
+            }
         let stdout = (process.standardOutput as! Pipe).fileHandleForReading.readDataToEndOfFile()
         let stderr = (process.standardError as! Pipe).fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
@@ -50,9 +62,12 @@ public enum Executables {
 
     /// Starts `name arguments…` (a product, or an absolute path) with piped output; the caller
     /// waits for or terminates it.
-    public static func start(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws -> Process {
+    public static func start(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws
+        -> Process
+    {
         let process = Process()
-        process.executableURL = name.hasPrefix("/") ? URL(fileURLWithPath: name) : productsDirectory.appendingPathComponent(name)
+        process.executableURL =
+            name.hasPrefix("/") ? URL(fileURLWithPath: name) : productsDirectory.appendingPathComponent(name)
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment
             .filter { !$0.key.hasPrefix("SEED_") }

@@ -44,20 +44,28 @@ public enum Fixtures {
             TypeChanges(
                 type: "books",
                 create: [.int(book)],
-                attributes: [String(book): ["title": "The Dispossessed", "author_code": .string(author), "price": 12, "in_stock": true]]
+                attributes: [
+                    String(book): [
+                        "title": "The Dispossessed", "author_code": .string(author), "price": 12, "in_stock": true,
+                    ]
+                ]
             ),
         ])
     }
 
     /// A new store at revision 0 for `schema`.
-    public static func emptyStore(_ schema: DatasetSchema = catalogSchema, in directory: URL, name: String = "server.sqlite") async throws -> SQLiteSyncStore {
+    public static func emptyStore(
+        _ schema: DatasetSchema = catalogSchema, in directory: URL, name: String = "server.sqlite"
+    ) async throws -> SQLiteSyncStore {
         let path = directory.appendingPathComponent(name).path
         try await SQLiteSyncStore.create(at: path, schema: schema)
         return try SQLiteSyncStore(path: path)
     }
 
     /// A new demo store at revision 1.
-    public static func demoStore(events: Int = 300, locations: Int = 20, seed: UInt64 = 1, in directory: URL) async throws -> SQLiteSyncStore {
+    public static func demoStore(events: Int = 300, locations: Int = 20, seed: UInt64 = 1, in directory: URL)
+        async throws -> SQLiteSyncStore
+    {
         let path = directory.appendingPathComponent("demo.sqlite").path
         let dataset = DemoDataset(events: events, locations: locations, seed: seed)
         try await SQLiteSyncStore.create(at: path, schema: DemoDataset.schema) { store in
@@ -96,7 +104,8 @@ extension Fixtures {
                 group.addTask {
                     var revisions: [Int64] = []
                     for index in 0..<commitsPerWriter {
-                        let creation = catalogCreation(author: "w\(writer)-\(index)", book: Int64(writer * 1_000 + index))
+                        let creation = catalogCreation(
+                            author: "w\(writer)-\(index)", book: Int64(writer * 1_000 + index))
                         revisions.append(try await commit(creation))
                     }
                     return revisions

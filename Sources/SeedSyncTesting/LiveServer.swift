@@ -22,10 +22,11 @@ public func withLiveServer(
     configure: (inout ServerConfiguration) -> Void = { _ in },
     _ body: @escaping @Sendable (URL) async throws -> Void
 ) async throws {
-    var configuration = ServerConfiguration(port: 0, tokens: TokenSet(readTokens: [token], writeTokens: [liveServerWriteToken], adminTokens: []))
+    var configuration = ServerConfiguration(
+        port: 0, tokens: TokenSet(readTokens: [token], writeTokens: [liveServerWriteToken], adminTokens: []))
     configure(&configuration)
     var logger = Logger(label: "seed-server")
-    logger.logLevel = .notice // a line for each request would bury the test output
+    logger.logLevel = .notice  // a line for each request would bury the test output
     let app = try await buildApplication(store: store, configuration: configuration, logger: logger)
     try await app.test(.live) { client in
         try await body(URL(string: "http://127.0.0.1:\(client.port!)")!)

@@ -1,10 +1,11 @@
 import Foundation
+import SeedSyncPostgres
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import SeedSyncPostgres
 
 /// A PostgreSQL server of a test's own, for faults no shared server may suffer: stopped and
 /// started again under a running `seed-server`. Started by `scripts/lib/postgres.sh` (initdb in a
@@ -31,11 +32,13 @@ public final class PrivatePostgres: Sendable {
 
     /// Starts a server, runs `body`, and stops the server and removes its folder, also on failure.
     public static func with(_ body: @escaping @Sendable (PrivatePostgres) async throws -> Void) async throws {
-        let output = try await shell("source scripts/lib/setup.sh && source scripts/lib/postgres.sh && start_postgres && "
-            + #"printf '%s\n' "$SEEDSYNC_POSTGRES_URL" "$PGPASSWORD" "$POSTGRES_DIR" "$PG_BIN""#)
+        let output = try await shell(
+            "source scripts/lib/setup.sh && source scripts/lib/postgres.sh && start_postgres && "
+                + #"printf '%s\n' "$SEEDSYNC_POSTGRES_URL" "$PGPASSWORD" "$POSTGRES_DIR" "$PG_BIN""#)
         let lines = output.split(separator: "\n").map(String.init)
         guard lines.count == 4 else { throw TestSetupError("scripts/lib/postgres.sh printed no server: \(output)") }
-        let postgres = PrivatePostgres(location: try PostgresLocation(url: lines[0], password: lines[1]), folder: lines[2], binaries: lines[3])
+        let postgres = PrivatePostgres(
+            location: try PostgresLocation(url: lines[0], password: lines[1]), folder: lines[2], binaries: lines[3])
         do {
             try await body(postgres)
         } catch {
@@ -75,13 +78,15 @@ public final class PrivatePostgres: Sendable {
     private static func shell(_ script: String) async throws -> String {
         let root = packageRoot.path
         return try await offPool {
-            let output = FileManager.default.temporaryDirectory.appendingPathComponent("seedsync-postgres-\(UUID().uuidString).out").path
+            let output = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "seedsync-postgres-\(UUID().uuidString).out"
+            ).path
             defer { try? FileManager.default.removeItem(atPath: output) }
             let command = "set -euo pipefail; cd '\(root)'; exec >'\(output)' </dev/null; " + script
             var pid: pid_t = 0
             let words: [String] = ["/bin/bash", "-c", command]
             let arguments: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
-            defer { arguments.forEach { free($0) } }
+            defer { for argument in arguments { free(argument) } }
             guard posix_spawn(&pid, "/bin/bash", nil, nil, arguments, environ) == 0 else {
                 throw TestSetupError("cannot start bash for a PostgreSQL helper")
             }

@@ -22,16 +22,23 @@ public enum SeedDamage {
     public static func someTitle(in path: String) throws -> String {
         let queue = try DatabaseQueue(path: path, configuration: readOnly)
         defer { try? queue.close() }
-        return try queue.read { db in try String.fetchOne(db, sql: "SELECT title FROM events WHERE length(title) >= 8 ORDER BY id LIMIT 1 OFFSET 3") ?? "" }
+        return try queue.read { db in
+            try String.fetchOne(
+                db, sql: "SELECT title FROM events WHERE length(title) >= 8 ORDER BY id LIMIT 1 OFFSET 3") ?? ""
+        }
     }
 
     /// Breaks the first page of the index `name`: its b-tree page type byte becomes invalid. The
     /// tables, and every value read through them, are untouched; `quick_check` reports the index.
     public static func breakIndex(_ name: String, of path: String) throws {
         let queue = try DatabaseQueue(path: path, configuration: readOnly)
-        let root = try queue.read { db in try Int.fetchOne(db, sql: "SELECT rootpage FROM sqlite_schema WHERE name = ?", arguments: [name]) }
+        let root = try queue.read { db in
+            try Int.fetchOne(db, sql: "SELECT rootpage FROM sqlite_schema WHERE name = ?", arguments: [name])
+        }
         try queue.close()
-        guard let root else { throw CocoaError(.fileReadCorruptFile, userInfo: [NSLocalizedDescriptionKey: "no index \(name) in \(path)"]) }
+        guard let root else {
+            throw CocoaError(.fileReadCorruptFile, userInfo: [NSLocalizedDescriptionKey: "no index \(name) in \(path)"])
+        }
         let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
         defer { try? handle.close() }
         try handle.seek(toOffset: UInt64((root - 1) * SeedFormat.pageSize))

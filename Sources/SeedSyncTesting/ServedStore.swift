@@ -19,8 +19,14 @@ public struct ServedStore: Sendable {
         SyncClient(configuration: .init(serverURL: url, token: token, requestTimeout: 10, retry: .none))
     }
 
-    public func builder(_ output: String, pageSize: Int = 50, gzip: Bool = false, resume: Bool = false, types: [String]? = nil, token: String = liveServerToken) -> SeedBuilder {
-        SeedBuilder(client: client(token: token), options: .init(output: path(output), types: types, pageSize: pageSize, syncLimit: 7, gzip: gzip, resume: resume))
+    public func builder(
+        _ output: String, pageSize: Int = 50, gzip: Bool = false, resume: Bool = false, types: [String]? = nil,
+        token: String = liveServerToken
+    ) -> SeedBuilder {
+        SeedBuilder(
+            client: client(token: token),
+            options: .init(
+                output: path(output), types: types, pageSize: pageSize, syncLimit: 7, gzip: gzip, resume: resume))
     }
 }
 
@@ -33,11 +39,12 @@ public func withServedStore(
     _ body: @escaping @Sendable (ServedStore) async throws -> Void
 ) async throws {
     try await withTemporaryDirectory { directory in
-        let store = if let schema {
-            try await Fixtures.emptyStore(schema, in: directory)
-        } else {
-            try await Fixtures.demoStore(events: events, locations: locations, seed: 3, in: directory)
-        }
+        let store =
+            if let schema {
+                try await Fixtures.emptyStore(schema, in: directory)
+            } else {
+                try await Fixtures.demoStore(events: events, locations: locations, seed: 3, in: directory)
+            }
         try await ChangeGenerator.mutate(store, changes: changes, seed: 5)
         try await withLiveServer(store) { url in
             try await body(ServedStore(url: url, store: store, directory: directory))

@@ -24,8 +24,12 @@ public struct SmallVolume: Sendable {
     public static let isAvailable: Bool = {
         #if os(Linux)
         guard geteuid() == 0 else { return false }
-        let probe = FileManager.default.temporaryDirectory.appendingPathComponent("seedsync-tmpfs-probe-\(UUID().uuidString)").path
-        guard (try? FileManager.default.createDirectory(atPath: probe, withIntermediateDirectories: true)) != nil else { return false }
+        let probe = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "seedsync-tmpfs-probe-\(UUID().uuidString)"
+        ).path
+        guard (try? FileManager.default.createDirectory(atPath: probe, withIntermediateDirectories: true)) != nil else {
+            return false
+        }
         defer { try? FileManager.default.removeItem(atPath: probe) }
         guard (try? run("/bin/mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", probe])) != nil else { return false }
         return (try? run("/bin/umount", [probe])) != nil
@@ -67,7 +71,9 @@ public struct SmallVolume: Sendable {
         try process.run()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "\(tool) \(arguments.joined(separator: " ")) failed"])
+            throw CocoaError(
+                .fileWriteUnknown,
+                userInfo: [NSLocalizedDescriptionKey: "\(tool) \(arguments.joined(separator: " ")) failed"])
         }
     }
 }

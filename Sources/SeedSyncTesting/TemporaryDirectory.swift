@@ -26,7 +26,8 @@ public final class TemporaryFile: Sendable {
     private let folder: URL
 
     public init(named name: String, contents: String) throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("seedsync-tests-\(UUID().uuidString)", isDirectory: true)
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "seedsync-tests-\(UUID().uuidString)", isDirectory: true)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         path = folder.appendingPathComponent(name).path
         try contents.write(toFile: path, atomically: true, encoding: .utf8)

@@ -32,8 +32,12 @@ struct SeedBuildCommand: AsyncParsableCommand {
         guard let url = URL(string: server), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
             throw ValidationError("--server must be an http or https URL, such as http://127.0.0.1:8080")
         }
-        guard pageSize > 0, syncLimit > 0, timeout > 0 else { throw ValidationError("--page-size, --sync-limit and --timeout must be positive") }
-        guard types.map({ !$0.split(separator: ",").isEmpty }) ?? true else { throw ValidationError("--types needs at least one type") }
+        guard pageSize > 0, syncLimit > 0, timeout > 0 else {
+            throw ValidationError("--page-size, --sync-limit and --timeout must be positive")
+        }
+        guard types.map({ !$0.split(separator: ",").isEmpty }) ?? true else {
+            throw ValidationError("--types needs at least one type")
+        }
     }
 
     func run() async throws {
@@ -48,7 +52,8 @@ struct SeedBuildCommand: AsyncParsableCommand {
         FileSystem.reportFileSizeLimitAsError()
         let progress = ProgressPrinter(enabled: !quiet && ProgressPrinter.stderrIsTerminal)
         let client = SyncClient(
-            configuration: .init(serverURL: URL(string: server)!, token: try SyncClient.token(file: tokenFile), requestTimeout: timeout),
+            configuration: .init(
+                serverURL: URL(string: server)!, token: try SyncClient.token(file: tokenFile), requestTimeout: timeout),
             onRetry: { attempt, error, delay in progress.retry(attempt: attempt, error: error, delay: delay) }
         )
         let options = SeedBuilder.Options(

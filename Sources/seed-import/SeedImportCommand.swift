@@ -9,7 +9,8 @@ import SeedSyncSeed
 struct SeedImportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "seed-import",
-        abstract: "Install a seed as an app's database on first run, then push local edits and catch up with the server.",
+        abstract:
+            "Install a seed as an app's database on first run, then push local edits and catch up with the server.",
         subcommands: [SyncCommand.self, WriteCommand.self],
         defaultSubcommand: SyncCommand.self
     )
@@ -36,7 +37,8 @@ struct SyncCommand: AsyncParsableCommand {
     @Option(help: "With --watch: seconds between runs.") var interval: Double = 60
     @Option(help: "A file holding the bearer token (instead of SEED_TOKEN).") var tokenFile: String?
     @Option(help: "Refuse a seed whose schema version is not this one.") var expectSchemaVersion: Int?
-    @Flag(name: .customLong("no-reseed-if-newer"), help: "Keep the database even when the seed is newer.") var noReseed = false
+    @Flag(name: .customLong("no-reseed-if-newer"), help: "Keep the database even when the seed is newer.")
+    var noReseed = false
     @Option(help: "Change sets per sync request.") var syncLimit = 1000
     @Option(help: "Seconds a request may wait for data.") var timeout: Double = 30
     @Option(help: "Seconds to wait for another seed-import of the same database.") var lockTimeout: Double = 30
@@ -49,7 +51,8 @@ struct SyncCommand: AsyncParsableCommand {
         }
         guard !(once && watch) else { throw ValidationError("--once and --watch exclude each other") }
         guard interval > 0, syncLimit > 0, timeout > 0, lockTimeout >= 0 else {
-            throw ValidationError("--interval, --sync-limit and --timeout must be positive, --lock-timeout not negative")
+            throw ValidationError(
+                "--interval, --sync-limit and --timeout must be positive, --lock-timeout not negative")
         }
     }
 
@@ -63,11 +66,15 @@ struct SyncCommand: AsyncParsableCommand {
 
     private func sync() async throws {
         FileSystem.reportFileSizeLimitAsError()
-        let importer = SeedImporter(configuration: .init(
-            seed: seed, database: database,
-            server: .init(serverURL: URL(string: server)!, token: try SyncClient.token(file: tokenFile), requestTimeout: timeout),
-            expectedSchemaVersion: expectSchemaVersion, reseedIfNewer: !noReseed, syncLimit: syncLimit, lockTimeout: lockTimeout
-        ))
+        let importer = SeedImporter(
+            configuration: .init(
+                seed: seed, database: database,
+                server: .init(
+                    serverURL: URL(string: server)!, token: try SyncClient.token(file: tokenFile),
+                    requestTimeout: timeout),
+                expectedSchemaVersion: expectSchemaVersion, reseedIfNewer: !noReseed, syncLimit: syncLimit,
+                lockTimeout: lockTimeout
+            ))
         let progress = ImportProgress(enabled: !quiet && ImportProgress.stderrIsTerminal)
         guard watch else {
             try await runOnce(importer, progress: progress)
@@ -96,7 +103,10 @@ struct SyncCommand: AsyncParsableCommand {
         }
         progress.end()
         if let problem = report.seedProblem {
-            FileHandle.standardError.write(Data("seed-import: warning: the shipped seed was not used, the database was kept and synced: \(problem)\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "seed-import: warning: the shipped seed was not used, the database was kept and synced: \(problem)\n"
+                        .utf8))
         }
         // Written straight to the descriptor: with --watch, each line must leave at once.
         if json {
@@ -110,14 +120,18 @@ struct SyncCommand: AsyncParsableCommand {
         var lines: [String] = []
         if report.installed { lines.append("installed the seed at \(report.database)") }
         for replacement in report.replacements {
-            lines.append("replaced \(report.database) (\(replacement.reason.rawValue)) with the \(replacement.source.rawValue) at revision \(replacement.toRevision)")
+            lines.append(
+                "replaced \(report.database) (\(replacement.reason.rawValue)) with the \(replacement.source.rawValue) at revision \(replacement.toRevision)"
+            )
         }
         lines.append(
             "caught up: revision \(report.fromRevision) -> \(report.toRevision), \(report.changeSets) change sets "
                 + "(\(report.inserted) inserted, \(report.updated) updated, \(report.deleted) deleted) in \(String(format: "%.2f", report.seconds)) s"
         )
         if report.pushed + report.conflicts + report.rejected + report.pending > 0 {
-            lines.append("pushed: \(report.pushed) applied, \(report.conflicts) conflicts, \(report.rejected) rejected, \(report.pending) waiting")
+            lines.append(
+                "pushed: \(report.pushed) applied, \(report.conflicts) conflicts, \(report.rejected) rejected, \(report.pending) waiting"
+            )
         }
         return lines.joined(separator: "\n")
     }
@@ -136,8 +150,11 @@ struct SyncCommand: AsyncParsableCommand {
             let mapped = describe(keys)
             return "change set \(id) applied as revision \(revision)" + (mapped.isEmpty ? "" : " (\(mapped))")
         case .conflict(let id, let changeSet):
-            let rows = changeSet.changes.flatMap { changes in (changes.update + changes.delete).map { "\(changes.type)[\($0.keyString ?? "?")]" } }
-            return "conflict: change set \(id) was not applied, the server's rows were kept: \(rows.joined(separator: ", "))"
+            let rows = changeSet.changes.flatMap { changes in
+                (changes.update + changes.delete).map { "\(changes.type)[\($0.keyString ?? "?")]" }
+            }
+            return
+                "conflict: change set \(id) was not applied, the server's rows were kept: \(rows.joined(separator: ", "))"
         case .rejected(let id, let code, let message):
             return "rejected (\(code)): change set \(id): \(message)"
         default:

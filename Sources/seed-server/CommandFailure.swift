@@ -28,19 +28,20 @@ extension CommandFailure {
     /// `error`, followed by the command, flag or variable that helps, when one does: the
     /// libraries' messages say what failed and where; the commands and flags belong here.
     static func hinted(_ error: any Error) -> any Error {
-        let hint: String? = switch error {
-        case let error as StoreError where error.code == .missingDatabase:
-            "create one with `seed-server init`"
-        case let error as PostgresStoreError where error.code == .notInitialized:
-            "create one with `seed-server init`, or attach existing tables with `seed-server init --attach --schema FILE`"
-        case let error as PostgresStoreError where error.code == .alreadyInitialized:
-            "`seed-server serve` serves a store that is there; `seed-server init --attach --schema FILE` serves existing tables"
-        case let error as PostgresStoreError where error.code == .unreachable || error.code == .invalidLocation:
-            "check --database, and the password in PGPASSWORD or --database-password-file"
-        case let error as TokenFileError where error.code == .unreadable:
-            "check the paths given to --token-file, --write-token-file and --admin-token-file"
-        default: nil
-        }
+        let hint: String? =
+            switch error {
+            case let error as StoreError where error.code == .missingDatabase:
+                "create one with `seed-server init`"
+            case let error as PostgresStoreError where error.code == .notInitialized:
+                "create one with `seed-server init`, or attach existing tables with `seed-server init --attach --schema FILE`"
+            case let error as PostgresStoreError where error.code == .alreadyInitialized:
+                "`seed-server serve` serves a store that is there; `seed-server init --attach --schema FILE` serves existing tables"
+            case let error as PostgresStoreError where error.code == .unreachable || error.code == .invalidLocation:
+                "check --database, and the password in PGPASSWORD or --database-password-file"
+            case let error as TokenFileError where error.code == .unreadable:
+                "check the paths given to --token-file, --write-token-file and --admin-token-file"
+            default: nil
+            }
         return hint.map { CommandFailure(description: "\(error); \($0)") } ?? error
     }
 }

@@ -27,13 +27,18 @@ struct DatabaseOption: ParsableArguments {
     func postgres() throws -> PostgresLocation? {
         guard PostgresLocation.isURL(database) else { return nil }
         let environment = ProcessInfo.processInfo.environment
-        return try PostgresLocation(url: database, password: PostgresLocation.password(environment: environment, file: databasePasswordFile))
+        return try PostgresLocation(
+            url: database, password: PostgresLocation.password(environment: environment, file: databasePasswordFile))
     }
 
     /// Runs `body` with the store at `--database`, open for the duration.
-    func withStore<T: Sendable>(maximumConnections: Int = 20, _ body: @Sendable (any MaintainedSyncStore) async throws -> T) async throws -> T {
+    func withStore<T: Sendable>(
+        maximumConnections: Int = 20, _ body: @Sendable (any MaintainedSyncStore) async throws -> T
+    ) async throws -> T {
         if let location = try postgres() {
-            return try await PostgresSyncStore.withStore(at: location, maximumConnections: maximumConnections) { try await body($0) }
+            return try await PostgresSyncStore.withStore(at: location, maximumConnections: maximumConnections) {
+                try await body($0)
+            }
         }
         return try await body(try SQLiteSyncStore(path: database))
     }
@@ -44,19 +49,24 @@ struct DatabaseOption: ParsableArguments {
 
 extension SeedServerCommand {
     struct Init: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Create a server database from the demo dataset or a schema file.")
+        static let configuration = CommandConfiguration(
+            abstract: "Create a server database from the demo dataset or a schema file.")
 
         @OptionGroup var options: DatabaseOption
         @Flag(help: "Use the built-in demo dataset (locations and events).") var demo = false
         @Option(help: "With --demo: number of events.") var events = 100_000
         @Option(help: "With --demo: number of locations.") var locations = 2_000
         @Option(help: "With --demo: random seed; the same seed gives the same data.") var seed: UInt64 = 1
-        @Option(help: "A schema file: JSON with dataset, schemaVersion and types, as GET /v1/schema.") var schema: String?
-        @Flag(help: "PostgreSQL: serve the existing tables the schema file names instead of creating them.") var attach = false
+        @Option(help: "A schema file: JSON with dataset, schemaVersion and types, as GET /v1/schema.") var schema:
+            String?
+        @Flag(help: "PostgreSQL: serve the existing tables the schema file names instead of creating them.")
+        var attach = false
 
         func validate() throws {
             guard demo != (schema != nil) else { throw ValidationError("give exactly one of --demo and --schema FILE") }
-            guard events >= 0, locations >= 0 else { throw ValidationError("--events and --locations must not be negative") }
+            guard events >= 0, locations >= 0 else {
+                throw ValidationError("--events and --locations must not be negative")
+            }
             guard !attach || (schema != nil && PostgresLocation.isURL(options.database)) else {
                 throw ValidationError("--attach needs --schema FILE and a postgres:// --database")
             }
@@ -66,7 +76,9 @@ extension SeedServerCommand {
             let parsed = demo ? DemoDataset.schema : try SchemaFile.read(schema!)
             if attach, let location = try options.postgres() {
                 let revision = try await PostgresSyncStore.attach(at: location, schema: parsed)
-                print("attached \(parsed.types.count) tables of \(location) as dataset \(parsed.dataset); their rows are revision \(revision), and every later write to them is captured")
+                print(
+                    "attached \(parsed.types.count) tables of \(location) as dataset \(parsed.dataset); their rows are revision \(revision), and every later write to them is captured"
+                )
                 return
             }
             if demo {
@@ -83,7 +95,9 @@ extension SeedServerCommand {
 
         /// Creates the store, filled by `populate`; a failure leaves nothing behind on SQLite and
         /// tables at revision 0 on PostgreSQL (the load is one transaction).
-        private func create(_ schema: DatasetSchema, populate: @escaping @Sendable (any MaintainedSyncStore) async throws -> Void) async throws {
+        private func create(
+            _ schema: DatasetSchema, populate: @escaping @Sendable (any MaintainedSyncStore) async throws -> Void
+        ) async throws {
             if let location = try options.postgres() {
                 try await PostgresSyncStore.create(at: location, schema: schema)
                 try await PostgresSyncStore.withStore(at: location, maximumConnections: 2) { try await populate($0) }
@@ -96,7 +110,8 @@ extension SeedServerCommand {
     struct Schema: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print a schema file for existing PostgreSQL tables (types, keys, nullability, references).",
-            discussion: "Review it, then serve the tables with `seed-server init --database URL --schema FILE --attach`."
+            discussion:
+                "Review it, then serve the tables with `seed-server init --database URL --schema FILE --attach`."
         )
 
         @OptionGroup var options: DatabaseOption
@@ -105,7 +120,9 @@ extension SeedServerCommand {
         @Option(help: "The schema version to start at.") var schemaVersion = 1
 
         func run() async throws {
-            guard let location = try options.postgres() else { throw ValidationError("schema reads PostgreSQL tables: give a postgres:// --database") }
+            guard let location = try options.postgres() else {
+                throw ValidationError("schema reads PostgreSQL tables: give a postgres:// --database")
+            }
             let names = tables.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
             let schema = try await PostgresSyncStore.schema(
                 at: location, tables: names, dataset: dataset ?? location.database, schemaVersion: schemaVersion
@@ -117,7 +134,8 @@ extension SeedServerCommand {
     }
 
     struct Load: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Bulk-load an NDJSON file (one object per line, key included) as one revision.")
+        static let configuration = CommandConfiguration(
+            abstract: "Bulk-load an NDJSON file (one object per line, key included) as one revision.")
 
         @OptionGroup var options: DatabaseOption
         @Option(help: "The entity type to load into.") var type: String
@@ -125,13 +143,16 @@ extension SeedServerCommand {
 
         func run() async throws {
             let (type, file) = (self.type, self.file)
-            let result = try await options.withStore(maximumConnections: 2) { store in try await store.load(ndjsonFile: file, into: type) }
+            let result = try await options.withStore(maximumConnections: 2) { store in
+                try await store.load(ndjsonFile: file, into: type)
+            }
             print("loaded \(result.rows) rows into \(type) as revision \(result.revision)")
         }
     }
 
     struct Mutate: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Write random change sets (creates, updates, deletes) for demos and tests.")
+        static let configuration = CommandConfiguration(
+            abstract: "Write random change sets (creates, updates, deletes) for demos and tests.")
 
         @OptionGroup var options: DatabaseOption
         @Option(help: "Number of change sets to write.") var changes: Int
@@ -143,7 +164,10 @@ extension SeedServerCommand {
 
         func run() async throws {
             let (changes, seed) = (self.changes, self.seed)
-            if let revisions = try await options.withStore(maximumConnections: 2, { store in try await ChangeGenerator.mutate(store, changes: changes, seed: seed) }) {
+            if let revisions = try await options.withStore(
+                maximumConnections: 2,
+                { store in try await ChangeGenerator.mutate(store, changes: changes, seed: seed) })
+            {
                 print("wrote \(changes) change sets: revisions \(revisions.lowerBound) to \(revisions.upperBound)")
             } else {
                 print("wrote no change sets")
@@ -152,10 +176,12 @@ extension SeedServerCommand {
     }
 
     struct Compact: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Drop change history older than the newest K revisions.")
+        static let configuration = CommandConfiguration(
+            abstract: "Drop change history older than the newest K revisions.")
 
         @OptionGroup var options: DatabaseOption
-        @Option(name: .customLong("keep-revisions"), help: "Number of newest revisions whose change sets stay.") var keep: Int64
+        @Option(name: .customLong("keep-revisions"), help: "Number of newest revisions whose change sets stay.")
+        var keep: Int64
 
         func validate() throws {
             guard keep >= 0 else { throw ValidationError("--keep-revisions must not be negative") }
@@ -163,8 +189,11 @@ extension SeedServerCommand {
 
         func run() async throws {
             let keep = self.keep
-            let result = try await options.withStore(maximumConnections: 2) { store in try await store.compact(keepingRevisions: keep) }
-            print("removed \(result.removedChangeSets) change sets; clients can sync from revision \(result.minRevision)")
+            let result = try await options.withStore(maximumConnections: 2) { store in
+                try await store.compact(keepingRevisions: keep)
+            }
+            print(
+                "removed \(result.removedChangeSets) change sets; clients can sync from revision \(result.minRevision)")
         }
     }
 }
@@ -172,7 +201,9 @@ extension SeedServerCommand {
 /// Reads a schema file for `init --schema`.
 enum SchemaFile {
     static func read(_ path: String) throws -> DatasetSchema {
-        guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("cannot read schema file \(path)") }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ValidationError("cannot read schema file \(path)")
+        }
         do {
             return try JSONDecoder().decode(DatasetSchema.self, from: data)
         } catch {

@@ -6,7 +6,8 @@ import SeedSyncServer
 extension SeedServerCommand {
     struct Serve: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Serve protocol v1. Tokens come from SEED_SERVER_TOKENS / SEED_SERVER_WRITE_TOKENS / SEED_SERVER_ADMIN_TOKENS or token files.",
+            abstract:
+                "Serve protocol v1. Tokens come from SEED_SERVER_TOKENS / SEED_SERVER_WRITE_TOKENS / SEED_SERVER_ADMIN_TOKENS or token files.",
             discussion: "Prints 'listening on http://HOST:PORT' on stdout once ready; --port 0 picks a free port."
         )
 
@@ -16,12 +17,16 @@ extension SeedServerCommand {
         @Option(help: "File with read tokens (comma- or line-separated).") var tokenFile: String?
         @Option(help: "File with write tokens, which may also push change sets.") var writeTokenFile: String?
         @Option(help: "File with admin tokens (comma- or line-separated).") var adminTokenFile: String?
-        @Flag(help: "Serve without authentication when no token is configured (local experiments only).") var allowAnonymous = false
+        @Flag(help: "Serve without authentication when no token is configured (local experiments only).")
+        var allowAnonymous = false
         @Option(help: "Largest request body in bytes, compressed or not.") var maxBodySize = 8 << 20
         @Option(help: "Seconds a request body may take to arrive whole; slower ones get 408.") var bodyTimeout = 30
-        @Option(help: "Days the result of a pushed change set is kept for a retry with the same id.") var pushRetentionDays = 7
-        @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel: Logger.Level = .info
-        @Option(help: "Log lines as text, or as one JSON object per line (json) for log collectors.") var logFormat: LogFormat = .text
+        @Option(help: "Days the result of a pushed change set is kept for a retry with the same id.")
+        var pushRetentionDays = 7
+        @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.", transform: Serve.level)
+        var logLevel: Logger.Level = .info
+        @Option(help: "Log lines as text, or as one JSON object per line (json) for log collectors.")
+        var logFormat: LogFormat = .text
 
         func validate() throws {
             guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
@@ -38,12 +43,15 @@ extension SeedServerCommand {
                 adminTokenFile: adminTokenFile
             )
             guard !tokens.isEmpty || allowAnonymous else {
-                throw ValidationError("no token configured: set SEED_SERVER_TOKENS, SEED_SERVER_WRITE_TOKENS or SEED_SERVER_ADMIN_TOKENS, pass --token-file, or use --allow-anonymous for local experiments")
+                throw ValidationError(
+                    "no token configured: set SEED_SERVER_TOKENS, SEED_SERVER_WRITE_TOKENS or SEED_SERVER_ADMIN_TOKENS, pass --token-file, or use --allow-anonymous for local experiments"
+                )
             }
-            var logger = switch logFormat {
-            case .text: Logger(label: "seed-server")
-            case .json: Logger(label: "seed-server") { JSONLogHandler(label: $0) }
-            }
+            var logger =
+                switch logFormat {
+                case .text: Logger(label: "seed-server")
+                case .json: Logger(label: "seed-server") { JSONLogHandler(label: $0) }
+                }
             logger.logLevel = logLevel
             let configuration = ServerConfiguration(
                 host: host,
@@ -65,7 +73,16 @@ extension SeedServerCommand {
     }
 }
 
-extension Logger.Level: @retroactive ExpressibleByArgument {}
+extension SeedServerCommand.Serve {
+    /// `--log-level`'s value: a level of swift-log by name.
+    static func level(_ name: String) throws -> Logger.Level {
+        guard let level = Logger.Level(rawValue: name) else {
+            throw ValidationError(
+                "--log-level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return level
+    }
+}
 
 /// How `serve` writes its log lines (to standard error).
 enum LogFormat: String, ExpressibleByArgument, CaseIterable {

@@ -1,3 +1,2 @@
-
 /// Thrown by a progress handler to interrupt a build.
 struct Interruption: Error {}

@@ -6,17 +6,21 @@ import Testing
 
 /// The built `seed-server`, `seed-build` and `seed-verify` executables, run as a user would.
 @Suite struct CommandLineTests {
-    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     /// Under a file-size limit the build fails with one line naming the work file and the limit,
     /// and removes the work file: a kept one would fail the same way on `--resume`.
     @Test func aFileSizeLimitFailsTheBuildCleanly() async throws {
         try await withServedStore(events: 3000) { served in
             let seed = served.path("out/demo.sqlite")
-            let built = try await Executables.run("seed-build", ["--server", served.url.absoluteString, "--out", seed], environment: ["SEED_TOKEN": liveServerToken], fileSizeLimitKiB: 128)
+            let built = try await Executables.run(
+                "seed-build", ["--server", served.url.absoluteString, "--out", seed],
+                environment: ["SEED_TOKEN": liveServerToken], fileSizeLimitKiB: 128)
             #expect(built.status != 0)
             #expect(built.stderr.split(separator: "\n").count == 1, "\(built.stderr)")
-            #expect(built.stderr.contains(seed + ".partial") && built.stderr.contains("file-size limit"), "\(built.stderr)")
+            #expect(
+                built.stderr.contains(seed + ".partial") && built.stderr.contains("file-size limit"), "\(built.stderr)")
             #expect(built.stderr.contains("will be about"), "\(built.stderr)")
             let leftovers = try FileManager.default.contentsOfDirectory(atPath: served.path("out"))
             #expect(leftovers.isEmpty, "\(leftovers)")
@@ -26,27 +30,35 @@ import Testing
     @Test func buildAndVerifyEndToEnd() async throws {
         try await withTemporaryDirectory { directory in
             let database = directory.appendingPathComponent("server.sqlite").path
-            _ = try await Executables.run("seed-server", ["init", "--database", database, "--demo", "--events", "500", "--locations", "30"])
+            _ = try await Executables.run(
+                "seed-server", ["init", "--database", database, "--demo", "--events", "500", "--locations", "30"])
             _ = try await Executables.run("seed-server", ["mutate", "--database", database, "--changes", "20"])
-            let server = try Executables.start("seed-server", ["serve", "--database", database, "--port", "0"], environment: ["SEED_SERVER_TOKENS": "cli-token"])
+            let server = try Executables.start(
+                "seed-server", ["serve", "--database", database, "--port", "0"],
+                environment: ["SEED_SERVER_TOKENS": "cli-token"])
             defer { if server.isRunning { server.terminate() } }
             let url = try #require(Executables.listeningAddress(of: server))
             let seed = directory.appendingPathComponent("out/demo.sqlite").path
 
-            let built = try await Executables.run("seed-build", ["--server", url, "--out", seed, "--gzip", "--json"], environment: ["SEED_TOKEN": "cli-token"])
+            let built = try await Executables.run(
+                "seed-build", ["--server", url, "--out", seed, "--gzip", "--json"],
+                environment: ["SEED_TOKEN": "cli-token"])
             #expect(built.status == 0, "\(built.stderr)")
             let report = try JSONDecoder().decode(BuildReport.self, from: Data(built.stdout.utf8))
             #expect(report.manifest.revision == 21)
             #expect(report.manifest.rowCounts.values.reduce(0, +) > 500)
             #expect(built.stderr.isEmpty, "progress goes to a terminal only")
 
-            let verified = try await Executables.run("seed-verify", [seed + ".gz", "--json", "--expect-revision", "21"])
+            let verified = try await Executables.run(
+                "seed-verify", [seed + ".gz", "--json", "--expect-revision", "21"])
             #expect(verified.status == 0, "\(verified.stdout)")
             let verification = try JSONDecoder().decode(VerificationReport.self, from: Data(verified.stdout.utf8))
             #expect(verification.passed)
             #expect(verification.checks.count == 13)
 
-            let denied = try await Executables.run("seed-build", ["--server", url, "--out", directory.appendingPathComponent("denied.sqlite").path], environment: ["SEED_TOKEN": "wrong"])
+            let denied = try await Executables.run(
+                "seed-build", ["--server", url, "--out", directory.appendingPathComponent("denied.sqlite").path],
+                environment: ["SEED_TOKEN": "wrong"])
             #expect(denied.status != 0)
             #expect(denied.stderr.contains("401"))
             #expect(denied.stderr.split(separator: "\n").count == 1, "\(denied.stderr)")
@@ -78,11 +90,15 @@ import Testing
             process.waitUntilExit()
             #expect(process.terminationStatus == 0, "\(String(decoding: errors, as: UTF8.self))")
 
-            let committed = try SeedManifest.read(from: Self.repository.appendingPathComponent("Snapshots/demo.sqlite.manifest.json").path)
-            let rebuilt = try SeedManifest.read(from: directory.appendingPathComponent("demo.sqlite.manifest.json").path)
+            let committed = try SeedManifest.read(
+                from: Self.repository.appendingPathComponent("Snapshots/demo.sqlite.manifest.json").path)
+            let rebuilt = try SeedManifest.read(
+                from: directory.appendingPathComponent("demo.sqlite.manifest.json").path)
             #expect(rebuilt.sha256 == committed.sha256)
-            #expect(try FileDigest(ofFile: directory.appendingPathComponent("demo.sqlite").path).sha256 == committed.sha256)
-            let shipped = try await SeedVerifier.verify(Self.repository.appendingPathComponent("Snapshots/demo.sqlite").path)
+            #expect(
+                try FileDigest(ofFile: directory.appendingPathComponent("demo.sqlite").path).sha256 == committed.sha256)
+            let shipped = try await SeedVerifier.verify(
+                Self.repository.appendingPathComponent("Snapshots/demo.sqlite").path)
             #expect(shipped.passed, "\(shipped.failures)")
         }
     }

@@ -13,16 +13,19 @@ struct FullVolumeTests {
         try await withServedStore(events: 4000) { served in
             try await SmallVolume.with(kilobytes: kilobytes) { volume in
                 let output = volume.path("seed.sqlite")
-                let builder = SeedBuilder(client: served.client(), options: .init(output: output, pageSize: 500, gzip: true))
+                let builder = SeedBuilder(
+                    client: served.client(), options: .init(output: output, pageSize: 500, gzip: true))
                 await #expect { try await builder.build() } throws: { error in
                     guard let error = error as? SeedError else { return false }
-                    return error.code == .diskFull && error.description.contains(volume.path) && error.description.contains("needs about")
+                    return error.code == .diskFull && error.description.contains(volume.path)
+                        && error.description.contains("needs about")
                 }
                 let leftovers = try FileManager.default.contentsOfDirectory(atPath: volume.path)
                 #expect(leftovers.isEmpty, "\(leftovers)")
 
                 // --resume has nothing to resume and fails the same clean way.
-                let resumed = SeedBuilder(client: served.client(), options: .init(output: output, pageSize: 500, gzip: true, resume: true))
+                let resumed = SeedBuilder(
+                    client: served.client(), options: .init(output: output, pageSize: 500, gzip: true, resume: true))
                 await #expect { try await resumed.build() } throws: { ($0 as? SeedError)?.code == .diskFull }
                 let after = try FileManager.default.contentsOfDirectory(atPath: volume.path)
                 #expect(after.isEmpty, "\(after)")

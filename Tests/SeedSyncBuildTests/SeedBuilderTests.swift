@@ -1,11 +1,11 @@
 import Foundation
+import NIOConcurrencyHelpers
 import SeedSyncBuild
 import SeedSyncClient
 import SeedSyncDemo
 import SeedSyncModel
 import SeedSyncSeed
 import SeedSyncTesting
-import NIOConcurrencyHelpers
 import Testing
 
 /// `SeedBuilder` against a real server on loopback.
@@ -43,7 +43,12 @@ import Testing
             let mutations = NIOLockedValueBox<UInt64>(100)
             let report = try await served.builder("moving.sqlite", pageSize: 40).build { event in
                 guard case .page = event else { return }
-                try await ChangeGenerator.mutate(served.store, changes: 3, seed: mutations.withLockedValue { $0 += 1; return $0 })
+                try await ChangeGenerator.mutate(
+                    served.store, changes: 3,
+                    seed: mutations.withLockedValue {
+                        $0 += 1
+                        return $0
+                    })
             }
             let info = try await served.store.schemaInfo()
             #expect(report.changeSets > 0)
@@ -66,7 +71,14 @@ import Testing
             let pages = NIOLockedValueBox<Int>(0)
             await #expect(throws: Interruption.self) {
                 try await served.builder("c.sqlite", pageSize: 13).build { event in
-                    if case .page = event, pages.withLockedValue({ $0 += 1; return $0 }) == 5 { throw Interruption() }
+                    if case .page = event,
+                        pages.withLockedValue({
+                            $0 += 1
+                            return $0
+                        }) == 5
+                    {
+                        throw Interruption()
+                    }
                 }
             }
             #expect(!FileManager.default.fileExists(atPath: served.path("c.sqlite")))
@@ -104,7 +116,9 @@ import Testing
             await #expect { try await served.builder("r.sqlite", resume: true).build() } throws: {
                 ($0 as? SeedError)?.code == .notResumable && "\($0)".contains("no longer reaches its revision")
             }
-            #expect(FileManager.default.fileExists(atPath: served.path("r.sqlite.partial")), "a refused resume leaves the work file")
+            #expect(
+                FileManager.default.fileExists(atPath: served.path("r.sqlite.partial")),
+                "a refused resume leaves the work file")
             let fresh = try await served.builder("r.sqlite").build()
             #expect(!fresh.resumed)
         }
@@ -112,10 +126,15 @@ import Testing
 
     @Test func aWorkFileInUseIsLeftAlone() async throws {
         try await withServedStore { served in
-            let other = try await SeedWriter.create(at: served.path("busy.sqlite.partial"), schema: DemoDataset.schema, revision: 1)
+            let other = try await SeedWriter.create(
+                at: served.path("busy.sqlite.partial"), schema: DemoDataset.schema, revision: 1)
             defer { try? other.close() }
-            await #expect { try await served.builder("busy.sqlite").build() } throws: { "\($0)".contains("in use by another process") }
-            #expect(FileManager.default.fileExists(atPath: served.path("busy.sqlite.partial")), "the other build's file is not deleted")
+            await #expect { try await served.builder("busy.sqlite").build() } throws: {
+                "\($0)".contains("in use by another process")
+            }
+            #expect(
+                FileManager.default.fileExists(atPath: served.path("busy.sqlite.partial")),
+                "the other build's file is not deleted")
             #expect(try await other.cursors().count == 2)
         }
     }
@@ -156,7 +175,9 @@ import Testing
 
     @Test func unreachableServersFailClearly() async throws {
         try await withTemporaryDirectory { directory in
-            let client = SyncClient(configuration: .init(serverURL: URL(string: "http://127.0.0.1:1")!, token: nil, requestTimeout: 2, retry: .none))
+            let client = SyncClient(
+                configuration: .init(
+                    serverURL: URL(string: "http://127.0.0.1:1")!, token: nil, requestTimeout: 2, retry: .none))
             let output = directory.appendingPathComponent("x.sqlite").path
             await #expect { try await SeedBuilder(client: client, options: .init(output: output)).build() } throws: {
                 ($0 as? SyncClientError)?.code == .unreachable
@@ -171,7 +192,10 @@ import Testing
     /// file-size limit, data that does not fit).
     @Test func onlyFailuresThatMayPassKeepTheWorkFile() {
         let kept: [any Error] = [SeedError(.fileSystem, ""), SeedError(.busy, ""), CancellationError()]
-        let removed: [any Error] = [SeedError(.diskFull, ""), SeedError(.fileSizeLimit, ""), SeedError(.invalidData, ""), SeedError(.damaged, "")]
+        let removed: [any Error] = [
+            SeedError(.diskFull, ""), SeedError(.fileSizeLimit, ""), SeedError(.invalidData, ""),
+            SeedError(.damaged, ""),
+        ]
         #expect(kept.allSatisfy(SeedBuilder.isResumable))
         #expect(!removed.contains(where: SeedBuilder.isResumable))
     }
@@ -181,14 +205,20 @@ import Testing
     /// refused and nothing is written.
     @Test func aChangeSetMustCarryExactlyTheNextRevision() async throws {
         try await withTemporaryDirectory { directory in
-            let writer = try await SeedWriter.create(at: directory.appendingPathComponent("seed.partial").path, schema: DemoDataset.schema, revision: 5)
+            let writer = try await SeedWriter.create(
+                at: directory.appendingPathComponent("seed.partial").path, schema: DemoDataset.schema, revision: 5)
             defer { try? writer.close() }
             for wrong: Int64 in [7, 5, 4] {
-                await #expect { try await writer.apply([ChangeSet(revision: wrong, changes: [])]) } throws: { ($0 as? SeedError)?.code == .invalidData }
+                await #expect { try await writer.apply([ChangeSet(revision: wrong, changes: [])]) } throws: {
+                    ($0 as? SeedError)?.code == .invalidData
+                }
                 #expect(try await writer.revision() == 5)
             }
-            #expect(try await writer.apply([ChangeSet(revision: 6, changes: []), ChangeSet(revision: 7, changes: [])]) == 7)
-            await #expect { try await writer.apply([ChangeSet(revision: 8, changes: []), ChangeSet(revision: 10, changes: [])]) } throws: { _ in true }
+            #expect(
+                try await writer.apply([ChangeSet(revision: 6, changes: []), ChangeSet(revision: 7, changes: [])]) == 7)
+            await #expect {
+                try await writer.apply([ChangeSet(revision: 8, changes: []), ChangeSet(revision: 10, changes: [])])
+            } throws: { _ in true }
             #expect(try await writer.revision() == 7, "a gap inside a batch rolls the whole batch back")
         }
     }

@@ -21,13 +21,18 @@ import Testing
 
     @Test func aGoodSeedPassesEveryCheck() async throws {
         try await withSeed { seed, _ in
-            let report = try await SeedVerifier.verify(seed, options: .init(expectedRevision: 11, expectedSchemaVersion: 1))
+            let report = try await SeedVerifier.verify(
+                seed, options: .init(expectedRevision: 11, expectedSchemaVersion: 1))
             #expect(report.passed, "\(report.failures)")
-            #expect(Set(report.checks.map(\.name)) == [
-                "sqlite-file", "journal-mode", "seed-format", "integrity", "foreign-keys", "free-pages",
-                "revisions", "schema", "content", "expected-revision", "expected-schema-version", "manifest",
-            ])
-            #expect(try await failures(seed, .init(expectedRevision: 12, expectedSchemaVersion: 2)) == ["expected-revision", "expected-schema-version"])
+            #expect(
+                Set(report.checks.map(\.name)) == [
+                    "sqlite-file", "journal-mode", "seed-format", "integrity", "foreign-keys", "free-pages",
+                    "revisions", "schema", "content", "expected-revision", "expected-schema-version", "manifest",
+                ])
+            #expect(
+                try await failures(seed, .init(expectedRevision: 12, expectedSchemaVersion: 2)) == [
+                    "expected-revision", "expected-schema-version",
+                ])
             let compressed = try await SeedVerifier.verify(seed + ".gz")
             #expect(compressed.passed, "\(compressed.failures)")
             #expect(compressed.checks.prefix(2).map(\.name) == ["gzip-hash", "gzip"])
@@ -71,19 +76,28 @@ import Testing
     /// the content digest, which any change to the rows or the file trips as well).
     @Test func aDanglingReferenceFailsTheForeignKeyCheck() async throws {
         try await withSeed { seed, _ in
-            try rewrite(seed, "PRAGMA foreign_keys = OFF; UPDATE events SET location_id = 999999 WHERE id = (SELECT min(id) FROM events WHERE location_id IS NOT NULL)")
+            try rewrite(
+                seed,
+                "PRAGMA foreign_keys = OFF; UPDATE events SET location_id = 999999 WHERE id = (SELECT min(id) FROM events WHERE location_id IS NOT NULL)"
+            )
             #expect(try await failures(seed) == ["foreign-keys", "content", "manifest"])
         }
     }
 
     @Test func freePagesFailTheVacuumCheck() async throws {
         try await withSeed { seed, _ in
-            try rewrite(seed, "DELETE FROM _seedsync_seed WHERE key = 'nothing'; CREATE TABLE scratch (x); INSERT INTO scratch SELECT zeroblob(100000); DROP TABLE scratch", vacuum: false)
+            try rewrite(
+                seed,
+                "DELETE FROM _seedsync_seed WHERE key = 'nothing'; CREATE TABLE scratch (x); INSERT INTO scratch SELECT zeroblob(100000); DROP TABLE scratch",
+                vacuum: false)
             #expect(try await failures(seed) == ["free-pages", "manifest"])
         }
     }
 
-    @Test(arguments: ["CREATE INDEX extra ON events (title)", "PRAGMA user_version = 7", "UPDATE _seedsync_seed SET value = '00' WHERE key = 'schema_hash'"])
+    @Test(arguments: [
+        "CREATE INDEX extra ON events (title)", "PRAGMA user_version = 7",
+        "UPDATE _seedsync_seed SET value = '00' WHERE key = 'schema_hash'",
+    ])
     func anObjectOrVersionTheSchemaDoesNotDescribeFailsTheSchemaCheck(_ change: String) async throws {
         try await withSeed { seed, _ in
             try rewrite(seed, change)
@@ -202,7 +216,9 @@ import Testing
             let plain = directory.appendingPathComponent("plain.sqlite").path
             try await DatabaseQueue(path: plain).write { try $0.execute(sql: "CREATE TABLE t (x)") }
             #expect(try await failures(plain).contains("seed-format"))
-            await #expect(throws: SeedError.self) { try await SeedVerifier.verify(directory.appendingPathComponent("none").path) }
+            await #expect(throws: SeedError.self) {
+                try await SeedVerifier.verify(directory.appendingPathComponent("none").path)
+            }
         }
     }
 

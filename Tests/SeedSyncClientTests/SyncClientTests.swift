@@ -1,13 +1,13 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import NIOConcurrencyHelpers
 import SeedSyncClient
 import SeedSyncDemo
 import SeedSyncModel
 import SeedSyncServer
 import SeedSyncStore
 import SeedSyncTesting
-import NIOConcurrencyHelpers
 import Testing
 
 /// The client against a real server on loopback, and against servers that misbehave on purpose.
@@ -22,8 +22,13 @@ import Testing
         }
     }
 
-    func client(_ url: URL, token: String? = token, retry: RetryPolicy = .none, limit: Int = 64 << 20, timeout: TimeInterval = 10) -> SyncClient {
-        SyncClient(configuration: .init(serverURL: url, token: token, requestTimeout: timeout, maxResponseSize: limit, retry: retry))
+    func client(
+        _ url: URL, token: String? = token, retry: RetryPolicy = .none, limit: Int = 64 << 20,
+        timeout: TimeInterval = 10
+    ) -> SyncClient {
+        SyncClient(
+            configuration: .init(
+                serverURL: url, token: token, requestTimeout: timeout, maxResponseSize: limit, retry: retry))
     }
 
     @Test func readsSchemaSnapshotsAndChangeFeeds() async throws {
@@ -42,7 +47,10 @@ import Testing
 
     /// Compression is asked for unless the server is on this machine; answers read the same either way.
     @Test func asksForGzipExceptOnLoopback() async throws {
-        for (host, expected) in [("127.0.0.1", false), ("localhost", false), ("[::1]", false), ("127.1.2.3", false), ("sync.example.com", true), ("10.0.0.1", true)] {
+        for (host, expected) in [
+            ("127.0.0.1", false), ("localhost", false), ("[::1]", false), ("127.1.2.3", false),
+            ("sync.example.com", true), ("10.0.0.1", true),
+        ] {
             let configuration = SyncClient.Configuration(serverURL: URL(string: "http://\(host):8080")!, token: nil)
             #expect(configuration.acceptsGzip == expected, "\(host)")
         }
@@ -58,12 +66,16 @@ import Testing
 
     @Test func mapsServerErrorsToCodes() async throws {
         try await withServer { url, _ in
-            await #expect { try await client(url, token: nil).schema() } throws: { ($0 as? SyncClientError)?.code == .unauthorized }
+            await #expect { try await client(url, token: nil).schema() } throws: {
+                ($0 as? SyncClientError)?.code == .unauthorized
+            }
             await #expect { try await client(url).sync(from: 0) } throws: { error in
                 let error = error as? SyncClientError
                 return error?.code == .historyExpired && error?.minRevision == 1 && error?.status == 410
             }
-            await #expect { try await client(url).sync(from: 99) } throws: { ($0 as? SyncClientError)?.code == .revisionAhead }
+            await #expect { try await client(url).sync(from: 99) } throws: {
+                ($0 as? SyncClientError)?.code == .revisionAhead
+            }
             await #expect { try await client(url).snapshotPage(of: "nope", after: nil, limit: 1) } throws: {
                 ($0 as? SyncClientError)?.serverCode == "unknown_type"
             }
@@ -72,7 +84,9 @@ import Testing
 
     @Test func refusesAnswersOverTheLimit() async throws {
         try await withServer { url, _ in
-            await #expect { try await client(url, limit: 1_000).snapshotPage(of: "events", after: nil, limit: 300) } throws: {
+            await #expect {
+                try await client(url, limit: 1_000).snapshotPage(of: "events", after: nil, limit: 300)
+            } throws: {
                 ($0 as? SyncClientError)?.code == .responseTooLarge
             }
         }
@@ -81,7 +95,9 @@ import Testing
     @Test func unreachableServersFailAfterBoundedRetries() async throws {
         let retries = NIOLockedValueBox(0)
         let client = SyncClient(
-            configuration: .init(serverURL: URL(string: "http://127.0.0.1:1")!, token: nil, requestTimeout: 2, retry: RetryPolicy(maxAttempts: 3, baseDelay: 0.01)),
+            configuration: .init(
+                serverURL: URL(string: "http://127.0.0.1:1")!, token: nil, requestTimeout: 2,
+                retry: RetryPolicy(maxAttempts: 3, baseDelay: 0.01)),
             onRetry: { _, _, _ in retries.withLockedValue { $0 += 1 } }
         )
         await #expect { try await client.schema() } throws: { ($0 as? SyncClientError)?.code == .unreachable }
@@ -97,13 +113,17 @@ import Testing
             #expect(stub.requests == 3)
 
             stub.plan(Array(repeating: .status(500), count: 10))
-            await #expect { try await client(url, retry: RetryPolicy(maxAttempts: 4, baseDelay: 0.01)).schema() } throws: {
+            await #expect {
+                try await client(url, retry: RetryPolicy(maxAttempts: 4, baseDelay: 0.01)).schema()
+            } throws: {
                 ($0 as? SyncClientError)?.status == 500
             }
             #expect(stub.requests == 4)
 
             stub.plan([.status(404), .ok])
-            await #expect { try await client(url, retry: RetryPolicy(maxAttempts: 4, baseDelay: 0.01)).schema() } throws: {
+            await #expect {
+                try await client(url, retry: RetryPolicy(maxAttempts: 4, baseDelay: 0.01)).schema()
+            } throws: {
                 ($0 as? SyncClientError)?.code == .serverError
             }
             #expect(stub.requests == 1, "4xx are not retried")
@@ -114,16 +134,26 @@ import Testing
         let stub = MisbehavingServer()
         try await stub.run { url in
             stub.plan([.body("{not json")])
-            await #expect { try await client(url).schema() } throws: { ($0 as? SyncClientError)?.code == .malformedResponse }
+            await #expect { try await client(url).schema() } throws: {
+                ($0 as? SyncClientError)?.code == .malformedResponse
+            }
             stub.plan([.body(#"{"maxRevision": 7, "hasMore": false, "changeSets": [{"revision": 7, "types": []}]}"#)])
-            await #expect { try await client(url).sync(from: 5) } throws: { ($0 as? SyncClientError)?.code == .malformedResponse }
+            await #expect { try await client(url).sync(from: 5) } throws: {
+                ($0 as? SyncClientError)?.code == .malformedResponse
+            }
             stub.plan([.body(#"{"maxRevision": 4, "hasMore": false, "changeSets": []}"#)])
-            await #expect { try await client(url).sync(from: 5) } throws: { ($0 as? SyncClientError)?.code == .malformedResponse }
+            await #expect { try await client(url).sync(from: 5) } throws: {
+                ($0 as? SyncClientError)?.code == .malformedResponse
+            }
             // "More" without anything would make a catch-up loop forever.
             stub.plan([.body(#"{"maxRevision": 5, "hasMore": true, "changeSets": []}"#)])
-            await #expect { try await client(url).sync(from: 5) } throws: { ($0 as? SyncClientError)?.code == .malformedResponse }
+            await #expect { try await client(url).sync(from: 5) } throws: {
+                ($0 as? SyncClientError)?.code == .malformedResponse
+            }
             stub.plan([.slow(seconds: 5)])
-            await #expect { try await client(url, timeout: 1).schema() } throws: { ($0 as? SyncClientError)?.code == .unreachable }
+            await #expect { try await client(url, timeout: 1).schema() } throws: {
+                ($0 as? SyncClientError)?.code == .unreachable
+            }
         }
     }
 
@@ -134,7 +164,9 @@ import Testing
             let file = directory.appendingPathComponent("token")
             try "from-file\n".write(to: file, atomically: true, encoding: .utf8)
             #expect(try SyncClient.token(environment: ["SEED_TOKEN": "env"], file: file.path) == "from-file")
-            #expect(throws: SyncClientError.self) { try SyncClient.token(file: directory.appendingPathComponent("none").path) }
+            #expect(throws: SyncClientError.self) {
+                try SyncClient.token(file: directory.appendingPathComponent("none").path)
+            }
         }
     }
 }
@@ -188,6 +220,7 @@ final class MisbehavingServer: Sendable {
     }
 
     private static func json(_ text: String) -> Response {
-        Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: text)))
+        Response(
+            status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: text)))
     }
 }

@@ -17,20 +17,26 @@ import Darwin
 @Suite(.serialized) struct CommandLineTests {
     static let environment = ["SEED_TOKEN": liveServerToken]
 
-    static func arguments(_ fixture: ImportFixture, seed: String? = nil, database: String, _ extra: [String] = []) -> [String] {
+    static func arguments(_ fixture: ImportFixture, seed: String? = nil, database: String, _ extra: [String] = [])
+        -> [String]
+    {
         ["--seed", seed ?? fixture.seed, "--database", database, "--server", fixture.served.url.absoluteString] + extra
     }
 
     @Test func printsAJSONSummaryAndExitsZeroWhenCaughtUp() async throws {
         try await withImportFixture { fixture in
-            let first = try await Executables.run("seed-import", Self.arguments(fixture, database: fixture.database, ["--json"]), environment: Self.environment)
+            let first = try await Executables.run(
+                "seed-import", Self.arguments(fixture, database: fixture.database, ["--json"]),
+                environment: Self.environment)
             #expect(first.status == 0, "\(first.stderr)")
             let report = try JSONDecoder().decode(ImportReport.self, from: Data(first.stdout.utf8))
             #expect(report.installed)
             #expect(report.fromRevision == fixture.seedRevision)
             #expect(report.toRevision == (try await fixture.serverRevision()))
 
-            let second = try await Executables.run("seed-import", Self.arguments(fixture, database: fixture.database, ["--json", "--once"]), environment: Self.environment)
+            let second = try await Executables.run(
+                "seed-import", Self.arguments(fixture, database: fixture.database, ["--json", "--once"]),
+                environment: Self.environment)
             let again = try JSONDecoder().decode(ImportReport.self, from: Data(second.stdout.utf8))
             #expect(second.status == 0)
             #expect(!again.installed && again.changeSets == 0)
@@ -39,17 +45,22 @@ import Darwin
 
     @Test func failsWithOneClearLine() async throws {
         try await withImportFixture { fixture in
-            let result = try await Executables.run("seed-import", Self.arguments(fixture, database: fixture.database), environment: ["SEED_TOKEN": "wrong"])
+            let result = try await Executables.run(
+                "seed-import", Self.arguments(fixture, database: fixture.database), environment: ["SEED_TOKEN": "wrong"]
+            )
             #expect(result.status != 0)
             #expect(result.stdout.isEmpty)
             let lines = result.stderr.split(separator: "\n")
             #expect(lines.count == 1 && lines[0].contains("401"), "\(result.stderr)")
             #expect(!FileManager.default.fileExists(atPath: fixture.database), "a refused token installs nothing")
 
-            let wrongVersion = try await Executables.run("seed-import", Self.arguments(fixture, database: fixture.database, ["--expect-schema-version", "99"]), environment: Self.environment)
+            let wrongVersion = try await Executables.run(
+                "seed-import", Self.arguments(fixture, database: fixture.database, ["--expect-schema-version", "99"]),
+                environment: Self.environment)
             #expect(wrongVersion.status != 0 && wrongVersion.stderr.contains("expects 99"), "\(wrongVersion.stderr)")
             #expect(!FileManager.default.fileExists(atPath: fixture.database))
-            let conflicting = try await Executables.run("seed-import", Self.arguments(fixture, database: fixture.database, ["--once", "--watch"]))
+            let conflicting = try await Executables.run(
+                "seed-import", Self.arguments(fixture, database: fixture.database, ["--once", "--watch"]))
             #expect(conflicting.status == 64)
         }
     }
@@ -58,12 +69,18 @@ import Darwin
     /// hit the limit and what to do, and leaves no half-written copy.
     @Test func aFileSizeLimitIsReportedByFileAndLeavesNoCopy() async throws {
         try await withImportFixture(events: 2000) { fixture in
-            let result = try await Executables.run("seed-import", Self.arguments(fixture, database: fixture.database), environment: Self.environment, fileSizeLimitKiB: 64)
+            let result = try await Executables.run(
+                "seed-import", Self.arguments(fixture, database: fixture.database), environment: Self.environment,
+                fileSizeLimitKiB: 64)
             #expect(result.status != 0)
             let lines = result.stderr.split(separator: "\n")
             #expect(lines.count == 1, "\(result.stderr)")
-            #expect(result.stderr.contains(fixture.database + ".installing") && result.stderr.contains("file-size limit"), "\(result.stderr)")
-            #expect(!result.stderr.contains("SQLite error") && !result.stderr.contains("NSCocoaErrorDomain"), "\(result.stderr)")
+            #expect(
+                result.stderr.contains(fixture.database + ".installing") && result.stderr.contains("file-size limit"),
+                "\(result.stderr)")
+            #expect(
+                !result.stderr.contains("SQLite error") && !result.stderr.contains("NSCocoaErrorDomain"),
+                "\(result.stderr)")
             let folder = URL(fileURLWithPath: fixture.database).deletingLastPathComponent().path
             #expect(files(in: folder) == ["events.sqlite.lock"])
         }
@@ -75,9 +92,13 @@ import Darwin
         try await withImportFixture { fixture in
             let (_, newer, _) = try await fixture.installThenBuildNewerSeed(after: 10)
             try SeedDamage.changeCharacter(in: try SeedDamage.someTitle(in: newer), of: newer)
-            let result = try await Executables.run("seed-import", Self.arguments(fixture, seed: newer, database: fixture.database, ["--json"]), environment: Self.environment)
+            let result = try await Executables.run(
+                "seed-import", Self.arguments(fixture, seed: newer, database: fixture.database, ["--json"]),
+                environment: Self.environment)
             #expect(result.status == 0, "\(result.stderr)")
-            #expect(result.stderr.hasPrefix("seed-import: warning: the shipped seed was not used") && result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+            #expect(
+                result.stderr.hasPrefix("seed-import: warning: the shipped seed was not used")
+                    && result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
             let report = try JSONDecoder().decode(ImportReport.self, from: Data(result.stdout.utf8))
             #expect(report.seedProblem?.contains("does not match its manifest") == true)
             #expect(report.replacements.isEmpty)
@@ -87,7 +108,8 @@ import Darwin
     @Test func watchCatchesUpAgainAfterEachInterval() async throws {
         try await withImportFixture { fixture in
             let process = try Executables.start(
-                "seed-import", Self.arguments(fixture, database: fixture.database, ["--watch", "--interval", "0.2", "--json"]),
+                "seed-import",
+                Self.arguments(fixture, database: fixture.database, ["--watch", "--interval", "0.2", "--json"]),
                 environment: Self.environment
             )
             defer { process.terminate() }
@@ -129,7 +151,11 @@ import Darwin
             let serverRevision = try await fixture.serverRevision()
             let clock = ContinuousClock()
             let start = clock.now
-            let reference = try await Executables.run("seed-import", Self.arguments(fixture, database: fixture.served.path("reference/events.sqlite"), ["--sync-limit", "50"]), environment: Self.environment)
+            let reference = try await Executables.run(
+                "seed-import",
+                Self.arguments(
+                    fixture, database: fixture.served.path("reference/events.sqlite"), ["--sync-limit", "50"]),
+                environment: Self.environment)
             let duration = (clock.now - start)
             #expect(reference.status == 0, "\(reference.stderr)")
 
@@ -149,17 +175,20 @@ import Darwin
                 var outcome = try await offPool { try Self.runAndKill(after: delay, arguments) }
                 if outcome.hasPrefix("killed-at-") {
                     let revision = Int64(outcome.dropFirst("killed-at-".count))!
-                    outcome = switch revision {
-                    case fixture.seedRevision: mode == 2 ? "before-replacement" : "at-seed"
-                    case newerRevision where mode == 2: "at-newer-seed"
-                    case serverRevision: "caught-up"
-                    default: "mid-sync"
-                    }
+                    outcome =
+                        switch revision {
+                        case fixture.seedRevision: mode == 2 ? "before-replacement" : "at-seed"
+                        case newerRevision where mode == 2: "at-newer-seed"
+                        case serverRevision: "caught-up"
+                        default: "mid-sync"
+                        }
                 }
                 outcomes[outcome, default: 0] += 1
                 try Self.checkAfterKill(database, seedRevision: fixture.seedRevision, serverRevision: serverRevision)
 
-                let restart = try await Executables.run("seed-import", Self.arguments(fixture, seed: seed, database: database), environment: Self.environment)
+                let restart = try await Executables.run(
+                    "seed-import", Self.arguments(fixture, seed: seed, database: database),
+                    environment: Self.environment)
                 #expect(restart.status == 0, "iteration \(iteration): \(restart.stderr)")
                 #expect(try contents(ofSeed: database) == expected, "iteration \(iteration)")
                 #expect(try revision(of: database) == serverRevision)
@@ -176,7 +205,8 @@ import Darwin
     /// `-journal` that only a read-write open rolls back (the next importer does; this test's
     /// read-only checks could not, which made it fail now and then).
     static func installCopy(of seed: String, at database: String) throws {
-        try FileManager.default.createDirectory(atPath: (database as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: (database as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         try FileManager.default.copyItem(atPath: seed, toPath: database)
         let queue = try DatabaseQueue(path: database)
         try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode = WAL") }

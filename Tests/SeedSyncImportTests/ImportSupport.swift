@@ -26,12 +26,13 @@ struct ImportFixture: Sendable {
         lockTimeout: Double = 5,
         expectedSchemaVersion: Int? = nil
     ) -> SeedImporter {
-        SeedImporter(configuration: .init(
-            seed: seed ?? self.seed, database: database ?? self.database,
-            server: .init(serverURL: served.url, token: liveServerToken, requestTimeout: 10, retry: .none),
-            expectedSchemaVersion: expectedSchemaVersion, reseedIfNewer: reseedIfNewer, syncLimit: syncLimit,
-            maxRowsPerTransaction: maxRowsPerTransaction, lockTimeout: lockTimeout
-        ))
+        SeedImporter(
+            configuration: .init(
+                seed: seed ?? self.seed, database: database ?? self.database,
+                server: .init(serverURL: served.url, token: liveServerToken, requestTimeout: 10, retry: .none),
+                expectedSchemaVersion: expectedSchemaVersion, reseedIfNewer: reseedIfNewer, syncLimit: syncLimit,
+                maxRowsPerTransaction: maxRowsPerTransaction, lockTimeout: lockTimeout
+            ))
     }
 
     /// Changes the server: `changes` more change sets.
@@ -41,7 +42,9 @@ struct ImportFixture: Sendable {
 
     /// Installs the seed and catches up, writes `changes` more change sets, then builds a newer seed
     /// from the server: the database's revision, and the newer seed with its revision.
-    func installThenBuildNewerSeed(after changes: Int, gzip: Bool = false) async throws -> (installed: Int64, newer: String, newerRevision: Int64) {
+    func installThenBuildNewerSeed(after changes: Int, gzip: Bool = false) async throws -> (
+        installed: Int64, newer: String, newerRevision: Int64
+    ) {
         try await importer().run()
         let installed = try revision(of: database)
         try await mutate(changes, seed: 21)
@@ -97,7 +100,8 @@ func storedRevision(_ db: Database) throws -> Int64? {
 /// and a hot `-journal` beside it that holds the pages as they were.
 func copyWithHotJournal(_ source: String, to destination: String, changing statement: String) throws {
     let scratch = source + ".scratch"
-    try FileManager.default.createDirectory(atPath: (destination as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+    try FileManager.default.createDirectory(
+        atPath: (destination as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
     try FileManager.default.copyItem(atPath: source, toPath: scratch)
     let queue = try DatabaseQueue(path: scratch)
     try queue.inDatabase { db in

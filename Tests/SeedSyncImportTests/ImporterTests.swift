@@ -33,7 +33,9 @@ import Testing
     func seedPlusSyncEqualsAFreshBuild(round: Int) async throws {
         var random = SplitMix64(seed: UInt64(round) &+ 100)
         let changes = Int(random.next() % 150) + 1
-        try await withImportFixture(events: 200 + Int(random.next() % 200), changesAfter: changes, mutationSeed: random.next()) { fixture in
+        try await withImportFixture(
+            events: 200 + Int(random.next() % 200), changesAfter: changes, mutationSeed: random.next()
+        ) { fixture in
             // Transactions of a few rows, so change sets are grouped and split in every way.
             try await fixture.importer(maxRowsPerTransaction: 1 + round * 7, syncLimit: 1 + round * 13).run()
             let fresh = try await fixture.buildSeed("fresh.sqlite")
@@ -68,11 +70,17 @@ import Testing
             for (changeSet, sent) in zip(applied, feed.changeSets) {
                 for changes in sent.changes {
                     let keys = changeSet.types[changes.type]
-                    #expect(keys == AppliedChangeSet.Keys(created: changes.create, updated: changes.update, deleted: changes.delete))
+                    #expect(
+                        keys
+                            == AppliedChangeSet.Keys(
+                                created: changes.create, updated: changes.update, deleted: changes.delete))
                 }
             }
             #expect(events.contains(.caughtUp(revision: feed.maxRevision)))
-            guard case .finished(let report) = events.last else { Issue.record("the last event is not .finished"); return }
+            guard case .finished(let report) = events.last else {
+                Issue.record("the last event is not .finished")
+                return
+            }
             #expect(report.changeSets == applied.count)
         }
     }
@@ -113,7 +121,9 @@ import Testing
             let folder = URL(fileURLWithPath: fixture.database).deletingLastPathComponent()
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             try Data("my notes".utf8).write(to: URL(fileURLWithPath: fixture.database))
-            await #expect { try await fixture.importer().run() } throws: { ($0 as? ImportError)?.code == .invalidDatabase }
+            await #expect { try await fixture.importer().run() } throws: {
+                ($0 as? ImportError)?.code == .invalidDatabase
+            }
             #expect(FileManager.default.contents(atPath: fixture.database) == Data("my notes".utf8))
         }
     }
@@ -121,7 +131,9 @@ import Testing
     /// A kill during the switch of a fresh install to WAL leaves a hot journal, which the next run rolls back.
     @Test func aHotJournalOfAnInstalledSeedIsRolledBack() async throws {
         try await withImportFixture { fixture in
-            try copyWithHotJournal(fixture.seed, to: fixture.database, changing: "UPDATE events SET title = 'torn', revision = revision + 1")
+            try copyWithHotJournal(
+                fixture.seed, to: fixture.database,
+                changing: "UPDATE events SET title = 'torn', revision = revision + 1")
             let report = try await fixture.importer().run()
             #expect(!report.installed)
             #expect(report.fromRevision == fixture.seedRevision)
@@ -133,7 +145,8 @@ import Testing
     /// A kill during the switch of the checked copy to WAL leaves a hot journal beside the copy; the next run starts the copy over.
     @Test func aHotJournalBesideAnInterruptedInstallIsRemoved() async throws {
         try await withImportFixture { fixture in
-            try copyWithHotJournal(fixture.seed, to: fixture.database + ".installing", changing: "UPDATE events SET title = 'torn'")
+            try copyWithHotJournal(
+                fixture.seed, to: fixture.database + ".installing", changing: "UPDATE events SET title = 'torn'")
             let report = try await fixture.importer().run()
             let folder = URL(fileURLWithPath: fixture.database).deletingLastPathComponent().path
             #expect(files(in: folder) == ["events.sqlite", "events.sqlite.lock"])
@@ -149,12 +162,19 @@ import Testing
             let queue = try DatabaseQueue(path: other)
             try await queue.write { db in
                 try db.execute(sql: "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
-                for id in 0..<2000 { try db.execute(sql: "INSERT INTO notes VALUES (?, ?)", arguments: [id, "note \(id)"]) }
+                for id in 0..<2000 {
+                    try db.execute(sql: "INSERT INTO notes VALUES (?, ?)", arguments: [id, "note \(id)"])
+                }
             }
             try queue.close()
             try copyWithHotJournal(other, to: fixture.database, changing: "UPDATE notes SET body = 'torn'")
-            let before = (FileManager.default.contents(atPath: fixture.database), FileManager.default.contents(atPath: fixture.database + "-journal"))
-            await #expect { try await fixture.importer().run() } throws: { ($0 as? ImportError)?.code == .invalidDatabase }
+            let before = (
+                FileManager.default.contents(atPath: fixture.database),
+                FileManager.default.contents(atPath: fixture.database + "-journal")
+            )
+            await #expect { try await fixture.importer().run() } throws: {
+                ($0 as? ImportError)?.code == .invalidDatabase
+            }
             #expect(FileManager.default.contents(atPath: fixture.database) == before.0)
             #expect(FileManager.default.contents(atPath: fixture.database + "-journal") == before.1)
         }
@@ -163,10 +183,11 @@ import Testing
     @Test func aSeedOfAnotherDatasetIsNotInstalled() async throws {
         try await withImportFixture { fixture in
             try await withServedStore(schema: Fixtures.catalogSchema) { other in
-                let importer = SeedImporter(configuration: .init(
-                    seed: fixture.seed, database: fixture.database,
-                    server: .init(serverURL: other.url, token: liveServerToken, requestTimeout: 10, retry: .none)
-                ))
+                let importer = SeedImporter(
+                    configuration: .init(
+                        seed: fixture.seed, database: fixture.database,
+                        server: .init(serverURL: other.url, token: liveServerToken, requestTimeout: 10, retry: .none)
+                    ))
                 await #expect { try await importer.run() } throws: { ($0 as? ImportError)?.code == .mismatch }
                 #expect(!FileManager.default.fileExists(atPath: fixture.database))
             }
@@ -175,10 +196,12 @@ import Testing
 
     @Test func withoutAServerTheSeedIsStillInstalled() async throws {
         try await withImportFixture { fixture in
-            let importer = SeedImporter(configuration: .init(
-                seed: fixture.seed, database: fixture.database,
-                server: .init(serverURL: URL(string: "http://127.0.0.1:1")!, token: nil, requestTimeout: 2, retry: .none)
-            ))
+            let importer = SeedImporter(
+                configuration: .init(
+                    seed: fixture.seed, database: fixture.database,
+                    server: .init(
+                        serverURL: URL(string: "http://127.0.0.1:1")!, token: nil, requestTimeout: 2, retry: .none)
+                ))
             await #expect { try await importer.run() } throws: { ($0 as? SyncClientError)?.code == .unreachable }
             let installed = try revision(of: fixture.database)
             let (rows, seedRows) = (try contents(ofSeed: fixture.database), try contents(ofSeed: fixture.seed))

@@ -17,9 +17,11 @@ import Testing
             let installing = fixture.database + ".installing"
             let folder = URL(fileURLWithPath: fixture.database).deletingLastPathComponent().path
             let operations = journal.operations
-            #expect(operations.filter { $0.path == installing || $0.path == folder } == [
-                .create(installing), .sync(installing), .rename(installing, to: fixture.database), .syncDirectory(folder),
-            ])
+            #expect(
+                operations.filter { $0.path == installing || $0.path == folder } == [
+                    .create(installing), .sync(installing), .rename(installing, to: fixture.database),
+                    .syncDirectory(folder),
+                ])
             expectSyncedBeforeRenamed(operations)
         }
     }
@@ -28,7 +30,9 @@ import Testing
     func aPublishedSeedIsSyncedBeforeItIsRenamedAndTheManifestComesLast(gzip: Bool) async throws {
         try await withServedStore(events: 100) { served in
             let journal = FileSystem.Journal()
-            let report = try await FileSystem.$journal.withValue(journal) { try await served.builder("seed/demo.sqlite", gzip: gzip).build() }
+            let report = try await FileSystem.$journal.withValue(journal) {
+                try await served.builder("seed/demo.sqlite", gzip: gzip).build()
+            }
             let operations = journal.operations
             expectSyncedBeforeRenamed(operations)
             let renamed = operations.compactMap { if case .rename(_, let to) = $0 { to } else { nil } }
@@ -39,12 +43,18 @@ import Testing
     }
 
     /// Every file renamed into place was synced first, and the folder is synced after the last rename.
-    func expectSyncedBeforeRenamed(_ operations: [FileSystem.Operation], sourceLocation: SourceLocation = #_sourceLocation) {
+    func expectSyncedBeforeRenamed(
+        _ operations: [FileSystem.Operation], sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         for (index, operation) in operations.enumerated() {
             guard case .rename(let source, _) = operation else { continue }
-            #expect(operations[..<index].contains(.sync(source)), "\(source) renamed before it was synced", sourceLocation: sourceLocation)
+            #expect(
+                operations[..<index].contains(.sync(source)), "\(source) renamed before it was synced",
+                sourceLocation: sourceLocation)
             let folder = URL(fileURLWithPath: source).deletingLastPathComponent().path
-            #expect(operations[index...].contains(.syncDirectory(folder)), "no folder sync after renaming \(source)", sourceLocation: sourceLocation)
+            #expect(
+                operations[index...].contains(.syncDirectory(folder)), "no folder sync after renaming \(source)",
+                sourceLocation: sourceLocation)
         }
         #expect(operations.contains { if case .rename = $0 { true } else { false } }, sourceLocation: sourceLocation)
     }
@@ -53,7 +63,9 @@ import Testing
     /// the installed seed.
     @Test func aStaleWALBesideTheDatabasePathIsRemovedBeforeTheInstall() async throws {
         try await withImportFixture { fixture in
-            try FileManager.default.createDirectory(atPath: URL(fileURLWithPath: fixture.database).deletingLastPathComponent().path, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: URL(fileURLWithPath: fixture.database).deletingLastPathComponent().path,
+                withIntermediateDirectories: true)
             try Self.leaveStaleWAL(at: fixture.database)
             #expect(FileManager.default.fileExists(atPath: fixture.database + "-wal"))
             let report = try await fixture.importer().run()
@@ -70,7 +82,10 @@ import Testing
         try queue.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0")
             try db.execute(sql: "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
-            for id in 0..<200 { try db.execute(sql: "INSERT INTO notes VALUES (?, ?)", arguments: [id, String(repeating: "n", count: 100)]) }
+            for id in 0..<200 {
+                try db.execute(
+                    sql: "INSERT INTO notes VALUES (?, ?)", arguments: [id, String(repeating: "n", count: 100)])
+            }
             try FileManager.default.copyItem(atPath: path + "-wal", toPath: path + ".stale-wal")
         }
         try queue.close()

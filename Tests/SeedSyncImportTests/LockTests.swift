@@ -1,13 +1,15 @@
 import Foundation
-@testable import SeedSyncImport
 import Testing
+
+@testable import SeedSyncImport
 
 /// One importer at a time per database.
 @Suite struct LockTests {
     @Test func aSecondImporterWaitsForTheLockThenGivesUp() async throws {
         try await withImportFixture { fixture in
             try FileManager.default.createDirectory(
-                at: URL(fileURLWithPath: fixture.database).deletingLastPathComponent(), withIntermediateDirectories: true
+                at: URL(fileURLWithPath: fixture.database).deletingLastPathComponent(),
+                withIntermediateDirectories: true
             )
             let held = try await ImportLock.acquire(for: fixture.database, timeout: 0)
             let start = ContinuousClock.now

@@ -23,15 +23,53 @@ import Testing
     static let location = #""name": "Hall", "city": "Oslo", "latitude": 59.9, "longitude": 10.7"#
     static let cases: [(String, String, Outcome)] = [
         ("malformed JSON", #"{"maxRevision": "#, .malformed),
-        ("a revision gap", #"{"maxRevision": $R+1, "hasMore": false, "changeSets": [{"revision": $R+1, "types": []}]}"#, .malformed),
-        ("a revision going backwards", #"{"maxRevision": $R-1, "hasMore": false, "changeSets": [{"revision": $R-1, "types": []}]}"#, .malformed),
-        ("an unknown type", changeSet(#"["ghosts"], "ghosts": {"create": [1], "attributes": {"1": {"name": "Boo"}}}"#), .invalidChangeSet),
-        ("an unknown field", changeSet(#"["locations"], "locations": {"create": [9001], "attributes": {"9001": {\#(location), "colour": "red"}}}"#), .invalidChangeSet),
-        ("a type name that looks like SQL", changeSet(#"["locations; DROP TABLE events; --"], "locations; DROP TABLE events; --": {"delete": [1]}"#), .invalidChangeSet),
-        ("a field name that looks like SQL", changeSet(#"["locations"], "locations": {"update": [1], "attributes": {"1": {\#(location), "name\" = 'x'; DROP TABLE events; --": 1}}}"#), .invalidChangeSet),
-        ("a value of the wrong type", changeSet(#"["locations"], "locations": {"create": [9001], "attributes": {"9001": {"name": "Hall", "city": "Oslo", "latitude": "north", "longitude": 10.7}}}"#), .invalidChangeSet),
-        ("a missing non-null field", changeSet(#"["locations"], "locations": {"create": [9001], "attributes": {"9001": {"city": "Oslo", "latitude": 59.9, "longitude": 10.7}}}"#), .invalidChangeSet),
-        ("an oversized body", #"{"maxRevision": $R, "hasMore": false, "changeSets": [], "padding": "\#(String(repeating: "x", count: 300_000))"}"#, .tooLarge),
+        (
+            "a revision gap",
+            #"{"maxRevision": $R+1, "hasMore": false, "changeSets": [{"revision": $R+1, "types": []}]}"#, .malformed
+        ),
+        (
+            "a revision going backwards",
+            #"{"maxRevision": $R-1, "hasMore": false, "changeSets": [{"revision": $R-1, "types": []}]}"#, .malformed
+        ),
+        (
+            "an unknown type",
+            changeSet(#"["ghosts"], "ghosts": {"create": [1], "attributes": {"1": {"name": "Boo"}}}"#),
+            .invalidChangeSet
+        ),
+        (
+            "an unknown field",
+            changeSet(
+                #"["locations"], "locations": {"create": [9001], "attributes": {"9001": {\#(location), "colour": "red"}}}"#
+            ), .invalidChangeSet
+        ),
+        (
+            "a type name that looks like SQL",
+            changeSet(#"["locations; DROP TABLE events; --"], "locations; DROP TABLE events; --": {"delete": [1]}"#),
+            .invalidChangeSet
+        ),
+        (
+            "a field name that looks like SQL",
+            changeSet(
+                #"["locations"], "locations": {"update": [1], "attributes": {"1": {\#(location), "name\" = 'x'; DROP TABLE events; --": 1}}}"#
+            ), .invalidChangeSet
+        ),
+        (
+            "a value of the wrong type",
+            changeSet(
+                #"["locations"], "locations": {"create": [9001], "attributes": {"9001": {"name": "Hall", "city": "Oslo", "latitude": "north", "longitude": 10.7}}}"#
+            ), .invalidChangeSet
+        ),
+        (
+            "a missing non-null field",
+            changeSet(
+                #"["locations"], "locations": {"create": [9001], "attributes": {"9001": {"city": "Oslo", "latitude": 59.9, "longitude": 10.7}}}"#
+            ), .invalidChangeSet
+        ),
+        (
+            "an oversized body",
+            #"{"maxRevision": $R, "hasMore": false, "changeSets": [], "padding": "\#(String(repeating: "x", count: 300_000))"}"#,
+            .tooLarge
+        ),
     ]
 
     @Test(arguments: cases.map(\.0))
@@ -123,7 +161,9 @@ import Testing
                     for try await event in importer.events() { collected.update { $0.append(event) } }
                 } throws: { ($0 as? SyncClientError)?.code == .historyExpired }
             }
-            let replacements = collected.value.compactMap { if case .replaced(let replacement) = $0 { replacement } else { nil } }
+            let replacements = collected.value.compactMap {
+                if case .replaced(let replacement) = $0 { replacement } else { nil }
+            }
             #expect(stub.requests == 3)
             #expect(replacements.map(\.reason) == [.historyExpired, .historyExpired])
             #expect(replacements.allSatisfy { $0.source == .seed })
@@ -143,16 +183,21 @@ import Testing
         router.post("v1/sync") { _, _ in try stub.next() }
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
         try await app.test(.live) { client in
-            let importer = SeedImporter(configuration: .init(
-                seed: fixture.seed, database: fixture.database,
-                server: .init(serverURL: URL(string: "http://127.0.0.1:\(client.port!)")!, token: nil, requestTimeout: 5, maxResponseSize: 256 << 10, retry: retry)
-            ))
+            let importer = SeedImporter(
+                configuration: .init(
+                    seed: fixture.seed, database: fixture.database,
+                    server: .init(
+                        serverURL: URL(string: "http://127.0.0.1:\(client.port!)")!, token: nil, requestTimeout: 5,
+                        maxResponseSize: 256 << 10, retry: retry)
+                ))
             try await body(importer)
         }
     }
 
     static func response(_ status: HTTPResponse.Status, _ data: Data) -> Response {
-        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        Response(
+            status: status, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 }
 
@@ -188,11 +233,16 @@ final class StubAnswers: @unchecked Sendable {
         case .text(let text):
             return MisbehavingServerTests.response(.ok, Data(text.utf8))
         case .status(let status):
-            return MisbehavingServerTests.response(status, Data(#"{"error": {"code": "stub", "message": "stub"}}"#.utf8))
+            return MisbehavingServerTests.response(
+                status, Data(#"{"error": {"code": "stub", "message": "stub"}}"#.utf8))
         case .error(let status, let code):
-            return MisbehavingServerTests.response(status, Data(#"{"error": {"code": "\#(code)", "message": "stub"}}"#.utf8))
+            return MisbehavingServerTests.response(
+                status, Data(#"{"error": {"code": "\#(code)", "message": "stub"}}"#.utf8))
         case .historyExpired(let minRevision):
-            return MisbehavingServerTests.response(.gone, Data(#"{"error": {"code": "history_expired", "message": "stub", "minRevision": \#(minRevision)}}"#.utf8))
+            return MisbehavingServerTests.response(
+                .gone,
+                Data(#"{"error": {"code": "history_expired", "message": "stub", "minRevision": \#(minRevision)}}"#.utf8)
+            )
         }
     }
 }

@@ -14,17 +14,21 @@ import Testing
         try await withImportFixture(events: 400, changesAfter: 300) { fixture in
             let written = try await Self.rowsWritten(by: fixture)
             // Install only: the first run has no server to sync from.
-            let offline = SeedImporter(configuration: .init(
-                seed: fixture.seed, database: fixture.database,
-                server: .init(serverURL: URL(string: "http://127.0.0.1:1")!, token: nil, requestTimeout: 2, retry: .none)
-            ))
+            let offline = SeedImporter(
+                configuration: .init(
+                    seed: fixture.seed, database: fixture.database,
+                    server: .init(
+                        serverURL: URL(string: "http://127.0.0.1:1")!, token: nil, requestTimeout: 2, retry: .none)
+                ))
             _ = try? await offline.run()
 
             let reader = try DatabaseQueue(path: fixture.database)
             let syncing = Locked(true)
             // On a thread of its own: the loop never suspends, and the importer and the server need the pool.
             let observations = Task {
-                try await offPool { try Self.readWhile(syncing, reader, written: written, seedRevision: fixture.seedRevision) }
+                try await offPool {
+                    try Self.readWhile(syncing, reader, written: written, seedRevision: fixture.seedRevision)
+                }
             }
             try await fixture.importer(maxRowsPerTransaction: 5, syncLimit: 20).run()
             syncing.update { $0 = false }
@@ -75,7 +79,9 @@ import Testing
     }
 
     /// Reads in a loop until `syncing` turns false: the revisions seen, and what broke the rule.
-    static func readWhile(_ syncing: Locked<Bool>, _ reader: DatabaseQueue, written: [Int64: Int], seedRevision: Int64) throws -> ([Int64: Int], [String]) {
+    static func readWhile(_ syncing: Locked<Bool>, _ reader: DatabaseQueue, written: [Int64: Int], seedRevision: Int64)
+        throws -> ([Int64: Int], [String])
+    {
         var seen: [Int64: Int] = [:]
         var stray: [String] = []
         repeat {
@@ -83,7 +89,9 @@ import Testing
             seen[revision, default: 0] += 1
             if newest > revision { stray.append("a row at \(newest) with the database at \(revision)") }
             if revision != seedRevision, atRevision != written[revision] {
-                stray.append("\(atRevision) rows at revision \(revision), change set \(revision) wrote \(written[revision] ?? -1)")
+                stray.append(
+                    "\(atRevision) rows at revision \(revision), change set \(revision) wrote \(written[revision] ?? -1)"
+                )
             }
         } while syncing.value
         return (seen, stray)
@@ -110,7 +118,9 @@ import Testing
         var atRevision = 0
         for table in ["events", "locations"] {
             newest = max(newest, try Int64.fetchOne(db, sql: "SELECT max(revision) FROM \(table)") ?? 0)
-            atRevision += try Int.fetchOne(db, sql: "SELECT count(*) FROM \(table) WHERE revision = ?", arguments: [revision]) ?? 0
+            atRevision +=
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM \(table) WHERE revision = ?", arguments: [revision])
+                ?? 0
         }
         return (revision, newest, atRevision)
     }

@@ -17,7 +17,11 @@ import Testing
 
             let report = try await fixture.importer(seed: newer).run()
 
-            #expect(report.replacements == [Replacement(reason: .newerSeed, source: .seed, fromRevision: installedRevision, toRevision: newerRevision)])
+            #expect(
+                report.replacements == [
+                    Replacement(
+                        reason: .newerSeed, source: .seed, fromRevision: installedRevision, toRevision: newerRevision)
+                ])
             #expect(report.fromRevision == newerRevision)
             #expect(report.changeSets == 5)
             // The reader's connection still works, and its next transaction sees the new database.
@@ -70,7 +74,8 @@ import Testing
             var events: [ImportEvent] = []
             for try await event in fixture.importer(seed: newer, reseedIfNewer: false).events() { events.append(event) }
 
-            let replacement = Replacement(reason: .historyExpired, source: .seed, fromRevision: local, toRevision: newerRevision)
+            let replacement = Replacement(
+                reason: .historyExpired, source: .seed, fromRevision: local, toRevision: newerRevision)
             #expect(events.contains(.replaced(replacement)))
             #expect(!events.contains { if case .downloadingSnapshot = $0 { true } else { false } })
             #expect(try contents(ofSeed: fixture.database) == (try await fixture.serverContents()))
@@ -90,7 +95,8 @@ import Testing
             for try await event in fixture.importer().events() { events.append(event) }
 
             #expect(events.contains(.downloadingSnapshot(minRevision: compaction.minRevision)))
-            let replacement = Replacement(reason: .historyExpired, source: .snapshot, fromRevision: local, toRevision: serverRevision)
+            let replacement = Replacement(
+                reason: .historyExpired, source: .snapshot, fromRevision: local, toRevision: serverRevision)
             #expect(events.contains(.replaced(replacement)))
             #expect(try contents(ofSeed: fixture.database) == (try await fixture.serverContents()))
             let folder = URL(fileURLWithPath: fixture.database).deletingLastPathComponent().path

@@ -20,7 +20,8 @@ import Testing
 
             await #expect { try await fixture.importer().run() } throws: { error in
                 let error = error as? ImportError
-                return error?.code == .invalidSeed && error!.description.contains(withManifest ? "does not match its manifest" : "content")
+                return error?.code == .invalidSeed
+                    && error!.description.contains(withManifest ? "does not match its manifest" : "content")
             }
             #expect(!FileManager.default.fileExists(atPath: fixture.database))
             #expect(!FileManager.default.fileExists(atPath: fixture.database + ".installing"))
@@ -61,7 +62,8 @@ import Testing
         try await withImportFixture { fixture in
             try FileManager.default.removeItem(atPath: SeedManifest.path(forSeed: fixture.seed))
             let queue = try DatabaseQueue(path: fixture.seed)
-            try await queue.write { db in try db.execute(sql: "DELETE FROM _seedsync_seed WHERE key = 'content_sha256'") }
+            try await queue.write { db in try db.execute(sql: "DELETE FROM _seedsync_seed WHERE key = 'content_sha256'")
+            }
             try queue.close()
             await #expect { try await fixture.importer().run() } throws: { error in
                 let error = error as? ImportError
@@ -77,7 +79,9 @@ import Testing
             let report = try await fixture.importer().run()
             #expect(report.installed)
             #expect(try contents(ofSeed: fixture.database) == (try await fixture.serverContents()))
-            #expect(try SeedFile(path: fixture.database).metadata().contentSHA256 == nil, "the first change set removes the seed's digest")
+            #expect(
+                try SeedFile(path: fixture.database).metadata().contentSHA256 == nil,
+                "the first change set removes the seed's digest")
         }
     }
 
@@ -93,7 +97,10 @@ import Testing
             var events: [ImportEvent] = []
             for try await event in fixture.importer(seed: newer).events() { events.append(event) }
 
-            guard case .finished(let report) = events.last else { Issue.record("no report"); return }
+            guard case .finished(let report) = events.last else {
+                Issue.record("no report")
+                return
+            }
             #expect(report.replacements.isEmpty)
             #expect(report.seedProblem?.contains(newer) == true)
             #expect(events.contains { if case .seedRejected = $0 { true } else { false } })

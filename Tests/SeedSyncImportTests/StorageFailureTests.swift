@@ -23,7 +23,8 @@ struct StorageFailureTests {
                 await #expect { try await fixture.importer(database: database).run() } throws: { error in
                     let error = error as? ImportError
                     return error?.code == .storage && error!.description.contains(database)
-                        && !error!.description.contains("not a SeedSync") && !error!.description.contains("move it away")
+                        && !error!.description.contains("not a SeedSync")
+                        && !error!.description.contains("move it away")
                 }
                 #expect(try Data(contentsOf: URL(fileURLWithPath: database)) == before)
             }
@@ -36,7 +37,8 @@ struct StorageFailureTests {
                 let database = volume.path("events.sqlite")
                 await #expect { try await fixture.importer(database: database).run() } throws: { error in
                     let error = error as? ImportError
-                    return error?.code == .storage && error!.description.contains(database + ".installing") && error!.description.contains("no space left")
+                    return error?.code == .storage && error!.description.contains(database + ".installing")
+                        && error!.description.contains("no space left")
                 }
                 #expect(files(in: volume.path) == ["events.sqlite.lock"])
             }

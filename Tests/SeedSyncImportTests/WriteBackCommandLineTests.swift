@@ -32,7 +32,9 @@ import Darwin
         return "[" + changeSets.joined(separator: ",\n") + "]"
     }
 
-    static func write(_ json: String, to database: String, in folder: String, name: String) async throws -> Executables.Result {
+    static func write(_ json: String, to database: String, in folder: String, name: String) async throws
+        -> Executables.Result
+    {
         let file = folder + "/\(name).json"
         try Data(json.utf8).write(to: URL(fileURLWithPath: file))
         return try await Executables.run("seed-import", ["write", "--database", database, "--file", file, "--json"])
@@ -45,25 +47,38 @@ import Darwin
             let arguments = CommandLineTests.arguments(fixture, database: fixture.database)
             let install = try await Executables.run("seed-import", arguments, environment: Self.environment)
             #expect(install.status == 0, "\(install.stderr)")
-            let written = try await Self.write(Self.chain("cli", count: 3), to: fixture.database, in: fixture.served.directory.path, name: "cli")
+            let written = try await Self.write(
+                Self.chain("cli", count: 3), to: fixture.database, in: fixture.served.directory.path, name: "cli")
             #expect(written.status == 0, "\(written.stderr)")
-            let queued = try JSONDecoder().decode([String: [Queued]].self, from: Data(written.stdout.utf8))["changeSets"] ?? []
+            let queued =
+                try JSONDecoder().decode([String: [Queued]].self, from: Data(written.stdout.utf8))["changeSets"] ?? []
             #expect(queued.count == 3 && Set(queued.map(\.id)).count == 3)
-            #expect(queued.first?.keys["locations"]?["-1"] == -1 && queued.last?.keys["locations"]?["-1"] == -3, "\(queued)")
+            #expect(
+                queued.first?.keys["locations"]?["-1"] == -1 && queued.last?.keys["locations"]?["-1"] == -3, "\(queued)"
+            )
 
-            let refused = try await Executables.run("seed-import", arguments, environment: ["SEED_TOKEN": liveServerToken])
-            #expect(refused.status != 0 && refused.stderr.contains("3 local change sets are waiting"), "\(refused.stderr)")
+            let refused = try await Executables.run(
+                "seed-import", arguments, environment: ["SEED_TOKEN": liveServerToken])
+            #expect(
+                refused.status != 0 && refused.stderr.contains("3 local change sets are waiting"), "\(refused.stderr)")
 
             let pushed = try await Executables.run("seed-import", arguments + ["--json"], environment: Self.environment)
             #expect(pushed.status == 0, "\(pushed.stderr)")
             let report = try JSONDecoder().decode(ImportReport.self, from: Data(pushed.stdout.utf8))
             #expect(report.pushed == 3 && report.pending == 0)
             let lines = pushed.stderr.split(separator: "\n")
-            #expect(lines.count == 3 && lines.allSatisfy { $0.contains("applied as revision") && $0.contains("locations -") }, "\(pushed.stderr)")
+            #expect(
+                lines.count == 3
+                    && lines.allSatisfy { $0.contains("applied as revision") && $0.contains("locations -") },
+                "\(pushed.stderr)")
             #expect(try contents(ofSeed: fixture.database) == (try await fixture.serverContents()))
 
-            let broken = try await Self.write(#"[{"types": ["events"], "events": {"update": [-77], "attributes": {"-77": {"title": "x"}}}}]"#, to: fixture.database, in: fixture.served.directory.path, name: "broken")
-            #expect(broken.status != 0 && broken.stderr.contains("events[-77] does not exist") && broken.stderr.contains("nothing was queued"), "\(broken.stderr)")
+            let broken = try await Self.write(
+                #"[{"types": ["events"], "events": {"update": [-77], "attributes": {"-77": {"title": "x"}}}}]"#,
+                to: fixture.database, in: fixture.served.directory.path, name: "broken")
+            #expect(
+                broken.status != 0 && broken.stderr.contains("events[-77] does not exist")
+                    && broken.stderr.contains("nothing was queued"), "\(broken.stderr)")
         }
     }
 
@@ -81,7 +96,8 @@ import Darwin
             let folder = fixture.served.directory.path
             #expect(try await Executables.run("seed-import", arguments, environment: Self.environment).status == 0)
             let perChain = 6
-            _ = try await Self.write(Self.chain("reference", count: perChain), to: fixture.database, in: folder, name: "reference")
+            _ = try await Self.write(
+                Self.chain("reference", count: perChain), to: fixture.database, in: folder, name: "reference")
             let clock = ContinuousClock()
             let start = clock.now
             let reference = try await Executables.run("seed-import", arguments, environment: Self.environment)
@@ -92,39 +108,51 @@ import Darwin
             var outcomes: [String: Int] = [:]
             let iterations = 22
             for iteration in 0..<iterations {
-                let written = try await Self.write(Self.chain("crash\(iteration)", count: perChain), to: fixture.database, in: folder, name: "crash\(iteration)")
+                let written = try await Self.write(
+                    Self.chain("crash\(iteration)", count: perChain), to: fixture.database, in: folder,
+                    name: "crash\(iteration)")
                 #expect(written.status == 0, "\(written.stderr)")
                 let queued = try Self.pending(in: fixture.database)
                 let delay = window * (Double(random.next() % 1000) / 1000)
                 let environment = Self.environment
                 let finished = try await offPool { () -> Bool in
                     let process = try Executables.start("seed-import", arguments, environment: environment)
-                    Thread.sleep(forTimeInterval: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
+                    Thread.sleep(
+                        forTimeInterval: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
                     let running = process.isRunning
                     if running { kill(process.processIdentifier, SIGKILL) }
                     process.waitUntilExit()
                     return !running
                 }
                 let left = try Self.pending(in: fixture.database)
-                let outcome = finished ? "finished" : left == 0 ? "after-push" : left == queued ? "before-push" : "mid-push"
+                let outcome =
+                    finished ? "finished" : left == 0 ? "after-push" : left == queued ? "before-push" : "mid-push"
                 outcomes[outcome, default: 0] += 1
             }
-            let restart = try await Executables.run("seed-import", arguments + ["--json"], environment: Self.environment)
+            let restart = try await Executables.run(
+                "seed-import", arguments + ["--json"], environment: Self.environment)
             #expect(restart.status == 0, "\(restart.stderr)")
             print("write-back crash test: \(outcomes), window \(window)")
             #expect(outcomes["mid-push", default: 0] > 0, "no kill landed while pushing: \(outcomes)")
 
             let server = try await fixture.serverContents()
-            let names = (server["locations"] ?? []).compactMap { row -> String? in if case .string(let name) = row[1] { name } else { nil } }
+            let names = (server["locations"] ?? []).compactMap { row -> String? in
+                if case .string(let name) = row[1] { name } else { nil }
+            }
             for iteration in 0..<iterations {
                 for index in 0..<perChain {
-                    #expect(names.filter { $0 == "crash\(iteration)-\(index)" }.count == 1, "location crash\(iteration)-\(index) is on the server once")
+                    #expect(
+                        names.filter { $0 == "crash\(iteration)-\(index)" }.count == 1,
+                        "location crash\(iteration)-\(index) is on the server once")
                 }
             }
-            let crashLocations = Set((server["locations"] ?? []).filter { $0[1].stringValue?.hasPrefix("crash") ?? false }.map { $0[0] })
+            let crashLocations = Set(
+                (server["locations"] ?? []).filter { $0[1].stringValue?.hasPrefix("crash") ?? false }.map { $0[0] })
             let events = (server["events"] ?? []).filter { crashLocations.contains($0[4]) }
             #expect(events.count == iterations * perChain, "one event per queued change set")
-            #expect(events.filter { $0[1].stringValue?.hasSuffix("(renamed)") ?? false }.count == iterations * (perChain - 1))
+            #expect(
+                events.filter { $0[1].stringValue?.hasSuffix("(renamed)") ?? false }.count == iterations
+                    * (perChain - 1))
             #expect(try Self.pending(in: fixture.database) == 0)
             #expect(try contents(ofSeed: fixture.database) == server)
         }

@@ -21,17 +21,22 @@ struct WriteBackFixture: Sendable {
         directory.appendingPathComponent("\(app)/events.sqlite").path
     }
 
-    func importer(_ app: String, token: String = liveServerWriteToken, seed: String? = nil, lockTimeout: Double = 5) -> SeedImporter {
-        SeedImporter(configuration: .init(
-            seed: seed ?? self.seed, database: database(app),
-            server: .init(serverURL: url, token: token, requestTimeout: 10, retry: .none),
-            syncLimit: 50, lockTimeout: lockTimeout
-        ))
+    func importer(_ app: String, token: String = liveServerWriteToken, seed: String? = nil, lockTimeout: Double = 5)
+        -> SeedImporter
+    {
+        SeedImporter(
+            configuration: .init(
+                seed: seed ?? self.seed, database: database(app),
+                server: .init(serverURL: url, token: token, requestTimeout: 10, retry: .none),
+                syncLimit: 50, lockTimeout: lockTimeout
+            ))
     }
 
     /// One run of `app`'s importer: its report and the outcomes of its pushes.
     @discardableResult
-    func sync(_ app: String, token: String = liveServerWriteToken, seed: String? = nil) async throws -> (report: ImportReport, outcomes: [ImportEvent]) {
+    func sync(_ app: String, token: String = liveServerWriteToken, seed: String? = nil) async throws -> (
+        report: ImportReport, outcomes: [ImportEvent]
+    ) {
         let outcomes = Locked<[ImportEvent]>([])
         let report = try await importer(app, token: token, seed: seed).run { event in
             switch event {
@@ -51,11 +56,16 @@ struct WriteBackFixture: Sendable {
     /// lost: the server applies it, the app does not know. Returns the answer's key map.
     func pushLosingTheAnswer(_ app: String) async throws -> [String: [String: JSONValue]] {
         let (id, json) = try query(app) { db in
-            try Row.fetchOne(db, sql: "SELECT id, change_set FROM _seedsync_outbox ORDER BY position").map { ($0["id"] as String, $0["change_set"] as String) }!
+            try Row.fetchOne(db, sql: "SELECT id, change_set FROM _seedsync_outbox ORDER BY position").map {
+                ($0["id"] as String, $0["change_set"] as String)
+            }!
         }
         let pushed = PushedChangeSet(id: id, changeSet: try ChangeSet(json: JSONParser.parse(Array(json.utf8))))
-        let answer = try await client(token: liveServerWriteToken).sync(from: try await store.schemaInfo().revision, pushing: [pushed])
-        guard case .applied(_, let keys)? = answer.results.first?.status else { throw TestSetupError("the push was not applied: \(answer.results)") }
+        let answer = try await client(token: liveServerWriteToken).sync(
+            from: try await store.schemaInfo().revision, pushing: [pushed])
+        guard case .applied(_, let keys)? = answer.results.first?.status else {
+            throw TestSetupError("the push was not applied: \(answer.results)")
+        }
         return keys
     }
 
@@ -116,5 +126,8 @@ func location(_ name: String) -> [String: JSONValue] {
 
 /// A new event's fields, at `location`.
 func event(_ title: String, at location: JSONValue) -> [String: JSONValue] {
-    ["title": .string(title), "starts_at": "2026-12-01T18:00:00Z", "location_id": location, "capacity": 80, "cancelled": false]
+    [
+        "title": .string(title), "starts_at": "2026-12-01T18:00:00Z", "location_id": location, "capacity": 80,
+        "cancelled": false,
+    ]
 }

@@ -1,9 +1,4 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import GRDB
 import SeedSyncBuild
 import SeedSyncClient
@@ -11,6 +6,12 @@ import SeedSyncImport
 import SeedSyncModel
 import SeedSyncTesting
 import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The app writes through SeedSync: local edits, the outbox, pushes, key maps, conflicts. On
 /// every store the server may run on.
@@ -30,30 +31,44 @@ import Testing
             }
             #expect(hall == -1 && gig == -1, "temporary keys start below the smallest key, per type")
             let rows = try fixture.query("app") { db in
-                (try String.fetchOne(db, sql: "SELECT title FROM events WHERE id = -1"),
-                 try Int64.fetchOne(db, sql: "SELECT location_id FROM events WHERE id = -1"),
-                 try String.fetchOne(db, sql: "SELECT title FROM events WHERE id = 5"),
-                 try Int.fetchOne(db, sql: "SELECT count(*) FROM events WHERE id = 6"),
-                 try String.fetchAll(db, sql: "SELECT change_set FROM _seedsync_outbox"))
+                (
+                    try String.fetchOne(db, sql: "SELECT title FROM events WHERE id = -1"),
+                    try Int64.fetchOne(db, sql: "SELECT location_id FROM events WHERE id = -1"),
+                    try String.fetchOne(db, sql: "SELECT title FROM events WHERE id = 5"),
+                    try Int.fetchOne(db, sql: "SELECT count(*) FROM events WHERE id = 6"),
+                    try String.fetchAll(db, sql: "SELECT change_set FROM _seedsync_outbox")
+                )
             }
             #expect(rows.0 == "Gig" && rows.1 == -1 && rows.2 == "Renamed" && rows.3 == 0)
             let queued = try ChangeSet(json: JSONParser.parse(Array(try #require(rows.4.first).utf8)))
             #expect(rows.4.count == 1 && queued.types == ["locations", "events"])
-            #expect(queued["events"]?.create == [-1] && queued["events"]?.update == [5] && queued["events"]?.delete == [6])
+            #expect(
+                queued["events"]?.create == [-1] && queued["events"]?.update == [5] && queued["events"]?.delete == [6])
             let base = try #require(try await fixture.serverRow("events", 5)).last
-            #expect(queued["events"]?.attributes["5"]?["revision"] == base && queued["events"]?.attributes["6"]?.keys.sorted() == ["revision"])
+            #expect(
+                queued["events"]?.attributes["5"]?["revision"] == base
+                    && queued["events"]?.attributes["6"]?.keys.sorted() == ["revision"])
             #expect(try await importer.pendingChangeSets() == 1)
 
             // A second write takes the next temporary key; a bad one writes nothing.
             #expect(try await importer.write { try $0.create("locations", location("Annex")) } == -2)
-            await #expect { try await importer.write { changes in
-                try changes.update("events", key: 7, ["title": "Lost"])
-                try changes.create("events", event("Nowhere", at: 999))
-            } } throws: { ($0 as? ImportError)?.code == .invalidChangeSet }
-            await #expect { try await importer.write { try $0.update("events", key: 9999, ["title": "x"]) } } throws: { ($0 as? ImportError)?.code == .rowNotFound }
-            await #expect { try await importer.write { try $0.update("events", key: 7, ["capacity": "many"]) } } throws: { ($0 as? ImportError)?.code == .invalidChangeSet }
+            await #expect {
+                try await importer.write { changes in
+                    try changes.update("events", key: 7, ["title": "Lost"])
+                    try changes.create("events", event("Nowhere", at: 999))
+                }
+            } throws: { ($0 as? ImportError)?.code == .invalidChangeSet }
+            await #expect { try await importer.write { try $0.update("events", key: 9999, ["title": "x"]) } } throws: {
+                ($0 as? ImportError)?.code == .rowNotFound
+            }
+            await #expect {
+                try await importer.write { try $0.update("events", key: 7, ["capacity": "many"]) }
+            } throws: { ($0 as? ImportError)?.code == .invalidChangeSet }
             let after = try fixture.query("app") { db in
-                (try String.fetchOne(db, sql: "SELECT title FROM events WHERE id = 7"), try Int.fetchOne(db, sql: "SELECT count(*) FROM _seedsync_outbox"))
+                (
+                    try String.fetchOne(db, sql: "SELECT title FROM events WHERE id = 7"),
+                    try Int.fetchOne(db, sql: "SELECT count(*) FROM _seedsync_outbox")
+                )
             }
             #expect(after.0 != "Lost" && after.1 == 2)
         }
@@ -61,7 +76,8 @@ import Testing
 
     /// Temporary keys become the real ones in the rows, in references, and in a later change set
     /// that refers to them; the app ends equal to the server.
-    @Test(arguments: StoreBackend.allCases) func pushReplacesTemporaryKeysEverywhere(backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.allCases) func pushReplacesTemporaryKeysEverywhere(backend: StoreBackend) async throws
+    {
         try await withWriteBack(backend) { fixture in
             try await fixture.sync("app")
             let importer = fixture.importer("app")
@@ -75,12 +91,20 @@ import Testing
                 try changes.update("events", key: 3, ["location_id": hall])
             }
             let (report, outcomes) = try await fixture.sync("app")
-            #expect(report.pushed == 2 && report.conflicts == 0 && report.rejected == 0 && report.pending == 0, "\(outcomes)")
-            guard case .pushed(_, let first, let keys)? = outcomes.first else { Issue.record("\(outcomes)"); return }
+            #expect(
+                report.pushed == 2 && report.conflicts == 0 && report.rejected == 0 && report.pending == 0,
+                "\(outcomes)")
+            guard case .pushed(_, let first, let keys)? = outcomes.first else {
+                Issue.record("\(outcomes)")
+                return
+            }
             let realHall = try #require(keys["locations"]?["-1"])
             let realGig = try #require(keys["events"]?["-1"])
             #expect(realHall == 7 && realGig == 41)
-            guard case .pushed(_, let second, let laterKeys)? = outcomes.last else { Issue.record("\(outcomes)"); return }
+            guard case .pushed(_, let second, let laterKeys)? = outcomes.last else {
+                Issue.record("\(outcomes)")
+                return
+            }
             #expect(second == first + 1 && laterKeys["events"]?["-2"] == 42)
             let server = try await fixture.serverContents()
             #expect(try fixture.appContents("app") == server)
@@ -88,7 +112,11 @@ import Testing
             #expect(gigRow[1] == "Gig, moved" && gigRow[4] == realHall && gigRow.last == .int(second))
             #expect(server["events"]?.first { $0[0] == 3 }?[4] == realHall)
             let negative = try fixture.query("app") { db in
-                try Int.fetchOne(db, sql: "SELECT (SELECT count(*) FROM events WHERE id < 0 OR location_id < 0) + (SELECT count(*) FROM locations WHERE id < 0) + (SELECT count(*) FROM _seedsync_shadow) + (SELECT count(*) FROM _seedsync_outbox)")
+                try Int.fetchOne(
+                    db,
+                    sql:
+                        "SELECT (SELECT count(*) FROM events WHERE id < 0 OR location_id < 0) + (SELECT count(*) FROM locations WHERE id < 0) + (SELECT count(*) FROM _seedsync_shadow) + (SELECT count(*) FROM _seedsync_outbox)"
+                )
             }
             #expect(negative == 0)
         }
@@ -96,7 +124,9 @@ import Testing
 
     /// Two apps edit the same event; the second push conflicts: its rows go back to the server's,
     /// the location it created goes away, and both apps end equal to the server row by row.
-    @Test(arguments: StoreBackend.allCases) func aConflictRestoresTheServersRowsAndAppsConverge(backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.allCases) func aConflictRestoresTheServersRowsAndAppsConverge(backend: StoreBackend)
+        async throws
+    {
         try await withWriteBack(backend) { fixture in
             try await fixture.sync("first")
             try await fixture.sync("second")
@@ -110,12 +140,19 @@ import Testing
                 let annex = try changes.create("locations", location("Annex"))
                 try changes.update("events", key: 8, ["location_id": annex])
             }
-            try await fixture.importer("second").write { try $0.update("events", key: 9, ["title": "Untouched by anyone else"]) }
+            try await fixture.importer("second").write {
+                try $0.update("events", key: 9, ["title": "Untouched by anyone else"])
+            }
             let first = try await fixture.sync("first")
             #expect(first.report.pushed == 1)
             let second = try await fixture.sync("second")
-            #expect(second.report.pushed == 1 && second.report.conflicts == 1 && second.report.pending == 0, "\(second.outcomes)")
-            guard case .conflict(_, let truth)? = second.outcomes.first else { Issue.record("\(second.outcomes)"); return }
+            #expect(
+                second.report.pushed == 1 && second.report.conflicts == 1 && second.report.pending == 0,
+                "\(second.outcomes)")
+            guard case .conflict(_, let truth)? = second.outcomes.first else {
+                Issue.record("\(second.outcomes)")
+                return
+            }
             #expect(truth.conflict && truth["events"]?.update.contains(5) == true)
             #expect(truth["events"]?.attributes["5"]?["title"] == "First's title")
             try await fixture.sync("first")
@@ -132,7 +169,9 @@ import Testing
     /// change set before it is pushed (it could never apply), instead of stopping the sync.
     @Test func aChangeSetTheServerBrokeIsDroppedAndTheSyncGoesOn() async throws {
         try await withWriteBack(.sqlite) { fixture in
-            try await fixture.commit(#"{"types": ["locations"], "locations": {"create": [50], "attributes": {"50": {"name": "Tent", "city": "Lyon", "latitude": 1.0, "longitude": 2.0}}}}"#)
+            try await fixture.commit(
+                #"{"types": ["locations"], "locations": {"create": [50], "attributes": {"50": {"name": "Tent", "city": "Lyon", "latitude": 1.0, "longitude": 2.0}}}}"#
+            )
             try await fixture.sync("app")
             let importer = fixture.importer("app")
             try await importer.write { try $0.update("events", key: 4, ["capacity": 10]) }
@@ -144,7 +183,10 @@ import Testing
             try await fixture.commit(#"{"types": ["locations"], "locations": {"delete": [50]}}"#)
             let (report, outcomes) = try await fixture.sync("app")
             #expect(report.pushed == 1 && report.rejected == 1 && report.pending == 0, "\(outcomes)")
-            guard case .rejected(_, let code, let message)? = outcomes.last else { Issue.record("\(outcomes)"); return }
+            guard case .rejected(_, let code, let message)? = outcomes.last else {
+                Issue.record("\(outcomes)")
+                return
+            }
             #expect(code == "broken_reference" && message.contains("locations[50]"), "\(message)")
             let server = try await fixture.serverContents()
             #expect(server["events"]?.first { $0[0] == 4 }?[5] == 10)
@@ -160,14 +202,18 @@ import Testing
             try await fixture.sync("app", token: liveServerToken)
             try await fixture.importer("app").write { try $0.update("events", key: 5, ["title": "Waiting"]) }
             try await fixture.importer("app").write { try $0.update("events", key: 6, ["title": "Waiting too"]) }
-            try await fixture.commit(#"{"types": ["events"], "events": {"update": [5], "attributes": {"5": {"title": "Server side", "starts_at": "2026-01-01T00:00:00Z", "capacity": 1, "cancelled": false}}}}"#)
+            try await fixture.commit(
+                #"{"types": ["events"], "events": {"update": [5], "attributes": {"5": {"title": "Server side", "starts_at": "2026-01-01T00:00:00Z", "capacity": 1, "cancelled": false}}}}"#
+            )
             await #expect { try await fixture.sync("app", token: liveServerToken) } throws: { error in
                 guard let error = error as? ImportError, error.code == .pushForbidden else { return false }
                 return error.description.contains("2 local change sets are waiting")
             }
             let (revision, title) = try fixture.query("app") { db in
-                (try String.fetchOne(db, sql: "SELECT value FROM _seedsync_seed WHERE key = 'revision'"),
-                 try String.fetchOne(db, sql: "SELECT title FROM events WHERE id = 5"))
+                (
+                    try String.fetchOne(db, sql: "SELECT value FROM _seedsync_seed WHERE key = 'revision'"),
+                    try String.fetchOne(db, sql: "SELECT title FROM events WHERE id = 5")
+                )
             }
             #expect(revision == String(try await fixture.store.schemaInfo().revision), "caught up all the same")
             #expect(title == "Server side", "the server wins over the pending edit")
@@ -175,7 +221,9 @@ import Testing
             let (report, outcomes) = try await fixture.sync("app")
             #expect(report.conflicts == 1 && report.pushed == 1 && report.pending == 0, "\(outcomes)")
             let server = try await fixture.serverContents()
-            #expect(server["events"]?.first { $0[0] == 5 }?[1] == "Server side" && server["events"]?.first { $0[0] == 6 }?[1] == "Waiting too")
+            #expect(
+                server["events"]?.first { $0[0] == 5 }?[1] == "Server side"
+                    && server["events"]?.first { $0[0] == 6 }?[1] == "Waiting too")
             #expect(try fixture.appContents("app") == server)
         }
     }
@@ -193,7 +241,9 @@ import Testing
             // The push the app made before it lost the answer.
             let real = try #require(try await fixture.pushLosingTheAnswer("app")["locations"]?["-1"]?.keyString)
             // Someone renames the hall before the newer seed is built: the app must keep that.
-            try await fixture.commit(#"{"types": ["locations"], "locations": {"update": [\#(real)], "attributes": {"\#(real)": {"name": "Great hall", "city": "Lyon", "latitude": 45.76, "longitude": 4.84}}}}"#)
+            try await fixture.commit(
+                #"{"types": ["locations"], "locations": {"update": [\#(real)], "attributes": {"\#(real)": {"name": "Great hall", "city": "Lyon", "latitude": 45.76, "longitude": 4.84}}}}"#
+            )
             let newer = try await fixture.buildSeed("newer.sqlite")
             let (report, outcomes) = try await fixture.sync("app", seed: newer)
             #expect(report.replacements.count == 1 && report.pushed == 1 && report.pending == 0, "\(outcomes)")
@@ -218,7 +268,9 @@ import Testing
             try await importer.write { try $0.delete("locations", key: real) }
             let (report, outcomes) = try await fixture.sync("app")
             #expect(report.pushed == 2 && report.rejected == 1 && report.pending == 0, "\(outcomes)")
-            #expect(outcomes.contains { if case .rejected(_, "broken_reference", _) = $0 { true } else { false } }, "\(outcomes)")
+            #expect(
+                outcomes.contains { if case .rejected(_, "broken_reference", _) = $0 { true } else { false } },
+                "\(outcomes)")
             let server = try await fixture.serverContents()
             #expect(!(server["locations"] ?? []).contains { $0[0] == real })
             #expect(try fixture.appContents("app") == server)
@@ -237,7 +289,9 @@ import Testing
                 try changes.create("locations", location("Shed"))
             }
             let shed = try #require(try await fixture.pushLosingTheAnswer("app")["locations"]?["-1"]?.keyString)
-            try await fixture.commit(#"{"types": ["events"], "events": {"update": [5], "attributes": {"5": {"title": "Theirs", "starts_at": "2026-01-01T00:00:00Z", "capacity": 2, "cancelled": false}}}}"#)
+            try await fixture.commit(
+                #"{"types": ["events"], "events": {"update": [5], "attributes": {"5": {"title": "Theirs", "starts_at": "2026-01-01T00:00:00Z", "capacity": 2, "cancelled": false}}}}"#
+            )
             try await fixture.commit(#"{"types": ["locations"], "locations": {"delete": [\#(shed)]}}"#)
             await #expect(throws: ImportError.self) { try await fixture.sync("app", token: liveServerToken) }
             let (report, outcomes) = try await fixture.sync("app")
@@ -254,17 +308,24 @@ import Testing
         try await withWriteBack(.sqlite) { fixture in
             try await fixture.sync("app")
             let queue = try DatabaseQueue(path: fixture.database("app"))
-            try await queue.write { db in try db.execute(sql: "CREATE TABLE _seedsync_replacing (started TEXT NOT NULL)") }
+            try await queue.write { db in
+                try db.execute(sql: "CREATE TABLE _seedsync_replacing (started TEXT NOT NULL)")
+            }
             try queue.close()
             let lock = open(fixture.database("app") + ".lock", O_RDWR | O_CREAT, 0o644)
             #expect(flock(lock, LOCK_EX) == 0)
             let waiting = fixture.importer("app", lockTimeout: 0.3)
-            await #expect { try await waiting.write { try $0.update("events", key: 5, ["title": "Blocked"]) } } throws: { ($0 as? ImportError)?.code == .locked }
+            await #expect {
+                try await waiting.write { try $0.update("events", key: 5, ["title": "Blocked"]) }
+            } throws: { ($0 as? ImportError)?.code == .locked }
             flock(lock, LOCK_UN)
             close(lock)
             try await waiting.write { try $0.update("events", key: 5, ["title": "Through"]) }
             let state = try fixture.query("app") { db in
-                (try db.tableExists("_seedsync_replacing"), try String.fetchOne(db, sql: "SELECT title FROM events WHERE id = 5"))
+                (
+                    try db.tableExists("_seedsync_replacing"),
+                    try String.fetchOne(db, sql: "SELECT title FROM events WHERE id = 5")
+                )
             }
             #expect(!state.0 && state.1 == "Through")
         }
@@ -277,14 +338,18 @@ import Testing
             try await fixture.sync("app")
             let importer = fixture.importer("app")
             for index in 0..<7 {
-                try await importer.write { try $0.update("events", key: .int(Int64(10 + index)), ["capacity": .int(Int64(index))]) }
+                try await importer.write {
+                    try $0.update("events", key: .int(Int64(10 + index)), ["capacity": .int(Int64(index))])
+                }
             }
             let (report, _) = try await fixture.sync("app")
             #expect(report.pushed == 7 && report.pending == 0)
             #expect(try fixture.appContents("app") == (try await fixture.serverContents()))
 
             let huge = String(repeating: "x", count: 5 << 20)
-            await #expect { try await importer.write { try $0.update("events", key: 5, ["description": .string(huge)]) } } throws: { error in
+            await #expect {
+                try await importer.write { try $0.update("events", key: 5, ["description": .string(huge)]) }
+            } throws: { error in
                 (error as? ImportError)?.code == .invalidChangeSet && "\(error)".contains("split the edits")
             }
             #expect(try await importer.pendingChangeSets() == 0)
@@ -297,11 +362,14 @@ import Testing
         try await withWriteBack(.sqlite, configure: { $0.maxRequestBodySize = 4 << 10 }) { fixture in
             try await fixture.sync("app")
             let importer = fixture.importer("app")
-            try await importer.write { try $0.update("events", key: 5, ["description": .string(String(repeating: "x", count: 6 << 10))]) }
+            try await importer.write {
+                try $0.update("events", key: 5, ["description": .string(String(repeating: "x", count: 6 << 10))])
+            }
             try await importer.write { try $0.update("events", key: 6, ["title": "Small"]) }
             let (report, outcomes) = try await fixture.sync("app")
             #expect(report.rejected == 1 && report.pushed == 1 && report.pending == 0, "\(outcomes)")
-            #expect(outcomes.contains { if case .rejected(_, "too_large", _) = $0 { true } else { false } }, "\(outcomes)")
+            #expect(
+                outcomes.contains { if case .rejected(_, "too_large", _) = $0 { true } else { false } }, "\(outcomes)")
             let server = try await fixture.serverContents()
             #expect(server["events"]?.first { $0[0] == 6 }?[1] == "Small")
             #expect(try fixture.appContents("app") == server)
@@ -318,12 +386,20 @@ import Testing
                 try changes.update("events", key: 5, ["location_id": hall, "title": "In the hall"])
                 return hall
             }
-            try await fixture.commit(#"{"types": ["events"], "events": {"update": [7], "attributes": {"7": {"title": "Newer", "starts_at": "2026-01-01T00:00:00Z", "capacity": 1, "cancelled": false}}}}"#)
+            try await fixture.commit(
+                #"{"types": ["events"], "events": {"update": [7], "attributes": {"7": {"title": "Newer", "starts_at": "2026-01-01T00:00:00Z", "capacity": 1, "cancelled": false}}}}"#
+            )
             let newer = try await fixture.buildSeed("newer.sqlite")
             let events = Locked<[ImportEvent]>([])
-            let report = try await fixture.importer("app", seed: newer).run { event in events.update { $0.append(event) } }
+            let report = try await fixture.importer("app", seed: newer).run { event in
+                events.update { $0.append(event) }
+            }
             #expect(report.replacements.count == 1 && report.pushed == 1 && report.pending == 0, "\(events.value)")
-            guard case .pushed(_, _, let keys)? = events.value.first(where: { if case .pushed = $0 { true } else { false } }) else { return }
+            guard
+                case .pushed(_, _, let keys)? = events.value.first(where: {
+                    if case .pushed = $0 { true } else { false }
+                })
+            else { return }
             #expect(hall == -1 && keys["locations"]?["-1"] == 7)
             let server = try await fixture.serverContents()
             #expect(server["events"]?.first { $0[0] == 5 }?[4] == 7)

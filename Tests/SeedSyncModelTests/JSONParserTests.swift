@@ -9,13 +9,16 @@ import Testing
     }
 
     @Test func parsesEveryKindOfValue() throws {
-        let value = try parse(#" {"a": [1, -2, 0, 1.5, -0.25e2, 1E3, true, false, null], "b": {"c": "d"}, "e": [], "f": {}} "#)
-        #expect(value == .object([
-            "a": .array([1, -2, 0, 1.5, -25.0, 1000.0, true, false, .null]),
-            "b": .object(["c": "d"]),
-            "e": .array([]),
-            "f": .object([:]),
-        ]))
+        let value = try parse(
+            #" {"a": [1, -2, 0, 1.5, -0.25e2, 1E3, true, false, null], "b": {"c": "d"}, "e": [], "f": {}} "#)
+        #expect(
+            value
+                == .object([
+                    "a": .array([1, -2, 0, 1.5, -25.0, 1000.0, true, false, .null]),
+                    "b": .object(["c": "d"]),
+                    "e": .array([]),
+                    "f": .object([:]),
+                ]))
     }
 
     @Test func decodesEscapesAndUnicode() throws {
@@ -54,7 +57,9 @@ import Testing
         ("// comment\n1", "unexpected character"),
     ])
     func refusesWhatIsNotJSON(text: String, reason: String) throws {
-        #expect { try parse(text) } throws: { ($0 as? JSONParseError)?.reason == reason && ($0 as? JSONParseError)?.code == .invalidSyntax }
+        #expect { try parse(text) } throws: {
+            ($0 as? JSONParseError)?.reason == reason && ($0 as? JSONParseError)?.code == .invalidSyntax
+        }
     }
 
     @Test func refusesInvalidUTF8() {
@@ -66,7 +71,8 @@ import Testing
     }
 
     @Test func limitsNesting() throws {
-        let deep = String(repeating: "[", count: JSONParser.maxDepth) + String(repeating: "]", count: JSONParser.maxDepth)
+        let deep =
+            String(repeating: "[", count: JSONParser.maxDepth) + String(repeating: "]", count: JSONParser.maxDepth)
         #expect(try parse(deep) != .null)
         let deeper = "[" + deep + "]"
         #expect { try parse(deeper) } throws: { ($0 as? JSONParseError)?.code == .tooDeep }
@@ -89,7 +95,11 @@ import Testing
     @Test func messagesNameWhereTheyAreWrong() throws {
         let page = try parse(#"{"type":"events","revision":"3","columns":[],"rows":[],"next":null}"#)
         #expect(throws: JSONShapeError(.wrongType, "revision", "expected an integer")) { try SnapshotPage(json: page) }
-        let feed = try parse(#"{"maxRevision":2,"hasMore":false,"changeSets":[{"revision":1,"types":["a"],"a":{}},{"revision":2,"types":"a"}]}"#)
-        #expect(throws: JSONShapeError(.wrongType, "changeSets[1].types", "expected an array")) { try SyncResponse(json: feed) }
+        let feed = try parse(
+            #"{"maxRevision":2,"hasMore":false,"changeSets":[{"revision":1,"types":["a"],"a":{}},{"revision":2,"types":"a"}]}"#
+        )
+        #expect(throws: JSONShapeError(.wrongType, "changeSets[1].types", "expected an array")) {
+            try SyncResponse(json: feed)
+        }
     }
 }

@@ -14,17 +14,21 @@ import Testing
         ("x234567890123456789012345678901234567890123456789012345678901234", "type name"),
     ])
     func rejectsBadTypeNames(name: String, message: String) {
-        let schema = DatasetSchema(dataset: "d", schemaVersion: 1, types: [
-            EntityType(name: name, primaryKey: PrimaryKey(name: "id", type: .integer), fields: []),
-        ])
+        let schema = DatasetSchema(
+            dataset: "d", schemaVersion: 1,
+            types: [
+                EntityType(name: name, primaryKey: PrimaryKey(name: "id", type: .integer), fields: [])
+            ])
         #expect { try schema.validate() } throws: { "\($0)".contains(message) }
     }
 
     @Test func rejectsReservedDuplicateAndDanglingDeclarations() {
         func schema(_ fields: [Field], key: String = "id") -> DatasetSchema {
-            DatasetSchema(dataset: "d", schemaVersion: 1, types: [
-                EntityType(name: "things", primaryKey: PrimaryKey(name: key, type: .integer), fields: fields),
-            ])
+            DatasetSchema(
+                dataset: "d", schemaVersion: 1,
+                types: [
+                    EntityType(name: "things", primaryKey: PrimaryKey(name: key, type: .integer), fields: fields)
+                ])
         }
         let broken: [(DatasetSchema, SchemaError.Code)] = [
             (schema([Field(name: "revision", type: .integer)]), .reservedName),
@@ -37,8 +41,19 @@ import Testing
             (DatasetSchema(dataset: "d", schemaVersion: 1, types: []), .noTypes),
             (DatasetSchema(dataset: "a b", schemaVersion: 1, types: schema([]).types), .invalidName),
             (DatasetSchema(dataset: "d", schemaVersion: 0, types: schema([]).types), .invalidVersion),
-            (DatasetSchema(dataset: "d", schemaVersion: 1, types: [EntityType(name: "types", primaryKey: PrimaryKey(name: "id", type: .integer), fields: [])]), .reservedName),
-            (DatasetSchema(dataset: "d", schemaVersion: 1, types: [EntityType(name: "conflict", primaryKey: PrimaryKey(name: "id", type: .integer), fields: [])]), .reservedName),
+            (
+                DatasetSchema(
+                    dataset: "d", schemaVersion: 1,
+                    types: [EntityType(name: "types", primaryKey: PrimaryKey(name: "id", type: .integer), fields: [])]),
+                .reservedName
+            ),
+            (
+                DatasetSchema(
+                    dataset: "d", schemaVersion: 1,
+                    types: [
+                        EntityType(name: "conflict", primaryKey: PrimaryKey(name: "id", type: .integer), fields: [])
+                    ]), .reservedName
+            ),
         ]
         for (schema, code) in broken {
             #expect { try schema.validate() } throws: { ($0 as? SchemaError)?.code == code }
@@ -61,22 +76,64 @@ import Testing
         (#"{"types":["nope"],"nope":{}}"#, "unknown type 'nope'", ChangeSetError.Code.unknownType),
         (#"{"types":["books","books"],"books":{}}"#, "appears twice", ChangeSetError.Code.malformed),
         (#"{"types":[]}"#, "no types", ChangeSetError.Code.malformed),
-        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":"T","price":1,"in_stock":true,"colour":"red"}}}}"#, "unknown field 'colour'", ChangeSetError.Code.unknownField),
-        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":5,"price":1,"in_stock":true}}}}"#, "books[1].title: expected a string, got integer", ChangeSetError.Code.invalidValue),
-        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":"T","price":"1","in_stock":true}}}}"#, "expected a number", ChangeSetError.Code.invalidValue),
-        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":"T","price":1,"in_stock":1}}}}"#, "expected true or false", ChangeSetError.Code.invalidValue),
-        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":"T","price":1,"in_stock":true,"pages":1.5}}}}"#, "expected an integer", ChangeSetError.Code.invalidValue),
-        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"price":1,"in_stock":true}}}}"#, "books[1].title is missing", ChangeSetError.Code.invalidValue),
-        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":null,"price":1,"in_stock":true}}}}"#, "not nullable", ChangeSetError.Code.invalidValue),
+        (
+            #"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":"T","price":1,"in_stock":true,"colour":"red"}}}}"#,
+            "unknown field 'colour'", ChangeSetError.Code.unknownField
+        ),
+        (
+            #"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":5,"price":1,"in_stock":true}}}}"#,
+            "books[1].title: expected a string, got integer", ChangeSetError.Code.invalidValue
+        ),
+        (
+            #"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":"T","price":"1","in_stock":true}}}}"#,
+            "expected a number", ChangeSetError.Code.invalidValue
+        ),
+        (
+            #"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":"T","price":1,"in_stock":1}}}}"#,
+            "expected true or false", ChangeSetError.Code.invalidValue
+        ),
+        (
+            #"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":"T","price":1,"in_stock":true,"pages":1.5}}}}"#,
+            "expected an integer", ChangeSetError.Code.invalidValue
+        ),
+        (
+            #"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"price":1,"in_stock":true}}}}"#,
+            "books[1].title is missing", ChangeSetError.Code.invalidValue
+        ),
+        (
+            #"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":null,"price":1,"in_stock":true}}}}"#,
+            "not nullable", ChangeSetError.Code.invalidValue
+        ),
         (#"{"types":["books"],"books":{"create":[1]}}"#, "books[1] has no attributes", ChangeSetError.Code.malformed),
-        (#"{"types":["books"],"books":{"create":[1],"delete":[1],"attributes":{"1":{"title":"T","price":1,"in_stock":true}}}}"#, "more than once", ChangeSetError.Code.malformed),
-        (#"{"types":["books"],"books":{"delete":[2],"attributes":{"2":{"title":"T"}}}}"#, "not created or updated", ChangeSetError.Code.malformed),
+        (
+            #"{"types":["books"],"books":{"create":[1],"delete":[1],"attributes":{"1":{"title":"T","price":1,"in_stock":true}}}}"#,
+            "more than once", ChangeSetError.Code.malformed
+        ),
+        (
+            #"{"types":["books"],"books":{"delete":[2],"attributes":{"2":{"title":"T"}}}}"#, "not created or updated",
+            ChangeSetError.Code.malformed
+        ),
         (#"{"types":["books"],"books":{"delete":["2"]}}"#, "not a valid integer key", ChangeSetError.Code.invalidKey),
-        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"id":2,"title":"T","price":1,"in_stock":true}}}}"#, "differs from the id", ChangeSetError.Code.unknownField),
-        (#"{"types":["authors"],"authors":{"create":["a"],"attributes":{"a":{"name":"N","born":"yesterday"}}}}"#, "RFC 3339", ChangeSetError.Code.invalidValue),
-        (#"{"types":["authors"],"authors":{"create":["a"],"attributes":{"a":{"name":"N","photo":"not base64!"}}}}"#, "base64", ChangeSetError.Code.invalidValue),
-        (#"{"types":["authors"],"authors":{"create":[""],"attributes":{"":{"name":"N"}}}}"#, "not a valid text key", ChangeSetError.Code.invalidKey),
-        (#"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":["T"],"price":1,"in_stock":true}}}}"#, "got array", ChangeSetError.Code.invalidValue),
+        (
+            #"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"id":2,"title":"T","price":1,"in_stock":true}}}}"#,
+            "differs from the id", ChangeSetError.Code.unknownField
+        ),
+        (
+            #"{"types":["authors"],"authors":{"create":["a"],"attributes":{"a":{"name":"N","born":"yesterday"}}}}"#,
+            "RFC 3339", ChangeSetError.Code.invalidValue
+        ),
+        (
+            #"{"types":["authors"],"authors":{"create":["a"],"attributes":{"a":{"name":"N","photo":"not base64!"}}}}"#,
+            "base64", ChangeSetError.Code.invalidValue
+        ),
+        (
+            #"{"types":["authors"],"authors":{"create":[""],"attributes":{"":{"name":"N"}}}}"#, "not a valid text key",
+            ChangeSetError.Code.invalidKey
+        ),
+        (
+            #"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":["T"],"price":1,"in_stock":true}}}}"#,
+            "got array", ChangeSetError.Code.invalidValue
+        ),
     ])
     func rejectsWithACodeAndAClearMessage(json: String, message: String, code: ChangeSetError.Code) throws {
         let changeSet = try JSONDecoder().decode(ChangeSet.self, from: Data(json.utf8))
@@ -86,7 +143,8 @@ import Testing
     }
 
     @Test func ignoresRevisionAndAcceptsMatchingKeyAttribute() throws {
-        let json = #"{"types":["books"],"books":{"update":[4],"attributes":{"4":{"id":4,"revision":99,"title":"T","price":1,"in_stock":false}}}}"#
+        let json =
+            #"{"types":["books"],"books":{"update":[4],"attributes":{"4":{"id":4,"revision":99,"title":"T","price":1,"in_stock":false}}}}"#
         let changes = try schema.validate(JSONDecoder().decode(ChangeSet.self, from: Data(json.utf8)))
         #expect(changes[0].updates == [RowValues(key: 4, values: ["T", .null, .double(1), false, .null])])
     }
@@ -102,7 +160,8 @@ import Testing
     @Test(arguments: [
         ("2026-11-22T10:15:00Z", true), ("2026-11-22t10:15:00.250+01:00", true), ("2024-02-29 23:59:60-05:30", true),
         ("2023-02-29T00:00:00Z", false), ("2026-13-01T00:00:00Z", false), ("2026-11-22T24:00:00Z", false),
-        ("2026-11-22T10:15:00", false), ("2026-11-22T10:15:00.Z", false), ("2026-11-22T10:15:00+0100", false), ("", false),
+        ("2026-11-22T10:15:00", false), ("2026-11-22T10:15:00.Z", false), ("2026-11-22T10:15:00+0100", false),
+        ("", false),
     ])
     func rfc3339(text: String, valid: Bool) {
         #expect(RFC3339.isValid(text) == valid)

@@ -21,7 +21,8 @@ import Testing
         #expect { try SyncRequest(json: JSONParser.parse(Array(CaseStudyDocuments.clientRequest.utf8))) } throws: {
             ($0 as? JSONShapeError)?.path == "changeSets[0].id"
         }
-        let withID = CaseStudyDocuments.clientRequest.replacingOccurrences(of: #""types": [ "screen_instances""#, with: #""id": "c-1", "types": [ "screen_instances""#)
+        let withID = CaseStudyDocuments.clientRequest.replacingOccurrences(
+            of: #""types": [ "screen_instances""#, with: #""id": "c-1", "types": [ "screen_instances""#)
         let request = try JSONDecoder().decode(SyncRequest.self, from: Data(withID.utf8))
         #expect(request.maxRevision == 1000)
         #expect(request.limit == nil)
@@ -40,14 +41,21 @@ import Testing
         #expect(PushedChangeSet.isValidID("Az09_-") && PushedChangeSet.isValidID(String(repeating: "a", count: 64)))
         let results = [
             PushResult(id: "a", status: .applied(revision: 9, keys: ["events": ["-2": 31]])),
-            PushResult(id: "b", status: .conflict(ChangeSet(changes: [TypeChanges(type: "events", delete: [5])], conflict: true))),
+            PushResult(
+                id: "b",
+                status: .conflict(ChangeSet(changes: [TypeChanges(type: "events", delete: [5])], conflict: true))),
             PushResult(id: "c", status: .rejected(code: "invalid_change_set", message: "events[-1].title is missing")),
         ]
         for result in results {
             #expect(try PushResult(json: JSONParser.parse(result.jsonBytes())) == result)
         }
-        #expect(String(decoding: results[0].jsonBytes(), as: UTF8.self) == #"{"id":"a","status":"applied","revision":9,"keys":{"events":{"-2":31}}}"#)
-        #expect(String(decoding: results[1].jsonBytes(), as: UTF8.self) == #"{"id":"b","status":"conflict","changeSet":{"conflict":true,"types":["events"],"events":{"create":[],"update":[],"delete":[5],"attributes":{}}}}"#)
+        #expect(
+            String(decoding: results[0].jsonBytes(), as: UTF8.self)
+                == #"{"id":"a","status":"applied","revision":9,"keys":{"events":{"-2":31}}}"#)
+        #expect(
+            String(decoding: results[1].jsonBytes(), as: UTF8.self)
+                == #"{"id":"b","status":"conflict","changeSet":{"conflict":true,"types":["events"],"events":{"create":[],"update":[],"delete":[5],"attributes":{}}}}"#
+        )
     }
 
     @Test func caseStudyResponseDecodesIgnoringConflictFlag() throws {
@@ -61,11 +69,18 @@ import Testing
     }
 
     @Test func changeSetBytesHaveAStableMemberOrder() throws {
-        let changeSet = ChangeSet(revision: 7, changes: [
-            TypeChanges(type: "books", create: [2], update: [1], delete: [3], attributes: ["1": ["title": "B", "price": 1.5], "2": ["title": "A", "price": 2]]),
-        ])
+        let changeSet = ChangeSet(
+            revision: 7,
+            changes: [
+                TypeChanges(
+                    type: "books", create: [2], update: [1], delete: [3],
+                    attributes: ["1": ["title": "B", "price": 1.5], "2": ["title": "A", "price": 2]])
+            ])
         let text = String(decoding: changeSet.jsonBytes(), as: UTF8.self)
-        #expect(text == #"{"revision":7,"types":["books"],"books":{"create":[2],"update":[1],"delete":[3],"attributes":{"2":{"price":2,"title":"A"},"1":{"price":1.5,"title":"B"}}}}"#)
+        #expect(
+            text
+                == #"{"revision":7,"types":["books"],"books":{"create":[2],"update":[1],"delete":[3],"attributes":{"2":{"price":2,"title":"A"},"1":{"price":1.5,"title":"B"}}}}"#
+        )
     }
 
     @Test func snapshotPageRoundTrips() throws {
@@ -75,7 +90,9 @@ import Testing
         )
         #expect(try JSONDecoder().decode(SnapshotPage.self, from: Data(page.jsonBytes())) == page)
         let last = SnapshotPage(type: "events", revision: 9, columns: ["id", "revision"], rows: [], next: .null)
-        #expect(String(decoding: last.jsonBytes(), as: UTF8.self) == #"{"type":"events","revision":9,"columns":["id","revision"],"rows":[],"next":null}"#)
+        #expect(
+            String(decoding: last.jsonBytes(), as: UTF8.self)
+                == #"{"type":"events","revision":9,"columns":["id","revision"],"rows":[],"next":null}"#)
     }
 
     @Test(arguments: [
@@ -88,13 +105,18 @@ import Testing
     }
 
     @Test func jsonValueKeepsIntegersAndRealsApart() throws {
-        let values = try JSONDecoder().decode([JSONValue].self, from: Data(#"[1, 1.5, true, null, "x", [1], {"a": 2}, -9223372036854775808]"#.utf8))
-        #expect(values == [.int(1), .double(1.5), .bool(true), .null, .string("x"), .array([1]), .object(["a": 2]), .int(.min)])
+        let values = try JSONDecoder().decode(
+            [JSONValue].self, from: Data(#"[1, 1.5, true, null, "x", [1], {"a": 2}, -9223372036854775808]"#.utf8))
+        #expect(
+            values == [
+                .int(1), .double(1.5), .bool(true), .null, .string("x"), .array([1]), .object(["a": 2]), .int(.min),
+            ])
     }
 
     @Test func schemaInfoMatchesTheProtocolShape() throws {
         let info = SchemaInfo(schema: Fixtures.catalogSchema, revision: 12, minRevision: 4)
-        let object = try #require(JSONSerialization.jsonObject(with: JSONEncoder.stable().encode(info)) as? [String: Any])
+        let object = try #require(
+            JSONSerialization.jsonObject(with: JSONEncoder.stable().encode(info)) as? [String: Any])
         #expect(object["dataset"] as? String == "catalog")
         #expect(object["schemaVersion"] as? Int == 3)
         #expect(object["revision"] as? Int == 12)

@@ -10,21 +10,33 @@ import Testing
 @Suite struct ConcurrentWriterTests {
     @Test func sqlWritersAndStoreCommitsShareOneGapFreeLog() async throws {
         try await withAttachedTeamTables { location, store in
-            let sqlWriters = 6, storeWriters = 2, transactions = 20
+            let sqlWriters = 6
+            let storeWriters = 2
+            let transactions = 20
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for writer in 0..<sqlWriters {
-                    group.addTask { try await Self.writeThroughSQL(writer: writer, transactions: transactions, location: location) }
+                    group.addTask {
+                        try await Self.writeThroughSQL(writer: writer, transactions: transactions, location: location)
+                    }
                 }
                 for writer in 0..<storeWriters {
                     group.addTask {
                         for index in 0..<transactions {
                             let code = JSONValue.string("s\(writer)-\(index)")
-                            try await store.commit(ChangeSet(changes: [
-                                TypeChanges(type: "venues", create: [code], attributes: [code.keyString!: ["name": "Store venue"]]),
-                                TypeChanges(type: "shows", create: [.int(Int64(10_000 + writer * 100 + index))], attributes: [
-                                    "\(10_000 + writer * 100 + index)": ["title": "Show", "venue": code, "price": 3.25, "sold_out": false, "starts_at": "2026-03-01T10:00:00Z"],
-                                ]),
-                            ]))
+                            try await store.commit(
+                                ChangeSet(changes: [
+                                    TypeChanges(
+                                        type: "venues", create: [code],
+                                        attributes: [code.keyString!: ["name": "Store venue"]]),
+                                    TypeChanges(
+                                        type: "shows", create: [.int(Int64(10_000 + writer * 100 + index))],
+                                        attributes: [
+                                            "\(10_000 + writer * 100 + index)": [
+                                                "title": "Show", "venue": code, "price": 3.25, "sold_out": false,
+                                                "starts_at": "2026-03-01T10:00:00Z",
+                                            ]
+                                        ]),
+                                ]))
                         }
                     }
                 }
@@ -53,7 +65,8 @@ import Testing
                 let id = writer * 1_000 + index + 100
                 let end = index % 5 == 4 ? "ROLLBACK" : "COMMIT"
                 var script = "BEGIN; INSERT INTO venues VALUES ('w\(writer)-\(index)', 'Venue \(index)');"
-                script += "INSERT INTO shows (id, title, venue, price, starts_at) VALUES (\(id), 'Show', 'w\(writer)-\(index)', \(index).5, now());"
+                script +=
+                    "INSERT INTO shows (id, title, venue, price, starts_at) VALUES (\(id), 'Show', 'w\(writer)-\(index)', \(index).5, now());"
                 if index % 3 == 2 { script += "UPDATE shows SET seats = \(index) WHERE id = \(id - 1);" }
                 try await connection.execute(script + end, logger: logger)
             }

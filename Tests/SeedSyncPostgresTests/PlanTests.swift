@@ -2,9 +2,10 @@ import Foundation
 import PostgresNIO
 import SeedSyncDemo
 import SeedSyncModel
-@testable import SeedSyncPostgres
 import SeedSyncTesting
 import Testing
+
+@testable import SeedSyncPostgres
 
 /// Reads cost what they return, not what the tables hold: executed, a snapshot page and a change
 /// feed from the middle of the data touch about as many rows as they return.
@@ -16,16 +17,21 @@ import Testing
             try await TestPostgres.withConnection(to: location) { connection, logger in
                 try await connection.query("ANALYZE", logger: logger)
                 let events = try #require(DemoDataset.schema.type(named: "events"))
-                var page = PostgresBindings(), feed = PostgresBindings()
-                page.append(Int64(10_000)); page.append(Int64(101))
-                feed.append(Int64(500)); feed.append(Int64(520))
+                var page = PostgresBindings()
+                var feed = PostgresBindings()
+                page.append(Int64(10_000))
+                page.append(Int64(101))
+                feed.append(Int64(500))
+                feed.append(Int64(520))
                 let plans = [
                     (PostgresTableSQL(type: events, tableSchema: "public").snapshot(after: true), page),
                     (PostgresSyncStore.changeFeedSQL, feed),
                 ]
                 for (sql, binds) in plans {
                     var plan = ""
-                    for try await line in try await connection.query(PostgresQuery(unsafeSQL: "EXPLAIN (ANALYZE, TIMING OFF) " + sql, binds: binds), logger: logger).decode(String.self) {
+                    for try await line in try await connection.query(
+                        PostgresQuery(unsafeSQL: "EXPLAIN (ANALYZE, TIMING OFF) " + sql, binds: binds), logger: logger
+                    ).decode(String.self) {
                         plan += line + "\n"
                     }
                     // The most rows any node of the plan produced, over all its loops.

@@ -29,25 +29,33 @@ let teamTables = """
     """
 
 /// The schema `seed-server schema --tables venues,shows` prints for ``teamTables``.
-let teamSchema = DatasetSchema(dataset: "shows", schemaVersion: 1, types: [
-    EntityType(name: "venues", primaryKey: PrimaryKey(name: "code", type: .text), fields: [
-        Field(name: "name", type: .text),
-        Field(name: "opened", type: .timestamp, nullable: true),
-        Field(name: "photo", type: .blob, nullable: true),
-    ]),
-    EntityType(name: "shows", primaryKey: PrimaryKey(name: "id", type: .integer), fields: [
-        Field(name: "title", type: .text),
-        Field(name: "venue", type: .text, nullable: true, references: "venues"),
-        Field(name: "price", type: .real),
-        Field(name: "rating", type: .real, nullable: true),
-        Field(name: "sold_out", type: .boolean),
-        Field(name: "starts_at", type: .timestamp),
-        Field(name: "seats", type: .integer, nullable: true),
-    ]),
-])
+let teamSchema = DatasetSchema(
+    dataset: "shows", schemaVersion: 1,
+    types: [
+        EntityType(
+            name: "venues", primaryKey: PrimaryKey(name: "code", type: .text),
+            fields: [
+                Field(name: "name", type: .text),
+                Field(name: "opened", type: .timestamp, nullable: true),
+                Field(name: "photo", type: .blob, nullable: true),
+            ]),
+        EntityType(
+            name: "shows", primaryKey: PrimaryKey(name: "id", type: .integer),
+            fields: [
+                Field(name: "title", type: .text),
+                Field(name: "venue", type: .text, nullable: true, references: "venues"),
+                Field(name: "price", type: .real),
+                Field(name: "rating", type: .real, nullable: true),
+                Field(name: "sold_out", type: .boolean),
+                Field(name: "starts_at", type: .timestamp),
+                Field(name: "seats", type: .integer, nullable: true),
+            ]),
+    ])
 
 /// Runs `body` with a new database holding `tables` (SQL), not yet attached.
-func withTeamDatabase(_ tables: String = teamTables, _ body: @escaping @Sendable (PostgresLocation) async throws -> Void) async throws {
+func withTeamDatabase(
+    _ tables: String = teamTables, _ body: @escaping @Sendable (PostgresLocation) async throws -> Void
+) async throws {
     try await TestPostgres.withDatabase { location in
         try await TestPostgres.withConnection(to: location) { connection, logger in
             try await connection.execute(tables, logger: logger)
@@ -57,7 +65,9 @@ func withTeamDatabase(_ tables: String = teamTables, _ body: @escaping @Sendable
 }
 
 /// Runs `body` with ``teamTables`` attached and served by a store.
-func withAttachedTeamTables(_ body: @escaping @Sendable (PostgresLocation, PostgresSyncStore) async throws -> Void) async throws {
+func withAttachedTeamTables(_ body: @escaping @Sendable (PostgresLocation, PostgresSyncStore) async throws -> Void)
+    async throws
+{
     try await withTeamDatabase { location in
         try await PostgresSyncStore.attach(at: location, schema: teamSchema)
         try await PostgresSyncStore.withStore(at: location) { store in try await body(location, store) }
@@ -74,7 +84,8 @@ func psql(_ sql: String, on location: PostgresLocation) async throws {
 extension PostgresConnection {
     /// Runs statements separated by `;` with the simple query protocol, as psql sends a script.
     func execute(_ script: String, logger: Logger) async throws {
-        for statement in script.split(separator: ";").map({ $0.trimmingCharacters(in: .whitespacesAndNewlines) }) where !statement.isEmpty {
+        for statement in script.split(separator: ";").map({ $0.trimmingCharacters(in: .whitespacesAndNewlines) })
+        where !statement.isEmpty {
             try await query(PostgresQuery(unsafeSQL: statement), logger: logger)
         }
     }
@@ -94,7 +105,9 @@ func changeSets(of store: any SyncStore, after revision: Int64) async throws -> 
 
 /// The rows a client holds after applying `changeSets` to `start` (a type's rows by key: key,
 /// fields in schema order, revision), as snapshot pages list them.
-func replay(_ changeSets: [ChangeSet], onto start: [String: [[JSONValue]]], schema: DatasetSchema) -> [String: [[JSONValue]]] {
+func replay(_ changeSets: [ChangeSet], onto start: [String: [[JSONValue]]], schema: DatasetSchema) -> [String:
+    [[JSONValue]]]
+{
     var tables = start.mapValues { rows in Dictionary(uniqueKeysWithValues: rows.map { ($0[0].keyString!, $0) }) }
     for changeSet in changeSets {
         for changes in changeSet.changes {
@@ -102,9 +115,12 @@ func replay(_ changeSets: [ChangeSet], onto start: [String: [[JSONValue]]], sche
             for key in changes.delete { tables[changes.type]?[key.keyString!] = nil }
             for key in changes.create + changes.update {
                 let attributes = changes.attributes[key.keyString!]!
-                var row = [key] + type.fields.map { field in
-                    attributes[field.name].flatMap { field.type == .real ? FieldType.real.normalize($0) ?? $0 : $0 } ?? .null
-                }
+                var row =
+                    [key]
+                    + type.fields.map { field in
+                        attributes[field.name].flatMap { field.type == .real ? FieldType.real.normalize($0) ?? $0 : $0 }
+                            ?? .null
+                    }
                 row.append(attributes["revision"] ?? .null)
                 tables[changes.type, default: [:]][key.keyString!] = row
             }

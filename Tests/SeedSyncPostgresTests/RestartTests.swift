@@ -1,13 +1,14 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import SeedSyncClient
 import SeedSyncModel
 import SeedSyncPostgres
 import SeedSyncServer
 import SeedSyncTesting
 import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 /// PostgreSQL stopped and started again under a running server: requests fail fast with 503
 /// `store_unavailable` and `Retry-After`, and the server recovers by itself.
@@ -25,7 +26,9 @@ import Testing
                     #expect(down.status == 503)
                     #expect(down.retryAfter == "2")
                     #expect(down.body.contains("store_unavailable"))
-                    #expect(ContinuousClock.now - started < .seconds(15), "answered within the lease timeout, not after the pool gives up")
+                    #expect(
+                        ContinuousClock.now - started < .seconds(15),
+                        "answered within the lease timeout, not after the pool gives up")
                     try await postgres.start()
                     var status = 0
                     for _ in 0..<60 where status != 200 {
@@ -33,7 +36,9 @@ import Testing
                         if status != 200 { try await Task.sleep(for: .milliseconds(500)) }
                     }
                     #expect(status == 200)
-                    let sync = try await SyncClient(configuration: .init(serverURL: url, token: liveServerToken, retry: .none)).sync(from: 0, limit: 10)
+                    let sync = try await SyncClient(
+                        configuration: .init(serverURL: url, token: liveServerToken, retry: .none)
+                    ).sync(from: 0, limit: 10)
                     #expect(sync.maxRevision == 1)
                 }
             }

@@ -1,11 +1,11 @@
 import Foundation
+import NIOConcurrencyHelpers
 import SeedSyncBuild
 import SeedSyncClient
 import SeedSyncDemo
 import SeedSyncImport
 import SeedSyncModel
 import SeedSyncTesting
-import NIOConcurrencyHelpers
 import Testing
 
 /// Seeds and app databases from a PostgreSQL-backed server: equal to the tables row by row, and
@@ -18,21 +18,28 @@ import Testing
                 try await ChangeGenerator.mutate(store, changes: 40, seed: 5)
                 try await withLiveServer(store) { url in
                     try await withTemporaryDirectory { directory in
-                        let client = SyncClient(configuration: .init(serverURL: url, token: liveServerToken, requestTimeout: 10, retry: .none))
+                        let client = SyncClient(
+                            configuration: .init(
+                                serverURL: url, token: liveServerToken, requestTimeout: 10, retry: .none))
                         let seed = directory.appendingPathComponent("seed.sqlite").path
-                        let report = try await SeedBuilder(client: client, options: .init(output: seed, pageSize: 47, syncLimit: 7)).build()
+                        let report = try await SeedBuilder(
+                            client: client, options: .init(output: seed, pageSize: 47, syncLimit: 7)
+                        ).build()
                         #expect(try contents(ofSeed: seed) == (try await Fixtures.contents(of: store)), "\(backend)")
                         digests.withLockedValue { $0[backend] = report.manifest.sha256 }
 
                         try await ChangeGenerator.mutate(store, changes: 30, seed: 6)
                         let database = directory.appendingPathComponent("app/app.sqlite").path
-                        let importer = SeedImporter(configuration: .init(
-                            seed: seed, database: database,
-                            server: .init(serverURL: url, token: liveServerToken, requestTimeout: 10, retry: .none), syncLimit: 9
-                        ))
+                        let importer = SeedImporter(
+                            configuration: .init(
+                                seed: seed, database: database,
+                                server: .init(serverURL: url, token: liveServerToken, requestTimeout: 10, retry: .none),
+                                syncLimit: 9
+                            ))
                         let imported = try await importer.run()
                         #expect(imported.changeSets == 30, "\(backend)")
-                        #expect(try contents(ofSeed: database) == (try await Fixtures.contents(of: store)), "\(backend)")
+                        #expect(
+                            try contents(ofSeed: database) == (try await Fixtures.contents(of: store)), "\(backend)")
                     }
                 }
             }

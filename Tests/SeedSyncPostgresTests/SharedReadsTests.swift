@@ -1,6 +1,7 @@
 import NIOConcurrencyHelpers
-@testable import SeedSyncPostgres
 import Testing
+
+@testable import SeedSyncPostgres
 
 /// Requests share reads, but none gets a read that began before it asked. The reads here wait
 /// for the test to release them, so nothing depends on timing.
@@ -12,7 +13,10 @@ import Testing
 
         /// Read `number`, returned (or thrown) once released; fails when its task is cancelled.
         func read(failing: Bool = false) async throws -> Int {
-            let number = started.withLockedValue { $0 += 1; return $0 }
+            let number = started.withLockedValue {
+                $0 += 1
+                return $0
+            }
             while released.withLockedValue({ $0 }) < number {
                 try await Task.sleep(for: .milliseconds(1))
             }
@@ -38,7 +42,8 @@ import Testing
     }
 
     @Test func aCrowdArrivingDuringAReadSharesTheNextOne() async throws {
-        let reads = Reads(), shared = SharedReads<Int, Int>()
+        let reads = Reads()
+        let shared = SharedReads<Int, Int>()
         async let first = shared.value(for: 0) { try await reads.read() }
         try await waitUntil("the first read starts") { reads.started.withLockedValue { $0 } == 1 }
         try await withThrowingTaskGroup(of: Int.self) { group in
@@ -54,11 +59,16 @@ import Testing
         }
         #expect(try await first == 1)
         #expect(reads.started.withLockedValue { $0 } == 2)
-        #expect(try await shared.value(for: 0) { reads.release(through: 3); return try await reads.read() } == 3)
+        #expect(
+            try await shared.value(for: 0) {
+                reads.release(through: 3)
+                return try await reads.read()
+            } == 3)
     }
 
     @Test func readsOfDifferentKeysRunTogether() async throws {
-        let reads = Reads(), shared = SharedReads<Int, Int>()
+        let reads = Reads()
+        let shared = SharedReads<Int, Int>()
         async let first = shared.value(for: 1) { try await reads.read() }
         async let second = shared.value(for: 2) { try await reads.read() }
         try await waitUntil("both reads start") { reads.started.withLockedValue { $0 } == 2 }
@@ -67,10 +77,12 @@ import Testing
     }
 
     @Test func aFailedReadFailsItsSharersAndTheNextReadIsTried() async throws {
-        let reads = Reads(), shared = SharedReads<Int, Int>()
+        let reads = Reads()
+        let shared = SharedReads<Int, Int>()
         async let running = shared.value(for: 0) { try await reads.read() }
         try await waitUntil("the first read starts") { reads.started.withLockedValue { $0 } == 1 }
-        let failing = (0..<2).map { _ in Task { try await shared.value(for: 0) { try await reads.read(failing: true) } } }
+        let failing = (0..<2).map { _ in Task { try await shared.value(for: 0) { try await reads.read(failing: true) } }
+        }
         try await waitUntil("two callers wait") { shared.waiters(for: 0) == 2 }
         reads.release(through: 2)
         #expect(try await running == 1)
@@ -82,7 +94,8 @@ import Testing
     }
 
     @Test func aCancelledCallerDoesNotCancelTheReadOthersShare() async throws {
-        let reads = Reads(), shared = SharedReads<Int, Int>()
+        let reads = Reads()
+        let shared = SharedReads<Int, Int>()
         async let running = shared.value(for: 0) { try await reads.read() }
         try await waitUntil("the first read starts") { reads.started.withLockedValue { $0 } == 1 }
         let reader = Task { try await shared.value(for: 0) { try await reads.read() } }

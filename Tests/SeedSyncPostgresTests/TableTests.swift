@@ -10,7 +10,8 @@ import Testing
 @Suite struct TableTests {
     @Test func schemaIsReadFromTheCatalog() async throws {
         try await withTeamDatabase { location in
-            let schema = try await PostgresSyncStore.schema(at: location, tables: ["venues", "shows"], dataset: "shows")
+            let schema = try await PostgresSyncStore.schema(
+                at: location, tables: ["venues", "shows"], dataset: "shows")
             #expect(schema == teamSchema)
             await #expect {
                 try await PostgresSyncStore.schema(at: location, tables: ["venues", "missing"], dataset: "shows")
@@ -21,7 +22,10 @@ import Testing
     @Test(arguments: [
         ("ALTER TABLE shows ADD COLUMN notes text", "public.shows has a column notes the schema does not name"),
         ("ALTER TABLE shows DROP COLUMN seats", "public.shows has no column seats"),
-        ("ALTER TABLE shows ALTER COLUMN seats TYPE text", "public.shows.seats is text, which cannot hold a integer field"),
+        (
+            "ALTER TABLE shows ALTER COLUMN seats TYPE text",
+            "public.shows.seats is text, which cannot hold a integer field"
+        ),
         ("ALTER TABLE shows ALTER COLUMN title DROP NOT NULL", "public.shows.title allows NULL"),
         ("ALTER TABLE shows DROP CONSTRAINT shows_pkey", "public.shows: the primary key must be the column id alone"),
         ("ALTER TABLE venues RENAME TO places", "there is no table public.venues"),
@@ -34,9 +38,11 @@ import Testing
                 (error as? PostgresStoreError)?.code == .tableMismatch && "\(error)".contains(message)
             }
             try await TestPostgres.withConnection(to: location) { connection, logger in
-                let rows = try await connection.query("SELECT count(*) FROM pg_namespace WHERE nspname = 'seedsync'", logger: logger)
+                let rows = try await connection.query(
+                    "SELECT count(*) FROM pg_namespace WHERE nspname = 'seedsync'", logger: logger)
                 for try await count in rows.decode(Int64.self) { #expect(count == 0) }
-                let triggers = try await connection.query("SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal", logger: logger)
+                let triggers = try await connection.query(
+                    "SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal", logger: logger)
                 for try await count in triggers.decode(Int64.self) { #expect(count == 0) }
             }
         }
@@ -51,7 +57,8 @@ import Testing
         }
         try await withTeamDatabase { location in
             await #expect { try await PostgresSyncStore.create(at: location, schema: teamSchema) } throws: {
-                ($0 as? PostgresStoreError)?.code == .alreadyInitialized && "\($0)".contains("attach the existing tables")
+                ($0 as? PostgresStoreError)?.code == .alreadyInitialized
+                    && "\($0)".contains("attach the existing tables")
             }
         }
     }
@@ -75,7 +82,8 @@ import Testing
             }
             // A server starting on the changed table refuses to, naming it.
             await #expect { try await PostgresSyncStore.withStore(at: location) { _ in } } throws: {
-                ($0 as? PostgresStoreError)?.code == .tableMismatch && "\($0)".contains("public.shows") && "\($0)".contains(column)
+                ($0 as? PostgresStoreError)?.code == .tableMismatch && "\($0)".contains("public.shows")
+                    && "\($0)".contains(column)
             }
         }
     }

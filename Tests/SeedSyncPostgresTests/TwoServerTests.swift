@@ -1,10 +1,11 @@
 import Foundation
+import NIOConcurrencyHelpers
 import SeedSyncClient
 import SeedSyncModel
 import SeedSyncPostgres
 import SeedSyncTesting
-import NIOConcurrencyHelpers
 import Testing
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -18,8 +19,9 @@ import FoundationNetworking
     @Test func twoServersAndDirectWritersShareOneHistory() async throws {
         try await withTeamDatabase { location in
             try await PostgresSyncStore.attach(at: location, schema: teamSchema)
-            let (servers, urls) = try Self.startServers(on: location, tokens: ["SEED_SERVER_ADMIN_TOKENS": Self.adminToken])
-            defer { servers.forEach { $0.terminate() } }
+            let (servers, urls) = try Self.startServers(
+                on: location, tokens: ["SEED_SERVER_ADMIN_TOKENS": Self.adminToken])
+            defer { for server in servers { server.terminate() } }
             let start: [String: [[JSONValue]]] = [
                 "venues": [["hall", "Main Hall", "2001-02-03T04:05:06.5Z", "AQL/", 1]],
                 "shows": [[1, "Opening", "hall", 12.5, 0.1, false, "2026-01-01T19:00:00Z", 300, 1]],
@@ -34,7 +36,8 @@ import FoundationNetworking
                     }
                     group.addTask {
                         defer { writing.decrement() }
-                        try await ConcurrentWriterTests.writeThroughSQL(writer: 10 + index, transactions: 15, location: location)
+                        try await ConcurrentWriterTests.writeThroughSQL(
+                            writer: 10 + index, transactions: 15, location: location)
                         return nil
                     }
                     group.addTask { try await Self.follow(url, from: start, while: { writing.remaining > 0 }) }
@@ -59,9 +62,11 @@ import FoundationNetworking
     @Test func aPushSentThroughBothServersAtOnceIsAppliedOnce() async throws {
         try await withTeamDatabase { location in
             try await PostgresSyncStore.attach(at: location, schema: teamSchema)
-            let (servers, urls) = try Self.startServers(on: location, tokens: ["SEED_SERVER_WRITE_TOKENS": Self.writeToken])
-            defer { servers.forEach { $0.terminate() } }
-            let body = Data(#"""
+            let (servers, urls) = try Self.startServers(
+                on: location, tokens: ["SEED_SERVER_WRITE_TOKENS": Self.writeToken])
+            defer { for server in servers { server.terminate() } }
+            let body = Data(
+                #"""
                 {"maxRevision": 1, "changeSets": [{"id": "sent-twice", "types": ["venues", "shows"],
                  "venues": {"create": ["pier"], "attributes": {"pier": {"name": "Pier"}}},
                  "shows": {"create": [-1], "attributes": {"-1": {"title": "New", "venue": "pier", "price": 3, "sold_out": false, "starts_at": "2026-03-03T03:03:03Z"}}}}]}
@@ -95,16 +100,20 @@ import FoundationNetworking
     static func startServers(on location: PostgresLocation, tokens: [String: String]) throws -> ([Process], [URL]) {
         let environment = tokens.merging(["SEED_SERVER_TOKENS": readToken]) { given, _ in given }
         let servers = try (0..<2).map { _ in
-            try Executables.start("seed-server", ["serve", "--database", location.description, "--port", "0", "--log-level", "warning"], environment: environment)
+            try Executables.start(
+                "seed-server", ["serve", "--database", location.description, "--port", "0", "--log-level", "warning"],
+                environment: environment)
         }
         do {
             let urls = try servers.map { server in
-                guard let address = Executables.listeningAddress(of: server) else { throw TestSetupError("seed-server did not start") }
+                guard let address = Executables.listeningAddress(of: server) else {
+                    throw TestSetupError("seed-server did not start")
+                }
                 return URL(string: address)!
             }
             return (servers, urls)
         } catch {
-            servers.forEach { $0.terminate() }
+            for server in servers { server.terminate() }
             throw error
         }
     }
@@ -112,7 +121,8 @@ import FoundationNetworking
     /// Creates a venue and a show in each change set, through `/v1/admin/changes`.
     static func writeThroughAdmin(_ url: URL, writer: Int, changeSets: Int) async throws {
         for index in 0..<changeSets {
-            let code = "a\(writer)-\(index)", id = 50_000 + writer * 100 + index
+            let code = "a\(writer)-\(index)"
+            let id = 50_000 + writer * 100 + index
             let body = """
                 {"types": ["venues", "shows"], "venues": {"create": ["\(code)"], "attributes": {"\(code)": {"name": "Admin venue"}}},
                  "shows": {"create": [\(id)], "attributes": {"\(id)": {"title": "Admin show", "venue": "\(code)", "price": 2,
@@ -129,8 +139,11 @@ import FoundationNetworking
 
     /// A client syncing through `url` while `writing()` holds, then once more to the end: the rows
     /// it holds.
-    static func follow(_ url: URL, from start: [String: [[JSONValue]]], while writing: @Sendable () -> Bool) async throws -> [String: [[JSONValue]]] {
-        let client = SyncClient(configuration: .init(serverURL: url, token: readToken, requestTimeout: 10, retry: .none))
+    static func follow(_ url: URL, from start: [String: [[JSONValue]]], while writing: @Sendable () -> Bool)
+        async throws -> [String: [[JSONValue]]]
+    {
+        let client = SyncClient(
+            configuration: .init(serverURL: url, token: readToken, requestTimeout: 10, retry: .none))
         var state = start
         var revision: Int64 = 1
         var last = false

@@ -1,9 +1,10 @@
 import Foundation
 import PostgresNIO
 import SeedSyncModel
-@testable import SeedSyncPostgres
 import SeedSyncTesting
 import Testing
+
+@testable import SeedSyncPostgres
 
 /// Snapshot pages read typed columns, the change log `to_json` text: for every accepted column
 /// type and the edges of its values, both give the same JSON, byte for byte.
@@ -19,17 +20,25 @@ import Testing
         )
         """
 
-    static let schema = DatasetSchema(dataset: "edges", schemaVersion: 1, types: [
-        EntityType(name: "edges", primaryKey: PrimaryKey(name: "id", type: .integer), fields: [
-            Field(name: "small", type: .integer, nullable: true), Field(name: "big", type: .integer, nullable: true),
-            Field(name: "single", type: .real, nullable: true), Field(name: "double", type: .real, nullable: true),
-            Field(name: "decimal", type: .real, nullable: true), Field(name: "money", type: .real, nullable: true),
-            Field(name: "words", type: .text, nullable: true), Field(name: "code", type: .text, nullable: true),
-            Field(name: "flag", type: .boolean, nullable: true),
-            Field(name: "at", type: .timestamp, nullable: true), Field(name: "local", type: .timestamp, nullable: true),
-            Field(name: "data", type: .blob, nullable: true),
+    static let schema = DatasetSchema(
+        dataset: "edges", schemaVersion: 1,
+        types: [
+            EntityType(
+                name: "edges", primaryKey: PrimaryKey(name: "id", type: .integer),
+                fields: [
+                    Field(name: "small", type: .integer, nullable: true),
+                    Field(name: "big", type: .integer, nullable: true),
+                    Field(name: "single", type: .real, nullable: true),
+                    Field(name: "double", type: .real, nullable: true),
+                    Field(name: "decimal", type: .real, nullable: true),
+                    Field(name: "money", type: .real, nullable: true),
+                    Field(name: "words", type: .text, nullable: true), Field(name: "code", type: .text, nullable: true),
+                    Field(name: "flag", type: .boolean, nullable: true),
+                    Field(name: "at", type: .timestamp, nullable: true),
+                    Field(name: "local", type: .timestamp, nullable: true),
+                    Field(name: "data", type: .blob, nullable: true),
+                ])
         ])
-    ])
 
     /// Rows written after attach, so each is in the change log as `to_json` and in the table.
     static let rows = """
@@ -57,7 +66,8 @@ import Testing
                     let key = try #require(row[0].keyString)
                     let attributes = try #require(logged.attributes[key])
                     for (index, field) in Self.schema.types[0].fields.enumerated() {
-                        let fromPage = json(row[index + 1]), fromLog = json(attributes[field.name] ?? .null)
+                        let fromPage = json(row[index + 1])
+                        let fromLog = json(attributes[field.name] ?? .null)
                         #expect(fromPage == fromLog, "edges[\(key)].\(field.name): page \(fromPage), log \(fromLog)")
                     }
                 }
@@ -67,7 +77,7 @@ import Testing
                 #expect(page.rows[1][10] == "0001-01-01T00:00:00Z" && page.rows[1][11] == "9999-12-31T23:59:59.999999Z")
                 #expect(page.rows[2][10] == "2026-11-22T10:15:00.25Z" && page.rows[2][11] == "1999-12-31T23:59:59.5Z")
                 #expect(page.rows[4][10] == "2000-02-29T12:00:00.000001Z" && page.rows[4][11] == "1600-03-01T00:00:00Z")
-                #expect(page.rows[0][3] == .double(0.1) && page.rows[3][3] == .double(16777216))
+                #expect(page.rows[0][3] == .double(0.1) && page.rows[3][3] == .double(16_777_216))
                 #expect(page.rows[1][5] == .double(123456789012345678901234567890.123456789))
                 #expect(page.rows[1][12] == "AP8Q" && page.rows[0][12] == "")
             }

@@ -18,7 +18,9 @@ import Testing
             try await app.test(.live) { client in
                 _ = try await client.execute(uri: "/v1/schema", method: .get, headers: headers())
                 _ = try await client.execute(uri: "/v1/snapshot/ghosts", method: .get, headers: headers())
-                _ = try await client.execute(uri: "/v1/sync", method: .post, headers: headers(token: wrongToken), body: body(#"{"maxRevision": 0, "changeSets": []}"#))
+                _ = try await client.execute(
+                    uri: "/v1/sync", method: .post, headers: headers(token: wrongToken),
+                    body: body(#"{"maxRevision": 0, "changeSets": []}"#))
             }
             let requests = recorder.lines.filter { $0.contains("/v1/") }
             #expect(requests.count == 3, "\(requests)")

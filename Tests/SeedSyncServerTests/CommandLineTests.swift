@@ -12,7 +12,9 @@ import FoundationNetworking
     @Test func initMutateCompactAndLoad() async throws {
         try await withTemporaryDirectory { directory in
             let database = directory.appendingPathComponent("server.sqlite").path
-            let created = try await Executables.run("seed-server", ["init", "--database", database, "--demo", "--events", "500", "--locations", "20", "--seed", "4"])
+            let created = try await Executables.run(
+                "seed-server",
+                ["init", "--database", database, "--demo", "--events", "500", "--locations", "20", "--seed", "4"])
             #expect(created.status == 0, "\(created.stderr)")
             #expect(created.stdout.contains("500 events at revision 1"))
 
@@ -20,17 +22,21 @@ import FoundationNetworking
             #expect(again.status != 0)
             #expect(again.stderr.contains("already exists"))
 
-            let mutated = try await Executables.run("seed-server", ["mutate", "--database", database, "--changes", "50", "--seed", "4"])
+            let mutated = try await Executables.run(
+                "seed-server", ["mutate", "--database", database, "--changes", "50", "--seed", "4"])
             #expect(mutated.status == 0, "\(mutated.stderr)")
             #expect(mutated.stdout.contains("revisions 2 to 51"))
 
-            let compacted = try await Executables.run("seed-server", ["compact", "--database", database, "--keep-revisions", "10"])
+            let compacted = try await Executables.run(
+                "seed-server", ["compact", "--database", database, "--keep-revisions", "10"])
             #expect(compacted.status == 0, "\(compacted.stderr)")
             #expect(compacted.stdout.contains("removed 40 change sets; clients can sync from revision 41"))
 
             let file = directory.appendingPathComponent("locations.ndjson")
-            try #"{"id": 900, "name": "Pier", "city": "Oslo", "latitude": 59.9, "longitude": 10.7}"#.write(to: file, atomically: true, encoding: .utf8)
-            let loaded = try await Executables.run("seed-server", ["load", "--database", database, "--type", "locations", "--file", file.path])
+            try #"{"id": 900, "name": "Pier", "city": "Oslo", "latitude": 59.9, "longitude": 10.7}"#.write(
+                to: file, atomically: true, encoding: .utf8)
+            let loaded = try await Executables.run(
+                "seed-server", ["load", "--database", database, "--type", "locations", "--file", file.path])
             #expect(loaded.status == 0, "\(loaded.stderr)")
             #expect(loaded.stdout.contains("loaded 1 rows into locations as revision 52"))
 
@@ -44,13 +50,16 @@ import FoundationNetworking
             let schemaFile = directory.appendingPathComponent("schema.json")
             try JSONEncoder().encode(Fixtures.catalogSchema).write(to: schemaFile)
             let database = directory.appendingPathComponent("catalog.sqlite").path
-            let created = try await Executables.run("seed-server", ["init", "--database", database, "--schema", schemaFile.path])
+            let created = try await Executables.run(
+                "seed-server", ["init", "--database", database, "--schema", schemaFile.path])
             #expect(created.status == 0, "\(created.stderr)")
             #expect(created.stdout.contains("dataset catalog, 2 types, revision 0"))
 
-            try #"{"dataset": "x", "schemaVersion": 1, "types": [{"name": "Bad", "primaryKey": {"name": "id", "type": "integer"}, "fields": []}]}"#
+            try
+                #"{"dataset": "x", "schemaVersion": 1, "types": [{"name": "Bad", "primaryKey": {"name": "id", "type": "integer"}, "fields": []}]}"#
                 .write(to: schemaFile, atomically: true, encoding: .utf8)
-            let invalid = try await Executables.run("seed-server", ["init", "--database", database + "2", "--schema", schemaFile.path])
+            let invalid = try await Executables.run(
+                "seed-server", ["init", "--database", database + "2", "--schema", schemaFile.path])
             #expect(invalid.status != 0)
             #expect(invalid.stderr.contains("type name 'Bad'"))
             #expect(!FileManager.default.fileExists(atPath: database + "2"))
@@ -60,15 +69,23 @@ import FoundationNetworking
     @Test func serveRefusesToStartWithoutTokens() async throws {
         try await withTemporaryDirectory { directory in
             let database = directory.appendingPathComponent("server.sqlite").path
-            _ = try await Executables.run("seed-server", ["init", "--database", database, "--demo", "--events", "10", "--locations", "2"])
+            _ = try await Executables.run(
+                "seed-server", ["init", "--database", database, "--demo", "--events", "10", "--locations", "2"])
             let refused = try await Executables.run("seed-server", ["serve", "--database", database, "--port", "0"])
             #expect(refused.status != 0)
             #expect(refused.stderr.contains("no token configured"))
-            let missingFile = try await Executables.run("seed-server", ["serve", "--database", database, "--port", "0", "--token-file", directory.appendingPathComponent("none").path])
+            let missingFile = try await Executables.run(
+                "seed-server",
+                [
+                    "serve", "--database", database, "--port", "0", "--token-file",
+                    directory.appendingPathComponent("none").path,
+                ])
             #expect(missingFile.status != 0)
             #expect(missingFile.stderr.contains("cannot read token file"))
             #expect(missingFile.stderr.contains("--token-file, --write-token-file"), "the command adds the hint")
-            let missingDatabase = try await Executables.run("seed-server", ["serve", "--database", database + ".none", "--port", "0"], environment: ["SEED_SERVER_TOKENS": "t"])
+            let missingDatabase = try await Executables.run(
+                "seed-server", ["serve", "--database", database + ".none", "--port", "0"],
+                environment: ["SEED_SERVER_TOKENS": "t"])
             #expect(missingDatabase.status != 0)
             #expect(missingDatabase.stderr.contains("no server database at"))
             #expect(missingDatabase.stderr.contains("create one with `seed-server init`"), "the command adds the hint")
@@ -78,11 +95,16 @@ import FoundationNetworking
     @Test func serveListensOnAFreePortAndStopsOnSIGTERM() async throws {
         try await withTemporaryDirectory { directory in
             let database = directory.appendingPathComponent("server.sqlite").path
-            _ = try await Executables.run("seed-server", ["init", "--database", database, "--demo", "--events", "10", "--locations", "2"])
+            _ = try await Executables.run(
+                "seed-server", ["init", "--database", database, "--demo", "--events", "10", "--locations", "2"])
             let tokenFile = directory.appendingPathComponent("tokens")
             try "# read tokens\nfile-token\n".write(to: tokenFile, atomically: true, encoding: .utf8)
             let server = try Executables.start(
-                "seed-server", ["serve", "--database", database, "--port", "0", "--token-file", tokenFile.path, "--log-format", "json"],
+                "seed-server",
+                [
+                    "serve", "--database", database, "--port", "0", "--token-file", tokenFile.path, "--log-format",
+                    "json",
+                ],
                 environment: ["SEED_SERVER_ADMIN_TOKENS": "env-admin"]
             )
             defer { if server.isRunning { server.terminate() } }
@@ -98,13 +120,20 @@ import FoundationNetworking
             server.terminate()
             server.waitUntilExit()
             #expect(server.terminationReason == .exit)
-            let log = String(decoding: (server.standardError as! Pipe).fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            let log = String(
+                decoding: (server.standardError as! Pipe).fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             #expect(!log.contains("file-token"))
             #expect(!log.contains("env-admin"))
             // --log-format json: every line one JSON object.
-            let lines = log.split(separator: "\n").map { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            let lines = log.split(separator: "\n").map {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }
             #expect(!lines.isEmpty && lines.allSatisfy { $0?["level"] is String && $0?["time"] is String }, "\(log)")
-            #expect(lines.contains { $0?["message"] as? String == "GET /metrics 403" && ($0?["metadata"] as? [String: Any])?["status"] as? String == "403" })
+            #expect(
+                lines.contains {
+                    $0?["message"] as? String == "GET /metrics 403"
+                        && ($0?["metadata"] as? [String: Any])?["status"] as? String == "403"
+                })
         }
     }
 

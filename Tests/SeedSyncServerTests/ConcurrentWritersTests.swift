@@ -20,9 +20,14 @@ import FoundationNetworking
             let app = try await buildApplication(store: store, configuration: testConfiguration())
             try await app.test(.live) { client in
                 let base = URL(string: "http://127.0.0.1:\(client.port!)")!
-                let writers = 8, commitsPerWriter = 20
-                let revisions = try await Fixtures.commitConcurrently(writers: writers, commitsPerWriter: commitsPerWriter) { changeSet in
-                    let data = try await post(base.appendingPathComponent("v1/admin/changes"), JSONEncoder().encode(changeSet), token: TestTokens.admin)
+                let writers = 8
+                let commitsPerWriter = 20
+                let revisions = try await Fixtures.commitConcurrently(
+                    writers: writers, commitsPerWriter: commitsPerWriter
+                ) { changeSet in
+                    let data = try await post(
+                        base.appendingPathComponent("v1/admin/changes"), JSONEncoder().encode(changeSet),
+                        token: TestTokens.admin)
                     return try JSONDecoder().decode(CommitResponse.self, from: data).revision
                 }
                 #expect(revisions.sorted() == Array(1...Int64(writers * commitsPerWriter)))
@@ -32,8 +37,12 @@ import FoundationNetworking
                 var hasMore = true
                 while hasMore {
                     let request = try JSONEncoder().encode(SyncRequest(maxRevision: revision, limit: 23))
-                    let response = try JSONDecoder().decode(SyncResponse.self, from: await post(base.appendingPathComponent("v1/sync"), request, token: TestTokens.read))
-                    #expect(response.changeSets.map(\.revision) == Array(revision + 1 ..< revision + 1 + Int64(response.changeSets.count)))
+                    let response = try JSONDecoder().decode(
+                        SyncResponse.self,
+                        from: await post(base.appendingPathComponent("v1/sync"), request, token: TestTokens.read))
+                    #expect(
+                        response.changeSets.map(\.revision)
+                            == Array(revision + 1..<revision + 1 + Int64(response.changeSets.count)))
                     for var changeSet in response.changeSets {
                         changeSet.revision = nil
                         revision = try await replica.commit(changeSet)
@@ -56,7 +65,9 @@ private func post(_ url: URL, _ body: Data, token: String) async throws -> Data 
     request.setValue("application/json", forHTTPHeaderField: "Content-Type")
     let (data, response) = try await URLSession.shared.data(for: request)
     let status = (response as? HTTPURLResponse)?.statusCode
-    guard status == 200 else { throw UnexpectedStatus(status: status ?? 0, body: String(decoding: data, as: UTF8.self)) }
+    guard status == 200 else {
+        throw UnexpectedStatus(status: status ?? 0, body: String(decoding: data, as: UTF8.self))
+    }
     return data
 }
 

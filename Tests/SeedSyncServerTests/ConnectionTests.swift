@@ -26,7 +26,10 @@ import Testing
     }
 
     static func postHead(contentLength: Int? = nil, _ extra: [String] = []) -> String {
-        var lines = ["POST /v1/sync HTTP/1.1", "Host: 127.0.0.1", "Authorization: Bearer \(TestTokens.read)", "Content-Type: application/json"]
+        var lines = [
+            "POST /v1/sync HTTP/1.1", "Host: 127.0.0.1", "Authorization: Bearer \(TestTokens.read)",
+            "Content-Type: application/json",
+        ]
         if let contentLength { lines.append("Content-Length: \(contentLength)") }
         return (lines + extra).joined(separator: "\r\n") + "\r\n\r\n"
     }
@@ -36,7 +39,9 @@ import Testing
         try await withServer(recorder: recorder) { port in
             let connection = try RawConnection(port: port, timeout: 10)
             defer { connection.close() }
-            #expect(connection.send(Self.postHead(["Transfer-Encoding: chunked"]) + "ZZ\r\n{\"maxRevision\": 0}\r\n0\r\n\r\n"))
+            #expect(
+                connection.send(
+                    Self.postHead(["Transfer-Encoding: chunked"]) + "ZZ\r\n{\"maxRevision\": 0}\r\n0\r\n\r\n"))
             let (answer, closed) = try await offPool { connection.receiveAll() }
             #expect(answer.hasPrefix("HTTP/1.1 400"), "\(answer)")
             #expect(errorCode(inRawAnswer: answer) == "malformed_http")

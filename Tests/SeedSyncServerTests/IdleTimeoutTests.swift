@@ -17,7 +17,8 @@ import Darwin
     @Test func silentConnectionsAreClosed() async throws {
         try await withTemporaryDirectory { directory in
             let store = try await Fixtures.emptyStore(in: directory)
-            let app = try await buildApplication(store: store, configuration: testConfiguration { $0.idleTimeout = .seconds(1) })
+            let app = try await buildApplication(
+                store: store, configuration: testConfiguration { $0.idleTimeout = .seconds(1) })
             try await app.test(.live) { client in
                 let connection = try RawConnection(port: client.port!, timeout: 10)
                 defer { connection.close() }
@@ -42,7 +43,8 @@ import Darwin
                 let connection = try RawConnection(port: client.port!, timeout: 15)
                 defer { connection.close() }
                 let socket = connection.descriptor
-                let head = "POST /v1/sync HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(TestTokens.read)\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+                let head =
+                    "POST /v1/sync HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(TestTokens.read)\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
                 #expect(connection.send(head))
                 // The trickle stops before the socket is closed, so it never writes to a reused descriptor.
                 let stop = NSCondition()
@@ -50,19 +52,26 @@ import Darwin
                 let finished = DispatchSemaphore(value: 0)
                 Thread {
                     stop.lock()
-                    while !stopped, send(socket, "{", 1, Int32(MSG_NOSIGNAL)) == 1 { _ = stop.wait(until: Date() + 0.1) }
+                    while !stopped, send(socket, "{", 1, Int32(MSG_NOSIGNAL)) == 1 {
+                        _ = stop.wait(until: Date() + 0.1)
+                    }
                     stop.unlock()
                     finished.signal()
                 }.start()
                 defer {
-                    stop.withLock { stopped = true; stop.signal() }
+                    stop.withLock {
+                        stopped = true
+                        stop.signal()
+                    }
                     finished.wait()
                 }
                 let started = Date()
                 let (answer, _) = try await offPool { connection.receiveAll() }
                 #expect(answer.hasPrefix("HTTP/1.1 408"), "\(answer)")
                 #expect(answer.contains("body_timeout"))
-                #expect(Date().timeIntervalSince(started) < 10, "the connection is closed, not drained while the client trickles")
+                #expect(
+                    Date().timeIntervalSince(started) < 10,
+                    "the connection is closed, not drained while the client trickles")
             }
         }
     }

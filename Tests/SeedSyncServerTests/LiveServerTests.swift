@@ -23,7 +23,8 @@ import Testing
                 #expect(plain.headers[.vary] == "Accept-Encoding")
 
                 for accept in ["gzip", "deflate, gzip;q=0.8", "*"] {
-                    let compressed = try await client.execute(uri: uri, method: .get, headers: headers(token: TestTokens.read, [.acceptEncoding: accept]))
+                    let compressed = try await client.execute(
+                        uri: uri, method: .get, headers: headers(token: TestTokens.read, [.acceptEncoding: accept]))
                     #expect(compressed.headers[.contentEncoding] == "gzip", "\(accept)")
                     #expect(compressed.body.readableBytes < plain.body.readableBytes / 3)
                     #expect(compressed.headers[.contentLength] == String(compressed.body.readableBytes))
@@ -31,7 +32,8 @@ import Testing
                     #expect(try body.decompress(with: .gzip) == plain.body)
                 }
                 for refused in ["gzip;q=0", "identity", "br"] {
-                    let response = try await client.execute(uri: uri, method: .get, headers: headers(token: TestTokens.read, [.acceptEncoding: refused]))
+                    let response = try await client.execute(
+                        uri: uri, method: .get, headers: headers(token: TestTokens.read, [.acceptEncoding: refused]))
                     #expect(response.headers[.contentEncoding] == nil, "\(refused)")
                     #expect(response.body == plain.body)
                 }
@@ -43,7 +45,8 @@ import Testing
                 let gzipped = try request.compress(with: .gzip)
                 let sync = try await client.execute(
                     uri: "/v1/sync", method: .post,
-                    headers: headers(token: TestTokens.read, [.contentEncoding: "gzip", .contentType: "application/json"]),
+                    headers: headers(
+                        token: TestTokens.read, [.contentEncoding: "gzip", .contentType: "application/json"]),
                     body: gzipped
                 )
                 #expect(sync.status == .ok)

@@ -12,38 +12,72 @@ import Testing
 /// store's revisions, on every store.
 @Suite struct MetricsTests {
     @Test func metricsCountRequestsPushesAndRevisions() async throws {
-        let create = #"{"id": "ID", "types": ["locations"], "locations": {"create": [-1], "attributes": {"-1": {"name": "N", "city": "C", "latitude": 1, "longitude": 2}}}}"#
-        let stale = #"{"id": "stale", "types": ["locations"], "locations": {"delete": [1], "attributes": {"1": {"revision": 0}}}}"#
-        let invalid = #"{"id": "invalid", "types": ["locations"], "locations": {"create": [-1], "attributes": {"-1": {"name": 5}}}}"#
+        let create =
+            #"{"id": "ID", "types": ["locations"], "locations": {"create": [-1], "attributes": {"-1": {"name": "N", "city": "C", "latitude": 1, "longitude": 2}}}}"#
+        let stale =
+            #"{"id": "stale", "types": ["locations"], "locations": {"delete": [1], "attributes": {"1": {"revision": 0}}}}"#
+        let invalid =
+            #"{"id": "invalid", "types": ["locations"], "locations": {"create": [-1], "attributes": {"-1": {"name": 5}}}}"#
         for backend in StoreBackend.allCases {
             try await backend.withDemoStore(events: 50, locations: 10) { store in
                 let app = try await buildApplication(store: store, configuration: testConfiguration())
                 try await app.test(.router) { client in
                     for token in [TestTokens.read, TestTokens.write] {
-                        try await client.execute(uri: "/metrics", method: .get, headers: headers(token: token)) { #expect($0.status == .forbidden) }
+                        try await client.execute(uri: "/metrics", method: .get, headers: headers(token: token)) {
+                            #expect($0.status == .forbidden)
+                        }
                     }
-                    try await client.execute(uri: "/metrics", method: .get, headers: headers(token: nil)) { #expect($0.status == .unauthorized) }
+                    try await client.execute(uri: "/metrics", method: .get, headers: headers(token: nil)) {
+                        #expect($0.status == .unauthorized)
+                    }
                     for _ in 0..<2 {
-                        try await client.execute(uri: "/v1/snapshot/events?limit=5", method: .get, headers: headers()) { #expect($0.status == .ok) }
+                        try await client.execute(uri: "/v1/snapshot/events?limit=5", method: .get, headers: headers()) {
+                            #expect($0.status == .ok)
+                        }
                     }
-                    try await client.execute(uri: "/v1/snapshot/nope", method: .get, headers: headers()) { #expect($0.status == .notFound) }
-                    try await client.execute(uri: "/nowhere", method: .get, headers: headers()) { #expect($0.status == .notFound) }
-                    let push = #"{"maxRevision": 1, "changeSets": [\#(create.replacingOccurrences(of: "ID", with: "a")), \#(stale), \#(invalid)]}"#
-                    try await client.execute(uri: "/v1/sync", method: .post, headers: headers(token: TestTokens.write), body: body(push)) {
+                    try await client.execute(uri: "/v1/snapshot/nope", method: .get, headers: headers()) {
+                        #expect($0.status == .notFound)
+                    }
+                    try await client.execute(uri: "/nowhere", method: .get, headers: headers()) {
+                        #expect($0.status == .notFound)
+                    }
+                    let push =
+                        #"{"maxRevision": 1, "changeSets": [\#(create.replacingOccurrences(of: "ID", with: "a")), \#(stale), \#(invalid)]}"#
+                    try await client.execute(
+                        uri: "/v1/sync", method: .post, headers: headers(token: TestTokens.write), body: body(push)
+                    ) {
                         #expect($0.status == .ok)
                     }
-                    try await client.execute(uri: "/metrics", method: .get, headers: headers(token: TestTokens.admin)) { response in
+                    try await client.execute(uri: "/metrics", method: .get, headers: headers(token: TestTokens.admin)) {
+                        response in
                         #expect(response.status == .ok)
                         #expect(response.headers[.contentType] == "text/plain; version=0.0.4; charset=utf-8")
                         let metrics = Self.samples(String(buffer: response.body))
-                        #expect(metrics[#"seedsync_http_requests_total{route="/v1/snapshot/{type}",method="GET",status="200"}"#] == 2, "\(metrics.keys.sorted())")
-                        #expect(metrics[#"seedsync_http_requests_total{route="/v1/snapshot/{type}",method="GET",status="404"}"#] == 1)
-                        #expect(metrics[#"seedsync_http_requests_total{route="NotFound",method="GET",status="404"}"#] == 1, "\(metrics.keys.sorted())")
-                        #expect(metrics[#"seedsync_http_requests_total{route="/metrics",method="GET",status="403"}"#] == 2)
-                        #expect(metrics[#"seedsync_http_requests_total{route="/metrics",method="GET",status="401"}"#] == 1)
-                        #expect(metrics[#"seedsync_http_requests_total{route="/v1/sync",method="POST",status="200"}"#] == 1)
-                        #expect(metrics[#"seedsync_http_request_duration_seconds_count{route="/v1/snapshot/{type}",method="GET"}"#] == 3)
-                        #expect(metrics[#"seedsync_http_request_duration_seconds_bucket{route="/v1/snapshot/{type}",method="GET",le="+Inf"}"#] == 3)
+                        #expect(
+                            metrics[
+                                #"seedsync_http_requests_total{route="/v1/snapshot/{type}",method="GET",status="200"}"#]
+                                == 2, "\(metrics.keys.sorted())")
+                        #expect(
+                            metrics[
+                                #"seedsync_http_requests_total{route="/v1/snapshot/{type}",method="GET",status="404"}"#]
+                                == 1)
+                        #expect(
+                            metrics[#"seedsync_http_requests_total{route="NotFound",method="GET",status="404"}"#] == 1,
+                            "\(metrics.keys.sorted())")
+                        #expect(
+                            metrics[#"seedsync_http_requests_total{route="/metrics",method="GET",status="403"}"#] == 2)
+                        #expect(
+                            metrics[#"seedsync_http_requests_total{route="/metrics",method="GET",status="401"}"#] == 1)
+                        #expect(
+                            metrics[#"seedsync_http_requests_total{route="/v1/sync",method="POST",status="200"}"#] == 1)
+                        #expect(
+                            metrics[
+                                #"seedsync_http_request_duration_seconds_count{route="/v1/snapshot/{type}",method="GET"}"#
+                            ] == 3)
+                        #expect(
+                            metrics[
+                                #"seedsync_http_request_duration_seconds_bucket{route="/v1/snapshot/{type}",method="GET",le="+Inf"}"#
+                            ] == 3)
                         #expect(metrics[#"seedsync_pushes_total{result="applied"}"#] == 1)
                         #expect(metrics[#"seedsync_pushes_total{result="conflict"}"#] == 1)
                         #expect(metrics[#"seedsync_pushes_total{result="rejected"}"#] == 1)
@@ -63,11 +97,14 @@ import Testing
         let app = try await buildApplication(store: UnavailableStore(), configuration: testConfiguration())
         try await app.test(.router) { client in
             for _ in 0..<2 {
-                try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 1}"#)) { response in
+                try await client.execute(
+                    uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 1}"#)
+                ) { response in
                     #expect(response.status == .serviceUnavailable)
                 }
             }
-            try await client.execute(uri: "/metrics", method: .get, headers: headers(token: TestTokens.admin)) { response in
+            try await client.execute(uri: "/metrics", method: .get, headers: headers(token: TestTokens.admin)) {
+                response in
                 let metrics = Self.samples(String(buffer: response.body))
                 #expect(metrics[#"seedsync_store_errors_total{code="store_unavailable"}"#] == 2)
                 #expect(metrics[#"seedsync_store_errors_total{code="schema_mismatch"}"#] == 0)
@@ -81,7 +118,9 @@ import Testing
     static func samples(_ text: String) -> [String: Double] {
         var samples: [String: Double] = [:]
         for line in text.split(separator: "\n") where !line.hasPrefix("#") {
-            guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else { continue }
+            guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else {
+                continue
+            }
             samples[String(line[..<space])] = value
         }
         return samples

@@ -59,20 +59,27 @@ import Testing
                     #expect(errorCode(response) == "unauthorized")
                 }
             }
-            try await client.execute(uri: "/v1/schema", method: .get, headers: [.authorization: "Basic \(TestTokens.read)"]) { response in
+            try await client.execute(
+                uri: "/v1/schema", method: .get, headers: [.authorization: "Basic \(TestTokens.read)"]
+            ) { response in
                 #expect(response.status == .unauthorized)
             }
-            try await client.execute(uri: "/v1/schema", method: .get, headers: headers(token: "read-token-2")) { response in
+            try await client.execute(uri: "/v1/schema", method: .get, headers: headers(token: "read-token-2")) {
+                response in
                 #expect(response.status == .ok)
             }
-            try await client.execute(uri: "/v1/schema", method: .get, headers: headers(token: TestTokens.admin)) { response in
+            try await client.execute(uri: "/v1/schema", method: .get, headers: headers(token: TestTokens.admin)) {
+                response in
                 #expect(response.status == .ok)
             }
-            try await client.execute(uri: "/v1/admin/changes", method: .post, headers: headers(), body: body("{}")) { response in
+            try await client.execute(uri: "/v1/admin/changes", method: .post, headers: headers(), body: body("{}")) {
+                response in
                 #expect(response.status == .forbidden)
                 #expect(errorCode(response) == "forbidden")
             }
-            try await client.execute(uri: "/v1/admin/changes", method: .post, headers: headers(token: nil), body: body("{}")) { response in
+            try await client.execute(
+                uri: "/v1/admin/changes", method: .post, headers: headers(token: nil), body: body("{}")
+            ) { response in
                 #expect(response.status == .unauthorized)
             }
         }
@@ -88,7 +95,8 @@ import Testing
 
     @Test func snapshotPagesAndTheirErrors() async throws {
         try await withApp(events: 120) { client, store in
-            try await client.execute(uri: "/v1/snapshot/locations?limit=4", method: .get, headers: headers()) { response in
+            try await client.execute(uri: "/v1/snapshot/locations?limit=4", method: .get, headers: headers()) {
+                response in
                 let page = try decode(SnapshotPage.self, response)
                 #expect(page.type == "locations")
                 #expect(page.revision == 11)
@@ -109,7 +117,8 @@ import Testing
                 #expect(errorCode(response) == "unknown_type")
             }
             for query in ["after=abc", "after=1.5", "limit=0", "limit=-3", "limit=ten"] {
-                try await client.execute(uri: "/v1/snapshot/events?\(query)", method: .get, headers: headers()) { response in
+                try await client.execute(uri: "/v1/snapshot/events?\(query)", method: .get, headers: headers()) {
+                    response in
                     #expect(response.status == .badRequest, "\(query)")
                 }
             }
@@ -118,7 +127,8 @@ import Testing
 
     @Test func snapshotLimitIsCappedByTheServer() async throws {
         try await withApp(events: 50, configuration: testConfiguration { $0.maxSnapshotLimit = 7 }) { client, _ in
-            try await client.execute(uri: "/v1/snapshot/events?limit=1000", method: .get, headers: headers()) { response in
+            try await client.execute(uri: "/v1/snapshot/events?limit=1000", method: .get, headers: headers()) {
+                response in
                 let page = try decode(SnapshotPage.self, response)
                 #expect(page.rows.count == 7)
             }
@@ -126,10 +136,16 @@ import Testing
     }
 
     @Test func syncLimitsHaveADefaultAndAServerMaximum() async throws {
-        let configuration = testConfiguration { $0.defaultSyncLimit = 2; $0.maxSyncLimit = 3 }
+        let configuration = testConfiguration {
+            $0.defaultSyncLimit = 2
+            $0.maxSyncLimit = 3
+        }
         try await withApp(configuration: configuration) { client, _ in
-            for (request, expected) in [(#"{"maxRevision": 1}"#, [2, 3] as [Int64]), (#"{"maxRevision": 1, "limit": 100}"#, [2, 3, 4])] {
-                try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(request)) { response in
+            for (request, expected) in [
+                (#"{"maxRevision": 1}"#, [2, 3] as [Int64]), (#"{"maxRevision": 1, "limit": 100}"#, [2, 3, 4]),
+            ] {
+                try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(request)) {
+                    response in
                     let sync = try decode(SyncResponse.self, response)
                     #expect(sync.changeSets.map(\.revision) == expected)
                     #expect(sync.hasMore)
@@ -140,7 +156,9 @@ import Testing
 
     @Test func syncAnswersStayWithinTheByteBudget() async throws {
         try await withApp(configuration: testConfiguration { $0.syncByteBudget = 1 }) { client, _ in
-            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 1, "limit": 100}"#)) { response in
+            try await client.execute(
+                uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 1, "limit": 100}"#)
+            ) { response in
                 let sync = try decode(SyncResponse.self, response)
                 #expect(sync.changeSets.map(\.revision) == [2], "one change set even when it alone exceeds the budget")
                 #expect(sync.hasMore)
@@ -150,26 +168,35 @@ import Testing
 
     @Test func syncReturnsChangeSetsInOrder() async throws {
         try await withApp { client, _ in
-            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 1, "changeSets": [], "limit": 4}"#)) { response in
+            try await client.execute(
+                uri: "/v1/sync", method: .post, headers: headers(),
+                body: body(#"{"maxRevision": 1, "changeSets": [], "limit": 4}"#)
+            ) { response in
                 let sync = try decode(SyncResponse.self, response)
                 #expect(sync.changeSets.map(\.revision) == [2, 3, 4, 5])
                 #expect(sync.maxRevision == 5)
                 #expect(sync.hasMore)
             }
-            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 5, "changeSets": []}"#)) { response in
+            try await client.execute(
+                uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 5, "changeSets": []}"#)
+            ) { response in
                 let sync = try decode(SyncResponse.self, response)
                 #expect(sync.changeSets.map(\.revision) == Array(6...11))
                 #expect(sync.hasMore == false)
             }
-            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 11}"#)) { response in
+            try await client.execute(
+                uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 11}"#)
+            ) { response in
                 #expect(String(buffer: response.body) == #"{"maxRevision":11,"hasMore":false,"changeSets":[]}"#)
             }
         }
     }
 
     @Test func pushesApplyInOrderAndAnswerWithAResultEach() async throws {
-        let location = #""locations": {"create": [-1], "attributes": {"-1": {"name": "Hall", "city": "Oslo", "latitude": 59.9, "longitude": 10.7}}}"#
-        let event = #""events": {"create": [-2], "attributes": {"-2": {"title": "Gig", "starts_at": "2026-12-01T20:00:00Z", "location_id": -1, "capacity": 100, "cancelled": false}}}"#
+        let location =
+            #""locations": {"create": [-1], "attributes": {"-1": {"name": "Hall", "city": "Oslo", "latitude": 59.9, "longitude": 10.7}}}"#
+        let event =
+            #""events": {"create": [-2], "attributes": {"-2": {"title": "Gig", "starts_at": "2026-12-01T20:00:00Z", "location_id": -1, "capacity": 100, "cancelled": false}}}"#
         let request = #"""
             {"maxRevision": 11, "changeSets": [
               {"id": "first", "types": ["locations", "events"], \#(location), \#(event)},
@@ -179,15 +206,23 @@ import Testing
             """#
         try await withApp { client, _ in
             for attempt in 1...2 {
-                try await client.execute(uri: "/v1/sync", method: .post, headers: headers(token: TestTokens.write), body: body(request)) { response in
+                try await client.execute(
+                    uri: "/v1/sync", method: .post, headers: headers(token: TestTokens.write), body: body(request)
+                ) { response in
                     #expect(response.status == .ok)
                     let sync = try decode(SyncResponse.self, response)
                     #expect(sync.results.map(\.id) == ["first", "invalid", "third"])
-                    guard case .applied(12, let keys) = sync.results[0].status, let newEvent = keys["events"]?["-2"]?.keyString else {
-                        Issue.record("attempt \(attempt): \(sync.results[0])"); return
+                    guard case .applied(12, let keys) = sync.results[0].status,
+                        let newEvent = keys["events"]?["-2"]?.keyString
+                    else {
+                        Issue.record("attempt \(attempt): \(sync.results[0])")
+                        return
                     }
                     #expect(keys["locations"] == ["-1": 11], "after the largest location key, 10")
-                    guard case .rejected("invalid_change_set", let message) = sync.results[1].status else { Issue.record("\(sync.results[1])"); return }
+                    guard case .rejected("invalid_change_set", let message) = sync.results[1].status else {
+                        Issue.record("\(sync.results[1])")
+                        return
+                    }
                     #expect(message.contains("locations[-1].city"))
                     #expect(sync.results[2].status == .applied(revision: 13, keys: ["locations": ["-1": 12]]))
                     // The catch-up holds both, the created rows marked with their temporary keys.
@@ -199,7 +234,9 @@ import Testing
                 }
             }
             // Others catch up without the marks.
-            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 11}"#)) { response in
+            try await client.execute(
+                uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 11}"#)
+            ) { response in
                 let sync = try decode(SyncResponse.self, response)
                 #expect(sync.changeSets.map(\.revision) == [12, 13] && sync.results.isEmpty)
                 #expect(sync.changeSets[0]["locations"]?.attributes["11"]?["__oldId__"] == nil)
@@ -209,34 +246,58 @@ import Testing
     }
 
     @Test func pushesAreBoundedAndNeedAWriteToken() async throws {
-        let one = #"{"id": "ID", "types": ["locations"], "locations": {"create": [-1], "attributes": {"-1": {"name": "N", "city": "C", "latitude": 1, "longitude": 2}}}}"#
-        let tooMany = #"{"maxRevision": 11, "changeSets": [\#((0...100).map { one.replacingOccurrences(of: "ID", with: "c\($0)") }.joined(separator: ","))]}"#
+        let one =
+            #"{"id": "ID", "types": ["locations"], "locations": {"create": [-1], "attributes": {"-1": {"name": "N", "city": "C", "latitude": 1, "longitude": 2}}}}"#
+        let tooMany =
+            #"{"maxRevision": 11, "changeSets": [\#((0...100).map { one.replacingOccurrences(of: "ID", with: "c\($0)") }.joined(separator: ","))]}"#
         try await withApp { client, _ in
-            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(token: TestTokens.admin), body: body(tooMany)) { response in
+            try await client.execute(
+                uri: "/v1/sync", method: .post, headers: headers(token: TestTokens.admin), body: body(tooMany)
+            ) { response in
                 #expect(response.status == .contentTooLarge)
                 #expect(errorCode(response) == "too_many_change_sets")
             }
             // Nothing of it was applied.
-            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 11}"#)) { response in
+            try await client.execute(
+                uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 11}"#)
+            ) { response in
                 let sync = try decode(SyncResponse.self, response)
                 #expect(sync.maxRevision == 11)
             }
-            for (token, status) in [(TestTokens.read, HTTPResponse.Status.forbidden), (TestTokens.write, .ok), (TestTokens.admin, .ok)] {
-                try await client.execute(uri: "/v1/sync", method: .post, headers: headers(token: token), body: body(#"{"maxRevision": 11, "changeSets": [\#(one)]}"#)) { response in
+            for (token, status) in [
+                (TestTokens.read, HTTPResponse.Status.forbidden), (TestTokens.write, .ok), (TestTokens.admin, .ok),
+            ] {
+                try await client.execute(
+                    uri: "/v1/sync", method: .post, headers: headers(token: token),
+                    body: body(#"{"maxRevision": 11, "changeSets": [\#(one)]}"#)
+                ) { response in
                     #expect(response.status == status, "\(token)")
                 }
             }
             // A client ahead of the server has nothing of its applied.
-            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(token: TestTokens.write), body: body(#"{"maxRevision": 99, "changeSets": [{"id": "ahead", "types": ["locations"], "locations": {"delete": [1], "attributes": {"1": {"revision": 1}}}}]}"#)) { response in
+            try await client.execute(
+                uri: "/v1/sync", method: .post, headers: headers(token: TestTokens.write),
+                body: body(
+                    #"{"maxRevision": 99, "changeSets": [{"id": "ahead", "types": ["locations"], "locations": {"delete": [1], "attributes": {"1": {"revision": 1}}}}]}"#
+                )
+            ) { response in
                 #expect(response.status == .conflict)
                 #expect(errorCode(response) == "revision_ahead")
             }
-            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 11}"#)) { response in
+            try await client.execute(
+                uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 11}"#)
+            ) { response in
                 let sync = try decode(SyncResponse.self, response)
-                #expect(sync.maxRevision == 12, "the write token's push made 12 (the admin's, with the same id, nothing); the one from ahead nothing")
+                #expect(
+                    sync.maxRevision == 12,
+                    "the write token's push made 12 (the admin's, with the same id, nothing); the one from ahead nothing"
+                )
             }
             // A write token may not use the admin endpoints.
-            try await client.execute(uri: "/v1/admin/changes", method: .post, headers: headers(token: TestTokens.write), body: body(#"{"types": []}"#)) { response in
+            try await client.execute(
+                uri: "/v1/admin/changes", method: .post, headers: headers(token: TestTokens.write),
+                body: body(#"{"types": []}"#)
+            ) { response in
                 #expect(response.status == .forbidden)
             }
         }
@@ -244,22 +305,34 @@ import Testing
 
     @Test func syncErrors() async throws {
         try await withApp { client, _ in
-            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 0, "changeSets": []}"#)) { response in
+            try await client.execute(
+                uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 0, "changeSets": []}"#)
+            ) { response in
                 #expect(response.status == .gone)
                 let error = try decode(ErrorResponse.self, response).error
                 #expect(error.code == "history_expired")
                 #expect(error.minRevision == 1)
             }
-            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 12, "changeSets": []}"#)) { response in
+            try await client.execute(
+                uri: "/v1/sync", method: .post, headers: headers(),
+                body: body(#"{"maxRevision": 12, "changeSets": []}"#)
+            ) { response in
                 #expect(response.status == .conflict)
                 #expect(errorCode(response) == "revision_ahead")
             }
-            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 3, "changeSets": [{"id": "a", "types": []}]}"#)) { response in
+            try await client.execute(
+                uri: "/v1/sync", method: .post, headers: headers(),
+                body: body(#"{"maxRevision": 3, "changeSets": [{"id": "a", "types": []}]}"#)
+            ) { response in
                 #expect(response.status == .forbidden, "a read token may not push")
                 #expect(errorCode(response) == "forbidden")
             }
-            for bad in [#"{"maxRevision": "#, #"{"changeSets": []}"#, #"[1]"#, #"{"maxRevision": 3, "limit": 0}"#, #"{"maxRevision": -1}"#] {
-                try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(bad)) { response in
+            for bad in [
+                #"{"maxRevision": "#, #"{"changeSets": []}"#, #"[1]"#, #"{"maxRevision": 3, "limit": 0}"#,
+                #"{"maxRevision": -1}"#,
+            ] {
+                try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(bad)) {
+                    response in
                     #expect(response.status == .badRequest, "\(bad)")
                     #expect(errorCode(response) != nil)
                 }
@@ -269,8 +342,12 @@ import Testing
 
     @Test func adminChangesCommitTheNextRevision() async throws {
         try await withApp { client, store in
-            let changeSet = #"{"types":["events"],"events":{"create":[9001],"attributes":{"9001":{"title":"Launch","starts_at":"2026-12-01T18:00:00Z","location_id":3,"capacity":80,"cancelled":false}}}}"#
-            try await client.execute(uri: "/v1/admin/changes", method: .post, headers: headers(token: TestTokens.admin), body: body(changeSet)) { response in
+            let changeSet =
+                #"{"types":["events"],"events":{"create":[9001],"attributes":{"9001":{"title":"Launch","starts_at":"2026-12-01T18:00:00Z","location_id":3,"capacity":80,"cancelled":false}}}}"#
+            try await client.execute(
+                uri: "/v1/admin/changes", method: .post, headers: headers(token: TestTokens.admin),
+                body: body(changeSet)
+            ) { response in
                 let commit = try decode(CommitResponse.self, response)
                 #expect(response.status == .ok)
                 #expect(commit.revision == 12)
@@ -292,7 +369,10 @@ import Testing
     func invalidAdminChangesAre422AndWriteNothing(changeSet: String) async throws {
         try await withApp { client, store in
             let before = try await Fixtures.contents(of: store)
-            try await client.execute(uri: "/v1/admin/changes", method: .post, headers: headers(token: TestTokens.admin), body: body(changeSet)) { response in
+            try await client.execute(
+                uri: "/v1/admin/changes", method: .post, headers: headers(token: TestTokens.admin),
+                body: body(changeSet)
+            ) { response in
                 #expect(response.status == .unprocessableContent)
                 #expect(errorCode(response) == "invalid_change_set")
             }
@@ -304,7 +384,9 @@ import Testing
     @Test func malformedAdminBodiesAre400() async throws {
         try await withApp { client, _ in
             for bad in ["", "{", #"{"types": "events"}"#, #"{"types": ["events"]}"#] {
-                try await client.execute(uri: "/v1/admin/changes", method: .post, headers: headers(token: TestTokens.admin), body: body(bad)) { response in
+                try await client.execute(
+                    uri: "/v1/admin/changes", method: .post, headers: headers(token: TestTokens.admin), body: body(bad)
+                ) { response in
                     #expect(response.status == .badRequest, "\(bad)")
                     #expect(errorCode(response) == "malformed_json")
                 }
@@ -314,8 +396,10 @@ import Testing
 
     @Test func bodiesOverTheLimitAre413EvenWhenCompressed() async throws {
         try await withApp(configuration: testConfiguration { $0.maxRequestBodySize = 1_024 }) { client, _ in
-            let large = #"{"maxRevision": 1, "changeSets": [], "padding": ""# + String(repeating: "x", count: 2_000) + #""}"#
-            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(large)) { response in
+            let large =
+                #"{"maxRevision": 1, "changeSets": [], "padding": ""# + String(repeating: "x", count: 2_000) + #""}"#
+            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(large)) {
+                response in
                 #expect(response.status == .contentTooLarge)
                 #expect(errorCode(response) == "body_too_large")
             }
@@ -323,7 +407,10 @@ import Testing
             var plain = ByteBuffer(string: large)
             let compressed = try plain.compress(with: .gzip)
             #expect(compressed.readableBytes < 1_024)
-            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(token: TestTokens.read, [.contentEncoding: "gzip"]), body: compressed) { response in
+            try await client.execute(
+                uri: "/v1/sync", method: .post, headers: headers(token: TestTokens.read, [.contentEncoding: "gzip"]),
+                body: compressed
+            ) { response in
                 #expect(response.status == .contentTooLarge)
             }
         }
@@ -333,15 +420,24 @@ import Testing
         try await withApp { client, _ in
             var plain = ByteBuffer(string: #"{"maxRevision": 9, "changeSets": []}"#)
             let compressed = try plain.compress(with: .gzip)
-            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(token: TestTokens.read, [.contentEncoding: "gzip"]), body: compressed) { response in
+            try await client.execute(
+                uri: "/v1/sync", method: .post, headers: headers(token: TestTokens.read, [.contentEncoding: "gzip"]),
+                body: compressed
+            ) { response in
                 let sync = try decode(SyncResponse.self, response)
                 #expect(sync.maxRevision == 11)
             }
-            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(token: TestTokens.read, [.contentEncoding: "gzip"]), body: body("not gzip")) { response in
+            try await client.execute(
+                uri: "/v1/sync", method: .post, headers: headers(token: TestTokens.read, [.contentEncoding: "gzip"]),
+                body: body("not gzip")
+            ) { response in
                 #expect(response.status == .badRequest)
                 #expect(errorCode(response) == "malformed_gzip")
             }
-            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(token: TestTokens.read, [.contentEncoding: "br"]), body: body("{}")) { response in
+            try await client.execute(
+                uri: "/v1/sync", method: .post, headers: headers(token: TestTokens.read, [.contentEncoding: "br"]),
+                body: body("{}")
+            ) { response in
                 #expect(response.status == .unsupportedMediaType)
             }
         }
@@ -349,17 +445,23 @@ import Testing
 
     /// A sync request of exactly `size` bytes, padded with an unknown member.
     static func syncRequest(size: Int) -> ByteBuffer {
-        let start = #"{"maxRevision": 11, "padding": ""#, end = #""}"#
+        let start = #"{"maxRevision": 11, "padding": ""#
+        let end = #""}"#
         return ByteBuffer(string: start + String(repeating: "x", count: size - start.utf8.count - end.utf8.count) + end)
     }
 
     @Test func decompressedBodiesAreLimitedToTheByte() async throws {
         let limit = 8 << 20
         try await withApp(configuration: testConfiguration { $0.maxRequestBodySize = limit }) { client, _ in
-            for (size, status) in [(limit, HTTPResponse.Status.ok), (limit + 1, .contentTooLarge), (9 << 20, .contentTooLarge)] {
+            for (size, status) in [
+                (limit, HTTPResponse.Status.ok), (limit + 1, .contentTooLarge), (9 << 20, .contentTooLarge),
+            ] {
                 var plain = Self.syncRequest(size: size)
                 let compressed = try plain.compress(with: .gzip)
-                try await client.execute(uri: "/v1/sync", method: .post, headers: headers(token: TestTokens.read, [.contentEncoding: "gzip"]), body: compressed) { response in
+                try await client.execute(
+                    uri: "/v1/sync", method: .post,
+                    headers: headers(token: TestTokens.read, [.contentEncoding: "gzip"]), body: compressed
+                ) { response in
                     #expect(response.status == status, "\(size) bytes decompressed")
                     if status != .ok { #expect(errorCode(response) == "body_too_large") }
                 }
@@ -374,7 +476,10 @@ import Testing
             var trailing = compressed
             trailing.writeString("junk")
             for bad in [compressed.getSlice(at: 0, length: compressed.readableBytes - 4)!, trailing] {
-                try await client.execute(uri: "/v1/sync", method: .post, headers: headers(token: TestTokens.read, [.contentEncoding: "gzip"]), body: bad) { response in
+                try await client.execute(
+                    uri: "/v1/sync", method: .post,
+                    headers: headers(token: TestTokens.read, [.contentEncoding: "gzip"]), body: bad
+                ) { response in
                     #expect(response.status == .badRequest)
                     #expect(errorCode(response) == "malformed_gzip")
                 }
@@ -386,15 +491,19 @@ import Testing
     /// not an empty list, a member appears once.
     @Test(arguments: [
         #"{"maxRevision": 1.0}"#, #"{"maxRevision": 1e0}"#, #"{"maxRevision": 5, "changeSets": null}"#,
-        #"{"maxRevision": 5, "maxRevision": 6}"#, #"{"maxRevision": 5, "limit": 2.5}"#, #"{"maxRevision": 5, "limit": null}"#,
+        #"{"maxRevision": 5, "maxRevision": 6}"#, #"{"maxRevision": 5, "limit": 2.5}"#,
+        #"{"maxRevision": 5, "limit": null}"#,
     ])
     func syncRequestsAreParsedStrictly(request: String) async throws {
         try await withApp { client, _ in
-            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(request)) { response in
+            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(request)) {
+                response in
                 #expect(response.status == .badRequest)
                 let error = try decode(ErrorResponse.self, response).error
                 #expect(error.code == "malformed_json")
-                #expect(error.message.contains("maxRevision") || error.message.contains("changeSets") || error.message.contains("limit"), "\(error.message)")
+                #expect(
+                    error.message.contains("maxRevision") || error.message.contains("changeSets")
+                        || error.message.contains("limit"), "\(error.message)")
             }
         }
     }
@@ -402,8 +511,12 @@ import Testing
     @Test func adminChangeSetsWithADuplicateMemberAre400AndWriteNothing() async throws {
         try await withApp { client, store in
             let before = try await Fixtures.contents(of: store)
-            let changeSet = #"{"types":["events"],"events":{"delete":[1]},"events":{"create":[9001],"attributes":{"9001":{"title":"T","starts_at":"2026-12-01T18:00:00Z","capacity":80,"cancelled":false}}}}"#
-            try await client.execute(uri: "/v1/admin/changes", method: .post, headers: headers(token: TestTokens.admin), body: body(changeSet)) { response in
+            let changeSet =
+                #"{"types":["events"],"events":{"delete":[1]},"events":{"create":[9001],"attributes":{"9001":{"title":"T","starts_at":"2026-12-01T18:00:00Z","capacity":80,"cancelled":false}}}}"#
+            try await client.execute(
+                uri: "/v1/admin/changes", method: .post, headers: headers(token: TestTokens.admin),
+                body: body(changeSet)
+            ) { response in
                 #expect(response.status == .badRequest)
                 let error = try decode(ErrorResponse.self, response).error
                 #expect(error.code == "malformed_json")
@@ -430,8 +543,14 @@ import Testing
             let requests: [(String, HTTPRequest.Method, HTTPFields, ByteBuffer?, String)] = [
                 ("/v1/snapshot/\(long)", .get, headers(), nil, "unknown_type"),
                 ("/v1/snapshot/events?after=\(long)", .get, headers(), nil, "invalid_key"),
-                ("/v1/admin/changes", .post, headers(token: TestTokens.admin), body(#"{"types":["\#(long)"],"\#(long)":{}}"#), "invalid_change_set"),
-                ("/v1/sync", .post, headers(token: TestTokens.read, [.contentEncoding: long]), body("{}"), "unsupported_encoding"),
+                (
+                    "/v1/admin/changes", .post, headers(token: TestTokens.admin),
+                    body(#"{"types":["\#(long)"],"\#(long)":{}}"#), "invalid_change_set"
+                ),
+                (
+                    "/v1/sync", .post, headers(token: TestTokens.read, [.contentEncoding: long]), body("{}"),
+                    "unsupported_encoding"
+                ),
                 ("/v1/sync", .post, headers(), body(#"{"\#(long)": 1, "\#(long)": 2}"#), "malformed_json"),
             ]
             for (uri, method, fields, requestBody, code) in requests {
@@ -447,7 +566,9 @@ import Testing
 
     @Test func unknownRoutesAndMethodsAreJSONErrors() async throws {
         try await withApp { client, _ in
-            for (uri, method) in [("/nope", HTTPRequest.Method.get), ("/v1/nope", .get), ("/v1/sync", .get), ("/v1/snapshot", .get)] {
+            for (uri, method) in [
+                ("/nope", HTTPRequest.Method.get), ("/v1/nope", .get), ("/v1/sync", .get), ("/v1/snapshot", .get),
+            ] {
                 try await client.execute(uri: uri, method: method, headers: headers()) { response in
                     #expect(response.status == .notFound, "\(method) \(uri)")
                     #expect(errorCode(response) == "not_found", "\(method) \(uri)")
@@ -459,7 +580,9 @@ import Testing
     @Test func unexpectedErrorsAreABare500() async throws {
         let app = try await buildApplication(store: FailingStore(), configuration: testConfiguration())
         try await app.test(.router) { client in
-            try await client.execute(uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 1}"#)) { response in
+            try await client.execute(
+                uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 1}"#)
+            ) { response in
                 #expect(response.status == .internalServerError)
                 #expect(response.body.readableBytes == 0)
             }
@@ -471,8 +594,12 @@ import Testing
 private struct FailingStore: SyncStore {
     struct DiskOnFire: Error {}
     func schemaInfo() async throws -> SchemaInfo { SchemaInfo(schema: DemoDataset.schema, revision: 1, minRevision: 1) }
-    func snapshotPage(of type: String, after: JSONValue?, limit: Int) async throws -> SnapshotPage { throw DiskOnFire() }
-    func changeFeed(after revision: Int64, limit: Int, byteBudget: Int) async throws -> ChangeFeed { throw DiskOnFire() }
+    func snapshotPage(of type: String, after: JSONValue?, limit: Int) async throws -> SnapshotPage {
+        throw DiskOnFire()
+    }
+    func changeFeed(after revision: Int64, limit: Int, byteBudget: Int) async throws -> ChangeFeed {
+        throw DiskOnFire()
+    }
     func commit(_ changeSet: ChangeSet) async throws -> Int64 { throw DiskOnFire() }
     func push(_ changeSet: PushedChangeSet, retention: Duration) async throws -> PushResult { throw DiskOnFire() }
     func keys(of type: String) async throws -> [JSONValue] { throw DiskOnFire() }

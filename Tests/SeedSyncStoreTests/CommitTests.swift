@@ -5,11 +5,15 @@ import SeedSyncTesting
 import Testing
 
 @Suite struct CommitTests {
-    @Test(arguments: StoreBackend.allCases) func commitsAssignConsecutiveRevisionsAndLogNormalizedChangeSets(backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.allCases) func commitsAssignConsecutiveRevisionsAndLogNormalizedChangeSets(
+        backend: StoreBackend
+    ) async throws {
         try await backend.withStore { store in
             #expect(try await store.commit(Fixtures.catalogCreation()) == 1)
             let update = ChangeSet(changes: [
-                TypeChanges(type: "books", update: [1], attributes: ["1": ["title": "The Dispossessed", "price": 9.5, "in_stock": false, "pages": 387]]),
+                TypeChanges(
+                    type: "books", update: [1],
+                    attributes: ["1": ["title": "The Dispossessed", "price": 9.5, "in_stock": false, "pages": 387]])
             ])
             #expect(try await store.commit(update) == 2)
 
@@ -33,12 +37,27 @@ import Testing
     }
 
     @Test(arguments: [
-        (#"{"types":["authors"],"authors":{"create":["le-guin"],"attributes":{"le-guin":{"name":"Again"}}}}"#, "authors[le-guin] cannot be created: it already exists"),
-        (#"{"types":["books"],"books":{"update":[99],"attributes":{"99":{"title":"T","price":1,"in_stock":true}}}}"#, "books[99] cannot be updated: it does not exist"),
+        (
+            #"{"types":["authors"],"authors":{"create":["le-guin"],"attributes":{"le-guin":{"name":"Again"}}}}"#,
+            "authors[le-guin] cannot be created: it already exists"
+        ),
+        (
+            #"{"types":["books"],"books":{"update":[99],"attributes":{"99":{"title":"T","price":1,"in_stock":true}}}}"#,
+            "books[99] cannot be updated: it does not exist"
+        ),
         (#"{"types":["books"],"books":{"delete":[99]}}"#, "books[99] cannot be deleted: it does not exist"),
-        (#"{"types":["books"],"books":{"create":[2],"attributes":{"2":{"title":"T","price":1,"in_stock":true,"author_code":"nobody"}}}}"#, "books[2].author_code references authors[nobody], which does not exist"),
-        (#"{"types":["authors"],"authors":{"delete":["le-guin"]}}"#, "authors[le-guin] cannot be deleted: books[1].author_code references it"),
-        (#"{"types":["books","authors"],"books":{"create":[2],"attributes":{"2":{"title":"T","price":1,"in_stock":true,"author_code":"x"}}},"authors":{"delete":["le-guin"]}}"#, "references authors[x]"),
+        (
+            #"{"types":["books"],"books":{"create":[2],"attributes":{"2":{"title":"T","price":1,"in_stock":true,"author_code":"nobody"}}}}"#,
+            "books[2].author_code references authors[nobody], which does not exist"
+        ),
+        (
+            #"{"types":["authors"],"authors":{"delete":["le-guin"]}}"#,
+            "authors[le-guin] cannot be deleted: books[1].author_code references it"
+        ),
+        (
+            #"{"types":["books","authors"],"books":{"create":[2],"attributes":{"2":{"title":"T","price":1,"in_stock":true,"author_code":"x"}}},"authors":{"delete":["le-guin"]}}"#,
+            "references authors[x]"
+        ),
     ])
     func rejectedChangeSetsWriteNothing(json: String, message: String) async throws {
         for backend in StoreBackend.allCases {
@@ -62,7 +81,9 @@ import Testing
         }
     }
 
-    @Test(arguments: StoreBackend.allCases) func aChangeSetMayCreateTheRowItReferencesAndDeleteTheLastReferrer(backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.allCases) func aChangeSetMayCreateTheRowItReferencesAndDeleteTheLastReferrer(
+        backend: StoreBackend
+    ) async throws {
         try await backend.withStore { store in
             // The book comes first in `types` but references an author created in the same change set.
             let creation = Fixtures.catalogCreation()
@@ -81,7 +102,9 @@ import Testing
             await #expect { try await store.snapshotPage(of: "nope", after: nil, limit: 1) } throws: {
                 ($0 as? SyncStoreError)?.code == .unknownType
             }
-            await #expect { try await store.commit(ChangeSet(changes: [TypeChanges(type: "nope", delete: [1])])) } throws: {
+            await #expect {
+                try await store.commit(ChangeSet(changes: [TypeChanges(type: "nope", delete: [1])]))
+            } throws: {
                 ($0 as? SyncStoreError)?.code == .invalidChangeSet
             }
         }

@@ -7,10 +7,14 @@ import Testing
 
 @Suite struct ConcurrencyTests {
     /// Many writers at once: the log stays gap-free and replaying it rebuilds the tables exactly.
-    @Test(arguments: StoreBackend.allCases) func concurrentWritersLeaveAGapFreeReplayableLog(backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.allCases) func concurrentWritersLeaveAGapFreeReplayableLog(backend: StoreBackend)
+        async throws
+    {
         try await backend.withStore { store in
-            let writers = 8, commitsPerWriter = 25
-            let revisions = try await Fixtures.commitConcurrently(writers: writers, commitsPerWriter: commitsPerWriter) {
+            let writers = 8
+            let commitsPerWriter = 25
+            let revisions = try await Fixtures.commitConcurrently(writers: writers, commitsPerWriter: commitsPerWriter)
+            {
                 try await store.commit($0)
             }
             #expect(revisions.sorted() == Array(1...Int64(writers * commitsPerWriter)))

@@ -29,7 +29,9 @@ import Testing
             let feed = try await first.changeFeed(after: 0, limit: 400, byteBudget: .max)
             let changeSets = try feed.changeSets.map { try JSONDecoder().decode(ChangeSet.self, from: Data($0.json)) }
             let kinds = changeSets.flatMap(\.changes).reduce(into: [0, 0, 0]) { counts, change in
-                counts[0] += change.create.count; counts[1] += change.update.count; counts[2] += change.delete.count
+                counts[0] += change.create.count
+                counts[1] += change.update.count
+                counts[2] += change.delete.count
             }
             #expect(kinds.allSatisfy { $0 > 20 }, "creates, updates and deletes: \(kinds)")
             #expect(Set(changeSets.flatMap(\.types)) == ["locations", "events"])

@@ -38,10 +38,14 @@ private struct Interrupted: Error {}
         }
     }
 
-    @Test(arguments: StoreBackend.allCases) func bulkLoadIsOneRevisionThatMovesMinRevision(backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.allCases) func bulkLoadIsOneRevisionThatMovesMinRevision(backend: StoreBackend)
+        async throws
+    {
         try await backend.withStore { store in
             try await store.commit(Fixtures.catalogCreation())
-            let lines = (2...1_001).map { #"{"id": \#($0), "title": "Book \#($0)", "price": \#($0).5, "in_stock": true, "author_code": "le-guin"}"# }
+            let lines = (2...1_001).map {
+                #"{"id": \#($0), "title": "Book \#($0)", "price": \#($0).5, "in_stock": true, "author_code": "le-guin"}"#
+            }
             let file = try TemporaryFile(named: "books.ndjson", contents: lines.joined(separator: "\n") + "\n\n")
             let result = try await store.load(ndjsonFile: file.path, into: "books")
             #expect(result.rows == 1_000)
@@ -60,26 +64,38 @@ private struct Interrupted: Error {}
     /// tabs and newlines in text and keys, blobs, timestamps, nulls, reals given as integers.
     @Test(arguments: StoreBackend.allCases) func bulkLoadsKeepEveryValue(backend: StoreBackend) async throws {
         try await backend.withStore { store in
-            let authors = try TemporaryFile(named: "authors.ndjson", contents: [
-                #"{"code": "tab\tkey", "name": "back\\slash \"quoted\"\nnew line\r", "born": "1929-10-21T00:00:00Z", "photo": "AAEC/w=="}"#,
-                #"{"code": "plain", "name": "\\N", "born": null, "photo": null}"#,
-            ].joined(separator: "\n"))
-            let books = try TemporaryFile(named: "books.ndjson", contents: #"{"id": 7, "title": "中文", "price": 3, "in_stock": false, "pages": -1, "author_code": "tab\tkey"}"#)
+            let authors = try TemporaryFile(
+                named: "authors.ndjson",
+                contents: [
+                    #"{"code": "tab\tkey", "name": "back\\slash \"quoted\"\nnew line\r", "born": "1929-10-21T00:00:00Z", "photo": "AAEC/w=="}"#,
+                    #"{"code": "plain", "name": "\\N", "born": null, "photo": null}"#,
+                ].joined(separator: "\n"))
+            let books = try TemporaryFile(
+                named: "books.ndjson",
+                contents:
+                    #"{"id": 7, "title": "中文", "price": 3, "in_stock": false, "pages": -1, "author_code": "tab\tkey"}"#)
             _ = try await store.load(ndjsonFile: authors.path, into: "authors")
             _ = try await store.load(ndjsonFile: books.path, into: "books")
             let contents = try await Fixtures.contents(of: store)
-            #expect(contents["authors"] == [
-                ["plain", "\\N", .null, .null, 1],
-                ["tab\tkey", "back\\slash \"quoted\"\nnew line\r", "1929-10-21T00:00:00Z", "AAEC/w==", 1],
-            ])
+            #expect(
+                contents["authors"] == [
+                    ["plain", "\\N", .null, .null, 1],
+                    ["tab\tkey", "back\\slash \"quoted\"\nnew line\r", "1929-10-21T00:00:00Z", "AAEC/w==", 1],
+                ])
             #expect(contents["books"] == [[7, "中文", "tab\tkey", 3.0, false, -1, 2]])
         }
     }
 
     @Test(arguments: [
-        (#"{"id": 5, "title": "T", "price": 1, "in_stock": true}\#n{"id": 6, "title": 7, "price": 1, "in_stock": true}"#, "books.ndjson:2: books[6].title: expected a string"),
+        (
+            #"{"id": 5, "title": "T", "price": 1, "in_stock": true}\#n{"id": 6, "title": 7, "price": 1, "in_stock": true}"#,
+            "books.ndjson:2: books[6].title: expected a string"
+        ),
         (#"{"id": 5, "title": "T", "price": 1, "in_stock": true}\#n{"id": 6,"#, "books.ndjson:2: not a JSON object"),
-        (#"{"id": 5, "title": "T", "price": 1, "in_stock": true, "author_code": "ghost"}"#, "books[5].author_code references authors[ghost], which does not exist"),
+        (
+            #"{"id": 5, "title": "T", "price": 1, "in_stock": true, "author_code": "ghost"}"#,
+            "books[5].author_code references authors[ghost], which does not exist"
+        ),
         (#"{"title": "T", "price": 1, "in_stock": true}"#, "has no 'id'"),
     ])
     func badLoadsWriteNothing(content: String, message: String) async throws {
@@ -91,7 +107,9 @@ private struct Interrupted: Error {}
     private func expectBadLoad(content: String, message: String, backend: StoreBackend) async throws {
         try await backend.withStore { store in
             let file = try TemporaryFile(named: "books.ndjson", contents: content)
-            await #expect { try await store.load(ndjsonFile: file.path, into: "books") } throws: { "\($0)".contains(message) }
+            await #expect { try await store.load(ndjsonFile: file.path, into: "books") } throws: {
+                "\($0)".contains(message)
+            }
             #expect(try await store.schemaInfo().rowCounts?["books"] == 0)
             #expect(try await store.schemaInfo().revision == 0)
         }
@@ -103,12 +121,15 @@ private struct Interrupted: Error {}
             // Read once before: a store that keeps what it read must still refuse what compaction dropped.
             let before = try await store.changeFeed(after: 1, limit: 100, byteBudget: 1 << 20)
             #expect(before.changeSets.map(\.revision) == Array(2...21))
-            #expect(try await store.changeFeed(after: 1, limit: 100, byteBudget: 1 << 20).changeSets == before.changeSets)
+            #expect(
+                try await store.changeFeed(after: 1, limit: 100, byteBudget: 1 << 20).changeSets == before.changeSets)
             let compaction = try await store.compact(keepingRevisions: 5)
             #expect(compaction.minRevision == 16)
             #expect(compaction.removedChangeSets == 15)
             #expect(try await store.schemaInfo().minRevision == 16)
-            #expect(try await store.changeFeed(after: 16, limit: 100, byteBudget: 1 << 20).changeSets.map(\.revision) == Array(17...21))
+            #expect(
+                try await store.changeFeed(after: 16, limit: 100, byteBudget: 1 << 20).changeSets.map(\.revision)
+                    == Array(17...21))
             await #expect { try await store.changeFeed(after: 15, limit: 100, byteBudget: 1 << 20) } throws: {
                 ($0 as? SyncStoreError)?.minRevision == 16
             }
@@ -128,9 +149,12 @@ private struct Interrupted: Error {}
                 try content.write(to: file, atomically: true, encoding: .utf8)
                 var rows = try NDJSONRowReader(path: file.path, type: books, maxLineLength: 100)
                 #expect(try rows.nextRow()?.key == 1)
-                #expect { try rows.nextRow() } throws: { "\($0)".contains("\(name).ndjson:2: line longer than 100 bytes") }
+                #expect { try rows.nextRow() } throws: {
+                    "\($0)".contains("\(name).ndjson:2: line longer than 100 bytes")
+                }
             }
-            var generous = try NDJSONRowReader(path: directory.appendingPathComponent("middle.ndjson").path, type: books)
+            var generous = try NDJSONRowReader(
+                path: directory.appendingPathComponent("middle.ndjson").path, type: books)
             var count = 0
             while try generous.nextRow() != nil { count += 1 }
             #expect(count == 3)

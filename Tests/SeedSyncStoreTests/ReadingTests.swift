@@ -6,11 +6,16 @@ import SeedSyncTesting
 import Testing
 
 @Suite struct ReadingTests {
-    @Test(arguments: StoreBackend.allCases) func snapshotPagesWalkEveryRowInKeyOrder(backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.allCases) func snapshotPagesWalkEveryRowInKeyOrder(backend: StoreBackend) async throws
+    {
         try await backend.withDemoStore(events: 250, locations: 7) { store in
             let first = try await store.snapshotPage(of: "events", after: nil, limit: 100)
             #expect(first.revision == 1)
-            #expect(first.columns == ["id", "title", "starts_at", "ends_at", "location_id", "capacity", "cancelled", "description", "revision"])
+            #expect(
+                first.columns == [
+                    "id", "title", "starts_at", "ends_at", "location_id", "capacity", "cancelled", "description",
+                    "revision",
+                ])
             #expect(first.rows.count == 100)
             #expect(first.next == 100)
             let last = try await store.snapshotPage(of: "events", after: 200, limit: 100)
@@ -29,9 +34,12 @@ import Testing
     @Test(arguments: StoreBackend.allCases) func textKeysPageInByteOrder(backend: StoreBackend) async throws {
         try await backend.withStore { store in
             let names = ["b", "a", "B", "é", "aa"]
-            try await store.commit(ChangeSet(changes: [
-                TypeChanges(type: "authors", create: names.map(JSONValue.string), attributes: Dictionary(uniqueKeysWithValues: names.map { ($0, ["name": .string($0)]) })),
-            ]))
+            try await store.commit(
+                ChangeSet(changes: [
+                    TypeChanges(
+                        type: "authors", create: names.map(JSONValue.string),
+                        attributes: Dictionary(uniqueKeysWithValues: names.map { ($0, ["name": .string($0)]) }))
+                ]))
             let page = try await store.snapshotPage(of: "authors", after: "B", limit: 2)
             #expect(page.rows.map { $0[0] } == ["a", "aa"])
             #expect(page.next == "aa")
@@ -40,7 +48,8 @@ import Testing
         }
     }
 
-    @Test(arguments: StoreBackend.allCases) func changeFeedHonoursLimitAndByteBudget(backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.allCases) func changeFeedHonoursLimitAndByteBudget(backend: StoreBackend) async throws
+    {
         try await backend.withDemoStore { store in
             try await ChangeGenerator.mutate(store, changes: 30, seed: 3)
             let limited = try await store.changeFeed(after: 1, limit: 10, byteBudget: 1 << 20)
@@ -65,7 +74,9 @@ import Testing
         }
     }
 
-    @Test(arguments: StoreBackend.allCases) func changeFeedRefusesExpiredAndFutureRevisions(backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.allCases) func changeFeedRefusesExpiredAndFutureRevisions(backend: StoreBackend)
+        async throws
+    {
         try await backend.withDemoStore { store in
             try await ChangeGenerator.mutate(store, changes: 5, seed: 3)
             await #expect { try await store.changeFeed(after: 0, limit: 10, byteBudget: 1 << 20) } throws: { error in
@@ -87,13 +98,21 @@ import Testing
         try await backend.withStore { store in
             try await store.commit(Fixtures.catalogCreation(author: "le-guin", book: 1))
             let odd = "a\"b\\c\n\u{1}é"
-            try await store.commit(ChangeSet(changes: [
-                TypeChanges(type: "authors", create: [.string(odd)], attributes: [odd: ["name": "Tab\there", "born": .null, "photo": .null]]),
-                TypeChanges(type: "books", create: [2, 3], attributes: [
-                    "2": ["title": "", "author_code": .null, "price": 0.1, "in_stock": false, "pages": -7],
-                    "3": ["title": "中文", "author_code": "le-guin", "price": 1e-7, "in_stock": true, "pages": .int(.max)],
-                ]),
-            ]))
+            try await store.commit(
+                ChangeSet(changes: [
+                    TypeChanges(
+                        type: "authors", create: [.string(odd)],
+                        attributes: [odd: ["name": "Tab\there", "born": .null, "photo": .null]]),
+                    TypeChanges(
+                        type: "books", create: [2, 3],
+                        attributes: [
+                            "2": ["title": "", "author_code": .null, "price": 0.1, "in_stock": false, "pages": -7],
+                            "3": [
+                                "title": "中文", "author_code": "le-guin", "price": 1e-7, "in_stock": true,
+                                "pages": .int(.max),
+                            ],
+                        ]),
+                ]))
             let authors: [[JSONValue]] = [
                 [.string(odd), "Tab\there", .null, .null, 2],
                 ["le-guin", "Ursula K. Le Guin", "1929-10-21T00:00:00Z", "AAEC", 1],

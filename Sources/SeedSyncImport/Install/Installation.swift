@@ -73,7 +73,8 @@ extension ImportSession {
         }
         defer { SQLiteFiles.remove(at: installingPath) }
         guard isNewer(metadata.dataset, metadata.schemaVersion, metadata.revision, than: local) else { return database }
-        return try await replace(database, with: installingPath, revision: metadata.revision, reason: .newerSeed, source: .seed)
+        return try await replace(
+            database, with: installingPath, revision: metadata.revision, reason: .newerSeed, source: .seed)
     }
 
     /// Whether `error` is about the seed alone, so that a database can go on without it.
@@ -92,7 +93,10 @@ extension ImportSession {
         return schemaVersion == local.schemaVersion ? revision > local.revision : schemaVersion > local.schemaVersion
     }
 
-    func replace(_ database: LocalDatabase, with source: String, revision: Int64, reason: Replacement.Reason, source kind: Replacement.Source) async throws -> LocalDatabase {
+    func replace(
+        _ database: LocalDatabase, with source: String, revision: Int64, reason: Replacement.Reason,
+        source kind: Replacement.Source
+    ) async throws -> LocalDatabase {
         let from = try await database.revision()
         let carried: [ImportEvent]
         let replaced: LocalDatabase
@@ -124,7 +128,9 @@ extension ImportSession {
         do {
             return try pending.carry(entries, shadowing: rows, from: database.metadata.schemaHash, into: source)
         } catch let error as DatabaseError {
-            throw ImportError(SeedError.database(error, "carry \(entries.count) local change sets into \(source)", file: source), otherwise: .invalidDatabase, "\(databasePath) was not replaced and keeps its rows and its outbox")
+            throw ImportError(
+                SeedError.database(error, "carry \(entries.count) local change sets into \(source)", file: source),
+                otherwise: .invalidDatabase, "\(databasePath) was not replaced and keeps its rows and its outbox")
         }
     }
 }

@@ -28,7 +28,9 @@ struct ShippedSeed: Sendable {
     init(path: String) {
         self.path = path
         do {
-            guard FileManager.default.fileExists(atPath: path) else { throw ImportError(.invalidSeed, "no seed at \(path)") }
+            guard FileManager.default.fileExists(atPath: path) else {
+                throw ImportError(.invalidSeed, "no seed at \(path)")
+            }
             let manifest = try Self.manifest(of: path)
             (self.manifest, summary, problem) = (manifest, try Self.summary(of: path, manifest: manifest), nil)
         } catch {
@@ -49,14 +51,16 @@ struct ShippedSeed: Sendable {
 
     private static func summary(of path: String, manifest: SeedManifest?) throws -> Summary? {
         if let manifest {
-            return Summary(dataset: manifest.dataset, schemaVersion: manifest.schemaVersion, revision: manifest.revision)
+            return Summary(
+                dataset: manifest.dataset, schemaVersion: manifest.schemaVersion, revision: manifest.revision)
         }
         guard !path.hasSuffix(".gz") else { return nil }
         do {
             let file = try SeedFile(path: path)
             defer { try? file.close() }
             let metadata = try file.metadata()
-            return Summary(dataset: metadata.dataset, schemaVersion: metadata.schemaVersion, revision: metadata.revision)
+            return Summary(
+                dataset: metadata.dataset, schemaVersion: metadata.schemaVersion, revision: metadata.revision)
         } catch let error as SeedError {
             throw ImportError(error, otherwise: .invalidSeed)
         }
@@ -81,7 +85,8 @@ struct ShippedSeed: Sendable {
         } catch {
             SQLiteFiles.remove(at: destination)
             // Name the shipped seed, not the copy, in what the user reads.
-            throw error as? ImportError ?? ImportError(.invalidSeed, "\(error)".replacingOccurrences(of: destination, with: path))
+            throw error as? ImportError
+                ?? ImportError(.invalidSeed, "\(error)".replacingOccurrences(of: destination, with: path))
         }
     }
 
@@ -89,7 +94,10 @@ struct ShippedSeed: Sendable {
         SQLiteFiles.remove(at: destination)
         let digest = try FileCopy.copy(path, to: destination, decompress: isCompressed, limit: manifest?.size ?? .max)
         if let manifest, digest.size != manifest.size || digest.sha256 != manifest.sha256 {
-            throw ImportError(.invalidSeed, "\(path) does not match its manifest: \(digest.size) bytes with SHA-256 \(digest.sha256), the manifest says \(manifest.size) bytes with \(manifest.sha256)")
+            throw ImportError(
+                .invalidSeed,
+                "\(path) does not match its manifest: \(digest.size) bytes with SHA-256 \(digest.sha256), the manifest says \(manifest.size) bytes with \(manifest.sha256)"
+            )
         }
         let file = try SeedFile(path: destination)
         defer { try? file.close() }
@@ -100,7 +108,8 @@ struct ShippedSeed: Sendable {
         // Without a manifest, the digest the seed carries is what proves its values intact.
         if manifest == nil { try file.checkContent(metadata) }
         if let expected = expectedSchemaVersion, metadata.schemaVersion != expected {
-            throw ImportError(.invalidSeed, "\(path) has schema version \(metadata.schemaVersion); this app expects \(expected)")
+            throw ImportError(
+                .invalidSeed, "\(path) has schema version \(metadata.schemaVersion); this app expects \(expected)")
         }
         return metadata
     }

@@ -37,7 +37,9 @@ final class ImportLock {
             }
             guard ContinuousClock.now < deadline else {
                 close(descriptor)
-                throw ImportError(.locked, "another importer is working on \(database) (it holds \(path)); gave up after waiting \(timeout) s")
+                throw ImportError(
+                    .locked,
+                    "another importer is working on \(database) (it holds \(path)); gave up after waiting \(timeout) s")
             }
             do {
                 try await Task.sleep(for: .milliseconds(50))

@@ -46,7 +46,8 @@ final class LocalDatabase: Sendable {
             // Never "not a SeedSync database": that advice would discard good data.
             throw ImportError(.storage, "\(error); \(path) was left as it is")
         } catch {
-            throw ImportError(.invalidDatabase, "\(error); it was left as it is: move it away or choose another database path")
+            throw ImportError(
+                .invalidDatabase, "\(error); it was left as it is: move it away or choose another database path")
         }
         var configuration = Configuration()
         configuration.foreignKeysEnabled = true
@@ -59,7 +60,8 @@ final class LocalDatabase: Sendable {
             try db.execute(sql: "PRAGMA cache_size = -\(cacheKiB); PRAGMA wal_autocheckpoint = \(autocheckpointPages)")
         }
         do {
-            return LocalDatabase(path: path, metadata: metadata, queue: try DatabaseQueue(path: path, configuration: configuration))
+            return LocalDatabase(
+                path: path, metadata: metadata, queue: try DatabaseQueue(path: path, configuration: configuration))
         } catch let error as DatabaseError {
             throw ImportError(SeedError.database(error, "open \(path) for writing"), otherwise: .invalidDatabase)
         }
@@ -90,7 +92,9 @@ final class LocalDatabase: Sendable {
     /// SeedSync's application id, one read-write connection reads the schema, which rolls the
     /// journal back. Any other file is left to the read-only check, which refuses it untouched.
     private static func rollBackInterruptedWrite(at path: String) throws {
-        guard FileManager.default.fileExists(atPath: path + "-journal"), SeedFormat.hasSeedHeader(at: path) else { return }
+        guard FileManager.default.fileExists(atPath: path + "-journal"), SeedFormat.hasSeedHeader(at: path) else {
+            return
+        }
         _ = try withConnection(to: path, "roll back the interrupted write in \(path)") { queue in
             try queue.read { db in try Int.fetchOne(db, sql: "PRAGMA schema_version") }
         }
@@ -101,7 +105,9 @@ final class LocalDatabase: Sendable {
     ///
     /// - Throws: ``ImportError`` on a SQLite error: ``ImportError/Code/storage`` when the volume
     ///   failed, else ``ImportError/Code/invalidDatabase``; `action` names what was being done.
-    private static func withConnection<T>(to path: String, _ action: String, _ body: (DatabaseQueue) throws -> T) throws -> T {
+    private static func withConnection<T>(to path: String, _ action: String, _ body: (DatabaseQueue) throws -> T) throws
+        -> T
+    {
         do {
             let queue = try DatabaseQueue(path: path)
             let result = try body(queue)
@@ -121,9 +127,11 @@ final class LocalDatabase: Sendable {
         do {
             return try await queue.write(body)
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_FOREIGNKEY {
-            throw ImportError(.invalidChangeSet, "\(action) would leave a reference to a missing row; nothing was written to \(path)")
+            throw ImportError(
+                .invalidChangeSet, "\(action) would leave a reference to a missing row; nothing was written to \(path)")
         } catch let error as DatabaseError {
-            throw ImportError(SeedError.database(error, action, file: path), otherwise: .invalidDatabase, "nothing was written")
+            throw ImportError(
+                SeedError.database(error, action, file: path), otherwise: .invalidDatabase, "nothing was written")
         }
     }
 
@@ -141,20 +149,27 @@ final class LocalDatabase: Sendable {
     ///
     /// - Throws: ``ImportError/Code/invalidChangeSet`` when one does not follow on or does not fit
     ///   the schema, or the batch leaves a reference dangling; nothing of the batch is written then.
-    func apply(_ changeSets: [ChangeSet], with applier: ChangeApplier, pending: PendingChanges) async throws -> ([AppliedChangeSet], [ImportEvent]) {
+    func apply(_ changeSets: [ChangeSet], with applier: ChangeApplier, pending: PendingChanges) async throws -> (
+        [AppliedChangeSet], [ImportEvent]
+    ) {
         do {
             return try await queue.write { db in
                 let applied = try applier.apply(changeSets, in: db)
                 return (applied, try pending.absorb(applied, in: db))
             }
         } catch let error as SeedError {
-            throw ImportError(.invalidChangeSet, "sync stopped: \(error); \(path) stays at revision \(try await revision())")
+            throw ImportError(
+                .invalidChangeSet, "sync stopped: \(error); \(path) stays at revision \(try await revision())")
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_FOREIGNKEY {
             let range = "\(changeSets.first?.revision ?? 0)…\(changeSets.last?.revision ?? 0)"
-            throw ImportError(.invalidChangeSet, "sync stopped: change sets \(range) leave a reference to a missing row; \(path) stays at revision \(try await revision())")
+            throw ImportError(
+                .invalidChangeSet,
+                "sync stopped: change sets \(range) leave a reference to a missing row; \(path) stays at revision \(try await revision())"
+            )
         } catch let error as DatabaseError {
             let failure = SeedError.database(error, "write \(path)", file: path)
-            throw ImportError(failure, otherwise: .invalidDatabase, "sync stopped, \(path) stays at its last good revision")
+            throw ImportError(
+                failure, otherwise: .invalidDatabase, "sync stopped, \(path) stays at its last good revision")
         }
     }
 
@@ -176,7 +191,9 @@ final class LocalDatabase: Sendable {
             throw ImportError(failure, otherwise: .invalidDatabase, "\(path) was not replaced and keeps its rows")
         }
         try await close()
-        guard let reopened = try Self.open(at: path) else { throw ImportError(.invalidDatabase, "\(path) disappeared while it was replaced") }
+        guard let reopened = try Self.open(at: path) else {
+            throw ImportError(.invalidDatabase, "\(path) disappeared while it was replaced")
+        }
         return reopened
     }
 
@@ -193,7 +210,9 @@ final class LocalDatabase: Sendable {
             try queue.close()
         } catch let error as DatabaseError {
             try? queue.close()
-            throw ImportError(SeedError.database(error, "checkpoint \(path)"), otherwise: .invalidDatabase, "every change set is committed")
+            throw ImportError(
+                SeedError.database(error, "checkpoint \(path)"), otherwise: .invalidDatabase,
+                "every change set is committed")
         }
     }
 }

@@ -53,18 +53,22 @@ public final class LocalChanges {
         let key: JSONValue
         if entity.primaryKey.type == .integer {
             guard fields[entity.primaryKey.name] == nil else {
-                throw ImportError(.invalidChangeSet, "a new row of \(type) takes a temporary key: leave '\(entity.primaryKey.name)' out")
+                throw ImportError(
+                    .invalidChangeSet,
+                    "a new row of \(type) takes a temporary key: leave '\(entity.primaryKey.name)' out")
             }
             key = .int(try outbox.nextTemporaryKey(of: entity, in: db))
         } else {
             guard case .string(let text)? = fields[entity.primaryKey.name] else {
-                throw ImportError(.invalidChangeSet, "a new row of \(type) needs its key '\(entity.primaryKey.name)', a string")
+                throw ImportError(
+                    .invalidChangeSet, "a new row of \(type) needs its key '\(entity.primaryKey.name)', a string")
             }
             key = .string(text)
         }
         attributes[entity.primaryKey.name] = nil
         guard attributes[SchemaNames.revisionColumn] == nil else {
-            throw ImportError(.invalidChangeSet, "a new row of \(type): 'revision' is kept by SeedSync and cannot be written")
+            throw ImportError(
+                .invalidChangeSet, "a new row of \(type): 'revision' is kept by SeedSync and cannot be written")
         }
         let row = RowID(type: type, key: key.keyString!)
         guard try outbox.localRow(row, in: db) == nil else {
@@ -94,7 +98,8 @@ public final class LocalChanges {
             throw ImportError(.invalidChangeSet, "\(type)[\(row.key)]: a key cannot be changed")
         }
         guard fields[SchemaNames.revisionColumn] == nil else {
-            throw ImportError(.invalidChangeSet, "\(type)[\(row.key)]: 'revision' is kept by SeedSync and cannot be written")
+            throw ImportError(
+                .invalidChangeSet, "\(type)[\(row.key)]: 'revision' is kept by SeedSync and cannot be written")
         }
         var merged = current
         for (name, value) in fields where name != entity.primaryKey.name { merged[name] = value }
@@ -131,7 +136,8 @@ public final class LocalChanges {
     private func existing(_ type: String, _ key: JSONValue) throws -> (RowID, [String: JSONValue]) {
         let entity = try outbox.type(type)
         guard entity.primaryKey.type.accepts(key), let string = key.keyString else {
-            throw ImportError(.invalidChangeSet, "\(type): \(key) is not a valid \(entity.primaryKey.type.rawValue) key")
+            throw ImportError(
+                .invalidChangeSet, "\(type): \(key) is not a valid \(entity.primaryKey.type.rawValue) key")
         }
         let row = RowID(type: type, key: string)
         guard let current = try outbox.localRow(row, in: db) else {
@@ -169,7 +175,10 @@ public final class LocalChanges {
         guard !changeSet.changes.isEmpty else { return false }
         let size = changeSet.jsonBytes().count
         guard size <= PendingChanges.maxPushBytes else {
-            throw ImportError(.invalidChangeSet, "the change set is \(size) bytes, more than the \(PendingChanges.maxPushBytes) a push may carry: split the edits into several writes; nothing was written")
+            throw ImportError(
+                .invalidChangeSet,
+                "the change set is \(size) bytes, more than the \(PendingChanges.maxPushBytes) a push may carry: split the edits into several writes; nothing was written"
+            )
         }
         try outbox.append(id: id, changeSet, in: db)
         return true
@@ -181,8 +190,12 @@ public final class LocalChanges {
             for row in order where row.type == type.name {
                 guard let state = states[row], let key = try? outbox.key(of: row) else { continue }
                 switch state {
-                case .created(let attributes): changes.create.append(key); changes.attributes[row.key] = attributes
-                case .updated(let attributes): changes.update.append(key); changes.attributes[row.key] = attributes
+                case .created(let attributes):
+                    changes.create.append(key)
+                    changes.attributes[row.key] = attributes
+                case .updated(let attributes):
+                    changes.update.append(key)
+                    changes.attributes[row.key] = attributes
                 case .deleted(let base):
                     changes.delete.append(key)
                     changes.attributes[row.key] = [SchemaNames.revisionColumn: .int(base)]

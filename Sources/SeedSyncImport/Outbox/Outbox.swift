@@ -66,13 +66,17 @@ struct Outbox: Sendable {
     /// The pending change sets, oldest first.
     func entries(in db: Database) throws -> [OutboxEntry] {
         guard try Self.exists(in: db) else { return [] }
-        return try Row.fetchAll(db, sql: "SELECT position, id, change_set FROM _seedsync_outbox ORDER BY position").map { row in
+        return try Row.fetchAll(db, sql: "SELECT position, id, change_set FROM _seedsync_outbox ORDER BY position").map
+        { row in
             let text: String = row[2]
             let changeSet: ChangeSet
             do {
                 changeSet = try ChangeSet(json: JSONParser.parse(Array(text.utf8)))
             } catch {
-                throw ImportError(.invalidDatabase, "outbox entry \(row[1] as String) cannot be read (\(error)); the database was changed by something else than SeedSync")
+                throw ImportError(
+                    .invalidDatabase,
+                    "outbox entry \(row[1] as String) cannot be read (\(error)); the database was changed by something else than SeedSync"
+                )
             }
             return OutboxEntry(position: row[0], id: row[1], changeSet: changeSet)
         }
@@ -84,8 +88,11 @@ struct Outbox: Sendable {
     }
 
     func append(id: String, _ changeSet: ChangeSet, in db: Database) throws {
-        try db.cachedStatement(sql: "INSERT INTO _seedsync_outbox (position, id, change_set) VALUES ((SELECT coalesce(max(position), 0) + 1 FROM _seedsync_outbox), ?, ?)")
-            .execute(arguments: [id, String(decoding: changeSet.jsonBytes(), as: UTF8.self)])
+        try db.cachedStatement(
+            sql:
+                "INSERT INTO _seedsync_outbox (position, id, change_set) VALUES ((SELECT coalesce(max(position), 0) + 1 FROM _seedsync_outbox), ?, ?)"
+        )
+        .execute(arguments: [id, String(decoding: changeSet.jsonBytes(), as: UTF8.self)])
     }
 
     func save(_ entry: OutboxEntry, in db: Database) throws {
@@ -94,14 +101,20 @@ struct Outbox: Sendable {
     }
 
     func remove(_ entry: OutboxEntry, in db: Database) throws {
-        try db.cachedStatement(sql: "DELETE FROM _seedsync_outbox WHERE position = ?").execute(arguments: [entry.position])
+        try db.cachedStatement(sql: "DELETE FROM _seedsync_outbox WHERE position = ?").execute(arguments: [
+            entry.position
+        ])
     }
 
     // MARK: Shadows
 
     /// The shadow of `row`: `nil` when there is none, `.some(nil)` when the server has no such row.
     func shadow(of row: RowID, in db: Database) throws -> [String: JSONValue]?? {
-        guard let stored = try Row.fetchOne(try db.cachedStatement(sql: "SELECT row FROM _seedsync_shadow WHERE type = ? AND key = ?"), arguments: [row.type, row.key]) else {
+        guard
+            let stored = try Row.fetchOne(
+                try db.cachedStatement(sql: "SELECT row FROM _seedsync_shadow WHERE type = ? AND key = ?"),
+                arguments: [row.type, row.key])
+        else {
             return nil
         }
         let text: String? = stored[0]
@@ -110,28 +123,39 @@ struct Outbox: Sendable {
 
     func setShadow(of row: RowID, to attributes: [String: JSONValue]?, in db: Database) throws {
         let text = attributes.map(Self.text)
-        try db.cachedStatement(sql: "INSERT INTO _seedsync_shadow (type, key, row) VALUES (?, ?, ?) ON CONFLICT (type, key) DO UPDATE SET row = excluded.row")
-            .execute(arguments: [row.type, row.key, text])
+        try db.cachedStatement(
+            sql:
+                "INSERT INTO _seedsync_shadow (type, key, row) VALUES (?, ?, ?) ON CONFLICT (type, key) DO UPDATE SET row = excluded.row"
+        )
+        .execute(arguments: [row.type, row.key, text])
     }
 
     func removeShadow(of row: RowID, in db: Database) throws {
-        try db.cachedStatement(sql: "DELETE FROM _seedsync_shadow WHERE type = ? AND key = ?").execute(arguments: [row.type, row.key])
+        try db.cachedStatement(sql: "DELETE FROM _seedsync_shadow WHERE type = ? AND key = ?").execute(arguments: [
+            row.type, row.key,
+        ])
     }
 
     /// Every shadowed row: the rows pending change sets touch.
     func shadowedRows(in db: Database) throws -> [RowID] {
         guard try Self.exists(in: db) else { return [] }
-        return try Row.fetchAll(db, sql: "SELECT type, key FROM _seedsync_shadow").map { RowID(type: $0[0], key: $0[1]) }
+        return try Row.fetchAll(db, sql: "SELECT type, key FROM _seedsync_shadow").map {
+            RowID(type: $0[0], key: $0[1])
+        }
     }
 
     /// The shadowed rows the server does not have (`row` is `NULL`).
     func shadowsOfMissingRows(in db: Database) throws -> Set<RowID> {
-        Set(try Row.fetchAll(db, sql: "SELECT type, key FROM _seedsync_shadow WHERE row IS NULL").map { RowID(type: $0[0], key: $0[1]) })
+        Set(
+            try Row.fetchAll(db, sql: "SELECT type, key FROM _seedsync_shadow WHERE row IS NULL").map {
+                RowID(type: $0[0], key: $0[1])
+            })
     }
 
     /// Moves the shadow of a temporary key to its real key.
     func moveShadow(of row: RowID, to key: String, in db: Database) throws {
-        try db.cachedStatement(sql: "UPDATE OR REPLACE _seedsync_shadow SET key = ? WHERE type = ? AND key = ?").execute(arguments: [key, row.type, row.key])
+        try db.cachedStatement(sql: "UPDATE OR REPLACE _seedsync_shadow SET key = ? WHERE type = ? AND key = ?")
+            .execute(arguments: [key, row.type, row.key])
     }
 
     private static func text(_ attributes: [String: JSONValue]) -> String {
@@ -142,7 +166,10 @@ struct Outbox: Sendable {
 
     private static func attributes(_ text: String) throws -> [String: JSONValue] {
         guard case .object(let members) = try? JSONParser.parse(Array(text.utf8)) else {
-            throw ImportError(.invalidDatabase, "a row of _seedsync_shadow is not a JSON object; the database was changed by something else than SeedSync")
+            throw ImportError(
+                .invalidDatabase,
+                "a row of _seedsync_shadow is not a JSON object; the database was changed by something else than SeedSync"
+            )
         }
         return members
     }
@@ -151,7 +178,10 @@ struct Outbox: Sendable {
 
     func type(_ name: String) throws -> EntityType {
         guard let type = schema.type(named: name) else {
-            throw ImportError(.invalidChangeSet, "unknown type '\(name.clippedForMessage)'; the database has \(schema.types.map(\.name).joined(separator: ", "))")
+            throw ImportError(
+                .invalidChangeSet,
+                "unknown type '\(name.clippedForMessage)'; the database has \(schema.types.map(\.name).joined(separator: ", "))"
+            )
         }
         return type
     }
@@ -164,7 +194,11 @@ struct Outbox: Sendable {
     /// The row as attributes: its fields and `revision`; `nil` when there is no such row.
     func localRow(_ row: RowID, in db: Database) throws -> [String: JSONValue]? {
         let type = try type(row.type)
-        guard let stored = try Row.fetchOne(try db.cachedStatement(sql: tables[type.name]!.row), arguments: [ValueMapping.databaseValue(key: try key(of: row))]) else {
+        guard
+            let stored = try Row.fetchOne(
+                try db.cachedStatement(sql: tables[type.name]!.row),
+                arguments: [ValueMapping.databaseValue(key: try key(of: row))])
+        else {
             return nil
         }
         let values = ValueMapping.jsonRow(stored, of: type)
@@ -194,7 +228,8 @@ struct Outbox: Sendable {
             throw ImportError(.invalidChangeSet, "\(error)")
         }
         let revision = attributes[SchemaNames.revisionColumn]?.intValue ?? 0
-        try StatementValues.execute(try db.cachedStatement(sql: table.upsert), row: values, of: type, revision: revision)
+        try StatementValues.execute(
+            try db.cachedStatement(sql: table.upsert), row: values, of: type, revision: revision)
     }
 
     /// Writes `row` as the last pending change set that touches it left it, or as the server has
@@ -212,8 +247,12 @@ struct Outbox: Sendable {
     /// A temporary key for a new row of `type`: below every key of the table and every shadowed
     /// one (a pending change set may name a row a replaced database no longer has).
     func nextTemporaryKey(of type: EntityType, in db: Database) throws -> Int64 {
-        let table = try Int64.fetchOne(db, sql: "SELECT min(\(tables[type.name]!.key)) FROM \(tables[type.name]!.table)") ?? 0
-        let shadowed = try Int64.fetchOne(try db.cachedStatement(sql: "SELECT min(CAST(key AS INTEGER)) FROM _seedsync_shadow WHERE type = ?"), arguments: [type.name]) ?? 0
+        let table =
+            try Int64.fetchOne(db, sql: "SELECT min(\(tables[type.name]!.key)) FROM \(tables[type.name]!.table)") ?? 0
+        let shadowed =
+            try Int64.fetchOne(
+                try db.cachedStatement(sql: "SELECT min(CAST(key AS INTEGER)) FROM _seedsync_shadow WHERE type = ?"),
+                arguments: [type.name]) ?? 0
         return min(table, shadowed, 0) - 1
     }
 
@@ -228,7 +267,8 @@ struct Outbox: Sendable {
                 guard let target = field.references, let key = attributes[field.name], key != .null,
                     try !exists(RowID(type: target, key: key.keyString ?? ""), in: db)
                 else { continue }
-                return "\(row.type)[\(row.key)].\(field.name) references \(target)[\(key.keyString ?? "?")], which does not exist"
+                return
+                    "\(row.type)[\(row.key)].\(field.name) references \(target)[\(key.keyString ?? "?")], which does not exist"
             }
             return nil
         }
@@ -236,8 +276,13 @@ struct Outbox: Sendable {
             for field in referrer.fields where field.references == type.name {
                 let table = tables[referrer.name]!
                 let sql = "SELECT \(table.key) FROM \(table.table) WHERE \(quote(field.name)) = ? LIMIT 1"
-                guard let found = try DatabaseValue.fetchOne(try db.cachedStatement(sql: sql), arguments: [ValueMapping.databaseValue(key: try key(of: row))]) else { continue }
-                return "\(row.type)[\(row.key)] does not exist, but \(referrer.name)[\(ValueMapping.jsonKey(found).keyString ?? "?")].\(field.name) references it"
+                guard
+                    let found = try DatabaseValue.fetchOne(
+                        try db.cachedStatement(sql: sql), arguments: [ValueMapping.databaseValue(key: try key(of: row))]
+                    )
+                else { continue }
+                return
+                    "\(row.type)[\(row.key)] does not exist, but \(referrer.name)[\(ValueMapping.jsonKey(found).keyString ?? "?")].\(field.name) references it"
             }
         }
         return nil
@@ -245,6 +290,8 @@ struct Outbox: Sendable {
 
     private func exists(_ row: RowID, in db: Database) throws -> Bool {
         let table = tables[row.type]!
-        return try Row.fetchOne(try db.cachedStatement(sql: table.exists), arguments: [ValueMapping.databaseValue(key: try key(of: row))]) != nil
+        return try Row.fetchOne(
+            try db.cachedStatement(sql: table.exists), arguments: [ValueMapping.databaseValue(key: try key(of: row))])
+            != nil
     }
 }

@@ -84,9 +84,10 @@ extension ChangeSet {
         for index in remapped.changes.indices {
             let type = remapped.changes[index].type
             let own = keys[type] ?? [:]
-            let references = schema.type(named: type)?.fields.compactMap { field in
-                field.references.flatMap { keys[$0] }.map { (field.name, $0) }
-            } ?? []
+            let references =
+                schema.type(named: type)?.fields.compactMap { field in
+                    field.references.flatMap { keys[$0] }.map { (field.name, $0) }
+                } ?? []
             guard !own.isEmpty || !references.isEmpty else { continue }
             var changes = remapped.changes[index]
             func map(_ key: JSONValue) -> JSONValue {
@@ -119,13 +120,19 @@ extension ChangeSet {
             list.contains { $0.intValue.map { map[$0] != nil } ?? false }
         }
         for changes in changes {
-            if let own = keys[changes.type], named(changes.create, own) || named(changes.update, own) || named(changes.delete, own) {
+            if let own = keys[changes.type],
+                named(changes.create, own) || named(changes.update, own) || named(changes.delete, own)
+            {
                 return true
             }
             guard let type = schema.type(named: changes.type) else { continue }
             for field in type.fields {
                 guard let target = field.references, let map = keys[target] else { continue }
-                if changes.attributes.values.contains(where: { $0[field.name]?.intValue.map { map[$0] != nil } ?? false }) { return true }
+                if changes.attributes.values.contains(where: {
+                    $0[field.name]?.intValue.map { map[$0] != nil } ?? false
+                }) {
+                    return true
+                }
             }
         }
         return false
@@ -153,7 +160,8 @@ extension ChangeSet {
     /// client created with it, and the key map has already told the client which became which.
     func removingOldIDs() -> ChangeSet {
         var plain = self
-        for index in plain.changes.indices where plain.changes[index].attributes.values.contains(where: { $0[SchemaNames.oldIDAttribute] != nil }) {
+        for index in plain.changes.indices
+        where plain.changes[index].attributes.values.contains(where: { $0[SchemaNames.oldIDAttribute] != nil }) {
             for key in plain.changes[index].attributes.keys {
                 plain.changes[index].attributes[key]?[SchemaNames.oldIDAttribute] = nil
             }

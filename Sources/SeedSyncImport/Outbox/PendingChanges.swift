@@ -42,7 +42,9 @@ struct PendingChanges: Sendable {
             bytes += entry.changeSet.jsonBytes().count
             guard batch.isEmpty || (batch.count < limit && bytes <= Self.maxPushBytes) else { break }
             let rows = entry.touchedRows
-            guard !rows.contains(where: touched.contains), entry.referencedRows(in: outbox.schema).isDisjoint(with: created) else { break }
+            guard !rows.contains(where: touched.contains),
+                entry.referencedRows(in: outbox.schema).isDisjoint(with: created)
+            else { break }
             batch.append(entry)
             touched.formUnion(rows)
             created.formUnion(rows.filter { entry.creates($0) })
@@ -84,7 +86,9 @@ struct PendingChanges: Sendable {
         }
         // Applying keeps every reference whole, unless a real key was known here already (a lost
         // answer replayed); dropping may break one.
-        guard collided || events.contains(where: { if case .pushed = $0 { false } else { true } }) else { return events }
+        guard collided || events.contains(where: { if case .pushed = $0 { false } else { true } }) else {
+            return events
+        }
         return events + (try repairReferences(in: db))
     }
 
@@ -105,7 +109,10 @@ struct PendingChanges: Sendable {
     /// `revision` another way (a replacement, a catch-up without pushing): its shadows then hold
     /// the server's newer state, which wins over the entry's version, and a created row the
     /// server has not got any more goes.
-    private func apply(_ entry: OutboxEntry, revision: Int64, keys: [String: [String: JSONValue]], entries: inout [OutboxEntry], in db: Database) throws -> Bool {
+    private func apply(
+        _ entry: OutboxEntry, revision: Int64, keys: [String: [String: JSONValue]], entries: inout [OutboxEntry],
+        in db: Database
+    ) throws -> Bool {
         entries.removeAll { $0.position == entry.position }
         try outbox.remove(entry, in: db)
         let stored = try SeedMetadata.storedRevision(db)
@@ -125,7 +132,9 @@ struct PendingChanges: Sendable {
     /// The key map of an applied result as integers; text keys are never temporary.
     private static func integerKeys(_ keys: [String: [String: JSONValue]]) -> [String: [Int64: Int64]] {
         keys.mapValues { map in
-            Dictionary(map.compactMap { key, value in Int64(key).flatMap { k in value.intValue.map { (k, $0) } } }) { $1 }
+            Dictionary(map.compactMap { key, value in Int64(key).flatMap { k in value.intValue.map { (k, $0) } } }) {
+                $1
+            }
         }.filter { !$0.value.isEmpty }
     }
 
@@ -136,7 +145,9 @@ struct PendingChanges: Sendable {
     /// later local edit has one, win over the temporary row; when the answer is `replayed` after
     /// this database got past it, a real row that is not here was deleted on the server. Returns
     /// those rows.
-    private func remap(_ map: [String: [Int64: Int64]], remaining: inout [OutboxEntry], replayed: Bool, in db: Database) throws -> Set<RowID> {
+    private func remap(_ map: [String: [Int64: Int64]], remaining: inout [OutboxEntry], replayed: Bool, in db: Database)
+        throws -> Set<RowID>
+    {
         var known = Set<RowID>()
         for (typeName, keys) in map {
             // A type this database does not have cannot hold temporary keys.
@@ -157,12 +168,15 @@ struct PendingChanges: Sendable {
                 if present != nil {
                     try db.cachedStatement(sql: table.delete).execute(arguments: [temporary])
                 } else {
-                    try db.cachedStatement(sql: "UPDATE \(table.table) SET \(table.key) = ? WHERE \(table.key) = ?").execute(arguments: [real, temporary])
+                    try db.cachedStatement(sql: "UPDATE \(table.table) SET \(table.key) = ? WHERE \(table.key) = ?")
+                        .execute(arguments: [real, temporary])
                 }
                 for referrer in outbox.schema.types {
                     for field in referrer.fields where field.references == typeName {
                         let referring = TableSQL(type: referrer)
-                        try db.cachedStatement(sql: "UPDATE \(referring.table) SET \(quote(field.name)) = ? WHERE \(quote(field.name)) = ?").execute(arguments: [real, temporary])
+                        try db.cachedStatement(
+                            sql: "UPDATE \(referring.table) SET \(quote(field.name)) = ? WHERE \(quote(field.name)) = ?"
+                        ).execute(arguments: [real, temporary])
                     }
                 }
             }
@@ -178,7 +192,10 @@ struct PendingChanges: Sendable {
     /// After `entry` was applied as `revision`: its rows' shadows are its versions at that
     /// revision (but for the `known` rows, whose shadows hold the server's state already), and
     /// later change sets based on what it wrote are based on `revision`.
-    private func rebase(on entry: OutboxEntry, revision: Int64, keeping known: Set<RowID>, remaining: inout [OutboxEntry], in db: Database) throws {
+    private func rebase(
+        on entry: OutboxEntry, revision: Int64, keeping known: Set<RowID>, remaining: inout [OutboxEntry],
+        in db: Database
+    ) throws {
         var bases: [RowID: (old: Int64, new: Int64)] = [:]
         for (row, base) in entry.writtenRows { bases[row] = (base, revision) }
         for index in remaining.indices {
@@ -188,7 +205,8 @@ struct PendingChanges: Sendable {
         }
         for row in entry.touchedRows where !known.contains(row) {
             guard case .some(let version) = entry.version(of: row) else { continue }
-            try outbox.setShadow(of: row, to: version.map { $0.merging([SchemaNames.revisionColumn: .int(revision)]) { $1 } }, in: db)
+            try outbox.setShadow(
+                of: row, to: version.map { $0.merging([SchemaNames.revisionColumn: .int(revision)]) { $1 } }, in: db)
         }
     }
 
@@ -204,7 +222,9 @@ struct PendingChanges: Sendable {
         for changeSet in applied {
             for (type, keys) in changeSet.types {
                 for key in keys.created + keys.updated + keys.deleted {
-                    guard let string = key.keyString, case let row = RowID(type: type, key: string), shadowed.contains(row) else { continue }
+                    guard let string = key.keyString, case let row = RowID(type: type, key: string),
+                        shadowed.contains(row)
+                    else { continue }
                     written.insert(row)
                 }
             }
@@ -245,12 +265,18 @@ struct PendingChanges: Sendable {
     ///
     /// When the file has another schema, the entries are not carried: written for the old one,
     /// they could drop the values of new fields. Each is reported as rejected (`schema_changed`).
-    func carry(_ entries: [OutboxEntry], shadowing rows: [RowID], from schemaHash: String, into path: String) throws -> [ImportEvent] {
+    func carry(_ entries: [OutboxEntry], shadowing rows: [RowID], from schemaHash: String, into path: String) throws
+        -> [ImportEvent]
+    {
         let queue = try DatabaseQueue(path: path)
         defer { try? queue.close() }
         guard try queue.read({ db in try SeedMetadata.storedSchemaHash(db) }) == schemaHash else {
             return entries.map { entry in
-                .rejected(id: entry.id, code: "schema_changed", message: "the database was replaced by one of another schema, which this change set was not written for; it was dropped")
+                .rejected(
+                    id: entry.id, code: "schema_changed",
+                    message:
+                        "the database was replaced by one of another schema, which this change set was not written for; it was dropped"
+                )
             }
         }
         return try queue.write { db in
@@ -273,13 +299,21 @@ struct PendingChanges: Sendable {
         }
         let absent = try outbox.shadowsOfMissingRows(in: db)
         for row in try outbox.shadowedRows(in: db).sorted() {
-            guard let indices = touching[row], let first = indices.first.map({ entries[$0] }), let latest = indices.last.map({ entries[$0] }) else { continue }
+            guard let indices = touching[row], let first = indices.first.map({ entries[$0] }),
+                let latest = indices.last.map({ entries[$0] })
+            else { continue }
             if absent.contains(row), !first.creates(row) {
-                let gone = ChangeSet(changes: [TypeChanges(type: row.type, delete: [try outbox.key(of: row)])], conflict: true)
+                let gone = ChangeSet(
+                    changes: [TypeChanges(type: row.type, delete: [try outbox.key(of: row)])], conflict: true)
                 return (first, .conflict(id: first.id, changeSet: gone))
             }
             if let problem = try outbox.brokenReference(of: row, in: db) {
-                return (latest, .rejected(id: latest.id, code: "broken_reference", message: "\(problem); the change set was dropped from the outbox"))
+                return (
+                    latest,
+                    .rejected(
+                        id: latest.id, code: "broken_reference",
+                        message: "\(problem); the change set was dropped from the outbox")
+                )
             }
         }
         return nil

@@ -31,14 +31,18 @@ extension SeedImporter {
         let deadline = ContinuousClock.now + .milliseconds(Int(configuration.lockTimeout * 1000))
         while true {
             guard let database = try LocalDatabase.open(at: path) else {
-                throw ImportError(.invalidDatabase, "there is no database at \(path) to write to: run the importer once to install the seed")
+                throw ImportError(
+                    .invalidDatabase,
+                    "there is no database at \(path) to write to: run the importer once to install the seed")
             }
             let outbox = Outbox(schema: database.metadata.schema)
             let result: T?
             do {
                 result = try await database.write("write local changes to \(path)") { db -> T? in
                     // Wait while it is replaced; open it again when it was, possibly with another schema.
-                    guard try !Self.isBeingReplaced(path, db), try SeedMetadata.storedSchemaHash(db) == database.metadata.schemaHash else { return nil }
+                    guard try !Self.isBeingReplaced(path, db),
+                        try SeedMetadata.storedSchemaHash(db) == database.metadata.schemaHash
+                    else { return nil }
                     try Outbox.create(in: db)
                     let changes = LocalChanges(db: db, outbox: outbox)
                     let result = try body(changes)
@@ -52,7 +56,10 @@ extension SeedImporter {
             try await database.close()
             if let result { return result }
             guard ContinuousClock.now < deadline else {
-                throw ImportError(.locked, "the importer is replacing \(path) with a newer seed or snapshot; gave up waiting after \(configuration.lockTimeout) s")
+                throw ImportError(
+                    .locked,
+                    "the importer is replacing \(path) with a newer seed or snapshot; gave up waiting after \(configuration.lockTimeout) s"
+                )
             }
             try await Task.sleep(for: .milliseconds(50))
         }

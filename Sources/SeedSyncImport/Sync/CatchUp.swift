@@ -46,13 +46,17 @@ extension ImportSession {
             let response: SyncResponse
             do {
                 response = try await request.value
-            } catch let error as SyncClientError where error.code == .historyExpired && recoveries < Self.maxRecoveries {
+            } catch let error as SyncClientError where error.code == .historyExpired && recoveries < Self.maxRecoveries
+            {
                 recoveries += 1
                 database = try await recover(database, minRevision: error.minRevision ?? info.minRevision)
                 revision = try await database.revision()
                 continue
             } catch let error as SyncClientError where error.code == .revisionAhead {
-                throw ImportError(.revisionAhead, "\(databasePath) is at revision \(revision), which the server has not reached (\(error)); was the server reset? Delete the database to install the seed again")
+                throw ImportError(
+                    .revisionAhead,
+                    "\(databasePath) is at revision \(revision), which the server has not reached (\(error)); was the server reset? Delete the database to install the seed again"
+                )
             } catch let error as SyncClientError where error.code == .forbidden && !push.isEmpty {
                 mayPush = false
                 continue
@@ -63,13 +67,19 @@ extension ImportSession {
                     continue
                 }
                 let entry = push[0]
-                record(try await database.write("drop change set \(entry.id)") { db in try pending.dropTooLarge(entry, reason: "\(error)", in: db) })
+                record(
+                    try await database.write("drop change set \(entry.id)") { db in
+                        try pending.dropTooLarge(entry, reason: "\(error)", in: db)
+                    })
                 continue
             }
             if response.hasMore && push.isEmpty { prefetched = fetch(from: response.maxRevision) }
             if !push.isEmpty {
                 let results = response.results
-                record(try await database.write("apply the results of \(push.count) pushed change sets") { db in try pending.handle(results, in: db) })
+                record(
+                    try await database.write("apply the results of \(push.count) pushed change sets") { db in
+                        try pending.handle(results, in: db)
+                    })
             }
             let changeSets = response.changeSets.map { $0.removingChanges(ofTypes: excluded).removingOldIDs() }
             for batch in batches(of: changeSets) {
@@ -87,7 +97,10 @@ extension ImportSession {
         report.pending = try await database.read { db in try Outbox.count(in: db) }
         emit(.caughtUp(revision: revision))
         if !mayPush {
-            throw ImportError(.pushForbidden, "\(databasePath) is caught up at revision \(revision), but \(report.pending) local change sets are waiting: the server does not let this token push them; use a token with write access")
+            throw ImportError(
+                .pushForbidden,
+                "\(databasePath) is caught up at revision \(revision), but \(report.pending) local change sets are waiting: the server does not let this token push them; use a token with write access"
+            )
         }
     }
 
@@ -154,26 +167,32 @@ extension ImportSession {
         guard metadata.revision >= minRevision, metadata.schema == database.metadata.schema else {
             return try await replaceWithSnapshot(database, minRevision: minRevision)
         }
-        return try await replace(database, with: installingPath, revision: metadata.revision, reason: .historyExpired, source: .seed)
+        return try await replace(
+            database, with: installingPath, revision: metadata.revision, reason: .historyExpired, source: .seed)
     }
 
     private func replaceWithSnapshot(_ database: LocalDatabase, minRevision: Int64) async throws -> LocalDatabase {
         emit(.downloadingSnapshot(minRevision: minRevision))
-        let builder = SeedBuilder(client: client, options: .init(
-            output: snapshotPath, types: database.metadata.schema.types.map(\.name), syncLimit: configuration.syncLimit
-        ))
+        let builder = SeedBuilder(
+            client: client,
+            options: .init(
+                output: snapshotPath, types: database.metadata.schema.types.map(\.name),
+                syncLimit: configuration.syncLimit
+            ))
         let built: BuildReport
         do {
             built = try await builder.build()
         } catch let error as SeedError {
             // The builder has removed its work file; the database is untouched.
-            throw ImportError(error, otherwise: .invalidChangeSet, "cannot download the snapshot that replaces \(databasePath)")
+            throw ImportError(
+                error, otherwise: .invalidChangeSet, "cannot download the snapshot that replaces \(databasePath)")
         }
         defer {
             try? FileManager.default.removeItem(atPath: snapshotPath)
             try? FileManager.default.removeItem(atPath: built.manifestPath)
         }
-        return try await replace(database, with: snapshotPath, revision: built.manifest.revision, reason: .historyExpired, source: .snapshot)
+        return try await replace(
+            database, with: snapshotPath, revision: built.manifest.revision, reason: .historyExpired, source: .snapshot)
     }
 }
 

@@ -13,7 +13,9 @@ package struct JSONMembers: Sendable {
     package let path: String
 
     package init(_ value: JSONValue, at path: String) throws(JSONShapeError) {
-        guard case .object(let members) = value else { throw JSONShapeError(.wrongType, path, "expected an object, got \(value.kindName)") }
+        guard case .object(let members) = value else {
+            throw JSONShapeError(.wrongType, path, "expected an object, got \(value.kindName)")
+        }
         self.members = members
         self.path = path
     }
@@ -27,7 +29,9 @@ package struct JSONMembers: Sendable {
     }
 
     package func int64(_ name: String) throws(JSONShapeError) -> Int64 {
-        guard case .int(let number) = try value(name) else { throw JSONShapeError(.wrongType, path(of: name), "expected an integer") }
+        guard case .int(let number) = try value(name) else {
+            throw JSONShapeError(.wrongType, path(of: name), "expected an integer")
+        }
         return number
     }
 
@@ -38,17 +42,23 @@ package struct JSONMembers: Sendable {
     }
 
     package func bool(_ name: String) throws(JSONShapeError) -> Bool {
-        guard case .bool(let flag) = try value(name) else { throw JSONShapeError(.wrongType, path(of: name), "expected true or false") }
+        guard case .bool(let flag) = try value(name) else {
+            throw JSONShapeError(.wrongType, path(of: name), "expected true or false")
+        }
         return flag
     }
 
     package func string(_ name: String) throws(JSONShapeError) -> String {
-        guard case .string(let text) = try value(name) else { throw JSONShapeError(.wrongType, path(of: name), "expected a string") }
+        guard case .string(let text) = try value(name) else {
+            throw JSONShapeError(.wrongType, path(of: name), "expected a string")
+        }
         return text
     }
 
     package func array(_ name: String) throws(JSONShapeError) -> [JSONValue] {
-        guard case .array(let items) = try value(name) else { throw JSONShapeError(.wrongType, path(of: name), "expected an array") }
+        guard case .array(let items) = try value(name) else {
+            throw JSONShapeError(.wrongType, path(of: name), "expected an array")
+        }
         return items
     }
 
@@ -60,7 +70,9 @@ package struct JSONMembers: Sendable {
 
     package func strings(_ name: String) throws(JSONShapeError) -> [String] {
         try array(name).map { (item) throws(JSONShapeError) -> String in
-            guard case .string(let text) = item else { throw JSONShapeError(.wrongType, path(of: name), "expected an array of strings") }
+            guard case .string(let text) = item else {
+                throw JSONShapeError(.wrongType, path(of: name), "expected an array of strings")
+            }
             return text
         }
     }

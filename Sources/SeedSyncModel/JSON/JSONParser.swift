@@ -82,9 +82,15 @@ private struct Scanner {
         case Byte.quote: return .string(try parseString())
         case Byte.openBracket: return try parseArray()
         case Byte.openBrace: return try parseObject()
-        case Byte.t: try expect("true"); return .bool(true)
-        case Byte.f: try expect("false"); return .bool(false)
-        case Byte.n: try expect("null"); return .null
+        case Byte.t:
+            try expect("true")
+            return .bool(true)
+        case Byte.f:
+            try expect("false")
+            return .bool(false)
+        case Byte.n:
+            try expect("null")
+            return .null
         case Byte.minus, Byte.zero...Byte.nine: return try parseNumber()
         default: throw failure("unexpected character")
         }
@@ -116,7 +122,8 @@ private struct Scanner {
             guard index < bytes.count, bytes[index] == Byte.colon else { throw failure("expected ':'") }
             index += 1
             guard members.updateValue(try parseValue(), forKey: name) == nil else {
-                throw JSONParseError(code: .invalidSyntax, offset: start, reason: "duplicate member '\(name.clippedForMessage)'")
+                throw JSONParseError(
+                    code: .invalidSyntax, offset: start, reason: "duplicate member '\(name.clippedForMessage)'")
             }
             guard try separator(closing: Byte.closeBrace) else { break }
         }
@@ -145,7 +152,9 @@ private struct Scanner {
 
     /// Steps over an opening bracket or brace, one level deeper; the caller steps back out.
     private mutating func enter() throws(JSONParseError) {
-        guard depth < JSONParser.maxDepth else { throw failure("nested more than \(JSONParser.maxDepth) deep", code: .tooDeep) }
+        guard depth < JSONParser.maxDepth else {
+            throw failure("nested more than \(JSONParser.maxDepth) deep", code: .tooDeep)
+        }
         depth += 1
         index += 1
     }
@@ -184,7 +193,9 @@ private struct Scanner {
                     try string(from: text, isASCII: false, at: start)
                 }
             case Byte.backslash: try appendEscape(to: &buffer)
-            case 0..<0x20: index -= 1; throw failure("control character in a string")
+            case 0..<0x20:
+                index -= 1
+                throw failure("control character in a string")
             default: buffer.append(byte)
             }
         }
@@ -203,7 +214,9 @@ private struct Scanner {
         case Byte.r: buffer.append(0x0D)
         case Byte.t: buffer.append(0x09)
         case Byte.u: appendUTF8(of: try parseUnicodeEscape(), to: &buffer)
-        default: index -= 1; throw failure("invalid escape")
+        default:
+            index -= 1
+            throw failure("invalid escape")
         }
     }
 
@@ -226,12 +239,13 @@ private struct Scanner {
         var value: UInt32 = 0
         for _ in 0..<4 {
             let byte = bytes[index]
-            let digit: UInt8 = switch byte {
-            case Byte.zero...Byte.nine: byte - Byte.zero
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-            default: throw failure("invalid \\u escape")
-            }
+            let digit: UInt8 =
+                switch byte {
+                case Byte.zero...Byte.nine: byte - Byte.zero
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+                default: throw failure("invalid \\u escape")
+                }
             value = value << 4 | UInt32(digit)
             index += 1
         }
@@ -243,7 +257,9 @@ private struct Scanner {
     }
 
     /// A `String` of UTF-8 bytes; ASCII needs no check, anything else must be valid UTF-8.
-    private func string(from text: UnsafeBufferPointer<UInt8>, isASCII: Bool, at start: Int) throws(JSONParseError) -> String {
+    private func string(from text: UnsafeBufferPointer<UInt8>, isASCII: Bool, at start: Int) throws(JSONParseError)
+        -> String
+    {
         if isASCII { return String(decoding: text, as: UTF8.self) }
         guard let string = String(bytes: text, encoding: .utf8) else {
             throw JSONParseError(code: .invalidSyntax, offset: start, reason: "a string is not valid UTF-8")

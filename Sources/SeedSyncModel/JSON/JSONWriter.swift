@@ -19,10 +19,24 @@ package struct JSONWriter: Sendable {
         bytes.reserveCapacity(capacity)
     }
 
-    package mutating func beginObject() { separate(); bytes.append(UInt8(ascii: "{")); needsComma = false }
-    package mutating func endObject() { bytes.append(UInt8(ascii: "}")); needsComma = true }
-    package mutating func beginArray() { separate(); bytes.append(UInt8(ascii: "[")); needsComma = false }
-    package mutating func endArray() { bytes.append(UInt8(ascii: "]")); needsComma = true }
+    package mutating func beginObject() {
+        separate()
+        bytes.append(UInt8(ascii: "{"))
+        needsComma = false
+    }
+    package mutating func endObject() {
+        bytes.append(UInt8(ascii: "}"))
+        needsComma = true
+    }
+    package mutating func beginArray() {
+        separate()
+        bytes.append(UInt8(ascii: "["))
+        needsComma = false
+    }
+    package mutating func endArray() {
+        bytes.append(UInt8(ascii: "]"))
+        needsComma = true
+    }
 
     /// Writes an object key; the next write is its value.
     package mutating func key(_ name: String) {
@@ -37,9 +51,15 @@ package struct JSONWriter: Sendable {
         switch value {
         case .null: raw("null")
         case .bool(let flag): raw(flag ? "true" : "false")
-        case .int(let number): separate(); writeInteger(number); needsComma = true
+        case .int(let number):
+            separate()
+            writeInteger(number)
+            needsComma = true
         case .double(let number): raw(number.isFinite ? "\(number)" : "null")
-        case .string(let text): separate(); writeString(text); needsComma = true
+        case .string(let text):
+            separate()
+            writeString(text)
+            needsComma = true
         case .array(let items):
             beginArray()
             for item in items { self.value(item) }
@@ -96,11 +116,21 @@ package struct JSONWriter: Sendable {
         }
         for byte in text {
             switch byte {
-            case UInt8(ascii: "\""): bytes.append(UInt8(ascii: "\\")); bytes.append(byte)
-            case UInt8(ascii: "\\"): bytes.append(UInt8(ascii: "\\")); bytes.append(byte)
-            case 0x0A: bytes.append(UInt8(ascii: "\\")); bytes.append(UInt8(ascii: "n"))
-            case 0x0D: bytes.append(UInt8(ascii: "\\")); bytes.append(UInt8(ascii: "r"))
-            case 0x09: bytes.append(UInt8(ascii: "\\")); bytes.append(UInt8(ascii: "t"))
+            case UInt8(ascii: "\""):
+                bytes.append(UInt8(ascii: "\\"))
+                bytes.append(byte)
+            case UInt8(ascii: "\\"):
+                bytes.append(UInt8(ascii: "\\"))
+                bytes.append(byte)
+            case 0x0A:
+                bytes.append(UInt8(ascii: "\\"))
+                bytes.append(UInt8(ascii: "n"))
+            case 0x0D:
+                bytes.append(UInt8(ascii: "\\"))
+                bytes.append(UInt8(ascii: "r"))
+            case 0x09:
+                bytes.append(UInt8(ascii: "\\"))
+                bytes.append(UInt8(ascii: "t"))
             case 0..<0x20:
                 bytes.append(contentsOf: "\\u00".utf8)
                 bytes.append(Self.hexDigits[Int(byte >> 4)])

@@ -10,12 +10,16 @@ extension DatasetSchema {
         guard SchemaNames.isValidDataset(dataset) else {
             throw SchemaError(.invalidName, "dataset name '\(dataset)' must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
         }
-        guard schemaVersion >= 1 else { throw SchemaError(.invalidVersion, "schemaVersion must be 1 or more, not \(schemaVersion)") }
+        guard schemaVersion >= 1 else {
+            throw SchemaError(.invalidVersion, "schemaVersion must be 1 or more, not \(schemaVersion)")
+        }
         guard !types.isEmpty else { throw SchemaError(.noTypes, "the schema declares no types") }
         var typeNames = Set<String>()
         for type in types {
             try type.validateNames()
-            guard typeNames.insert(type.name).inserted else { throw SchemaError(.duplicateName, "type '\(type.name)' is declared twice") }
+            guard typeNames.insert(type.name).inserted else {
+                throw SchemaError(.duplicateName, "type '\(type.name)' is declared twice")
+            }
         }
         for type in types {
             for field in type.fields {
@@ -43,7 +47,9 @@ extension EntityType {
         guard SchemaNames.isValid(name) else {
             throw SchemaError(.invalidName, "type name '\(name)' must match ^[a-z][a-z0-9_]{0,62}$")
         }
-        guard !name.hasPrefix("sqlite_") else { throw SchemaError(.invalidName, "type name '\(name)' must not start with sqlite_") }
+        guard !name.hasPrefix("sqlite_") else {
+            throw SchemaError(.invalidName, "type name '\(name)' must not start with sqlite_")
+        }
         guard !SchemaNames.changeSetMembers.contains(name) else {
             throw SchemaError(.reservedName, "type name '\(name)' is reserved: a change set has a member of that name")
         }
@@ -53,9 +59,12 @@ extension EntityType {
                 throw SchemaError(.invalidName, "field name '\(name).\(column)' must match ^[a-z][a-z0-9_]{0,62}$")
             }
             guard column != SchemaNames.revisionColumn else {
-                throw SchemaError(.reservedName, "'\(name).revision' is reserved: every type carries its own revision column")
+                throw SchemaError(
+                    .reservedName, "'\(name).revision' is reserved: every type carries its own revision column")
             }
-            guard seen.insert(column).inserted else { throw SchemaError(.duplicateName, "field '\(name).\(column)' is declared twice") }
+            guard seen.insert(column).inserted else {
+                throw SchemaError(.duplicateName, "field '\(name).\(column)' is declared twice")
+            }
         }
     }
 }

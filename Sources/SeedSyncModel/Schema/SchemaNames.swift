@@ -20,10 +20,14 @@ public enum SchemaNames {
     public static func isValidDataset(_ name: String) -> Bool {
         let bytes = Array(name.utf8)
         guard (1...128).contains(bytes.count), isAlphanumeric(bytes[0]) else { return false }
-        return bytes.allSatisfy { isAlphanumeric($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") }
+        return bytes.allSatisfy {
+            isAlphanumeric($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-")
+        }
     }
 
-    private static func isLowercaseLetter(_ byte: UInt8) -> Bool { (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) }
+    private static func isLowercaseLetter(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+    }
     private static func isDigit(_ byte: UInt8) -> Bool { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) }
     private static func isAlphanumeric(_ byte: UInt8) -> Bool {
         isLowercaseLetter(byte) || isDigit(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)

@@ -31,7 +31,9 @@ public struct SnapshotPage: Codable, Sendable, Hashable {
         revision = try members.int64("revision")
         columns = try members.strings("columns")
         rows = try members.array("rows").enumerated().map { (index, row) throws(JSONShapeError) in
-            guard case .array(let values) = row else { throw JSONShapeError(.wrongType, "rows[\(index)]", "expected an array") }
+            guard case .array(let values) = row else {
+                throw JSONShapeError(.wrongType, "rows[\(index)]", "expected an array")
+            }
             return values
         }
         next = try members.value("next")
@@ -53,9 +55,12 @@ public struct SnapshotPage: Codable, Sendable, Hashable {
     package static func beginJSON(type: String, revision: Int64, columns: [String], rowCount: Int) -> JSONWriter {
         var writer = JSONWriter(capacity: 64 + rowCount * columns.count * 12)
         writer.beginObject()
-        writer.key("type"); writer.value(.string(type))
-        writer.key("revision"); writer.value(.int(revision))
-        writer.key("columns"); writer.value(.array(columns.map(JSONValue.string)))
+        writer.key("type")
+        writer.value(.string(type))
+        writer.key("revision")
+        writer.value(.int(revision))
+        writer.key("columns")
+        writer.value(.array(columns.map(JSONValue.string)))
         writer.key("rows")
         writer.beginArray()
         return writer
@@ -64,7 +69,8 @@ public struct SnapshotPage: Codable, Sendable, Hashable {
     /// Closes `rows` and the page, and returns the JSON.
     package static func endJSON(_ writer: inout JSONWriter, next: JSONValue) -> [UInt8] {
         writer.endArray()
-        writer.key("next"); writer.value(next)
+        writer.key("next")
+        writer.value(next)
         writer.endObject()
         return writer.bytes
     }

@@ -26,7 +26,9 @@ extension MaintainedSyncStore {
     ///
     /// - Returns: the revision and the number of rows loaded.
     public func load(ndjsonFile path: String, into type: String) async throws -> (revision: Int64, rows: Int) {
-        guard let entity = try await schemaInfo().schema.type(named: type) else { throw SyncStoreError.unknownType(type) }
+        guard let entity = try await schemaInfo().schema.type(named: type) else {
+            throw SyncStoreError.unknownType(type)
+        }
         let result = try await bulkLoad([BulkLoad(type: type) { try NDJSONRowReader(path: path, type: entity) }])
         return (result.revision, result.rows[type] ?? 0)
     }

@@ -167,9 +167,12 @@ extension TypeChanges: Encodable {
 
     fileprivate func write(to writer: inout JSONWriter) {
         writer.beginObject()
-        writer.key("create"); writer.value(.array(create))
-        writer.key("update"); writer.value(.array(update))
-        writer.key("delete"); writer.value(.array(delete))
+        writer.key("create")
+        writer.value(.array(create))
+        writer.key("update")
+        writer.value(.array(update))
+        writer.key("delete")
+        writer.value(.array(delete))
         writer.key("attributes")
         writer.beginObject()
         for id in create + update + delete {

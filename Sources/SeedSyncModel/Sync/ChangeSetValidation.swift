@@ -38,7 +38,9 @@ extension DatasetSchema {
             guard let type = self.type(named: changes.type) else {
                 throw ChangeSetError(.unknownType, "unknown type '\(changes.type.clippedForMessage)'")
             }
-            guard seen.insert(type.name).inserted else { throw ChangeSetError(.malformed, "type '\(type.name)' appears twice") }
+            guard seen.insert(type.name).inserted else {
+                throw ChangeSetError(.malformed, "type '\(type.name)' appears twice")
+            }
             return try type.validate(changes)
         }
     }
@@ -49,7 +51,8 @@ extension EntityType {
         var keys = Set<String>()
         for id in changes.create + changes.update + changes.delete {
             guard primaryKey.type.accepts(id), let key = id.keyString else {
-                throw ChangeSetError(.invalidKey, "\(name): id \(describe(id)) is not a valid \(primaryKey.type.rawValue) key")
+                throw ChangeSetError(
+                    .invalidKey, "\(name): id \(describe(id)) is not a valid \(primaryKey.type.rawValue) key")
             }
             guard keys.insert(key).inserted else {
                 throw ChangeSetError(.malformed, "\(rowName(key)) appears more than once in create, update and delete")
@@ -71,7 +74,9 @@ extension EntityType {
         )
     }
 
-    fileprivate func row(_ id: JSONValue, _ attributes: [String: [String: JSONValue]]) throws(ChangeSetError) -> RowValues {
+    fileprivate func row(_ id: JSONValue, _ attributes: [String: [String: JSONValue]]) throws(ChangeSetError)
+        -> RowValues
+    {
         let key = id.keyString!
         guard let given = attributes[key] else { throw ChangeSetError(.malformed, "\(rowName(key)) has no attributes") }
         let isUnexpected = { (attribute: String) in
@@ -97,12 +102,15 @@ extension EntityType {
         let value = given ?? .null
         if value == .null {
             guard field.nullable else {
-                throw ChangeSetError(.invalidValue, "\(rowName(rowKey)).\(field.name) is missing or null but the field is not nullable")
+                throw ChangeSetError(
+                    .invalidValue, "\(rowName(rowKey)).\(field.name) is missing or null but the field is not nullable")
             }
             return .null
         }
         guard let normalized = field.type.normalize(value) else {
-            throw ChangeSetError(.invalidValue, "\(rowName(rowKey)).\(field.name): expected \(field.type.expectation), got \(value.kindName)")
+            throw ChangeSetError(
+                .invalidValue,
+                "\(rowName(rowKey)).\(field.name): expected \(field.type.expectation), got \(value.kindName)")
         }
         return normalized
     }
@@ -178,7 +186,8 @@ extension EntityType {
             throw ChangeSetError(.invalidKey, "\(name): the row has no '\(primaryKey.name)'")
         }
         guard primaryKey.type.accepts(id), let key = id.keyString else {
-            throw ChangeSetError(.invalidKey, "\(name): id \(describe(id)) is not a valid \(primaryKey.type.rawValue) key")
+            throw ChangeSetError(
+                .invalidKey, "\(name): id \(describe(id)) is not a valid \(primaryKey.type.rawValue) key")
         }
         return try row(id, [key: object])
     }
@@ -199,7 +208,8 @@ extension EntityType {
         }
         let id = values[0]
         guard primaryKey.type.accepts(id), let key = id.keyString else {
-            throw ChangeSetError(.invalidKey, "\(name): id \(describe(id)) is not a valid \(primaryKey.type.rawValue) key")
+            throw ChangeSetError(
+                .invalidKey, "\(name): id \(describe(id)) is not a valid \(primaryKey.type.rawValue) key")
         }
         guard case .int(let revision) = values[fields.count + 1], revision >= 0 else {
             throw ChangeSetError(.invalidValue, "\(rowName(key)).revision is not a non-negative integer")

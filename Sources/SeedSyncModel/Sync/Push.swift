@@ -34,20 +34,25 @@ public struct PushedChangeSet: Sendable, Hashable {
         let members = try JSONMembers(json, at: path)
         id = try members.string("id")
         guard Self.isValidID(id) else {
-            throw JSONShapeError(.invalidValue, members.path(of: "id"), "expected 1 to 64 characters of A-Z, a-z, 0-9, _ and -")
+            throw JSONShapeError(
+                .invalidValue, members.path(of: "id"), "expected 1 to 64 characters of A-Z, a-z, 0-9, _ and -")
         }
         changeSet = try ChangeSet(json: json, at: path)
         guard changeSet.revision == nil else {
-            throw JSONShapeError(.invalidValue, members.path(of: "revision"), "must not be given: the server assigns revisions")
+            throw JSONShapeError(
+                .invalidValue, members.path(of: "revision"), "must not be given: the server assigns revisions")
         }
     }
 
     /// Whether `id` can name a pushed change set.
     public static func isValidID(_ id: String) -> Bool {
-        (1...64).contains(id.utf8.count) && id.utf8.allSatisfy { byte in
-            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
-                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
-        }
+        (1...64).contains(id.utf8.count)
+            && id.utf8.allSatisfy { byte in
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                    || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "_")
+                    || byte == UInt8(ascii: "-")
+            }
     }
 
     /// The JSON a client sends: `id`, then the change set's members.

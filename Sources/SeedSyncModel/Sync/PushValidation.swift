@@ -35,7 +35,9 @@ package struct ValidatedPush: Sendable {
             let fields = change.type.fields
             func resolve(_ row: RowValues, ownKey: Bool) -> RowValues {
                 var row = row
-                if ownKey, case .int(let temporary) = row.key, let real = keys[change.type.name]?[temporary] { row.key = .int(real) }
+                if ownKey, case .int(let temporary) = row.key, let real = keys[change.type.name]?[temporary] {
+                    row.key = .int(real)
+                }
                 for (index, field) in fields.enumerated() {
                     guard let target = field.references, case .int(let temporary) = row.values[index], temporary < 0,
                         let real = keys[target]?[temporary]
@@ -102,34 +104,48 @@ extension DatasetSchema {
             let changes = plain.changes[index]
             for id in changes.update + changes.delete {
                 guard let key = id.keyString else { continue }  // `validate` names it
-                guard case .int(let revision)? = changes.attributes[key]?[SchemaNames.revisionColumn], revision >= 0 else {
-                    throw ChangeSetError(.malformed, "\(changes.type)[\(key.clippedForMessage)] needs the revision it was based on: \"revision\" in its attributes")
+                guard case .int(let revision)? = changes.attributes[key]?[SchemaNames.revisionColumn], revision >= 0
+                else {
+                    throw ChangeSetError(
+                        .malformed,
+                        "\(changes.type)[\(key.clippedForMessage)] needs the revision it was based on: \"revision\" in its attributes"
+                    )
                 }
                 bases[changes.type, default: [:]][key] = revision
             }
             for id in changes.delete {
                 guard let key = id.keyString else { continue }
                 guard changes.attributes[key]?.count == 1 else {
-                    throw ChangeSetError(.malformed, "\(changes.type)[\(key.clippedForMessage)] is deleted: its attributes hold its revision alone")
+                    throw ChangeSetError(
+                        .malformed,
+                        "\(changes.type)[\(key.clippedForMessage)] is deleted: its attributes hold its revision alone")
                 }
                 plain.changes[index].attributes[key] = nil
             }
         }
         let changes = try validate(plain)
         if let empty = changes.first(where: { $0.creates.isEmpty && $0.updates.isEmpty && $0.deletes.isEmpty }) {
-            throw ChangeSetError(.malformed, "\(empty.type.name) is listed in types but the change set creates, updates and deletes none of its rows")
+            throw ChangeSetError(
+                .malformed,
+                "\(empty.type.name) is listed in types but the change set creates, updates and deletes none of its rows"
+            )
         }
         var temporary: [String: Set<Int64>] = [:]
         for change in changes where change.type.primaryKey.type == .integer {
             for row in change.creates {
                 guard case .int(let key) = row.key, key < 0 else {
-                    throw ChangeSetError(.invalidKey, "\(change.type.name)[\(row.key.keyString ?? "?")] is created with a key of its own: new rows of \(change.type.name) take a negative temporary key, and the server assigns the real one")
+                    throw ChangeSetError(
+                        .invalidKey,
+                        "\(change.type.name)[\(row.key.keyString ?? "?")] is created with a key of its own: new rows of \(change.type.name) take a negative temporary key, and the server assigns the real one"
+                    )
                 }
                 temporary[change.type.name, default: []].insert(key)
             }
             for key in change.updates.map(\.key) + change.deletes {
                 if case .int(let number) = key, number < 0 {
-                    throw ChangeSetError(.invalidKey, "\(change.type.name)[\(number)] is a temporary key: only a created row can have one")
+                    throw ChangeSetError(
+                        .invalidKey,
+                        "\(change.type.name)[\(number)] is a temporary key: only a created row can have one")
                 }
             }
         }
@@ -137,8 +153,12 @@ extension DatasetSchema {
             for (index, field) in change.type.fields.enumerated() {
                 guard let target = field.references else { continue }
                 for row in change.creates + change.updates {
-                    guard case .int(let key) = row.values[index], key < 0, !(temporary[target]?.contains(key) ?? false) else { continue }
-                    throw ChangeSetError(.brokenReference, "\(change.type.name)[\(row.key.keyString ?? "?")].\(field.name) references \(target)[\(key)], a temporary key this change set does not create")
+                    guard case .int(let key) = row.values[index], key < 0, !(temporary[target]?.contains(key) ?? false)
+                    else { continue }
+                    throw ChangeSetError(
+                        .brokenReference,
+                        "\(change.type.name)[\(row.key.keyString ?? "?")].\(field.name) references \(target)[\(key)], a temporary key this change set does not create"
+                    )
                 }
             }
         }
@@ -158,9 +178,15 @@ package enum ReferenceProblem: Sendable, Hashable {
     package var error: ChangeSetError {
         switch self {
         case .dangling(let type, let key, let field, let target, let targetKey):
-            ChangeSetError(.brokenReference, "\(type)[\(key.keyString ?? "?")].\(field) references \(target)[\(targetKey.keyString ?? "?")], which does not exist")
+            ChangeSetError(
+                .brokenReference,
+                "\(type)[\(key.keyString ?? "?")].\(field) references \(target)[\(targetKey.keyString ?? "?")], which does not exist"
+            )
         case .referenced(let type, let key, let referrer, let referrerKey, let field):
-            ChangeSetError(.brokenReference, "\(type)[\(key.keyString ?? "?")] cannot be deleted: \(referrer)[\(referrerKey.keyString ?? "?")].\(field) references it")
+            ChangeSetError(
+                .brokenReference,
+                "\(type)[\(key.keyString ?? "?")] cannot be deleted: \(referrer)[\(referrerKey.keyString ?? "?")].\(field) references it"
+            )
         }
     }
 

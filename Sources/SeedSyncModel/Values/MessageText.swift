@@ -12,7 +12,9 @@ extension String {
     /// throw SyncStoreError.unknownType(name) // "unknown type 'xxxx…'" for a 10,000-character name
     /// ```
     package var clippedForMessage: String {
-        guard let end = index(startIndex, offsetBy: Self.echoLimit, limitedBy: endIndex), end != endIndex else { return self }
+        guard let end = index(startIndex, offsetBy: Self.echoLimit, limitedBy: endIndex), end != endIndex else {
+            return self
+        }
         return self[..<end] + "…"
     }
 }

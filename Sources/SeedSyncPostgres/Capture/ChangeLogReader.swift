@@ -29,11 +29,15 @@ struct ChangeLogReader {
     mutating func add(_ row: (Int64, Int64, Int64?, String?, String?, String?, ByteBuffer?)) throws(SyncStoreError) {
         minRevision = row.1
         guard let logged = row.2, let typeName = row.3, let keyText = row.4, let op = row.5 else { return }
-        guard let table = tables[typeName] else { throw .schemaMismatch("the change log names a type \(typeName) the schema lacks") }
+        guard let table = tables[typeName] else {
+            throw .schemaMismatch("the change log names a type \(typeName) the schema lacks")
+        }
         let key = wireKey(keyText, of: table.type.primaryKey.type)
         var values: [JSONValue] = []
         if op != "d" {
-            guard let data = row.6 else { throw .schemaMismatch("the change log holds no row for \(typeName)[\(keyText)] at revision \(logged)") }
+            guard let data = row.6 else {
+                throw .schemaMismatch("the change log holds no row for \(typeName)[\(keyText)] at revision \(logged)")
+            }
             let name = "\(tableSchema).\(typeName)"
             values = try data.withUnsafeReadableBytes { bytes throws(SyncStoreError) in
                 try WireRow(json: bytes, of: table.type, table: name).values
@@ -52,7 +56,9 @@ struct ChangeLogReader {
     /// (a row created and deleted again in one transaction) is an empty change set.
     func changeSets(after: Int64, through last: Int64) -> [EncodedChangeSet] {
         guard after < last else { return [] }
-        return (after + 1...last).map { revision in EncodedChangeSet(revision: revision, json: changeSet(at: revision).jsonBytes()) }
+        return (after + 1...last).map { revision in
+            EncodedChangeSet(revision: revision, json: changeSet(at: revision).jsonBytes())
+        }
     }
 
     private func changeSet(at revision: Int64) -> ChangeSet {

@@ -32,7 +32,8 @@ final class ChangeSetCache: Sendable {
 
     func insert(_ changeSets: [EncodedChangeSet]) {
         entries.withLockedValue { entries in
-            for changeSet in changeSets where entries.byRevision[changeSet.revision] == nil && changeSet.json.count <= capacity {
+            for changeSet in changeSets
+            where entries.byRevision[changeSet.revision] == nil && changeSet.json.count <= capacity {
                 entries.byRevision[changeSet.revision] = changeSet
                 entries.order.append(changeSet.revision)
                 entries.bytes += changeSet.json.count

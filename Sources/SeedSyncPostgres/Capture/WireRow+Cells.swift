@@ -10,16 +10,21 @@ extension WireRow {
     ///
     /// - Throws: `SyncStoreError.schemaMismatch` naming the column when one the schema names is
     ///   missing or the table has one the schema does not name: the table changed under the store.
-    static func positions(in row: PostgresRandomAccessRow, from first: Int, of type: EntityType, table: String) throws(SyncStoreError) -> [Int] {
+    static func positions(in row: PostgresRandomAccessRow, from first: Int, of type: EntityType, table: String)
+        throws(SyncStoreError) -> [Int]
+    {
         var byName: [String: Int] = [:]
         for index in first..<row.count { byName[row[index].columnName] = index }
         let names = [type.primaryKey.name] + type.fields.map(\.name)
         let positions = try names.map { name throws(SyncStoreError) in
-            guard let position = byName.removeValue(forKey: name) else { throw .schemaMismatch("\(table) has no column \(name) any more") }
+            guard let position = byName.removeValue(forKey: name) else {
+                throw .schemaMismatch("\(table) has no column \(name) any more")
+            }
             return position
         }
         guard byName.isEmpty else {
-            throw .schemaMismatch("\(table) has columns the schema does not name: \(byName.keys.sorted().joined(separator: ", "))")
+            throw .schemaMismatch(
+                "\(table) has columns the schema does not name: \(byName.keys.sorted().joined(separator: ", "))")
         }
         return positions
     }
@@ -37,10 +42,14 @@ extension WireRow {
     ///
     /// A cell of a type the field does not accept means the column was retyped under the store:
     /// `SyncStoreError.schemaMismatch`, never a guess.
-    init(cells row: PostgresRandomAccessRow, at positions: [Int], of type: EntityType, table: String) throws(SyncStoreError) {
+    init(cells row: PostgresRandomAccessRow, at positions: [Int], of type: EntityType, table: String)
+        throws(SyncStoreError)
+    {
         let keyCell = row[positions[0]]
-        guard let key = Self.value(of: keyCell, as: type.primaryKey.type.fieldType), type.primaryKey.type.accepts(key) else {
-            throw .schemaMismatch("\(table): the key column \(type.primaryKey.name) changed its type (now \(keyCell.dataType))")
+        guard let key = Self.value(of: keyCell, as: type.primaryKey.type.fieldType), type.primaryKey.type.accepts(key)
+        else {
+            throw .schemaMismatch(
+                "\(table): the key column \(type.primaryKey.name) changed its type (now \(keyCell.dataType))")
         }
         var values = [key]
         values.reserveCapacity(type.fields.count + 1)
@@ -65,7 +74,8 @@ extension WireRow {
         case (.integer, .int2): return bytes.readInteger(as: Int16.self).map { .int(Int64($0)) }
         case (.integer, .int4): return bytes.readInteger(as: Int32.self).map { .int(Int64($0)) }
         case (.integer, .int8): return bytes.readInteger(as: Int64.self).map { .int($0) }
-        case (.real, .float8): return bytes.readInteger(as: UInt64.self).flatMap { type.normalize(.double(Double(bitPattern: $0))) }
+        case (.real, .float8):
+            return bytes.readInteger(as: UInt64.self).flatMap { type.normalize(.double(Double(bitPattern: $0))) }
         case (.real, .float4):
             guard let bits = bytes.readInteger(as: UInt32.self), Float(bitPattern: bits).isFinite else { return nil }
             return number(String(describing: Float(bitPattern: bits)), as: type)
@@ -123,7 +133,8 @@ func timestampText(microsecondsSince2000 micros: Int64) -> String? {
     let timeOfDay = remainder < 0 ? remainder + perDay : remainder
     let (year, month, day) = RFC3339.civil(daysSince1970: days + 10_957)
     guard (1...9999).contains(year) else { return nil }
-    let seconds = timeOfDay / 1_000_000, fraction = timeOfDay % 1_000_000
+    let seconds = timeOfDay / 1_000_000
+    let fraction = timeOfDay % 1_000_000
     var text: [UInt8] = []
     text.reserveCapacity(27)
     func append(_ value: Int64, width: Int, then separator: Unicode.Scalar?) {

@@ -44,13 +44,16 @@ struct WireRow {
         self.values = values
     }
 
-    private static func wireValue(_ value: JSONValue, of field: Field, row key: JSONValue, table: String) throws(SyncStoreError) -> JSONValue {
+    private static func wireValue(_ value: JSONValue, of field: Field, row key: JSONValue, table: String)
+        throws(SyncStoreError) -> JSONValue
+    {
         if value == .null { return .null }
-        let converted: JSONValue? = switch (field.type, value) {
-        case (.timestamp, .string(let text)): timestamp(text)
-        case (.blob, .string(let text)): blob(text)
-        default: field.type.normalize(value)
-        }
+        let converted: JSONValue? =
+            switch (field.type, value) {
+            case (.timestamp, .string(let text)): timestamp(text)
+            case (.blob, .string(let text)): blob(text)
+            default: field.type.normalize(value)
+            }
         guard let converted else {
             throw .schemaMismatch(
                 "\(table)[\(key.keyString ?? "?")].\(field.name) holds a \(value.kindName) that is not \(field.type.expectation) on the wire (a changed column type, or a value such as NaN or infinity)"
@@ -65,7 +68,9 @@ struct WireRow {
         if text.hasSuffix("+00:00") {
             text.removeLast(6)
             text += "Z"
-        } else if text.count >= 19, !text.hasSuffix("Z"), !text.dropFirst(19).contains(where: { $0 == "+" || $0 == "-" }) {
+        } else if text.count >= 19, !text.hasSuffix("Z"),
+            !text.dropFirst(19).contains(where: { $0 == "+" || $0 == "-" })
+        {
             text += "Z"
         }
         return RFC3339.isValid(text) ? .string(text) : nil

@@ -34,7 +34,8 @@ struct PostgresTableSQL: Sendable {
         let collation = type.primaryKey.type == .text ? " COLLATE \"C\"" : ""
         var definitions = ["\(key) \(keyColumnType)\(collation) PRIMARY KEY"]
         for field in type.fields {
-            definitions.append("\(quote(field.name)) \(Self.columnType(field.type))\(field.nullable ? "" : " NOT NULL")")
+            definitions.append(
+                "\(quote(field.name)) \(Self.columnType(field.type))\(field.nullable ? "" : " NOT NULL")")
         }
         var statements = ["CREATE TABLE \(table) (\n  \(definitions.joined(separator: ",\n  "))\n)"]
         for field in type.fields where field.references != nil {
@@ -76,7 +77,8 @@ struct PostgresTableSQL: Sendable {
     /// Key, then fields: `$1` … `$n`.
     var insert: String {
         let values = ["$1"] + type.fields.enumerated().map { placeholder($0 + 2, $1.type) }
-        return "INSERT INTO \(table) (\(columnNames.joined(separator: ", "))) VALUES (\(values.joined(separator: ", ")))"
+        return
+            "INSERT INTO \(table) (\(columnNames.joined(separator: ", "))) VALUES (\(values.joined(separator: ", ")))"
     }
 
     /// Every row of the table `source` (same columns), replacing the row of an existing key.
@@ -98,7 +100,9 @@ struct PostgresTableSQL: Sendable {
     /// The revision of the row whose key is `$1`.
     var revision: String { "SELECT revision FROM \(revisions) WHERE key = $1" }
     /// The row whose key is `$1` as a snapshot page reads it: its revision, then `t.*`.
-    var row: String { "SELECT (SELECT v.revision FROM \(revisions) v WHERE v.key = t.\(key)), t.* FROM \(table) t WHERE t.\(key) = $1" }
+    var row: String {
+        "SELECT (SELECT v.revision FROM \(revisions) v WHERE v.key = t.\(key)), t.* FROM \(table) t WHERE t.\(key) = $1"
+    }
     /// The key column's sequence (a `serial` or identity column), or NULL.
     var keySequence: String { "SELECT pg_get_serial_sequence(\(literal(table)), \(literal(type.primaryKey.name)))" }
 

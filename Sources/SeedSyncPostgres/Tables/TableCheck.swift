@@ -31,30 +31,40 @@ struct TableCheck {
         let name = "\(tableSchema).\(table.type.name)"
         let columns = try await Self.columns(of: table.table, on: connection, logger: logger)
         guard !columns.isEmpty else {
-            throw PostgresStoreError.tableMismatch("there is no table \(name) to attach; create it, or fix the type's name in the schema file")
+            throw PostgresStoreError.tableMismatch(
+                "there is no table \(name) to attach; create it, or fix the type's name in the schema file")
         }
         let keys = try await Self.primaryKey(of: table.table, on: connection, logger: logger)
         let type = table.type
         guard keys == [type.primaryKey.name] else {
-            throw PostgresStoreError.tableMismatch("\(name): the primary key must be the column \(type.primaryKey.name) alone, not (\(keys.joined(separator: ", ")))")
+            throw PostgresStoreError.tableMismatch(
+                "\(name): the primary key must be the column \(type.primaryKey.name) alone, not (\(keys.joined(separator: ", ")))"
+            )
         }
         let byName = Dictionary(uniqueKeysWithValues: columns.map { ($0.name, $0) })
-        let expected = [(type.primaryKey.name, type.primaryKey.type.fieldType, false)] + type.fields.map { ($0.name, $0.type, $0.nullable) }
+        let expected =
+            [(type.primaryKey.name, type.primaryKey.type.fieldType, false)]
+            + type.fields.map { ($0.name, $0.type, $0.nullable) }
         for (column, fieldType, nullable) in expected {
             guard let found = byName[column] else {
                 throw PostgresStoreError.tableMismatch("\(name) has no column \(column), which the schema names")
             }
             guard Self.acceptedTypes[fieldType]!.contains(found.typeName) else {
                 let accepted = Self.acceptedTypes[fieldType]!.sorted().joined(separator: ", ")
-                throw PostgresStoreError.tableMismatch("\(name).\(column) is \(found.formattedType), which cannot hold a \(fieldType.rawValue) field (accepted: \(accepted))")
+                throw PostgresStoreError.tableMismatch(
+                    "\(name).\(column) is \(found.formattedType), which cannot hold a \(fieldType.rawValue) field (accepted: \(accepted))"
+                )
             }
             guard nullable || found.notNull else {
-                throw PostgresStoreError.tableMismatch("\(name).\(column) allows NULL but the schema says it does not; make the column NOT NULL or the field nullable")
+                throw PostgresStoreError.tableMismatch(
+                    "\(name).\(column) allows NULL but the schema says it does not; make the column NOT NULL or the field nullable"
+                )
             }
         }
         let known = Set(expected.map(\.0))
         if let extra = columns.first(where: { !known.contains($0.name) }) {
-            throw PostgresStoreError.tableMismatch("\(name) has a column \(extra.name) the schema does not name; add the field to the schema file")
+            throw PostgresStoreError.tableMismatch(
+                "\(name) has a column \(extra.name) the schema does not name; add the field to the schema file")
         }
     }
 
@@ -70,8 +80,10 @@ struct TableCheck {
         }
         var binds = PostgresBindings()
         binds.append(table.table)
-        let sql = "SELECT count(*) FROM pg_trigger WHERE tgrelid = to_regclass($1) AND tgname LIKE 'seedsync\\_%' AND tgenabled <> 'D'"
-        for try await count in try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger).decode(Int64.self)
+        let sql =
+            "SELECT count(*) FROM pg_trigger WHERE tgrelid = to_regclass($1) AND tgname LIKE 'seedsync\\_%' AND tgenabled <> 'D'"
+        for try await count in try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+            .decode(Int64.self)
         where count != 5 {
             throw PostgresStoreError.tableMismatch(
                 "\(tableSchema).\(table.type.name) is missing enabled capture triggers (seedsync_*): writes to it would not reach clients; re-enable them (ALTER TABLE … ENABLE TRIGGER ALL)"
@@ -98,7 +110,8 @@ struct TableCheck {
     }
 
     /// The columns of `table`'s primary key, in key order.
-    static func primaryKey(of table: String, on connection: PostgresConnection, logger: Logger) async throws -> [String] {
+    static func primaryKey(of table: String, on connection: PostgresConnection, logger: Logger) async throws -> [String]
+    {
         var binds = PostgresBindings()
         binds.append(table)
         let sql = """
@@ -106,7 +119,9 @@ struct TableCheck {
             WHERE i.indrelid = to_regclass($1) AND i.indisprimary ORDER BY array_position(i.indkey::int2[], a.attnum)
             """
         var names: [String] = []
-        for try await name in try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger).decode(String.self) {
+        for try await name in try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+            .decode(String.self)
+        {
             names.append(name)
         }
         return names

@@ -24,16 +24,19 @@ extension PostgresSyncStore {
         logger: Logger = Logger(label: "seed-server.postgres")
     ) async throws -> DatasetSchema {
         for name in [tableSchema] + names where !SchemaNames.isValid(name) {
-            throw PostgresStoreError.tableMismatch("'\(name.clippedForMessage)' cannot be a type name: table names must match ^[a-z][a-z0-9_]{0,62}$")
+            throw PostgresStoreError.tableMismatch(
+                "'\(name.clippedForMessage)' cannot be a type name: table names must match ^[a-z][a-z0-9_]{0,62}$")
         }
         return try await withConnection(to: location, logger: logger) { connection in
-                    var types: [EntityType] = []
-                    for name in names {
-                        types.append(try await entityType(name, tableSchema: tableSchema, served: Set(names), on: connection, logger: logger))
-                    }
-                    let schema = DatasetSchema(dataset: dataset, schemaVersion: schemaVersion, types: types)
-                    try schema.validate()
-                    return schema
+            var types: [EntityType] = []
+            for name in names {
+                types.append(
+                    try await entityType(
+                        name, tableSchema: tableSchema, served: Set(names), on: connection, logger: logger))
+            }
+            let schema = DatasetSchema(dataset: dataset, schemaVersion: schemaVersion, types: types)
+            try schema.validate()
+            return schema
         }
     }
 
@@ -42,23 +45,30 @@ extension PostgresSyncStore {
     ) async throws -> EntityType {
         let table = "\(quote(tableSchema)).\(quote(name))"
         let columns = try await TableCheck.columns(of: table, on: connection, logger: logger)
-        guard !columns.isEmpty else { throw PostgresStoreError.tableMismatch("there is no table \(tableSchema).\(name)") }
+        guard !columns.isEmpty else {
+            throw PostgresStoreError.tableMismatch("there is no table \(tableSchema).\(name)")
+        }
         let keys = try await TableCheck.primaryKey(of: table, on: connection, logger: logger)
         guard keys.count == 1, let keyColumn = columns.first(where: { $0.name == keys[0] }) else {
-            throw PostgresStoreError.tableMismatch("\(tableSchema).\(name) needs a primary key of one column to be served")
+            throw PostgresStoreError.tableMismatch(
+                "\(tableSchema).\(name) needs a primary key of one column to be served")
         }
         let keyType: KeyType
         switch fieldType(of: keyColumn) {
         case .integer: keyType = .integer
         case .text: keyType = .text
         default:
-            throw PostgresStoreError.tableMismatch("\(tableSchema).\(name).\(keyColumn.name) is \(keyColumn.formattedType); a key must be an integer or text column")
+            throw PostgresStoreError.tableMismatch(
+                "\(tableSchema).\(name).\(keyColumn.name) is \(keyColumn.formattedType); a key must be an integer or text column"
+            )
         }
         let references = try await foreignKeys(of: table, on: connection, logger: logger)
         var fields: [Field] = []
         for column in columns where column.name != keyColumn.name {
             guard let type = fieldType(of: column) else {
-                throw PostgresStoreError.tableMismatch("\(tableSchema).\(name).\(column.name) is \(column.formattedType), which no field type maps to; leave the table out or change the column")
+                throw PostgresStoreError.tableMismatch(
+                    "\(tableSchema).\(name).\(column.name) is \(column.formattedType), which no field type maps to; leave the table out or change the column"
+                )
             }
             let target = references[column.name].flatMap { served.contains($0) ? $0 : nil }
             fields.append(Field(name: column.name, type: type, nullable: !column.notNull, references: target))
@@ -71,7 +81,9 @@ extension PostgresSyncStore {
     }
 
     /// Single-column foreign keys of `table`: column name → referenced table name.
-    private static func foreignKeys(of table: String, on connection: PostgresConnection, logger: Logger) async throws -> [String: String] {
+    private static func foreignKeys(of table: String, on connection: PostgresConnection, logger: Logger) async throws
+        -> [String: String]
+    {
         var binds = PostgresBindings()
         binds.append(table)
         let sql = """
@@ -80,9 +92,13 @@ extension PostgresSyncStore {
             WHERE c.conrelid = to_regclass($1) AND c.contype = 'f' AND cardinality(c.conkey) = 1
             """
         var references: [String: String] = [:]
-        for try await (column, target) in try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger).decode((String, String).self) {
+        for try await (column, target) in try await connection.query(
+            PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger
+        ).decode((String, String).self) {
             // regclass text is qualified only outside the search path, and quoted when needed.
-            references[column] = target.split(separator: ".").last.map { String($0).replacingOccurrences(of: "\"", with: "") }
+            references[column] = target.split(separator: ".").last.map {
+                String($0).replacingOccurrences(of: "\"", with: "")
+            }
         }
         return references
     }

@@ -10,14 +10,18 @@ package enum FileCopy {
     /// - Throws: ``SeedError`` when `source` cannot be read, is not valid gzip, or exceeds `limit`;
     ///   `destination` may then hold part of the bytes, and the caller removes it.
     @discardableResult
-    package static func copy(_ source: String, to destination: String, decompress: Bool, limit: Int64 = .max) throws -> FileDigest {
+    package static func copy(_ source: String, to destination: String, decompress: Bool, limit: Int64 = .max) throws
+        -> FileDigest
+    {
         let output = try OutputFile(path: destination)
         defer { output.close() }
         var hasher = FileDigest.Hasher()
         var size: Int64 = 0
         let write = { (chunk: UnsafeRawBufferPointer) throws in
             size += Int64(chunk.count)
-            guard size <= limit else { throw SeedError(.damaged, "\(source) holds more than the manifest's \(limit) bytes") }
+            guard size <= limit else {
+                throw SeedError(.damaged, "\(source) holds more than the manifest's \(limit) bytes")
+            }
             hasher.update(chunk)
             try output.write(chunk)
         }

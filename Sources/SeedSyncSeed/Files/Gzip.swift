@@ -14,7 +14,9 @@ package enum Gzip {
     ///
     /// - Returns: the digests of the source and of the compressed file, from the same pass.
     @discardableResult
-    package static func compress(_ source: String, to destination: String, level: Int32 = 6) throws -> (source: FileDigest, compressed: FileDigest) {
+    package static func compress(_ source: String, to destination: String, level: Int32 = 6) throws -> (
+        source: FileDigest, compressed: FileDigest
+    ) {
         let output = try OutputFile(path: destination)
         defer { output.close() }
         var compressed = FileDigest.Hasher()
@@ -43,7 +45,8 @@ package enum Gzip {
     private static func trailer(checksum: uLong, size: Int64) -> [UInt8] {
         let crc = UInt32(truncatingIfNeeded: checksum)
         let length = UInt32(truncatingIfNeeded: size)
-        return (0..<4).map { UInt8(truncatingIfNeeded: crc >> ($0 * 8)) } + (0..<4).map { UInt8(truncatingIfNeeded: length >> ($0 * 8)) }
+        return (0..<4).map { UInt8(truncatingIfNeeded: crc >> ($0 * 8)) }
+            + (0..<4).map { UInt8(truncatingIfNeeded: length >> ($0 * 8)) }
     }
 
     /// Decompresses the gzip file at `source`, handing each decompressed chunk to `body`.

@@ -59,7 +59,9 @@ struct ParallelBlocks {
                     let history = UnsafeBufferPointer(rebasing: shared.input[max(0, start - Self.windowSize)..<start])
                     let block = UnsafeBufferPointer(rebasing: shared.input[start..<end])
                     let finish = isLast && index == blockCount - 1
-                    shared.slots[index] = Result { () throws(SeedError) in try Self.deflate(block, history: history, finish: finish, level: level) }
+                    shared.slots[index] = Result { () throws(SeedError) in
+                        try Self.deflate(block, history: history, finish: finish, level: level)
+                    }
                 }
             }
         }
@@ -74,9 +76,15 @@ struct ParallelBlocks {
     }
 
     /// Raw deflate of `input` primed with `history`, ending in a sync flush, or the final block when `finish`.
-    private static func deflate(_ input: UnsafeBufferPointer<UInt8>, history: UnsafeBufferPointer<UInt8>, finish: Bool, level: Int32) throws(SeedError) -> Block {
+    private static func deflate(
+        _ input: UnsafeBufferPointer<UInt8>, history: UnsafeBufferPointer<UInt8>, finish: Bool, level: Int32
+    ) throws(SeedError) -> Block {
         var stream = z_stream()
-        guard deflateInit2_(&stream, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
+        guard
+            deflateInit2_(
+                &stream, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY, zlibVersion(),
+                Int32(MemoryLayout<z_stream>.size)) == Z_OK
+        else {
             throw SeedError(.fileSystem, "gzip: cannot start the compressor (out of memory?)")
         }
         defer { deflateEnd(&stream) }
@@ -93,7 +101,9 @@ struct ParallelBlocks {
             stream.avail_out = UInt32(out.count)
             return CZlib.deflate(&stream, finish ? Z_FINISH : Z_SYNC_FLUSH)
         }
-        guard status == (finish ? Z_STREAM_END : Z_OK), stream.avail_in == 0 else { throw SeedError(.fileSystem, "gzip: compression failed") }
+        guard status == (finish ? Z_STREAM_END : Z_OK), stream.avail_in == 0 else {
+            throw SeedError(.fileSystem, "gzip: compression failed")
+        }
         output.removeLast(Int(stream.avail_out))
         return Block(bytes: output, checksum: crc32(0, input.baseAddress, UInt32(input.count)), count: input.count)
     }

@@ -27,9 +27,12 @@ package enum ContentDigest {
     package static func compute(_ db: Database, schema: DatasetSchema) throws -> String {
         var stream = Stream()
         let key = SeedMetadata.Key.contentSHA256.rawValue
-        let metadataRows = try Int64.fetchOne(db, sql: "SELECT count(*) FROM \(SeedFormat.metadataTable) WHERE key <> ?", arguments: [key]) ?? 0
+        let metadataRows =
+            try Int64.fetchOne(
+                db, sql: "SELECT count(*) FROM \(SeedFormat.metadataTable) WHERE key <> ?", arguments: [key]) ?? 0
         stream.integer(metadataRows)
-        try stream.rows(db, sql: "SELECT key, value FROM \(SeedFormat.metadataTable) WHERE key <> ? ORDER BY key", arguments: [key])
+        try stream.rows(
+            db, sql: "SELECT key, value FROM \(SeedFormat.metadataTable) WHERE key <> ? ORDER BY key", arguments: [key])
         for type in schema.types {
             let table = TableSQL(type: type)
             stream.text(type.name)
@@ -73,7 +76,10 @@ package enum ContentDigest {
             switch sqlite3_column_type(handle, column) {
             case SQLITE_INTEGER: integer(sqlite3_column_int64(handle, column))
             case SQLITE_FLOAT: tagged(2, sqlite3_column_double(handle, column).bitPattern)
-            case SQLITE_TEXT: bytes(3, sqlite3_column_text(handle, column).map(UnsafeRawPointer.init), sqlite3_column_bytes(handle, column))
+            case SQLITE_TEXT:
+                bytes(
+                    3, sqlite3_column_text(handle, column).map(UnsafeRawPointer.init),
+                    sqlite3_column_bytes(handle, column))
             case SQLITE_BLOB: bytes(4, sqlite3_column_blob(handle, column), sqlite3_column_bytes(handle, column))
             default: tag(0)
             }

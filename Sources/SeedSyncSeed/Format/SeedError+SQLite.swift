@@ -24,9 +24,15 @@ extension SeedError {
         case .SQLITE_IOERR where file.map(FileSystem.reachesFileSizeLimit) == true:
             return system(EFBIG, action)
         case .SQLITE_IOERR:
-            return Self(.fileSystem, "cannot \(action): \(name) (result code \(code.rawValue)); check the volume (free space, the file-size limit ulimit -f, its health) and run again")
+            return Self(
+                .fileSystem,
+                "cannot \(action): \(name) (result code \(code.rawValue)); check the volume (free space, the file-size limit ulimit -f, its health) and run again"
+            )
         case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_READONLY, .SQLITE_AUTH:
-            return Self(.fileSystem, "cannot \(action): \(name); check that the file and its folder exist and are writable, and that the volume has free space")
+            return Self(
+                .fileSystem,
+                "cannot \(action): \(name); check that the file and its folder exist and are writable, and that the volume has free space"
+            )
         case .SQLITE_CORRUPT:
             return Self(.damaged, "cannot \(action): the file is damaged (\(name))")
         case .SQLITE_NOTADB:

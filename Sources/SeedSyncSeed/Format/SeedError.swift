@@ -23,7 +23,8 @@ public struct SeedError: Error, CustomStringConvertible, Sendable, Hashable {
     /// What kind of failure. New codes may be added: a `switch` over it needs a `default`.
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
-            case notASeed, damaged, invalidData, busy, diskFull, fileSizeLimit, fileSystem, notFound, alreadyExists, notResumable, unusable, sqlite
+            case notASeed, damaged, invalidData, busy, diskFull, fileSizeLimit, fileSystem, notFound, alreadyExists,
+                notResumable, unusable, sqlite
         }
 
         private let base: Base
@@ -93,7 +94,10 @@ public struct SeedError: Error, CustomStringConvertible, Sendable, Hashable {
         case ENOSPC, EDQUOT:
             Self(.diskFull, "cannot \(action): no space left on the device; free space on that volume and run again")
         case EFBIG:
-            Self(.fileSizeLimit, "cannot \(action): the file is larger than this process may write (the file-size limit, ulimit -f); raise the limit and run again")
+            Self(
+                .fileSizeLimit,
+                "cannot \(action): the file is larger than this process may write (the file-size limit, ulimit -f); raise the limit and run again"
+            )
         case ENOENT:
             Self(.notFound, "cannot \(action): no such file or folder")
         case EACCES, EPERM:
@@ -116,7 +120,9 @@ public struct SeedError: Error, CustomStringConvertible, Sendable, Hashable {
     /// The POSIX error number behind a Foundation error, when it carries one.
     private static func errno(of error: NSError) -> Int32? {
         if error.domain == NSPOSIXErrorDomain { return Int32(error.code) }
-        if let underlying = error.userInfo[NSUnderlyingErrorKey] as? NSError, let number = errno(of: underlying) { return number }
+        if let underlying = error.userInfo[NSUnderlyingErrorKey] as? NSError, let number = errno(of: underlying) {
+            return number
+        }
         if error.domain == NSCocoaErrorDomain {
             switch error.code {
             case CocoaError.fileWriteOutOfSpace.rawValue: return ENOSPC

@@ -54,14 +54,17 @@ public struct SeedMetadata: Sendable, Hashable {
         var values: [String: String] = [:]
         for row in rows { values[row[0]] = row[1] }
         func value(_ key: Key) throws -> String {
-            guard let value = values[key.rawValue] else { throw SeedError.notASeed(path, "metadata '\(key.rawValue)' is missing") }
+            guard let value = values[key.rawValue] else {
+                throw SeedError.notASeed(path, "metadata '\(key.rawValue)' is missing")
+            }
             return value
         }
         guard let formatVersion = Int(try value(.formatVersion)) else {
             throw SeedError.notASeed(path, "metadata 'format_version' is not a number")
         }
         guard formatVersion == SeedFormat.version else {
-            throw SeedError.notASeed(path, "format version \(formatVersion) is not supported (this build reads \(SeedFormat.version))")
+            throw SeedError.notASeed(
+                path, "format version \(formatVersion) is not supported (this build reads \(SeedFormat.version))")
         }
         guard let revision = Int64(try value(.revision)), revision >= 0 else {
             throw SeedError.notASeed(path, "metadata 'revision' is not a revision")
@@ -110,7 +113,8 @@ public struct SeedMetadata: Sendable, Hashable {
             sql: "UPDATE \(SeedFormat.metadataTable) SET value = ? WHERE key = ?",
             arguments: [String(revision), Key.revision.rawValue]
         )
-        try db.execute(sql: "DELETE FROM \(SeedFormat.metadataTable) WHERE key = ?", arguments: [Key.contentSHA256.rawValue])
+        try db.execute(
+            sql: "DELETE FROM \(SeedFormat.metadataTable) WHERE key = ?", arguments: [Key.contentSHA256.rawValue])
     }
 
     /// Stores the content digest of the finished seed (see ``ContentDigest``).
@@ -133,9 +137,12 @@ public struct SeedMetadata: Sendable, Hashable {
 extension SeedMetadata {
     /// The `revision` key alone, read inside a write transaction.
     package static func storedRevision(_ db: Database) throws -> Int64 {
-        guard let text = try String.fetchOne(
-            db, sql: "SELECT value FROM \(SeedFormat.metadataTable) WHERE key = ?", arguments: [Key.revision.rawValue]
-        ), let revision = Int64(text) else {
+        guard
+            let text = try String.fetchOne(
+                db, sql: "SELECT value FROM \(SeedFormat.metadataTable) WHERE key = ?",
+                arguments: [Key.revision.rawValue]
+            ), let revision = Int64(text)
+        else {
             throw SeedError.invalidData("the database has no seed revision")
         }
         return revision
@@ -143,6 +150,8 @@ extension SeedMetadata {
 
     /// The `schema_hash` key alone: whether another schema was copied in since the file was opened.
     package static func storedSchemaHash(_ db: Database) throws -> String? {
-        try String.fetchOne(db, sql: "SELECT value FROM \(SeedFormat.metadataTable) WHERE key = ?", arguments: [Key.schemaHash.rawValue])
+        try String.fetchOne(
+            db, sql: "SELECT value FROM \(SeedFormat.metadataTable) WHERE key = ?", arguments: [Key.schemaHash.rawValue]
+        )
     }
 }

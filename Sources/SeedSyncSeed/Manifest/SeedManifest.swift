@@ -57,7 +57,9 @@ public struct SeedManifest: Codable, Sendable, Hashable {
     ///   it, say); the file is hashed otherwise.
     /// - Parameter createdAt: the creation time; `SOURCE_DATE_EPOCH` from the environment when set,
     ///   for reproducible manifests, else now.
-    package init(describing path: String, digest: FileDigest? = nil, createdAt: Date = SeedManifest.creationDate()) throws {
+    package init(describing path: String, digest: FileDigest? = nil, createdAt: Date = SeedManifest.creationDate())
+        throws
+    {
         let seed = try SeedFile(path: path)
         defer { try? seed.close() }
         let metadata = try seed.metadata()
@@ -80,7 +82,9 @@ public struct SeedManifest: Codable, Sendable, Hashable {
 
     /// Reads a manifest file.
     public static func read(from path: String) throws -> SeedManifest {
-        guard let data = FileManager.default.contents(atPath: path) else { throw SeedError.system(errno, "read the manifest \(path)") }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw SeedError.system(errno, "read the manifest \(path)")
+        }
         do {
             let manifest = try JSONDecoder().decode(SeedManifest.self, from: data)
             guard manifest.format == formatName else { throw SeedError(.damaged, "\(path) is not a seed manifest") }

@@ -39,9 +39,12 @@ public final class SeedFile: Sendable {
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_READONLY_ROLLBACK {
             // A hot journal: an interrupted write that only a read-write connection rolls back.
             guard SeedFormat.hasSeedHeader(at: path) else {
-                throw SeedError.notASeed(path, "it is another program's database, with an interrupted write in \(path)-journal")
+                throw SeedError.notASeed(
+                    path, "it is another program's database, with an interrupted write in \(path)-journal")
             }
-            throw SeedError(.unusable, "\(path) has an interrupted write in \(path)-journal, which only a read-write open rolls back")
+            throw SeedError(
+                .unusable,
+                "\(path) has an interrupted write in \(path)-journal, which only a read-write open rolls back")
         } catch let error as DatabaseError {
             // A full disk or an I/O error says nothing about what the file is.
             throw SeedError.database(error, "read \(path)")
@@ -68,7 +71,8 @@ public final class SeedFile: Sendable {
         return try read { db in
             let applicationID = try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0
             guard applicationID == SeedFormat.applicationID else {
-                throw SeedError.notASeed(path, "its application id is \(applicationID), not \(SeedFormat.applicationID)")
+                throw SeedError.notASeed(
+                    path, "its application id is \(applicationID), not \(SeedFormat.applicationID)")
             }
             return try SeedMetadata.read(db, path: path)
         }
@@ -92,7 +96,9 @@ public final class SeedFile: Sendable {
 
     /// Every row of `type` in key order, as wire values: key, fields, revision.
     public func rows(of type: String) throws -> [[JSONValue]] {
-        guard let entity = try metadata().schema.type(named: type) else { throw SeedError(.unusable, "the seed has no type '\(type)'") }
+        guard let entity = try metadata().schema.type(named: type) else {
+            throw SeedError(.unusable, "the seed has no type '\(type)'")
+        }
         let table = TableSQL(type: entity)
         return try read { db in
             try Row.fetchAll(db, sql: "SELECT \(table.columns) FROM \(table.table) ORDER BY \(table.key)")
@@ -119,18 +125,27 @@ public final class SeedFile: Sendable {
     ///   carries none (nothing then proves it intact).
     public func checkContent(_ metadata: SeedMetadata) throws {
         guard let recorded = metadata.contentSHA256 else {
-            throw SeedError(.damaged, "\(path) carries no content digest and has no manifest beside it, so nothing proves it intact; ship its manifest, or rebuild it with this version of seed-build")
+            throw SeedError(
+                .damaged,
+                "\(path) carries no content digest and has no manifest beside it, so nothing proves it intact; ship its manifest, or rebuild it with this version of seed-build"
+            )
         }
         let digest = try contentDigest(of: metadata.schema)
         guard digest == recorded else {
-            throw SeedError(.damaged, "\(path) is damaged: its rows hash to \(digest), but it was built with content_sha256 \(recorded); a value was changed after the build")
+            throw SeedError(
+                .damaged,
+                "\(path) is damaged: its rows hash to \(digest), but it was built with content_sha256 \(recorded); a value was changed after the build"
+            )
         }
     }
 
     /// The page size and the version of the SQLite library reading the file.
     package func storage() throws -> (pageSize: Int, sqliteVersion: String) {
         try read { db in
-            (try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 0, try String.fetchOne(db, sql: "SELECT sqlite_version()") ?? "")
+            (
+                try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 0,
+                try String.fetchOne(db, sql: "SELECT sqlite_version()") ?? ""
+            )
         }
     }
 

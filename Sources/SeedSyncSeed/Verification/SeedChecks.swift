@@ -57,12 +57,18 @@ struct SeedChecks {
         let expected = Int64(header.pageCount) * Int64(header.pageSize)
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int64) ?? nil ?? -1
         if header.pageSize != SeedFormat.pageSize || !header.isUTF8 {
-            report.record("sqlite-file", false, "page size \(header.pageSize) and \(header.isUTF8 ? "UTF-8" : "UTF-16") text; seeds use \(SeedFormat.pageSize)-byte pages and UTF-8")
+            report.record(
+                "sqlite-file", false,
+                "page size \(header.pageSize) and \(header.isUTF8 ? "UTF-8" : "UTF-16") text; seeds use \(SeedFormat.pageSize)-byte pages and UTF-8"
+            )
         } else if size == expected {
             report.record("sqlite-file", true, "\(header.pageCount) pages of \(header.pageSize) bytes")
         } else {
             let problem = size < expected ? "truncated" : "followed by \(size - expected) bytes of junk"
-            report.record("sqlite-file", false, "\(size) bytes, but the header says \(header.pageCount) pages of \(header.pageSize) bytes (\(expected) bytes): \(problem)")
+            report.record(
+                "sqlite-file", false,
+                "\(size) bytes, but the header says \(header.pageCount) pages of \(header.pageSize) bytes (\(expected) bytes): \(problem)"
+            )
         }
         return header
     }
@@ -77,7 +83,9 @@ struct SeedChecks {
     }
 
     private func checkJournal(_ header: SQLiteHeader, into report: inout VerificationReport) {
-        let leftovers = ["-wal", "-shm", "-journal"].map { path + $0 }.filter { FileManager.default.fileExists(atPath: $0) }
+        let leftovers = ["-wal", "-shm", "-journal"].map { path + $0 }.filter {
+            FileManager.default.fileExists(atPath: $0)
+        }
         if !header.isRollbackJournal {
             report.record("journal-mode", false, "the file is in WAL mode; a seed must use journal_mode=DELETE")
         } else if !leftovers.isEmpty {
@@ -90,7 +98,10 @@ struct SeedChecks {
     private func checkFormat(_ seed: SeedFile, into report: inout VerificationReport) -> SeedMetadata? {
         do {
             let metadata = try seed.metadata()
-            report.record("seed-format", true, "application id \(SeedFormat.applicationID), format \(metadata.formatVersion), dataset \(metadata.dataset), revision \(metadata.revision)")
+            report.record(
+                "seed-format", true,
+                "application id \(SeedFormat.applicationID), format \(metadata.formatVersion), dataset \(metadata.dataset), revision \(metadata.revision)"
+            )
             return metadata
         } catch {
             report.record("seed-format", false, "\(error)")
@@ -114,7 +125,10 @@ struct SeedChecks {
         Self.record("foreign-keys", into: &report) {
             let violations = try seed.read { db in try Row.fetchAll(db, sql: "PRAGMA foreign_key_check") }
             guard let first = violations.first else { return (true, "every reference resolves") }
-            return (false, "\(violations.count) dangling reference(s), the first in \(first[0] as String) to \(first[2] as String)")
+            return (
+                false,
+                "\(violations.count) dangling reference(s), the first in \(first[0] as String) to \(first[2] as String)"
+            )
         }
     }
 
@@ -133,7 +147,10 @@ struct SeedChecks {
                     try Int64.fetchOne(db, sql: "SELECT max(\(quote(SchemaNames.revisionColumn))) FROM \(table.table)")
                 }
                 if let newest, newest > metadata.revision {
-                    return (false, "\(type.name) has a row at revision \(newest), after the embedded revision \(metadata.revision)")
+                    return (
+                        false,
+                        "\(type.name) has a row at revision \(newest), after the embedded revision \(metadata.revision)"
+                    )
                 }
             }
             return (true, "no row is after revision \(metadata.revision)")
@@ -144,19 +161,30 @@ struct SeedChecks {
     private func checkSchema(_ seed: SeedFile, _ metadata: SeedMetadata, into report: inout VerificationReport) {
         Self.record("schema", into: &report) {
             guard metadata.schema.hash == metadata.schemaHash else {
-                return (false, "schema_hash \(metadata.schemaHash) is not the hash of the stored schema (\(metadata.schema.hash))")
+                return (
+                    false,
+                    "schema_hash \(metadata.schemaHash) is not the hash of the stored schema (\(metadata.schema.hash))"
+                )
             }
-            let expected = Set([SeedMetadata.createTable] + metadata.schema.types.flatMap { TableSQL(type: $0).create(withoutRowID: true) })
+            let expected = Set(
+                [SeedMetadata.createTable]
+                    + metadata.schema.types.flatMap { TableSQL(type: $0).create(withoutRowID: true) })
             let (found, userVersion) = try seed.read { db in
-                (Set(try String.fetchAll(db, sql: "SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL")),
-                 try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0)
+                (
+                    Set(try String.fetchAll(db, sql: "SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL")),
+                    try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+                )
             }
             guard userVersion == metadata.schemaVersion else {
                 return (false, "user_version \(userVersion) is not the schema version \(metadata.schemaVersion)")
             }
             guard found == expected else {
-                let extra = found.subtracting(expected).count, missing = expected.subtracting(found).count
-                return (false, "the tables do not match the stored schema (\(missing) definitions missing or changed, \(extra) unexpected)")
+                let extra = found.subtracting(expected).count
+                let missing = expected.subtracting(found).count
+                return (
+                    false,
+                    "the tables do not match the stored schema (\(missing) definitions missing or changed, \(extra) unexpected)"
+                )
             }
             return (true, "hash \(metadata.schemaHash) matches the \(metadata.schema.types.count) tables")
         }
@@ -169,7 +197,10 @@ struct SeedChecks {
             if manifest != nil {
                 report.skip("content", "no content_sha256 in the metadata; the manifest's SHA-256 covers the file")
             } else {
-                report.record("content", false, "no content_sha256 in the metadata and no manifest: nothing proves the values intact; rebuild the seed or ship its manifest")
+                report.record(
+                    "content", false,
+                    "no content_sha256 in the metadata and no manifest: nothing proves the values intact; rebuild the seed or ship its manifest"
+                )
             }
             return
         }
@@ -181,34 +212,54 @@ struct SeedChecks {
 
     private func checkExpectations(_ metadata: SeedMetadata, into report: inout VerificationReport) {
         if let revision = options.expectedRevision {
-            report.record("expected-revision", metadata.revision == revision, "revision \(metadata.revision), expected \(revision)")
+            report.record(
+                "expected-revision", metadata.revision == revision,
+                "revision \(metadata.revision), expected \(revision)")
         }
         if let version = options.expectedSchemaVersion {
-            report.record("expected-schema-version", metadata.schemaVersion == version, "schema version \(metadata.schemaVersion), expected \(version)")
+            report.record(
+                "expected-schema-version", metadata.schemaVersion == version,
+                "schema version \(metadata.schemaVersion), expected \(version)")
         }
     }
 
-    private func checkManifest(_ manifest: SeedManifest, seed: SeedFile, metadata: SeedMetadata, digest: FileDigest, into report: inout VerificationReport) {
+    private func checkManifest(
+        _ manifest: SeedManifest, seed: SeedFile, metadata: SeedMetadata, digest: FileDigest,
+        into report: inout VerificationReport
+    ) {
         Self.record("manifest", into: &report) {
             let counts = try seed.rowCounts(of: metadata.schema)
             let name = URL(fileURLWithPath: besideFile.map { String($0.dropLast(3)) } ?? path).lastPathComponent
             let mismatches = [
                 manifest.file == name ? nil : "file \(manifest.file), not \(name)",
-                manifest.formatVersion == metadata.formatVersion ? nil : "format version \(manifest.formatVersion), the seed has \(metadata.formatVersion)",
+                manifest.formatVersion == metadata.formatVersion
+                    ? nil : "format version \(manifest.formatVersion), the seed has \(metadata.formatVersion)",
                 manifest.pageSize == SeedFormat.pageSize ? nil : "page size \(manifest.pageSize)",
                 manifest.size == digest.size ? nil : "size \(manifest.size), the file has \(digest.size) bytes",
-                manifest.sha256 == digest.sha256 ? nil : "SHA-256 \(manifest.sha256), the file hashes to \(digest.sha256)",
-                manifest.revision == metadata.revision ? nil : "revision \(manifest.revision), the seed has \(metadata.revision)",
-                manifest.dataset == metadata.dataset ? nil : "dataset \(manifest.dataset), the seed has \(metadata.dataset)",
-                manifest.schemaVersion == metadata.schemaVersion ? nil : "schema version \(manifest.schemaVersion), the seed has \(metadata.schemaVersion)",
+                manifest.sha256 == digest.sha256
+                    ? nil : "SHA-256 \(manifest.sha256), the file hashes to \(digest.sha256)",
+                manifest.revision == metadata.revision
+                    ? nil : "revision \(manifest.revision), the seed has \(metadata.revision)",
+                manifest.dataset == metadata.dataset
+                    ? nil : "dataset \(manifest.dataset), the seed has \(metadata.dataset)",
+                manifest.schemaVersion == metadata.schemaVersion
+                    ? nil : "schema version \(manifest.schemaVersion), the seed has \(metadata.schemaVersion)",
                 manifest.schemaHash == metadata.schemaHash ? nil : "schema hash differs",
-                manifest.rowCounts == counts ? nil : "row counts \(Self.describe(manifest.rowCounts)), the seed has \(Self.describe(counts))",
+                manifest.rowCounts == counts
+                    ? nil : "row counts \(Self.describe(manifest.rowCounts)), the seed has \(Self.describe(counts))",
             ].compactMap { $0 }
-            return (mismatches.isEmpty, mismatches.isEmpty ? "size, SHA-256, revision, schema and row counts match" : "manifest says " + mismatches.joined(separator: "; "))
+            return (
+                mismatches.isEmpty,
+                mismatches.isEmpty
+                    ? "size, SHA-256, revision, schema and row counts match"
+                    : "manifest says " + mismatches.joined(separator: "; ")
+            )
         }
     }
 
-    private static func record(_ name: String, into report: inout VerificationReport, _ check: () throws -> (Bool, String)) {
+    private static func record(
+        _ name: String, into report: inout VerificationReport, _ check: () throws -> (Bool, String)
+    ) {
         do {
             let (passed, detail) = try check()
             report.record(name, passed, detail)

@@ -53,7 +53,9 @@ public enum SeedVerifier {
         return report
     }
 
-    private static func loadManifest(for path: String, options: Options, into report: inout VerificationReport) -> SeedManifest? {
+    private static func loadManifest(for path: String, options: Options, into report: inout VerificationReport)
+        -> SeedManifest?
+    {
         let manifestPath = options.manifestPath ?? SeedManifest.path(forSeed: path)
         guard options.manifestPath != nil || FileManager.default.fileExists(atPath: manifestPath) else {
             report.skip("manifest", "no manifest at \(manifestPath)")
@@ -68,12 +70,19 @@ public enum SeedVerifier {
     }
 
     /// The `.gz` file's own hash, then its decompression into `plain`.
-    private static func checkGzip(_ path: String, into plain: String, manifest: SeedManifest?, report: inout VerificationReport) -> Bool {
+    private static func checkGzip(
+        _ path: String, into plain: String, manifest: SeedManifest?, report: inout VerificationReport
+    ) -> Bool {
         if let expected = manifest?.gzip {
             do {
                 let digest = try FileDigest(ofFile: path)
                 let matches = digest.size == expected.size && digest.sha256 == expected.sha256
-                report.record("gzip-hash", matches, matches ? "size and SHA-256 match the manifest" : "size \(digest.size), SHA-256 \(digest.sha256); the manifest says \(expected.size), \(expected.sha256)")
+                report.record(
+                    "gzip-hash", matches,
+                    matches
+                        ? "size and SHA-256 match the manifest"
+                        : "size \(digest.size), SHA-256 \(digest.sha256); the manifest says \(expected.size), \(expected.sha256)"
+                )
             } catch {
                 report.record("gzip-hash", false, "\(error)")
             }

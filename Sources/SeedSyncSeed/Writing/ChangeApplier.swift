@@ -30,7 +30,9 @@ package struct ChangeApplier: Sendable {
         var applied: [AppliedChangeSet] = []
         for changeSet in changeSets {
             guard let next = changeSet.revision, next == revision + 1 else {
-                throw SeedError.invalidData("change set \(changeSet.revision.map(String.init) ?? "without a revision") does not follow revision \(revision)")
+                throw SeedError.invalidData(
+                    "change set \(changeSet.revision.map(String.init) ?? "without a revision") does not follow revision \(revision)"
+                )
             }
             applied.append(try apply(changeSet, revision: next, in: db))
             revision = next

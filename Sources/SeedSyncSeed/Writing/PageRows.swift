@@ -21,10 +21,14 @@ struct PageRows {
                 throw SeedError.invalidData("snapshot of \(type.name): \(error)")
             }
             if let previous, !Self.precedes(previous, checked.row.key) {
-                throw SeedError.invalidData("snapshot of \(type.name): key \(checked.row.key.keyString ?? "?") does not follow \(previous.keyString ?? "?")")
+                throw SeedError.invalidData(
+                    "snapshot of \(type.name): key \(checked.row.key.keyString ?? "?") does not follow \(previous.keyString ?? "?")"
+                )
             }
             guard checked.revision <= page.revision else {
-                throw SeedError.invalidData("snapshot of \(type.name): row \(checked.row.key.keyString ?? "?") is at revision \(checked.revision), after the page's revision \(page.revision)")
+                throw SeedError.invalidData(
+                    "snapshot of \(type.name): row \(checked.row.key.keyString ?? "?") is at revision \(checked.revision), after the page's revision \(page.revision)"
+                )
             }
             previous = checked.row.key
             rows.append(checked)

@@ -67,23 +67,30 @@ package final class SeedWriter: Sendable {
         return SeedWriter(path: path, queue: queue, schema: schema)
     }
 
-    private static func initialize(_ queue: DatabaseQueue, at path: String, schema: DatasetSchema, revision: Int64) async throws {
-        try await onFile(path) { try await queue.write { db in
-            try db.execute(sql: "PRAGMA application_id = \(SeedFormat.applicationID)")
-            try db.execute(sql: "PRAGMA user_version = \(schema.schemaVersion)")
-            try db.execute(sql: SeedMetadata.createTable)
-            try SeedMetadata(schema: schema, revision: revision).write(db)
-            // Indexes come at `finish()`: built once from sorted keys, not updated row by row.
-            for type in schema.types { try db.execute(sql: TableSQL(type: type).createTable(withoutRowID: true)) }
-            try createBuildTable(db, cursors: schema.types.map { [$0.name.databaseValue, .null, false.databaseValue] })
-        } }
+    private static func initialize(_ queue: DatabaseQueue, at path: String, schema: DatasetSchema, revision: Int64)
+        async throws
+    {
+        try await onFile(path) {
+            try await queue.write { db in
+                try db.execute(sql: "PRAGMA application_id = \(SeedFormat.applicationID)")
+                try db.execute(sql: "PRAGMA user_version = \(schema.schemaVersion)")
+                try db.execute(sql: SeedMetadata.createTable)
+                try SeedMetadata(schema: schema, revision: revision).write(db)
+                // Indexes come at `finish()`: built once from sorted keys, not updated row by row.
+                for type in schema.types { try db.execute(sql: TableSQL(type: type).createTable(withoutRowID: true)) }
+                try createBuildTable(
+                    db, cursors: schema.types.map { [$0.name.databaseValue, .null, false.databaseValue] })
+            }
+        }
     }
 
     /// Opens a seed whose build was interrupted, to go on where it stopped.
     ///
     /// - Throws: ``SeedError`` when the file is not an unfinished seed, or another process has it open.
     package static func open(at path: String) async throws -> SeedWriter {
-        guard FileManager.default.fileExists(atPath: path) else { throw SeedError(.notFound, "no unfinished seed at \(path)") }
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw SeedError(.notFound, "no unfinished seed at \(path)")
+        }
         let queue = try openQueue(at: path)
         let metadata = try await queue.read { db in
             guard try db.tableExists(SeedFormat.buildTable) else {
@@ -111,29 +118,38 @@ package final class SeedWriter: Sendable {
     ///   schema; nothing of the page is written then.
     @discardableResult
     package func insert(_ page: SnapshotPage) async throws -> Int {
-        guard let table = tables[page.type] else { throw SeedError.invalidData("snapshot of unknown type '\(page.type)'") }
-        guard page.columns == table.type.columnNames else {
-            throw SeedError.invalidData("snapshot page of \(page.type) has columns \(page.columns), expected \(table.type.columnNames)")
+        guard let table = tables[page.type] else {
+            throw SeedError.invalidData("snapshot of unknown type '\(page.type)'")
         }
-        return try await Self.onFile(path) { try await queue.write { db in
-            guard let cursor = try Self.cursors(in: db)[page.type], !cursor.isComplete else {
-                throw SeedError.invalidData("snapshot page of \(page.type) arrived after its last page")
-            }
-            let rows = try PageRows(page, type: table.type, after: cursor.after)
-            let insert = try db.cachedStatement(sql: table.insert)
-            for (row, revision) in rows.rows {
-                do {
-                    try StatementValues.execute(insert, row: row, of: table.type, revision: revision)
-                } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
-                    throw SeedError.invalidData("snapshot of \(page.type) repeats \(page.type)[\(row.key.keyString ?? "?")]")
+        guard page.columns == table.type.columnNames else {
+            throw SeedError.invalidData(
+                "snapshot page of \(page.type) has columns \(page.columns), expected \(table.type.columnNames)")
+        }
+        return try await Self.onFile(path) {
+            try await queue.write { db in
+                guard let cursor = try Self.cursors(in: db)[page.type], !cursor.isComplete else {
+                    throw SeedError.invalidData("snapshot page of \(page.type) arrived after its last page")
                 }
+                let rows = try PageRows(page, type: table.type, after: cursor.after)
+                let insert = try db.cachedStatement(sql: table.insert)
+                for (row, revision) in rows.rows {
+                    do {
+                        try StatementValues.execute(insert, row: row, of: table.type, revision: revision)
+                    } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                        throw SeedError.invalidData(
+                            "snapshot of \(page.type) repeats \(page.type)[\(row.key.keyString ?? "?")]")
+                    }
+                }
+                try db.execute(
+                    sql: "UPDATE \(SeedFormat.buildTable) SET after = ?, complete = ? WHERE type = ?",
+                    arguments: [
+                        rows.last.map(ValueMapping.databaseValue(key:))
+                            ?? cursor.after.map(ValueMapping.databaseValue(key:)), rows.isLast, page.type,
+                    ]
+                )
+                return rows.rows.count
             }
-            try db.execute(
-                sql: "UPDATE \(SeedFormat.buildTable) SET after = ?, complete = ? WHERE type = ?",
-                arguments: [rows.last.map(ValueMapping.databaseValue(key:)) ?? cursor.after.map(ValueMapping.databaseValue(key:)), rows.isLast, page.type]
-            )
-            return rows.rows.count
-        } }
+        }
     }
 
     /// Applies change sets (creates and updates as upserts, deletes) and stores the new revision,
@@ -143,10 +159,12 @@ package final class SeedWriter: Sendable {
     @discardableResult
     package func apply(_ changeSets: [ChangeSet]) async throws -> Int64 {
         let applier = self.applier
-        return try await Self.onFile(path) { try await queue.write { db in
-            try applier.apply(changeSets, in: db)
-            return try SeedMetadata.storedRevision(db)
-        } }
+        return try await Self.onFile(path) {
+            try await queue.write { db in
+                try applier.apply(changeSets, in: db)
+                return try SeedMetadata.storedRevision(db)
+            }
+        }
     }
 
     /// Writes the finished seed to `destination`, then closes and removes the work file.
@@ -163,39 +181,46 @@ package final class SeedWriter: Sendable {
     ///   kept then.
     package func finish(to destination: String) async throws {
         try await queue.read { db in
-            let incomplete = try String.fetchAll(db, sql: "SELECT type FROM \(SeedFormat.buildTable) WHERE complete = 0 ORDER BY type")
+            let incomplete = try String.fetchAll(
+                db, sql: "SELECT type FROM \(SeedFormat.buildTable) WHERE complete = 0 ORDER BY type")
             guard incomplete.isEmpty else {
                 throw SeedError(.unusable, "the snapshot of \(incomplete.joined(separator: ", ")) is incomplete")
             }
             if let violation = try Row.fetchOne(db, sql: "PRAGMA foreign_key_check") {
                 let table: String = violation[0]
                 let target: String = violation[2]
-                throw SeedError.invalidData("\(table) holds a reference to a missing row of \(target) at the final revision")
+                throw SeedError.invalidData(
+                    "\(table) holds a reference to a missing row of \(target) at the final revision")
             }
         }
         SQLiteFiles.remove(at: destination)
-        try await Self.onFile(path) { try await queue.writeWithoutTransaction { db in
-            try createIndexes(db)
-            guard try db.checkpointCompletely() else { throw SeedError(.busy, "\(path) could not be checkpointed completely: another process reads it") }
-            let cursors = try Row.fetchAll(db, sql: "SELECT type, after, complete FROM \(SeedFormat.buildTable)")
-            try db.execute(sql: "DROP TABLE \(SeedFormat.buildTable)")
-            do {
-                try SeedMetadata.save(contentSHA256: try ContentDigest.compute(db, schema: schema), in: db)
-                try Self.onFile(destination) { try db.execute(sql: "VACUUM INTO ?", arguments: [destination]) }
-            } catch {
-                // Keep the work file resumable: put the cursors back, drop the half-written copy.
-                try? Self.createBuildTable(db, cursors: cursors.map { [$0[0], $0[1], $0[2]] })
-                SQLiteFiles.remove(at: destination)
-                throw error
+        try await Self.onFile(path) {
+            try await queue.writeWithoutTransaction { db in
+                try createIndexes(db)
+                guard try db.checkpointCompletely() else {
+                    throw SeedError(.busy, "\(path) could not be checkpointed completely: another process reads it")
+                }
+                let cursors = try Row.fetchAll(db, sql: "SELECT type, after, complete FROM \(SeedFormat.buildTable)")
+                try db.execute(sql: "DROP TABLE \(SeedFormat.buildTable)")
+                do {
+                    try SeedMetadata.save(contentSHA256: try ContentDigest.compute(db, schema: schema), in: db)
+                    try Self.onFile(destination) { try db.execute(sql: "VACUUM INTO ?", arguments: [destination]) }
+                } catch {
+                    // Keep the work file resumable: put the cursors back, drop the half-written copy.
+                    try? Self.createBuildTable(db, cursors: cursors.map { [$0[0], $0[1], $0[2]] })
+                    SQLiteFiles.remove(at: destination)
+                    throw error
+                }
             }
-        } }
+        }
         try queue.close()
         SQLiteFiles.remove(at: path)
     }
 
     /// The reference indexes, in schema order; those a failed `finish()` already made are kept.
     private func createIndexes(_ db: Database) throws {
-        let existing = try Set(String.fetchAll(db, sql: "SELECT sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL"))
+        let existing = try Set(
+            String.fetchAll(db, sql: "SELECT sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL"))
         for type in schema.types {
             for statement in tables[type.name]!.createIndexes where !existing.contains(statement) {
                 try db.execute(sql: statement)
@@ -225,9 +250,14 @@ package final class SeedWriter: Sendable {
 
     /// The build cursors: one row per type with its last key and whether it is complete.
     private static func createBuildTable(_ db: Database, cursors: [[DatabaseValue]]) throws {
-        try db.execute(sql: "CREATE TABLE \(SeedFormat.buildTable) (type TEXT PRIMARY KEY NOT NULL, after, complete INTEGER NOT NULL)")
+        try db.execute(
+            sql:
+                "CREATE TABLE \(SeedFormat.buildTable) (type TEXT PRIMARY KEY NOT NULL, after, complete INTEGER NOT NULL)"
+        )
         for cursor in cursors {
-            try db.execute(sql: "INSERT INTO \(SeedFormat.buildTable) (type, after, complete) VALUES (?, ?, ?)", arguments: StatementArguments(cursor))
+            try db.execute(
+                sql: "INSERT INTO \(SeedFormat.buildTable) (type, after, complete) VALUES (?, ?, ?)",
+                arguments: StatementArguments(cursor))
         }
     }
 
@@ -268,18 +298,20 @@ package final class SeedWriter: Sendable {
         configuration.foreignKeysEnabled = false
         configuration.busyMode = .immediateError
         configuration.prepareDatabase { db in
-            try db.execute(sql: """
-                PRAGMA page_size = \(SeedFormat.pageSize);
-                PRAGMA locking_mode = EXCLUSIVE;
-                PRAGMA journal_mode = WAL;
-                PRAGMA synchronous = NORMAL;
-                PRAGMA cache_size = -\(cacheKiB);
-                PRAGMA threads = \(ProcessInfo.processInfo.activeProcessorCount);
-                """)
+            try db.execute(
+                sql: """
+                    PRAGMA page_size = \(SeedFormat.pageSize);
+                    PRAGMA locking_mode = EXCLUSIVE;
+                    PRAGMA journal_mode = WAL;
+                    PRAGMA synchronous = NORMAL;
+                    PRAGMA cache_size = -\(cacheKiB);
+                    PRAGMA threads = \(ProcessInfo.processInfo.activeProcessorCount);
+                    """)
         }
         do {
             return try DatabaseQueue(path: path, configuration: configuration)
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED {
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED
+        {
             throw SeedError.busy(path)
         } catch let error as DatabaseError where error.resultCode == .SQLITE_NOTADB {
             throw SeedError.notASeed(path, "it is not a SQLite database")

@@ -8,8 +8,12 @@ struct BearerAuthMiddleware<Context: RequestContext>: RouterMiddleware {
     let tokens: TokenSet?
     let required: TokenSet.Role
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard let tokens else { return try await RequestRole.$current.withValue(.admin) { try await next(request, context) } }
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        guard let tokens else {
+            return try await RequestRole.$current.withValue(.admin) { try await next(request, context) }
+        }
         guard let token = Self.bearerToken(request), let role = tokens.role(of: token) else {
             throw ServerError.unauthorized
         }

@@ -23,7 +23,9 @@ public struct TokenSet: Sendable {
     private let entries: [(digest: [UInt8], role: Role)]
 
     public init(readTokens: [String], writeTokens: [String] = [], adminTokens: [String]) {
-        let roles: [(tokens: [String], role: Role)] = [(readTokens, .read), (writeTokens, .write), (adminTokens, .admin)]
+        let roles: [(tokens: [String], role: Role)] = [
+            (readTokens, .read), (writeTokens, .write), (adminTokens, .admin),
+        ]
         entries = roles.flatMap { tokens, role in tokens.filter { !$0.isEmpty }.map { (Self.digest($0), role) } }
     }
 

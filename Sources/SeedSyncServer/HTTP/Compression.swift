@@ -12,7 +12,9 @@ import NIOCore
 struct ResponseCompressionMiddleware<Context: RequestContext>: RouterMiddleware {
     let minimumSize: Int
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
         var response = try await next(request, context)
         response.headers[.vary] = "Accept-Encoding"
         guard Self.acceptsGzip(request.headers[.acceptEncoding]),

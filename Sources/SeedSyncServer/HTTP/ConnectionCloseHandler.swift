@@ -91,7 +91,9 @@ final class ConnectionCloseHandler: ChannelDuplexHandler, RemovableChannelHandle
 
     /// An answer to no request is Hummingbird's bare 400 for a request head NIO could not parse:
     /// it gets the protocol's JSON error body (`malformed_http`) and ends the connection.
-    private func writeMalformedRequestAnswer(_ head: HTTPResponseHead, context: ChannelHandlerContext, promise: EventLoopPromise<Void>?) {
+    private func writeMalformedRequestAnswer(
+        _ head: HTTPResponseHead, context: ChannelHandlerContext, promise: EventLoopPromise<Void>?
+    ) {
         var head = head
         let body = (try? ServerError.malformedHTTP.jsonBody()) ?? ByteBuffer()
         head.headers.replaceOrAdd(name: "content-type", value: "application/json")

@@ -10,7 +10,9 @@ import SeedSyncModel
 struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     let metrics: ServerMetrics
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
         do {
             return try await next(request, context)
         } catch let error as ServerError {
@@ -19,7 +21,9 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             if error.code == .storeUnavailable || error.code == .schemaMismatch {
                 // The operator must hear of these: the client only sees a 503 and retries.
                 metrics.record(error)
-                context.logger.error("store failed", metadata: ["code": "\(error.code)", "error": "\(error.description)", "path": "\(request.uri.path)"])
+                context.logger.error(
+                    "store failed",
+                    metadata: ["code": "\(error.code)", "error": "\(error.description)", "path": "\(request.uri.path)"])
             }
             throw ServerError(error)
         } catch let error as HTTPError {
@@ -27,7 +31,8 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch is NIOTooManyBytesError {
             throw ServerError(HTTPError(.contentTooLarge))
         } catch {
-            context.logger.error("request failed", metadata: ["error": "\(String(reflecting: error))", "path": "\(request.uri.path)"])
+            context.logger.error(
+                "request failed", metadata: ["error": "\(String(reflecting: error))", "path": "\(request.uri.path)"])
             return Response(status: .internalServerError)
         }
     }

@@ -19,7 +19,9 @@ extension Request {
         case "gzip":
             return try Self.gunzip(body, upTo: limit)
         case let other?:
-            throw ServerError(.unsupportedMediaType, code: .unsupportedEncoding, message: "Content-Encoding '\(other.clippedForMessage)' is not supported; use gzip")
+            throw ServerError(
+                .unsupportedMediaType, code: .unsupportedEncoding,
+                message: "Content-Encoding '\(other.clippedForMessage)' is not supported; use gzip")
         }
     }
 
@@ -61,19 +63,23 @@ extension Request {
         } catch GzipInflater.Failure.unavailable {
             throw GzipInflater.Failure.unavailable
         } catch {
-            let reason = switch error as? GzipInflater.Failure {
-            case .truncated: "the gzip stream ends early"
-            case .trailingBytes: "bytes follow the end of the gzip stream"
-            default: "the bytes are not valid gzip"
-            }
-            throw ServerError(.badRequest, code: .malformedGzip, message: "the request body is not one whole gzip stream: \(reason)")
+            let reason =
+                switch error as? GzipInflater.Failure {
+                case .truncated: "the gzip stream ends early"
+                case .trailingBytes: "bytes follow the end of the gzip stream"
+                default: "the bytes are not valid gzip"
+                }
+            throw ServerError(
+                .badRequest, code: .malformedGzip, message: "the request body is not one whole gzip stream: \(reason)")
         }
         return output
     }
 
     /// Reads `body` whole, racing a timer. When the timer wins, the read is cancelled and the
     /// answer is 408 with `Connection: close`, which ends the connection (see ``ConnectionCloseHandler``).
-    private static func collect(_ body: RequestBody, upTo limit: Int, within timeout: Duration) async throws -> ByteBuffer {
+    private static func collect(_ body: RequestBody, upTo limit: Int, within timeout: Duration) async throws
+        -> ByteBuffer
+    {
         try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
             group.addTask { try await body.collect(upTo: limit) }
             group.addTask {
@@ -81,7 +87,9 @@ extension Request {
                 return nil
             }
             defer { group.cancelAll() }
-            guard let collected = try await group.next(), let buffer = collected else { throw ServerError.bodyTimeout(timeout) }
+            guard let collected = try await group.next(), let buffer = collected else {
+                throw ServerError.bodyTimeout(timeout)
+            }
             return buffer
         }
     }

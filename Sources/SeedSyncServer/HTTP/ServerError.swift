@@ -83,12 +83,13 @@ package struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable
 
     /// The answer for an error Hummingbird raised (unknown route, body too large).
     init(_ error: HTTPError) {
-        let code: Code = switch error.status {
-        case .notFound: .notFound
-        case .contentTooLarge: .bodyTooLarge
-        case .badRequest: .badRequest
-        default: Code("http_\(error.status.code)")
-        }
+        let code: Code =
+            switch error.status {
+            case .notFound: .notFound
+            case .contentTooLarge: .bodyTooLarge
+            case .badRequest: .badRequest
+            default: Code("http_\(error.status.code)")
+            }
         self.init(error.status, code: code, message: error.body ?? error.status.reasonPhrase)
         headers = error.headers
     }
@@ -103,7 +104,8 @@ package struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable
 
     /// The body of the answer: `{"error": {"code": "…", "message": "…"}}`.
     func jsonBody() throws -> ByteBuffer {
-        let body = ErrorResponse(error: .init(code: code.rawValue, message: message, minRevision: minRevision, revision: revision))
+        let body = ErrorResponse(
+            error: .init(code: code.rawValue, message: message, minRevision: minRevision, revision: revision))
         return ByteBuffer(bytes: try JSONEncoder.stable().encode(body))
     }
 
@@ -115,11 +117,14 @@ package struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable
 
     static let forbidden = ServerError(.forbidden, code: .forbidden, message: "this token may not use admin endpoints")
 
-    static let pushForbidden = ServerError(.forbidden, code: .forbidden, message: "this token may read but not push change sets; push with a write or admin token")
+    static let pushForbidden = ServerError(
+        .forbidden, code: .forbidden,
+        message: "this token may read but not push change sets; push with a write or admin token")
 
     /// 413 `body_too_large`, closing the connection: the rest of a large body is not worth reading.
     static func bodyTooLarge(_ limit: Int) -> ServerError {
-        var error = ServerError(.contentTooLarge, code: .bodyTooLarge, message: "the request body is larger than \(limit) bytes")
+        var error = ServerError(
+            .contentTooLarge, code: .bodyTooLarge, message: "the request body is larger than \(limit) bytes")
         error.headers[.connection] = "close"
         return error
     }
@@ -127,7 +132,9 @@ package struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable
     /// 400 `malformed_http`, closing the connection: the request head or its body's framing is
     /// broken (an invalid chunk size, for one), so nothing after it can be read as a request.
     static let malformedHTTP: ServerError = {
-        var error = ServerError(.badRequest, code: .malformedHTTP, message: "the request is not valid HTTP/1.1: a broken head or body framing")
+        var error = ServerError(
+            .badRequest, code: .malformedHTTP,
+            message: "the request is not valid HTTP/1.1: a broken head or body framing")
         error.headers[.connection] = "close"
         return error
     }()
@@ -135,13 +142,16 @@ package struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable
     /// 400 `incomplete_body`, closing the connection: the client closed or reset the connection
     /// before its whole request body arrived.
     static let incompleteBody: ServerError = {
-        var error = ServerError(.badRequest, code: .incompleteBody, message: "the connection ended before the whole request body arrived")
+        var error = ServerError(
+            .badRequest, code: .incompleteBody, message: "the connection ended before the whole request body arrived")
         error.headers[.connection] = "close"
         return error
     }()
 
     static func bodyTimeout(_ timeout: Duration) -> ServerError {
-        var error = ServerError(.requestTimeout, code: .bodyTimeout, message: "the request body did not arrive whole within \(timeout.components.seconds) seconds")
+        var error = ServerError(
+            .requestTimeout, code: .bodyTimeout,
+            message: "the request body did not arrive whole within \(timeout.components.seconds) seconds")
         error.headers[.connection] = "close"
         return error
     }

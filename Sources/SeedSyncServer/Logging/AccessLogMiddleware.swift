@@ -10,7 +10,9 @@ import Logging
 struct AccessLogMiddleware<Context: RequestContext>: RouterMiddleware {
     let metrics: ServerMetrics
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
         let started = ContinuousClock.now
         do {
             let response = try await next(request, context)
@@ -22,14 +24,19 @@ struct AccessLogMiddleware<Context: RequestContext>: RouterMiddleware {
         }
     }
 
-    private func log(_ request: Request, status: HTTPResponse.Status, since started: ContinuousClock.Instant, context: Context) {
+    private func log(
+        _ request: Request, status: HTTPResponse.Status, since started: ContinuousClock.Instant, context: Context
+    ) {
         let duration = ContinuousClock.now - started
-        metrics.record(route: context.endpointPath ?? "unknown", method: request.method, status: status, duration: duration)
+        metrics.record(
+            route: context.endpointPath ?? "unknown", method: request.method, status: status, duration: duration)
         let elapsed = duration.components
         let milliseconds = Double(elapsed.seconds) * 1000 + Double(elapsed.attoseconds) / 1e15
-        context.logger.info("\(request.method) \(request.uri.path) \(status.code)", metadata: [
-            "status": "\(status.code)",
-            "ms": "\((milliseconds * 10).rounded() / 10)",
-        ])
+        context.logger.info(
+            "\(request.method) \(request.uri.path) \(status.code)",
+            metadata: [
+                "status": "\(status.code)",
+                "ms": "\((milliseconds * 10).rounded() / 10)",
+            ])
     }
 }

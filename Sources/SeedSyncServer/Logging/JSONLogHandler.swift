@@ -36,7 +36,8 @@ public struct JSONLogHandler: LogHandler {
         if let provided = metadataProvider?.get() { merged.merge(provided) { $1 } }
         if let explicit = event.metadata { merged.merge(explicit) { $1 } }
         var object: [String: Any] = [
-            "time": Self.timestamp(Date()), "level": event.level.rawValue, "label": label, "message": event.message.description,
+            "time": Self.timestamp(Date()), "level": event.level.rawValue, "label": label,
+            "message": event.message.description,
         ]
         if !merged.isEmpty { object["metadata"] = merged.mapValues(Self.json) }
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }

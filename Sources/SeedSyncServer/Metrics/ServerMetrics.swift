@@ -38,12 +38,18 @@ final class ServerMetrics: Sendable {
         factory.defaultDurationHistogramBuckets = Self.durationBuckets
         self.factory = factory
         // Created up front, so a scrape shows them at 0 before the first push or failure.
-        pushes = Dictionary(uniqueKeysWithValues: ["applied", "conflict", "rejected"].map { result in
-            (result, Counter(label: "seedsync_pushes_total", dimensions: [("result", result)], factory: factory))
-        })
-        storeErrors = Dictionary(uniqueKeysWithValues: [SyncStoreError.Code.storeUnavailable, .schemaMismatch].map { code in
-            (code, Counter(label: "seedsync_store_errors_total", dimensions: [("code", code.rawValue)], factory: factory))
-        })
+        pushes = Dictionary(
+            uniqueKeysWithValues: ["applied", "conflict", "rejected"].map { result in
+                (result, Counter(label: "seedsync_pushes_total", dimensions: [("result", result)], factory: factory))
+            })
+        storeErrors = Dictionary(
+            uniqueKeysWithValues: [SyncStoreError.Code.storeUnavailable, .schemaMismatch].map { code in
+                (
+                    code,
+                    Counter(
+                        label: "seedsync_store_errors_total", dimensions: [("code", code.rawValue)], factory: factory)
+                )
+            })
     }
 
     /// Counts one answered request and its time.
@@ -59,7 +65,8 @@ final class ServerMetrics: Sendable {
         let durationKey = DurationKey(route: route, method: method)
         let timer = durations.withLockedValue { timers in
             if let timer = timers[durationKey] { return timer }
-            let timer = Timer(label: "seedsync_http_request_duration_seconds", dimensions: durationKey.dimensions, factory: factory)
+            let timer = Timer(
+                label: "seedsync_http_request_duration_seconds", dimensions: durationKey.dimensions, factory: factory)
             timers[durationKey] = timer
             return timer
         }
@@ -68,11 +75,12 @@ final class ServerMetrics: Sendable {
 
     /// Counts the answer to one pushed change set.
     func record(_ result: PushResult) {
-        let name = switch result.status {
-        case .applied: "applied"
-        case .conflict: "conflict"
-        case .rejected: "rejected"
-        }
+        let name =
+            switch result.status {
+            case .applied: "applied"
+            case .conflict: "conflict"
+            case .rejected: "rejected"
+            }
         pushes[name]?.increment()
     }
 

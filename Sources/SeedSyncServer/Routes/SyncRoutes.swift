@@ -13,13 +13,16 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
     func add(to router: Router<Context>) {
         router.get("health") { _, _ in Self.health }
         router.head("health") { _, _ in Self.health.createHeadResponse() }
-        let reader = router.group("v1").add(middleware: BearerAuthMiddleware(tokens: configuration.tokens, required: .read))
+        let reader = router.group("v1").add(
+            middleware: BearerAuthMiddleware(tokens: configuration.tokens, required: .read))
         reader.get("schema") { _, _ in try await schemaInfo() }
         reader.get("snapshot/:type") { request, context in try await snapshot(request, context) }
         reader.post("sync") { request, _ in try await sync(request) }
-        let admin = router.group("v1/admin").add(middleware: BearerAuthMiddleware(tokens: configuration.tokens, required: .admin))
+        let admin = router.group("v1/admin").add(
+            middleware: BearerAuthMiddleware(tokens: configuration.tokens, required: .admin))
         admin.post("changes") { request, _ in try await commit(request) }
-        let operators = router.group("metrics").add(middleware: BearerAuthMiddleware(tokens: configuration.tokens, required: .admin))
+        let operators = router.group("metrics").add(
+            middleware: BearerAuthMiddleware(tokens: configuration.tokens, required: .admin))
         operators.get { _, context in await exposition(context) }
     }
 
@@ -31,13 +34,17 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
             info = try await store.schemaInfo()
         } catch let error as SyncStoreError {
             metrics.record(error)
-            context.logger.error("store failed", metadata: ["code": "\(error.code)", "error": "\(error.description)", "path": "/metrics"])
+            context.logger.error(
+                "store failed",
+                metadata: ["code": "\(error.code)", "error": "\(error.description)", "path": "/metrics"])
         } catch {
-            context.logger.error("store failed", metadata: ["error": "\(String(reflecting: error))", "path": "/metrics"])
+            context.logger.error(
+                "store failed", metadata: ["error": "\(String(reflecting: error))", "path": "/metrics"])
         }
         var headers = HTTPFields()
         headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition(info))))
+        return Response(
+            status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition(info))))
     }
 
     /// `GET /health`; `HEAD /health` answers with its status and headers alone.
@@ -57,15 +64,19 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
             }
             return key
         }
-        let limit = try Self.limit(query.get("limit").map { Int($0) ?? 0 }, default: configuration.defaultSnapshotLimit, max: configuration.maxSnapshotLimit)
+        let limit = try Self.limit(
+            query.get("limit").map { Int($0) ?? 0 }, default: configuration.defaultSnapshotLimit,
+            max: configuration.maxSnapshotLimit)
         return Self.json(try await store.snapshotPageJSON(of: type.name, after: after, limit: limit))
     }
 
     /// `POST /v1/sync`: applies the pushed change sets in order (a write token at least), then
     /// answers with the change sets after `maxRevision` and a result per pushed change set.
     private func sync(_ request: Request) async throws -> Response {
-        let body = try await request.collectBody(decompressingUpTo: configuration.maxRequestBodySize, within: configuration.requestBodyTimeout)
-        let sync = try Self.parse(body, as: "sync request") { json throws(JSONShapeError) in try SyncRequest(json: json) }
+        let body = try await request.collectBody(
+            decompressingUpTo: configuration.maxRequestBodySize, within: configuration.requestBodyTimeout)
+        let sync = try Self.parse(body, as: "sync request") { json throws(JSONShapeError) in try SyncRequest(json: json)
+        }
         guard sync.maxRevision >= 0 else { throw ServerError.invalidParameter("maxRevision", "0 or more") }
         let limit = try Self.limit(sync.limit, default: configuration.defaultSyncLimit, max: configuration.maxSyncLimit)
         if !sync.changeSets.isEmpty {
@@ -73,7 +84,8 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
             _ = try await store.changeFeed(after: sync.maxRevision, limit: 1, byteBudget: 0)
         }
         let results = try await push(sync.changeSets)
-        let feed = try await store.changeFeed(after: sync.maxRevision, limit: limit, byteBudget: configuration.syncByteBudget)
+        let feed = try await store.changeFeed(
+            after: sync.maxRevision, limit: limit, byteBudget: configuration.syncByteBudget)
         return Self.json(Self.encode(feed, results: sync.changeSets.isEmpty ? nil : results))
     }
 
@@ -84,7 +96,11 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         guard !changeSets.isEmpty else { return [] }
         guard RequestRole.current >= .write else { throw ServerError.pushForbidden }
         guard changeSets.count <= configuration.maxPushedChangeSets else {
-            throw ServerError(.contentTooLarge, code: .tooManyChangeSets, message: "a sync request may push at most \(configuration.maxPushedChangeSets) change sets; it pushed \(changeSets.count): send the rest in the next request")
+            throw ServerError(
+                .contentTooLarge, code: .tooManyChangeSets,
+                message:
+                    "a sync request may push at most \(configuration.maxPushedChangeSets) change sets; it pushed \(changeSets.count): send the rest in the next request"
+            )
         }
         var results: [PushResult] = []
         for changeSet in changeSets {
@@ -96,10 +112,15 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
     }
 
     private func commit(_ request: Request) async throws -> Response {
-        let body = try await request.collectBody(decompressingUpTo: configuration.maxRequestBodySize, within: configuration.requestBodyTimeout)
-        let changeSet = try Self.parse(body, as: "change set") { json throws(JSONShapeError) in try ChangeSet(json: json) }
+        let body = try await request.collectBody(
+            decompressingUpTo: configuration.maxRequestBodySize, within: configuration.requestBodyTimeout)
+        let changeSet = try Self.parse(body, as: "change set") { json throws(JSONShapeError) in
+            try ChangeSet(json: json)
+        }
         guard changeSet.revision == nil else {
-            throw ServerError(.unprocessableContent, code: .invalidChangeSet, message: "a submitted change set must not carry a revision; the server assigns it")
+            throw ServerError(
+                .unprocessableContent, code: .invalidChangeSet,
+                message: "a submitted change set must not carry a revision; the server assigns it")
         }
         let revision = try await store.commit(changeSet)
         return Self.json(try JSONEncoder.stable().encode(CommitResponse(revision: revision)))
@@ -142,8 +163,10 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         }
         var writer = JSONWriter(capacity: feed.changeSets.reduce(64) { $0 + $1.json.count + 1 })
         writer.beginObject()
-        writer.key("maxRevision"); writer.value(.int(feed.maxRevision))
-        writer.key("hasMore"); writer.value(.bool(feed.hasMore))
+        writer.key("maxRevision")
+        writer.value(.int(feed.maxRevision))
+        writer.key("hasMore")
+        writer.value(.bool(feed.hasMore))
         writer.key("changeSets")
         writer.beginArray()
         for changeSet in feed.changeSets {

@@ -16,7 +16,8 @@ extension SQLiteSyncStore {
         do {
             return try await pool.write { db in try writer.commit(changes, in: db) }
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_FOREIGNKEY {
-            throw SyncStoreError.invalidChangeSet(ChangeSetError(.brokenReference, "the change set leaves a reference to a missing row"))
+            throw SyncStoreError.invalidChangeSet(
+                ChangeSetError(.brokenReference, "the change set leaves a reference to a missing row"))
         }
     }
 }
@@ -32,7 +33,9 @@ struct ChangeWriter {
 
     func commit(_ changes: [ValidatedChanges], in db: Database) throws -> Int64 {
         let revision = try write(changes, in: db)
-        if let problem = try referenceProblems(of: changes, in: db).first { throw SyncStoreError.invalidChangeSet(problem.error) }
+        if let problem = try referenceProblems(of: changes, in: db).first {
+            throw SyncStoreError.invalidChangeSet(problem.error)
+        }
         return revision
     }
 
@@ -62,15 +65,23 @@ struct ChangeWriter {
                 for row in change.creates + change.updates where row.values[index] != .null {
                     let key = row.values[index]
                     if try Bool.fetchOne(exists, arguments: [ValueMapping.databaseValue(key: key)]) == nil {
-                        problems.append(.dangling(type: change.type.name, key: row.key, field: field.name, target: target, targetKey: key))
+                        problems.append(
+                            .dangling(
+                                type: change.type.name, key: row.key, field: field.name, target: target, targetKey: key)
+                        )
                     }
                 }
             }
             for (referrer, field) in schema.references(to: change.type.name) {
                 let statement = try db.cachedStatement(sql: tables[referrer.name]!.referrer(through: field))
                 for key in change.deletes {
-                    if let holder = try DatabaseValue.fetchOne(statement, arguments: [ValueMapping.databaseValue(key: key)]) {
-                        problems.append(.referenced(type: change.type.name, key: key, referrer: referrer.name, referrerKey: ValueMapping.jsonKey(holder), field: field.name))
+                    if let holder = try DatabaseValue.fetchOne(
+                        statement, arguments: [ValueMapping.databaseValue(key: key)])
+                    {
+                        problems.append(
+                            .referenced(
+                                type: change.type.name, key: key, referrer: referrer.name,
+                                referrerKey: ValueMapping.jsonKey(holder), field: field.name))
                     }
                 }
             }
@@ -85,27 +96,31 @@ struct ChangeWriter {
             do {
                 try StatementValues.execute(insert, row: row, of: change.type, revision: revision)
             } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY {
-                throw invalid(.rowExists, "\(change.type.name)[\(row.key.keyString!)] cannot be created: it already exists")
+                throw invalid(
+                    .rowExists, "\(change.type.name)[\(row.key.keyString!)] cannot be created: it already exists")
             }
         }
         let update = try db.cachedStatement(sql: table.update)
         for row in change.updates {
             try update.execute(arguments: ValueMapping.updateArguments(row, of: change.type, revision: revision))
             guard db.changesCount == 1 else {
-                throw invalid(.rowNotFound, "\(change.type.name)[\(row.key.keyString!)] cannot be updated: it does not exist")
+                throw invalid(
+                    .rowNotFound, "\(change.type.name)[\(row.key.keyString!)] cannot be updated: it does not exist")
             }
         }
         let delete = try db.cachedStatement(sql: table.delete)
         for key in change.deletes {
             try delete.execute(arguments: [ValueMapping.databaseValue(key: key)])
             guard db.changesCount == 1 else {
-                throw invalid(.rowNotFound, "\(change.type.name)[\(key.keyString!)] cannot be deleted: it does not exist")
+                throw invalid(
+                    .rowNotFound, "\(change.type.name)[\(key.keyString!)] cannot be deleted: it does not exist")
             }
         }
         // A deleted key is never given to a pushed row (a client may still hold a reference to it).
         if let largest = change.deletes.compactMap({ if case .int(let key) = $0 { key } else { nil } }).max() {
             try db.execute(
-                sql: "INSERT INTO _seedsync_keys (type, last) VALUES (?, ?) ON CONFLICT (type) DO UPDATE SET last = max(last, excluded.last)",
+                sql:
+                    "INSERT INTO _seedsync_keys (type, last) VALUES (?, ?) ON CONFLICT (type) DO UPDATE SET last = max(last, excluded.last)",
                 arguments: [change.type.name, largest]
             )
         }

@@ -37,7 +37,9 @@ struct PushWriter {
     func push(_ pushed: PushedChangeSet, at now: Date, retention: Duration, in db: Database) throws -> PushResult {
         let cutoff = now.timeIntervalSince1970 - Double(retention.components.seconds)
         try db.execute(sql: "DELETE FROM _seedsync_pushes WHERE pushed_at < ?", arguments: [cutoff])
-        if let recorded = try Data.fetchOne(db, sql: "SELECT result FROM _seedsync_pushes WHERE id = ?", arguments: [pushed.id]) {
+        if let recorded = try Data.fetchOne(
+            db, sql: "SELECT result FROM _seedsync_pushes WHERE id = ?", arguments: [pushed.id])
+        {
             return try PushResult(json: JSONParser.parse(recorded))
         }
         let result = PushResult(id: pushed.id, status: try apply(pushed, in: db))
@@ -59,14 +61,16 @@ struct PushWriter {
         var keys: [String: [Int64: Int64]] = [:]
         do {
             for (type, temporary) in push.temporaryKeys {
-                keys[type] = Dictionary(uniqueKeysWithValues: zip(temporary, try newKeys(type, count: temporary.count, in: db)))
+                keys[type] = Dictionary(
+                    uniqueKeysWithValues: zip(temporary, try newKeys(type, count: temporary.count, in: db)))
             }
         } catch let error as ChangeSetError {
             return .rejected(code: SyncStoreError.Code.invalidChangeSet.rawValue, message: error.description)
         }
         let changes = push.resolved(with: keys)
         let writer = ChangeWriter(schema: schema, tables: tables)
-        var outcome: Result<Int64, SyncStoreError> = .failure(.invalidChangeSet(ChangeSetError(.malformed, "not written")))
+        var outcome: Result<Int64, SyncStoreError> = .failure(
+            .invalidChangeSet(ChangeSetError(.malformed, "not written")))
         var problems: [ReferenceProblem] = []
         try db.inSavepoint {
             do {
@@ -103,7 +107,8 @@ struct PushWriter {
         let first = used + 1
         let keys = (0..<Int64(count)).map { first + $0 }
         try db.execute(
-            sql: "INSERT INTO _seedsync_keys (type, last) VALUES (?, ?) ON CONFLICT (type) DO UPDATE SET last = excluded.last",
+            sql:
+                "INSERT INTO _seedsync_keys (type, last) VALUES (?, ?) ON CONFLICT (type) DO UPDATE SET last = excluded.last",
             arguments: [type, keys.last ?? first - 1]
         )
         return keys
@@ -116,11 +121,16 @@ struct PushWriter {
             let table = tables[change.type.name]!
             let bases = push.baseRevisions[change.type.name] ?? [:]
             for key in change.updates.map(\.key) + change.deletes {
-                let row = try Row.fetchOne(db.cachedStatement(sql: table.row), arguments: [ValueMapping.databaseValue(key: key)])
-                guard let row, let base = bases[key.keyString!], row[table.type.fields.count + 1] as Int64 == base else { return true }
+                let row = try Row.fetchOne(
+                    db.cachedStatement(sql: table.row), arguments: [ValueMapping.databaseValue(key: key)])
+                guard let row, let base = bases[key.keyString!], row[table.type.fields.count + 1] as Int64 == base
+                else { return true }
             }
             if change.type.primaryKey.type == .text {
-                for row in change.creates where try Bool.fetchOne(db.cachedStatement(sql: table.exists), arguments: [ValueMapping.databaseValue(key: row.key)]) != nil {
+                for row in change.creates
+                where try Bool.fetchOne(
+                    db.cachedStatement(sql: table.exists), arguments: [ValueMapping.databaseValue(key: row.key)]) != nil
+                {
                     return true
                 }
             }
@@ -129,15 +139,24 @@ struct PushWriter {
     }
 
     /// The conflict answer: the current state of every row the push names, and of `related` rows.
-    private func conflictRows(_ push: ValidatedPush, related: [(type: String, key: JSONValue)], in db: Database) throws -> ChangeSet {
+    private func conflictRows(_ push: ValidatedPush, related: [(type: String, key: JSONValue)], in db: Database) throws
+        -> ChangeSet
+    {
         var rows = ConflictRows()
         let named = push.touchedKeys.flatMap { type, keys in keys.map { (type: type, key: $0) } }
         for (type, key) in named + related {
             let table = tables[type]!
-            let row = try Row.fetchOne(db.cachedStatement(sql: table.row), arguments: [ValueMapping.databaseValue(key: key)])
-            rows.add(type, key, row.map { row in
-                (table.type.fields.enumerated().map { ValueMapping.jsonValue(row[$0.offset + 1], as: $0.element.type) }, row[table.type.fields.count + 1])
-            })
+            let row = try Row.fetchOne(
+                db.cachedStatement(sql: table.row), arguments: [ValueMapping.databaseValue(key: key)])
+            rows.add(
+                type, key,
+                row.map { row in
+                    (
+                        table.type.fields.enumerated().map {
+                            ValueMapping.jsonValue(row[$0.offset + 1], as: $0.element.type)
+                        }, row[table.type.fields.count + 1]
+                    )
+                })
         }
         return rows.changeSet(in: schema)
     }

@@ -6,9 +6,9 @@ import SeedSyncSeed
 /// Builds a seed from a sync server over HTTP: `seed-build` as a library.
 ///
 /// 1. Reads `/v1/schema`; its revision R0 is where the download starts.
-/// 2. Downloads every type through `/v1/snapshot` pages into `OUT.partial` (``SeedWriter``).
+/// 2. Downloads every type through `/v1/snapshot` pages into `OUT.partial` (`SeedWriter`).
 /// 3. Catches up through `/v1/sync` from R0 until `hasMore` is false, applying the change sets with
-///    the importer's code (``SeedWriter/apply(_:)``), so the file equals the server at the final
+///    the importer's code (`SeedWriter/apply(_:)`), so the file equals the server at the final
 ///    revision even when the server changed during the download.
 /// 4. Finishes the file (checks, `VACUUM INTO OUT.new`: compact, rollback journal), writes the `.gz`
 ///    copy when asked and the manifest, then renames them into place. Until then nothing exists at `OUT`.
@@ -63,7 +63,7 @@ public struct SeedBuilder: Sendable {
 
     /// Builds the seed, reporting progress to `progress` (which may throw to stop the build).
     ///
-    /// - Throws: ``SyncClientError`` for network and server failures, ``SeedError`` for data that
+    /// - Throws: `SyncClientError` for network and server failures, `SeedError` for data that
     ///   does not fit and for file problems. Nothing is written at ``Options/output`` then.
     public func build(progress: @Sendable (BuildEvent) async throws -> Void = { _ in }) async throws -> BuildReport {
         let clock = ContinuousClock()

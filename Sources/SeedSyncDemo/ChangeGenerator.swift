@@ -22,7 +22,10 @@ public struct ChangeGenerator {
     private var created = 0
     private let referencedTypes: Set<String>
 
-    /// - Parameter existingKeys: the keys each type holds now.
+    /// - Parameters:
+    ///   - schema: the schema the change sets fit.
+    ///   - existingKeys: the keys each type holds now.
+    ///   - seed: the random seed; the same seed over the same keys gives the same change sets.
     public init(schema: DatasetSchema, existingKeys: [String: [JSONValue]], seed: UInt64) {
         self.schema = schema
         random = SplitMix64(seed: seed, stream: "mutate")

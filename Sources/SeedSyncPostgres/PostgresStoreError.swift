@@ -16,6 +16,8 @@ public struct PostgresStoreError: Error, CustomStringConvertible, Sendable {
         public static let unreachable = Self("unreachable")
         /// The database holds no SeedSync store (`seed-server init` was not run on it).
         public static let notInitialized = Self("not_initialized")
+        /// The database holds a SeedSync store of another format version than this library reads.
+        public static let unsupportedFormat = Self("unsupported_format")
         /// The database already holds a SeedSync store, or a table `init` would create exists.
         public static let alreadyInitialized = Self("already_initialized")
         /// A table does not match the schema: missing, a column missing or extra, a type or key

@@ -2,7 +2,7 @@ import PostgresNIO
 public import SeedSyncModel
 
 extension PostgresSyncStore {
-    /// Applies a pushed change set once (see ``SyncStore/push(_:retention:)``), in one
+    /// Applies a pushed change set once (see `SyncStore/push(_:retention:)`), in one
     /// transaction with its idempotency record in `seedsync._pushes`.
     ///
     /// The record is claimed first (`INSERT … ON CONFLICT DO NOTHING`): a second push of the same

@@ -3,6 +3,19 @@ public import SeedSyncModel
 
 extension PostgresSyncStore {
     /// The revisions and exact row counts, read in one statement (one snapshot).
+    public func revisions() async throws -> (revision: Int64, minRevision: Int64) {
+        try await withConnection { [self] connection in
+            guard
+                let row = try await query(
+                    "SELECT revision, min_revision FROM seedsync._state WHERE id = 1", on: connection
+                ).first
+            else {
+                throw SyncStoreError.schemaMismatch("seedsync._state is empty")
+            }
+            return try row.decode((Int64, Int64).self)
+        }
+    }
+
     public func schemaInfo() async throws -> SchemaInfo {
         let types = schema.types
         let counts = types.map { "(\(tables[$0.name]!.count))" }
@@ -29,8 +42,8 @@ extension PostgresSyncStore {
     }
 
     /// Up to `limit` rows after `after`, keyset-paged on the primary key's index, with the state's
-    /// revision, in one statement (``PostgresTableSQL/snapshot(after:)``), read from typed columns
-    /// (``WireRow/init(cells:at:of:table:)``). One row of look-ahead tells whether there is more.
+    /// revision, in one statement (`PostgresTableSQL/snapshot(after:)`), read from typed columns
+    /// (`WireRow/init(cells:at:of:table:)`). One row of look-ahead tells whether there is more.
     public func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int) async throws -> [UInt8] {
         let table = try self.table(type)
         var binds = PostgresBindings()
@@ -69,7 +82,7 @@ extension PostgresSyncStore {
     }
 
     /// The change sets after `revision`: after a fresh read of the state (shared by the requests
-    /// that arrive together, see ``SharedReads``), those this process already assembled come
+    /// that arrive together, see `SharedReads`), those this process already assembled come
     /// from the cache, and the rest are read from the log once for every request that needs the
     /// same revisions, then cached. A committed revision never changes, so only the state read
     /// must be newer than the request; the log read checks in its own snapshot that compaction

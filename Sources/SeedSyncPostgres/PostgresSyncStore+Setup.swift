@@ -39,7 +39,7 @@ extension PostgresSyncStore {
     }
 
     /// Adopts tables that already exist, one per type of `schema`, whose columns match the
-    /// schema's fields (see ``TableCheck``), in one transaction. It adds to them nothing but the
+    /// schema's fields (see `TableCheck`), in one transaction. It adds to them nothing but the
     /// capture triggers; their rows become one bulk revision (revision 1).
     ///
     /// - Returns: the bulk revision.

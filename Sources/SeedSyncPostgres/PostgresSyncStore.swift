@@ -6,7 +6,7 @@ import PostgresNIO
 public import SeedSyncModel
 
 /// The PostgreSQL store: serves tables in a PostgreSQL database, written by `seed-server` or by any
-/// other program, with the bookkeeping in a `seedsync` schema beside them (see ``CaptureSQL``).
+/// other program, with the bookkeeping in a `seedsync` schema beside them (see `CaptureSQL`).
 ///
 /// Every `seed-server` process in front of one database is stateless: the revision counter, the
 /// change log and the row revisions are all in PostgreSQL, and triggers capture every write, so
@@ -170,7 +170,7 @@ struct StoredState {
             for try await (format, json, tableSchema) in rows.decode((Int, String, String).self) {
                 guard format == CaptureSQL.format else {
                     throw PostgresStoreError(
-                        .notInitialized,
+                        .unsupportedFormat,
                         "\(location) holds a SeedSync store of format \(format); this seed-server reads format \(CaptureSQL.format)"
                     )
                 }

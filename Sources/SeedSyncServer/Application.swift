@@ -12,7 +12,11 @@ public import SeedSyncModel
 /// try await app.runService()
 /// ```
 ///
-/// - Parameter onServerRunning: called with the bound port once the server listens (useful with port 0).
+/// - Parameters:
+///   - store: the store served; it stays open while the application runs.
+///   - configuration: the address, the tokens and the limits.
+///   - logger: where a line per request and the store's failures go.
+///   - onServerRunning: called with the bound port once the server listens (useful with port 0).
 public func buildApplication(
     store: any SyncStore,
     configuration: ServerConfiguration,

@@ -14,6 +14,11 @@ extension SQLiteSyncStore {
         }
     }
 
+    public func revisions() async throws -> (revision: Int64, minRevision: Int64) {
+        let state = try await pool.read { db in try StateRecord.fetch(db) }
+        return (state.revision, state.minRevision)
+    }
+
     /// The page, read back from ``snapshotPageJSON(of:after:limit:)``: one mapping from stored
     /// values to wire values, so the two can never disagree.
     public func snapshotPage(of type: String, after: JSONValue?, limit: Int) async throws -> SnapshotPage {

@@ -7,7 +7,7 @@ import SeedSyncSQL
 ///
 /// Files are opened as a `DatabasePool` in WAL mode: readers (snapshot pages, change feeds) run
 /// concurrently with the single writer and each sees one committed state. Writes are serialized
-/// by the pool's writer, so revisions are assigned in commit order (rule 1 of ``SyncStore``).
+/// by the pool's writer, so revisions are assigned in commit order (rule 1 of `SyncStore`).
 /// Commits are synced to disk (`synchronous = FULL`): an acknowledged revision survives a crash.
 ///
 /// ```swift
@@ -16,7 +16,7 @@ import SeedSyncSQL
 /// let revision = try await store.commit(changeSet)
 /// ```
 ///
-/// Internal tables start with `_seedsync_`, which no type name can (see ``SchemaNames``):
+/// Internal tables start with `_seedsync_`, which no type name can (see `SchemaNames`):
 /// `_seedsync_state` (one row: format, schema JSON, revision, min_revision),
 /// `_seedsync_changes` (revision, change_set JSON) and `_seedsync_pushes` (the first result of
 /// every pushed change set id, created when a file without it is opened).
@@ -47,7 +47,7 @@ public final class SQLiteSyncStore: SyncStore {
     /// The file is built beside `path` under a temporary name and renamed into place when complete,
     /// so a failed or interrupted `init` never leaves a half-filled database at `path`.
     ///
-    /// - Throws: ``StoreError/alreadyExists(_:)`` when `path` exists, ``SchemaError`` for an invalid
+    /// - Throws: ``StoreError`` `alreadyExists` when `path` exists, `SchemaError` for an invalid
     ///   schema, and whatever `populate` throws.
     public static func create(
         at path: String,

@@ -16,6 +16,7 @@ struct CommandFailure: Error, CustomStringConvertible {
                 "check the path given to --token-file"
             case let error as SeedError where error.code == .alreadyExists: "remove it, or continue it with --resume"
             case let error as SeedError where error.code == .notResumable: "build without --resume"
+            case let error as SeedError where error.code == .unusable: "the types are chosen with --types"
             default: nil
             }
         return hint.map { CommandFailure(description: "\(error); \($0)") } ?? error

@@ -36,8 +36,10 @@ extension CommandFailure {
                 "create one with `seed-server init`, or attach existing tables with `seed-server init --attach --schema FILE`"
             case let error as PostgresStoreError where error.code == .alreadyInitialized:
                 "`seed-server serve` serves a store that is there; `seed-server init --attach --schema FILE` serves existing tables"
-            case let error as PostgresStoreError where error.code == .unreachable || error.code == .invalidLocation:
+            case let error as PostgresStoreError where error.code == .unreachable:
                 "check --database, and the password in PGPASSWORD or --database-password-file"
+            case let error as PostgresStoreError where error.code == .invalidLocation:
+                "check --database (postgres://USER@HOST:PORT/DATABASE) and --database-password-file"
             case let error as TokenFileError where error.code == .unreadable:
                 "check the paths given to --token-file, --write-token-file and --admin-token-file"
             default: nil

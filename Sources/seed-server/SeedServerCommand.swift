@@ -31,12 +31,16 @@ struct DatabaseOption: ParsableArguments {
             url: database, password: PostgresLocation.password(environment: environment, file: databasePasswordFile))
     }
 
-    /// Runs `body` with the store at `--database`, open for the duration.
+    /// Runs `body` with the store at `--database`, open for the duration; a PostgreSQL store logs
+    /// (its connections' failures) through `logger`.
     func withStore<T: Sendable>(
-        maximumConnections: Int = 20, _ body: @Sendable (any MaintainedSyncStore) async throws -> T
+        maximumConnections: Int = 20, logger: Logger = Logger(label: "seed-server.postgres"),
+        _ body: @Sendable (any MaintainedSyncStore) async throws -> T
     ) async throws -> T {
         if let location = try postgres() {
-            return try await PostgresSyncStore.withStore(at: location, maximumConnections: maximumConnections) {
+            return try await PostgresSyncStore.withStore(
+                at: location, maximumConnections: maximumConnections, logger: logger
+            ) {
                 try await body($0)
             }
         }

@@ -63,7 +63,7 @@ extension SeedServerCommand {
             )
             let host = self.host
             let log = logger
-            try await options.withStore { store in
+            try await options.withStore(logger: log) { store in
                 let app = try await buildApplication(store: store, configuration: configuration, logger: log) { port in
                     FileHandle.standardOutput.write(Data("listening on http://\(host):\(port)\n".utf8))
                 }

@@ -58,6 +58,14 @@ import Testing
         for (schema, code) in broken {
             #expect { try schema.validate() } throws: { ($0 as? SchemaError)?.code == code }
         }
+        // A type named like a change-set member is refused for new stores only: seeds and servers
+        // made before the rule are still read.
+        let existing = DatasetSchema(
+            dataset: "d", schemaVersion: 1,
+            types: [
+                EntityType(name: "conflict", primaryKey: PrimaryKey(name: "id", type: .integer), fields: [])
+            ])
+        #expect(throws: Never.self) { try existing.validate(allowingReservedTypeNames: true) }
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import NIOConcurrencyHelpers
 import SeedSyncDemo
 import SeedSyncModel
 import SeedSyncServer
@@ -85,17 +86,22 @@ import Testing
                         #expect(metrics["seedsync_revision"] == 2)
                         #expect(metrics["seedsync_min_revision"] == 1)
                         #expect(metrics["seedsync_change_log_revisions"] == 1)
-                        #expect(metrics[#"seedsync_rows{type="locations"}"#] == 11)
-                        #expect(metrics[#"seedsync_rows{type="events"}"#] == 50)
+                        #expect(metrics["seedsync_store_up"] == 1)
                     }
                 }
             }
         }
     }
 
-    @Test func storeFailuresAreCounted() async throws {
-        let app = try await buildApplication(store: UnavailableStore(), configuration: testConfiguration())
+    @Test func storeFailuresAreCountedAndShownAsStoreDown() async throws {
+        let store = UnavailableStore()
+        let app = try await buildApplication(store: store, configuration: testConfiguration())
         try await app.test(.router) { client in
+            let up = try await Self.scrape(client)
+            #expect(
+                up["seedsync_store_up"] == 1 && up["seedsync_revision"] == 7 && up["seedsync_change_log_revisions"] == 6
+            )
+            store.isDown.withLockedValue { $0 = true }
             for _ in 0..<2 {
                 try await client.execute(
                     uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 1}"#)
@@ -103,14 +109,19 @@ import Testing
                     #expect(response.status == .serviceUnavailable)
                 }
             }
-            try await client.execute(uri: "/metrics", method: .get, headers: headers(token: TestTokens.admin)) {
-                response in
-                let metrics = Self.samples(String(buffer: response.body))
-                #expect(metrics[#"seedsync_store_errors_total{code="store_unavailable"}"#] == 2)
-                #expect(metrics[#"seedsync_store_errors_total{code="schema_mismatch"}"#] == 0)
-                #expect(metrics[#"seedsync_http_requests_total{route="/v1/sync",method="POST",status="503"}"#] == 2)
-                #expect(metrics["seedsync_revision"] == 7)
-            }
+            let down = try await Self.scrape(client)
+            #expect(down["seedsync_store_up"] == 0, "the scrape could not read the store")
+            #expect(down[#"seedsync_store_errors_total{code="store_unavailable"}"#] == 3, "two syncs and the scrape")
+            #expect(down[#"seedsync_store_errors_total{code="schema_mismatch"}"#] == 0)
+            #expect(down[#"seedsync_http_requests_total{route="/v1/sync",method="POST",status="503"}"#] == 2)
+            #expect(down["seedsync_revision"] == 7, "the last revision read")
+        }
+    }
+
+    private static func scrape(_ client: some TestClientProtocol) async throws -> [String: Double] {
+        try await client.execute(uri: "/metrics", method: .get, headers: headers(token: TestTokens.admin)) { response in
+            #expect(response.status == .ok)
+            return samples(String(buffer: response.body))
         }
     }
 
@@ -127,10 +138,16 @@ import Testing
     }
 }
 
-/// A store whose database is down for change feeds: `store_unavailable`, as a restarting
-/// PostgreSQL gives.
-private struct UnavailableStore: SyncStore {
+/// A store whose database goes down when told: `store_unavailable`, as a restarting PostgreSQL
+/// gives. Its schema stays readable (the application reads it once, at the start).
+private final class UnavailableStore: SyncStore {
+    let isDown = NIOLockedValueBox(false)
+
     func schemaInfo() async throws -> SchemaInfo { SchemaInfo(schema: DemoDataset.schema, revision: 7, minRevision: 1) }
+    func revisions() async throws -> (revision: Int64, minRevision: Int64) {
+        if isDown.withLockedValue({ $0 }) { throw down }
+        return (7, 1)
+    }
     func snapshotPage(of type: String, after: JSONValue?, limit: Int) async throws -> SnapshotPage { throw down }
     func changeFeed(after revision: Int64, limit: Int, byteBudget: Int) async throws -> ChangeFeed { throw down }
     func commit(_ changeSet: ChangeSet) async throws -> Int64 { throw down }

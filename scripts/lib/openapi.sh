@@ -10,10 +10,14 @@ OPENAPI_VENV=${OPENAPI_VENV:-.build/openapi-venv}
 # whose installed version differs (quietly, from PyPI), and sets PYTHON to the environment's python3.
 ensure_python_tools() {
     command -v python3 >/dev/null 2>&1 || install_packages python3 python3-venv
+    # A venv made without python3-venv's ensurepip has no pip: made again.
+    if [ -x "$OPENAPI_VENV/bin/python3" ] && ! "$OPENAPI_VENV/bin/python3" -m pip --version >/dev/null 2>&1; then
+        rm -rf "$OPENAPI_VENV"
+    fi
     if [ ! -x "$OPENAPI_VENV/bin/python3" ]; then
         python3 -m venv --system-site-packages "$OPENAPI_VENV" 2>/dev/null || {
             install_packages python3-venv
-            python3 -m venv --system-site-packages "$OPENAPI_VENV"
+            python3 -m venv --clear --system-site-packages "$OPENAPI_VENV"
         }
     fi
     PYTHON=$OPENAPI_VENV/bin/python3

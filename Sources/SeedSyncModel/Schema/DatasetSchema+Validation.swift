@@ -1,12 +1,20 @@
 extension DatasetSchema {
     /// Checks the rules every schema must follow before a store is created from it.
     ///
-    /// Names match `^[a-z][a-z0-9_]{0,62}$`, type names do not start with `sqlite_`, no type or field is
-    /// called `revision`, names are unique, and every reference names a type of this schema whose
-    /// primary key has the field's type.
+    /// Names match `^[a-z][a-z0-9_]{0,62}$`, type names do not start with `sqlite_` and are not
+    /// members of a change set (`types`, `revision`, `conflict`, `id`), no field is called `revision`,
+    /// names are unique, and every reference names a type of this schema whose primary key has the
+    /// field's type.
     ///
     /// - Throws: ``SchemaError`` naming the first rule broken.
     public func validate() throws {
+        try validate(allowingReservedTypeNames: false)
+    }
+
+    /// ``validate()``, but for a schema already in use (in a seed, from a server): a type named
+    /// like a change-set member was allowed before the rule, and a dataset that is only read works
+    /// with it (only its writes cannot be expressed).
+    package func validate(allowingReservedTypeNames: Bool) throws {
         guard SchemaNames.isValidDataset(dataset) else {
             throw SchemaError(.invalidName, "dataset name '\(dataset)' must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
         }
@@ -16,7 +24,7 @@ extension DatasetSchema {
         guard !types.isEmpty else { throw SchemaError(.noTypes, "the schema declares no types") }
         var typeNames = Set<String>()
         for type in types {
-            try type.validateNames()
+            try type.validateNames(allowingReserved: allowingReservedTypeNames)
             guard typeNames.insert(type.name).inserted else {
                 throw SchemaError(.duplicateName, "type '\(type.name)' is declared twice")
             }
@@ -43,14 +51,14 @@ extension DatasetSchema {
 }
 
 extension EntityType {
-    fileprivate func validateNames() throws {
+    fileprivate func validateNames(allowingReserved: Bool) throws {
         guard SchemaNames.isValid(name) else {
             throw SchemaError(.invalidName, "type name '\(name)' must match ^[a-z][a-z0-9_]{0,62}$")
         }
         guard !name.hasPrefix("sqlite_") else {
             throw SchemaError(.invalidName, "type name '\(name)' must not start with sqlite_")
         }
-        guard !SchemaNames.changeSetMembers.contains(name) else {
+        guard allowingReserved || !SchemaNames.changeSetMembers.contains(name) else {
             throw SchemaError(.reservedName, "type name '\(name)' is reserved: a change set has a member of that name")
         }
         var seen = Set<String>()

@@ -11,6 +11,10 @@ public protocol SyncStore: Sendable {
     /// The schema with the newest revision and the oldest revision the change log can serve from.
     func schemaInfo() async throws -> SchemaInfo
 
+    /// The newest revision and the oldest one the change log can serve from, without counting
+    /// rows: cheap enough for a metrics scrape.
+    func revisions() async throws -> (revision: Int64, minRevision: Int64)
+
     /// Up to `limit` current rows of `type` whose key is greater than `after`, in key order.
     ///
     /// - Throws: ``SyncStoreError/unknownType(_:)`` for a type the schema lacks.
@@ -37,7 +41,7 @@ public protocol SyncStore: Sendable {
     func commit(_ changeSet: ChangeSet) async throws -> Int64
 
     /// Applies a change set a client pushed, once: checked against the schema
-    /// (``DatasetSchema/validatePush(_:)``) and against the revisions its author saw, then
+    /// (`DatasetSchema/validatePush(_:)`) and against the revisions its author saw, then
     /// committed atomically as the next revision with its temporary keys replaced by real ones;
     /// or, with nothing written, answered as a conflict (the current state of the rows it
     /// touched) or a rejection. The result is stored under the change set's id in the same
@@ -54,6 +58,12 @@ public protocol SyncStore: Sendable {
 }
 
 extension SyncStore {
+    /// The revisions of ``schemaInfo()``; stores override it with a read that skips the row counts.
+    public func revisions() async throws -> (revision: Int64, minRevision: Int64) {
+        let info = try await schemaInfo()
+        return (info.revision, info.minRevision)
+    }
+
     public func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int) async throws -> [UInt8] {
         try await snapshotPage(of: type, after: after, limit: limit).jsonBytes()
     }

@@ -5,7 +5,7 @@ import Glibc
 private let posixWrite = Glibc.write
 private let posixClose = Glibc.close
 #elseif canImport(Darwin)
-public import Darwin
+import Darwin
 private let posixWrite = Darwin.write
 private let posixClose = Darwin.close
 #endif

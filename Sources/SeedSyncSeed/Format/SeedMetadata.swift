@@ -9,10 +9,10 @@ public import SeedSyncModel
 /// | `format_version` | `1` |
 /// | `dataset` | the dataset name |
 /// | `schema_version` | the schema version (also `PRAGMA user_version`) |
-/// | `schema_hash` | ``DatasetSchema/hash`` of `schema` |
-/// | `schema` | ``DatasetSchema/canonicalJSON`` of the types in the file |
+/// | `schema_hash` | `DatasetSchema/hash` of `schema` |
+/// | `schema` | `DatasetSchema/canonicalJSON` of the types in the file |
 /// | `revision` | the server revision the rows are at |
-/// | `content_sha256` | the ``ContentDigest`` of the rows and the other keys, written when the seed is finished; removed by the first change set applied after |
+/// | `content_sha256` | the `ContentDigest` of the rows and the other keys, written when the seed is finished; removed by the first change set applied after |
 public struct SeedMetadata: Sendable, Hashable {
     public var formatVersion: Int
     public var schema: DatasetSchema
@@ -73,9 +73,10 @@ public struct SeedMetadata: Sendable, Hashable {
         let schemaJSON = try value(.schema)
         do {
             schema = try JSONDecoder().decode(DatasetSchema.self, from: Data(schemaJSON.utf8))
-            try schema.validate()
+            try schema.validate(allowingReservedTypeNames: true)
         } catch {
-            throw SeedError.notASeed(path, "metadata 'schema' is not a valid schema")
+            throw SeedError.notASeed(
+                path, "metadata 'schema' is not a valid schema" + ((error as? SchemaError).map { " (\($0))" } ?? ""))
         }
         guard schema.canonicalJSON == schemaJSON else {
             throw SeedError.notASeed(path, "metadata 'schema' is not in canonical form")

@@ -16,6 +16,7 @@ public final class SeedFile: Sendable {
 
     /// Opens the file read-only; nothing is written beside it.
     ///
+    /// - Parameter path: the seed file.
     /// - Parameter memoryMapped: read through a memory map of the whole file. Full scans such as
     ///   `integrity_check` take about two thirds of the time then, but every page read counts in the
     ///   process's resident memory (250 MB to verify a 118 MB seed, against 31 MB without), so
@@ -112,7 +113,7 @@ public final class SeedFile: Sendable {
         return problems == ["ok"] ? nil : problems.joined(separator: "; ")
     }
 
-    /// The ``ContentDigest`` of the rows and metadata as they are now, to compare with
+    /// The `ContentDigest` of the rows and metadata as they are now, to compare with
     /// ``SeedMetadata/contentSHA256``.
     public func contentDigest(of schema: DatasetSchema) throws -> String {
         try read { db in try ContentDigest.compute(db, schema: schema) }

@@ -51,7 +51,7 @@ package final class SeedWriter: Sendable {
     ///
     /// - Throws: ``SeedError`` when `path` exists or the schema is invalid.
     package static func create(at path: String, schema: DatasetSchema, revision: Int64) async throws -> SeedWriter {
-        try schema.validate()
+        try schema.validate(allowingReservedTypeNames: true)
         guard !FileManager.default.fileExists(atPath: path) else {
             throw SeedError(.alreadyExists, "\(path) already exists")
         }

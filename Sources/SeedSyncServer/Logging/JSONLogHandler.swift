@@ -20,7 +20,9 @@ public struct JSONLogHandler: LogHandler {
     private let label: String
     private let write: @Sendable (String) -> Void
 
-    /// - Parameter write: receives each line, newline included (standard error by default).
+    /// - Parameters:
+    ///   - label: the logger's label, written as `label`.
+    ///   - write: receives each line, newline included (standard error by default).
     public init(label: String, write: @escaping @Sendable (String) -> Void = JSONLogHandler.standardError) {
         self.label = label
         self.write = write

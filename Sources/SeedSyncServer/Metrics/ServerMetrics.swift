@@ -17,9 +17,9 @@ import SeedSyncModel
 /// | `http_request_duration_seconds` | histogram | `route`, `method` |
 /// | `store_errors_total` | counter | `code`: `store_unavailable`, `schema_mismatch` |
 /// | `pushes_total` | counter | `result`: `applied`, `conflict`, `rejected` (answers, replays included) |
-/// | `revision`, `min_revision` | gauge | (read from the store at each scrape) |
+/// | `store_up` | gauge | 1 when the scrape read the store's revisions, 0 when the store failed |
+/// | `revision`, `min_revision` | gauge | read from the store at each scrape (the last read, when it fails) |
 /// | `change_log_revisions` | gauge | the revisions a client can sync from: `revision - min_revision` |
-/// | `rows` | gauge | `type` (read from the store at each scrape) |
 final class ServerMetrics: Sendable {
     private let registry = PrometheusCollectorRegistry()
     private let factory: PrometheusMetricsFactory
@@ -89,15 +89,14 @@ final class ServerMetrics: Sendable {
         storeErrors[error.code]?.increment()
     }
 
-    /// The metrics in Prometheus text format, with the store's revisions and row counts as of `info`.
-    func exposition(_ info: SchemaInfo?) -> [UInt8] {
-        if let info {
-            gauge("seedsync_revision").record(info.revision)
-            gauge("seedsync_min_revision").record(info.minRevision)
-            gauge("seedsync_change_log_revisions").record(info.revision - info.minRevision)
-            for (type, count) in info.rowCounts ?? [:] {
-                gauge("seedsync_rows", [("type", type)]).record(count)
-            }
+    /// The metrics in Prometheus text format, with the store's revisions as read for this scrape
+    /// (`nil`: the store failed; `store_up` is 0 and the revision gauges keep their last values).
+    func exposition(_ revisions: (revision: Int64, minRevision: Int64)?) -> [UInt8] {
+        gauge("seedsync_store_up").record(revisions == nil ? 0 : 1)
+        if let (revision, minRevision) = revisions {
+            gauge("seedsync_revision").record(revision)
+            gauge("seedsync_min_revision").record(minRevision)
+            gauge("seedsync_change_log_revisions").record(revision - minRevision)
         }
         return registry.emitToBuffer()
     }

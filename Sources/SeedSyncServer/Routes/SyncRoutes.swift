@@ -29,9 +29,9 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
     /// `GET /metrics`: ``ServerMetrics`` in Prometheus text format. A store that fails to answer
     /// is counted and logged, and the rest is still served (without the store's gauges).
     private func exposition(_ context: Context) async -> Response {
-        var info: SchemaInfo?
+        var revisions: (revision: Int64, minRevision: Int64)?
         do {
-            info = try await store.schemaInfo()
+            revisions = try await store.revisions()
         } catch let error as SyncStoreError {
             metrics.record(error)
             context.logger.error(
@@ -44,7 +44,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         var headers = HTTPFields()
         headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
         return Response(
-            status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition(info))))
+            status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition(revisions))))
     }
 
     /// `GET /health`; `HEAD /health` answers with its status and headers alone.
@@ -55,7 +55,8 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
     }
 
     private func snapshot(_ request: Request, _ context: Context) async throws -> Response {
-        let name = context.parameters.get("type")?.removingPercentEncoding ?? ""
+        let raw = context.parameters.get("type") ?? ""
+        let name = raw.removingPercentEncoding ?? raw
         guard let type = schema.type(named: name) else { throw SyncStoreError.unknownType(name) }
         let query = request.uri.queryParameters
         let after = try query.get("after").map { text in

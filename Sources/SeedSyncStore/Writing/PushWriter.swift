@@ -4,7 +4,7 @@ public import SeedSyncModel
 import SeedSyncSQL
 
 extension SQLiteSyncStore {
-    /// Applies a pushed change set once (see ``SyncStore/push(_:retention:)``), in one write
+    /// Applies a pushed change set once (see `SyncStore/push(_:retention:)`), in one write
     /// transaction with its idempotency record in `_seedsync_pushes`.
     public func push(_ changeSet: PushedChangeSet, retention: Duration) async throws -> PushResult {
         let writer = PushWriter(schema: schema, tables: tables)

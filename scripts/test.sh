@@ -3,7 +3,8 @@
 # (the PostgreSQL store's tests need one; stopped at the end, also on failure), checks the sources'
 # format (`swift format lint`, .swift-format), builds once, runs `swift test`. Without a PostgreSQL
 # those tests fail: they are never skipped. Then the checks that need the build: the public API
-# against api/, real answers against docs/openapi.yaml, and 30 seconds of schemathesis.
+# against api/, the DocC documentation without warnings, real answers against docs/openapi.yaml,
+# and 30 seconds of schemathesis.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/setup.sh
@@ -18,5 +19,6 @@ swift format lint --strict --recursive Sources Tests Package.swift
 swift build --build-tests
 swift test --skip-build "$@"
 bash scripts/api-check.sh
+bash scripts/docs.sh
 bash scripts/openapi-check.sh .build/debug
 bash scripts/schemathesis.sh .build/debug --seconds 30

@@ -170,6 +170,13 @@ let package = Package(
             ]
         ),
         .testTarget(name: "SeedSyncModelTests", dependencies: ["SeedSyncModel", "SeedSyncTesting"]),
+        .testTarget(name: "SeedSyncDemoTests", dependencies: ["SeedSyncDemo", "SeedSyncModel", "SeedSyncTesting"]),
+        .testTarget(
+            name: "SeedSyncSeedTests",
+            dependencies: [
+                "SeedSyncSeed", "SeedSyncBuild", "SeedSyncTesting", .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
         .testTarget(
             name: "SeedSyncStoreTests",
             dependencies: ["SeedSyncStore", "SeedSyncPostgres", "SeedSyncDemo", "SeedSyncTesting"]

@@ -144,51 +144,33 @@ public struct SeedBuilder: Sendable {
         let cursors = try await writer.cursors()
         for type in writer.schema.types {
             guard let cursor = cursors[type.name], !cursor.isComplete else { continue }
-            var request = fetch(type.name, after: cursor.after)
-            defer { request.cancel() }
-            while true {
+            for try await (page, bytes) in client.snapshotPages(
+                of: type.name, after: cursor.after, limit: options.pageSize)
+            {
                 try Task.checkCancellation()
-                let (page, bytes) = try await request.value
-                let isLast = page.next == .null
-                if !isLast { request = fetch(type.name, after: page.next) }
                 let rows = try await writer.insert(page)
                 run.pages += 1
                 run.rows += rows
                 try await progress(.page(type: type.name, rows: rows, bytes: bytes))
-                if isLast { break }
             }
         }
     }
 
-    /// Starts loading one page; the task returns it with the bytes it took.
-    private func fetch(_ type: String, after: JSONValue?) -> Task<(SnapshotPage, Int64), any Error> {
-        let client = self.client
-        let limit = options.pageSize
-        return Task {
-            let before = client.bytesReceived
-            let page = try await client.snapshotPage(of: type, after: after, limit: limit)
-            return (page, client.bytesReceived - before)
-        }
-    }
-
-    /// `/v1/sync` from the seed's revision until the server has nothing more; change sets of types
-    /// left out of the seed are dropped, the revision still advances.
+    /// `/v1/sync` from the seed's revision until the server has nothing more, one answer ahead;
+    /// change sets of types left out of the seed are dropped, the revision still advances.
     private func catchUp(
         _ writer: SeedWriter, serverTypes: Set<String>, run: inout BuildRun,
         progress: @Sendable (BuildEvent) async throws -> Void
     ) async throws {
         let included = Set(writer.schema.types.map(\.name))
         let excluded = serverTypes.subtracting(included)
-        var revision = try await writer.revision()
-        while true {
+        for try await response in client.changeFeed(from: try await writer.revision(), limit: options.syncLimit) {
             try Task.checkCancellation()
-            let response = try await client.sync(from: revision, limit: options.syncLimit)
             guard !response.changeSets.isEmpty else { return }
             let changeSets = response.changeSets.map { $0.removingChanges(ofTypes: excluded) }
-            revision = try await writer.apply(changeSets)
+            let revision = try await writer.apply(changeSets)
             run.changeSets += changeSets.count
             try await progress(.caughtUp(changeSets: run.changeSets, revision: revision))
-            if !response.hasMore { return }
         }
     }
 
@@ -260,13 +242,5 @@ private struct BuildRun {
         let elapsed = (clock.now - start).seconds
         seconds[step] = elapsed - lastMark
         lastMark = elapsed
-    }
-}
-
-extension Duration {
-    /// The duration in seconds, for reports.
-    package var seconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }

@@ -51,17 +51,27 @@ public struct DemoDataset: Sendable {
         ]
     )
 
-    /// The rows of `type`, keys 1…count, in key order. Load the types in schema order (`locations`
-    /// first): events reference locations.
     /// Every type's rows, as one bulk load (locations before the events that reference them).
-    ///
-    /// ```swift
-    /// try await store.bulkLoad(DemoDataset(events: 1_000, locations: 20, seed: 1).loads)
-    /// ```
     public var loads: [BulkLoad] {
         Self.schema.types.map { type in BulkLoad(type: type.name) { rows(of: type.name) } }
     }
 
+    /// Loads every row into `store` as one revision (revision 1 in a new store).
+    ///
+    /// ```swift
+    /// try await SQLiteSyncStore.create(at: path, schema: DemoDataset.schema) { store in
+    ///     try await DemoDataset(events: 1_000, locations: 20, seed: 1).load(into: store)
+    /// }
+    /// ```
+    ///
+    /// - Returns: the revision the rows have.
+    @discardableResult
+    public func load(into store: any MaintainedSyncStore) async throws -> Int64 {
+        try await store.bulkLoad(loads).revision
+    }
+
+    /// The rows of `type`, keys 1…count, in key order. Load the types in schema order (`locations`
+    /// first): events reference locations.
     public func rows(of type: String) -> DemoRows {
         let count = type == "locations" ? locationCount : type == "events" ? eventCount : 0
         let locationCount = self.locationCount

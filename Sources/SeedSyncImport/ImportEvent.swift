@@ -3,6 +3,9 @@ public import SeedSyncSeed
 
 /// What a ``SeedImporter`` reports while it works, in order.
 ///
+/// New events may be added in later releases (write-back added three): match the ones you need
+/// with `if case` or a `switch` that has a `default`.
+///
 /// ```swift
 /// for try await event in importer.events() {
 ///     if case .applied(let changeSet) = event, let keys = changeSet.types["events"] {

@@ -4,11 +4,11 @@ import GRDBSQLite
 package import SeedSyncModel
 
 /// Moves values between wire form and a prepared statement through SQLite's C API, without
-/// boxing each one in a `DatabaseValue`: the hot loops of snapshot pages (server) and of
-/// inserting them (seed-build), where that boxing cost more than SQLite itself.
+/// GRDB's `StatementArguments` or rows: the hot loops of snapshot pages (server) and of
+/// inserting them (seed-build), where those cost more than SQLite itself.
 ///
-/// Values follow the same mapping as ``ValueMapping``: booleans are 0 and 1, reals are REAL even
-/// when they arrive as integers, blobs travel as base64, timestamps as text.
+/// Values go through the one mapping of ``ValueMapping``, one `DatabaseValue` at a time (a
+/// value, not an allocation); TEXT columns are written to JSON straight from SQLite's buffer.
 package enum StatementValues {
     /// Runs `statement` (``TableSQL/insert`` or ``TableSQL/upsert``) once for `row`, binding key,
     /// fields and revision in order.
@@ -17,10 +17,10 @@ package enum StatementValues {
     package static func execute(_ statement: Statement, row: RowValues, of type: EntityType, revision: Int64) throws {
         let handle = statement.sqliteStatement
         sqlite3_reset(handle)
-        bind(key: row.key, at: 1, to: handle)
+        bind(ValueMapping.databaseValue(key: row.key), at: 1, to: handle)
         var index: Int32 = 2
         for (field, value) in zip(type.fields, row.values) {
-            bind(value, as: field.type, at: index, to: handle)
+            bind(ValueMapping.databaseValue(value, as: field.type), at: index, to: handle)
             index += 1
         }
         sqlite3_bind_int64(handle, index, revision)
@@ -33,30 +33,20 @@ package enum StatementValues {
         sqlite3_reset(handle)
     }
 
-    private static func bind(key: JSONValue, at index: Int32, to handle: SQLiteStatement) {
-        switch key {
-        case .int(let number): sqlite3_bind_int64(handle, index, number)
+    /// Binds like GRDB, except that an empty blob stays a blob (GRDB binds it as NULL).
+    private static func bind(_ value: DatabaseValue, at index: Int32, to handle: SQLiteStatement) {
+        switch value.storage {
+        case .null: sqlite3_bind_null(handle, index)
+        case .int64(let number): sqlite3_bind_int64(handle, index, number)
+        case .double(let number): sqlite3_bind_double(handle, index, number)
         case .string(let text): bind(text: text, at: index, to: handle)
-        default: sqlite3_bind_null(handle, index)
-        }
-    }
-
-    private static func bind(_ value: JSONValue, as type: FieldType, at index: Int32, to handle: SQLiteStatement) {
-        switch (value, type) {
-        case (.bool(let flag), _): sqlite3_bind_int64(handle, index, flag ? 1 : 0)
-        case (.int(let number), .real): sqlite3_bind_double(handle, index, Double(number))
-        case (.int(let number), _): sqlite3_bind_int64(handle, index, number)
-        case (.double(let number), _): sqlite3_bind_double(handle, index, number)
-        case (.string(let text), .blob):
-            let data = Data(base64Encoded: text) ?? Data()
+        case .blob(let data):
             _ = data.withUnsafeBytes { bytes in
                 guard let start = bytes.baseAddress, !bytes.isEmpty else {
                     return sqlite3_bind_zeroblob(handle, index, 0)
                 }
                 return sqlite3_bind_blob(handle, index, start, Int32(bytes.count), transient)
             }
-        case (.string(let text), _): bind(text: text, at: index, to: handle)
-        case (.null, _), (.array, _), (.object, _): sqlite3_bind_null(handle, index)
         }
     }
 
@@ -77,40 +67,36 @@ package enum StatementValues {
     private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
     /// Writes column `index` of the current row of `statement` as a wire value of `type` (`nil`
-    /// for a key or the revision column: integers and text as they are).
+    /// for a key or the revision column).
     package static func write(
         column index: Int32, of statement: Statement, as type: FieldType?, to writer: inout JSONWriter
     ) {
         let handle = statement.sqliteStatement
-        switch sqlite3_column_type(handle, index) {
-        case SQLITE_INTEGER:
-            let number = sqlite3_column_int64(handle, index)
-            switch type {
-            case .boolean: writer.value(.bool(number != 0))
-            case .real: writer.value(.double(Double(number)))
-            default: writer.value(.int(number))
-            }
-        case SQLITE_FLOAT: writer.value(.double(sqlite3_column_double(handle, index)))
-        case SQLITE_TEXT:
-            let count = Int(sqlite3_column_bytes(handle, index))
-            let bytes = sqlite3_column_text(handle, index).map { UnsafeBufferPointer(start: $0, count: count) }
-            writer.string(utf8: bytes ?? UnsafeBufferPointer(start: nil, count: 0))
-        case SQLITE_BLOB:
-            let count = Int(sqlite3_column_bytes(handle, index))
-            let data = sqlite3_column_blob(handle, index).map { Data(bytes: $0, count: count) } ?? Data()
-            writer.value(.string(data.base64EncodedString()))
-        default: writer.value(.null)
+        guard sqlite3_column_type(handle, index) == SQLITE_TEXT else {
+            writer.value(ValueMapping.jsonValue(DatabaseValue(sqliteStatement: handle, index: index), as: type))
+            return
         }
+        // TEXT is a string whatever the type: written without making a `String`.
+        let count = Int(sqlite3_column_bytes(handle, index))
+        let bytes = sqlite3_column_text(handle, index).map { UnsafeBufferPointer(start: $0, count: count) }
+        writer.string(utf8: bytes ?? UnsafeBufferPointer(start: nil, count: 0))
+    }
+
+    /// The current row of `statement` (``TableSQL/columns`` order: key, fields, revision) as a
+    /// snapshot page row, `[key, field…, revision]`.
+    package static func writeRow(of type: EntityType, from statement: Statement, to writer: inout JSONWriter) {
+        writer.beginArray()
+        write(column: 0, of: statement, as: nil, to: &writer)
+        for (index, field) in type.fields.enumerated() {
+            write(column: Int32(index + 1), of: statement, as: field.type, to: &writer)
+        }
+        write(column: Int32(type.fields.count + 1), of: statement, as: nil, to: &writer)
+        writer.endArray()
     }
 
     /// Column `index` of the current row of `statement` as a key.
     package static func key(column index: Int32, of statement: Statement) -> JSONValue {
-        let handle = statement.sqliteStatement
-        switch sqlite3_column_type(handle, index) {
-        case SQLITE_INTEGER: return .int(sqlite3_column_int64(handle, index))
-        case SQLITE_TEXT: return .string(String(cString: sqlite3_column_text(handle, index)))
-        default: return .null
-        }
+        ValueMapping.jsonKey(DatabaseValue(sqliteStatement: statement.sqliteStatement, index: index))
     }
 }
 

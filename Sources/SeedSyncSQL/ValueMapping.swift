@@ -2,7 +2,22 @@ import Foundation
 package import GRDB
 package import SeedSyncModel
 
-/// Converts between wire values (already normalized by validation) and SQLite values.
+/// The one mapping between wire values (already normalized by validation) and SQLite values,
+/// GRDB's `DatabaseValue`; ``StatementValues`` goes through it too.
+///
+/// | Field type  | SQLite storage          | Wire form         |
+/// | ----------- | ----------------------- | ----------------- |
+/// | `integer`   | INTEGER                 | integer           |
+/// | `real`      | REAL, integers included | number (a double) |
+/// | `text`      | TEXT                    | string            |
+/// | `boolean`   | INTEGER 0 or 1          | `true` or `false` |
+/// | `timestamp` | TEXT (RFC 3339)         | string            |
+/// | `blob`      | BLOB                    | base64 string     |
+/// | any, null   | NULL                    | `null`            |
+/// | key         | INTEGER or TEXT         | integer or string |
+///
+/// Reading goes by storage class; the field type only says what an INTEGER is. Invalid base64
+/// is stored as an empty blob, arrays and objects (which validation refuses) as NULL.
 package enum ValueMapping {
     package static func databaseValue(_ value: JSONValue, as type: FieldType) -> DatabaseValue {
         switch (value, type) {
@@ -25,7 +40,8 @@ package enum ValueMapping {
         }
     }
 
-    package static func jsonValue(_ value: DatabaseValue, as type: FieldType) -> JSONValue {
+    /// `type` is `nil` for a key or the revision: integers as they are.
+    package static func jsonValue(_ value: DatabaseValue, as type: FieldType?) -> JSONValue {
         switch (value.storage, type) {
         case (.null, _): .null
         case (.int64(let number), .boolean): .bool(number != 0)

@@ -44,21 +44,10 @@ extension SQLiteSyncStore {
                 count += 1
                 if count > limit { break }
                 if count == limit { next = StatementValues.key(column: 0, of: statement) }
-                Self.writeRow(of: table.type, from: statement, to: &writer)
+                StatementValues.writeRow(of: table.type, from: statement, to: &writer)
             }
             return SnapshotPage.endJSON(&writer, next: count > limit ? next : .null)
         }
-    }
-
-    /// The current row of `statement` as a page row: key, fields, revision.
-    private static func writeRow(of type: EntityType, from statement: Statement, to writer: inout JSONWriter) {
-        writer.beginArray()
-        StatementValues.write(column: 0, of: statement, as: nil, to: &writer)
-        for (index, field) in type.fields.enumerated() {
-            StatementValues.write(column: Int32(index + 1), of: statement, as: field.type, to: &writer)
-        }
-        StatementValues.write(column: Int32(type.fields.count + 1), of: statement, as: nil, to: &writer)
-        writer.endArray()
     }
 
     public func changeFeed(after revision: Int64, limit: Int, byteBudget: Int) async throws -> ChangeFeed {

@@ -68,9 +68,7 @@ public enum Fixtures {
     {
         let path = directory.appendingPathComponent("demo.sqlite").path
         let dataset = DemoDataset(events: events, locations: locations, seed: seed)
-        try await SQLiteSyncStore.create(at: path, schema: DemoDataset.schema) { store in
-            _ = try await store.bulkLoad(dataset.loads)
-        }
+        try await SQLiteSyncStore.create(at: path, schema: DemoDataset.schema) { try await dataset.load(into: $0) }
         return try SQLiteSyncStore(path: path)
     }
 

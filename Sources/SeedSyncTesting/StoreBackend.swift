@@ -47,7 +47,7 @@ public enum StoreBackend: String, CaseIterable, Sendable, CustomStringConvertibl
     ) async throws {
         try await withStore(DemoDataset.schema) { store in
             let dataset = DemoDataset(events: events, locations: locations, seed: seed)
-            _ = try await store.bulkLoad(dataset.loads)
+            try await dataset.load(into: store)
             try await body(store)
         }
     }

@@ -87,9 +87,7 @@ extension SeedServerCommand {
             }
             if demo {
                 let dataset = DemoDataset(events: events, locations: locations, seed: seed)
-                try await create(parsed) { store in
-                    _ = try await store.bulkLoad(dataset.loads)
-                }
+                try await create(parsed) { try await dataset.load(into: $0) }
                 print("created \(options.name): demo dataset, \(locations) locations, \(events) events at revision 1")
             } else {
                 try await create(parsed) { _ in }

@@ -26,8 +26,8 @@ extension ImportSession {
         var recoveries = 0
         var mayPush = true
         var pushLimit = PendingChanges.maxPerPush
-        var prefetched: Task<SyncResponse, any Error>?
-        defer { prefetched?.cancel() }
+        /// The answers when nothing is pushed, one ahead (`nil` after a push or a failure).
+        var feed: PrefetchingSequence<SyncResponse, Int64>.Iterator?
         /// The next push when the end of the last round read it already.
         var queued: [OutboxEntry]?
         func nextPush() async throws -> [OutboxEntry] {
@@ -39,15 +39,14 @@ extension ImportSession {
             try Task.checkCancellation()
             let push: [OutboxEntry]
             if let queued { push = queued } else { push = try await nextPush() }
-            let request = push.isEmpty ? (prefetched ?? fetch(from: revision)) : fetch(from: revision, pushing: push)
-            if !push.isEmpty { prefetched?.cancel() }
-            prefetched = nil
             queued = nil
+            if !push.isEmpty { feed = nil }
             let response: SyncResponse
             do {
-                response = try await request.value
+                response = try await next(from: revision, pushing: push, feed: &feed)
             } catch let error as SyncClientError where error.code == .historyExpired && recoveries < Self.maxRecoveries
             {
+                feed = nil
                 recoveries += 1
                 database = try await recover(database, minRevision: error.minRevision ?? info.minRevision)
                 revision = try await database.revision()
@@ -73,7 +72,6 @@ extension ImportSession {
                     })
                 continue
             }
-            if response.hasMore && push.isEmpty { prefetched = fetch(from: response.maxRevision) }
             if !push.isEmpty {
                 let results = response.results
                 record(
@@ -104,11 +102,24 @@ extension ImportSession {
         }
     }
 
-    /// Starts one `/v1/sync` request from `revision`, pushing `entries`.
-    private func fetch(from revision: Int64, pushing entries: [OutboxEntry] = []) -> Task<SyncResponse, any Error> {
-        let (client, limit) = (self.client, configuration.syncLimit)
-        let pushed = entries.map(\.pushed)
-        return Task { try await client.sync(from: revision, limit: limit, pushing: pushed) }
+    /// The next `/v1/sync` answer from `revision`: pushing `entries` in a request of their own,
+    /// or, with nothing to push, from `feed`, the answers one ahead (started from `revision` when
+    /// there is none; it ends after an answer without `hasMore`).
+    private func next(
+        from revision: Int64, pushing entries: [OutboxEntry],
+        feed: inout PrefetchingSequence<SyncResponse, Int64>.Iterator?
+    ) async throws -> SyncResponse {
+        if !entries.isEmpty {
+            return try await client.sync(from: revision, limit: configuration.syncLimit, pushing: entries.map(\.pushed))
+        }
+        var answers = feed ?? client.changeFeed(from: revision, limit: configuration.syncLimit).makeAsyncIterator()
+        defer { feed = answers }
+        guard let response = try await answers.next() else {
+            // The last answer said there was no more; ask again from where the database is.
+            answers = client.changeFeed(from: revision, limit: configuration.syncLimit).makeAsyncIterator()
+            return try await answers.next()!
+        }
+        return response
     }
 
     /// Change sets grouped into transactions of about ``SeedImporter/Configuration/maxRowsPerTransaction`` rows.

@@ -71,15 +71,6 @@ public struct TypeChanges: Sendable, Hashable {
 
 // MARK: - Codable
 
-/// A coding key made at run time: change sets are keyed by type names.
-struct DynamicKey: CodingKey {
-    let stringValue: String
-    var intValue: Int? { nil }
-    init(_ string: String) { stringValue = string }
-    init?(stringValue: String) { self.stringValue = stringValue }
-    init?(intValue: Int) { nil }
-}
-
 extension ChangeSet: Codable {
     /// Reads a change set from parsed JSON; `path` names it in errors (`changeSets[3]`).
     ///
@@ -97,14 +88,9 @@ extension ChangeSet: Codable {
         try self.init(json: JSONValue(from: decoder))
     }
 
+    /// Encodes ``jsonBytes()``, the one encoding of a change set, as a JSON value.
     public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: DynamicKey.self)
-        try container.encodeIfPresent(revision, forKey: DynamicKey("revision"))
-        if conflict { try container.encode(true, forKey: DynamicKey("conflict")) }
-        try container.encode(types, forKey: DynamicKey("types"))
-        for change in changes {
-            try container.encode(change, forKey: DynamicKey(change.type))
-        }
+        try JSONParser.parse(jsonBytes()).encode(to: encoder)
     }
 
     /// The change set as compact JSON, with a stable member order: `revision`, `conflict` when
@@ -137,11 +123,7 @@ extension ChangeSet: Codable {
     }
 }
 
-extension TypeChanges: Encodable {
-    private enum CodingKeys: String, CodingKey {
-        case create, update, delete, attributes
-    }
-
+extension TypeChanges {
     /// Reads the changes of `type` from parsed JSON; absent lists are empty.
     init(json: JSONValue, type: String, at path: String) throws(JSONShapeError) {
         let members = try JSONMembers(json, at: path)
@@ -155,14 +137,6 @@ extension TypeChanges: Encodable {
         for (id, fields) in rows.members {
             attributes[id] = try JSONMembers(fields, at: rows.path(of: id)).members
         }
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(create, forKey: .create)
-        try container.encode(update, forKey: .update)
-        try container.encode(delete, forKey: .delete)
-        try container.encode(attributes, forKey: .attributes)
     }
 
     fileprivate func write(to writer: inout JSONWriter) {

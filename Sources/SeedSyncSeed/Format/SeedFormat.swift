@@ -21,16 +21,10 @@ public enum SeedFormat {
 
     /// Whether the file at `path` begins with a SQLite header that carries ``applicationID``.
     ///
-    /// It reads the header's bytes (the magic string, and the big-endian application id at
-    /// offset 68) without SQLite, so it can tell a seed-format file from any other without
-    /// opening it, even when SQLite would have to write to open it.
+    /// It reads the header's bytes (`SQLiteHeader`) without SQLite, so it can tell a seed-format
+    /// file from any other without opening it, even when SQLite would have to write to open it.
     package static func hasSeedHeader(at path: String) -> Bool {
-        guard let file = FileHandle(forReadingAtPath: path) else { return false }
-        defer { try? file.close() }
-        guard let header = try? file.read(upToCount: 72), header.count == 72 else { return false }
-        let magic = Data("SQLite format 3\u{0}".utf8)
-        let id = header[68..<72].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
-        return header.prefix(magic.count) == magic && Int32(bitPattern: id) == applicationID
+        SQLiteHeader(path: path)?.applicationID == applicationID
     }
 
     /// The lowercase hex SHA-256 of `bytes`.

@@ -274,26 +274,3 @@ struct SeedChecks {
         counts.keys.sorted().map { "\($0)=\(counts[$0]!)" }.joined(separator: ", ")
     }
 }
-
-/// The fields of the 100-byte SQLite database header that a seed check needs.
-struct SQLiteHeader {
-    let pageSize: Int
-    let pageCount: UInt32
-    /// File format write and read versions both 1: rollback journal, not WAL.
-    let isRollbackJournal: Bool
-    /// Text encoding 1.
-    let isUTF8: Bool
-
-    init?(path: String) {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
-        defer { try? handle.close() }
-        guard let data = try? handle.read(upToCount: 100), data.count == 100 else { return nil }
-        let bytes = [UInt8](data)
-        guard bytes.starts(with: Array("SQLite format 3\0".utf8)) else { return nil }
-        let rawPageSize = Int(bytes[16]) << 8 | Int(bytes[17])
-        pageSize = rawPageSize == 1 ? 65536 : rawPageSize
-        pageCount = bytes[28..<32].reduce(0) { $0 << 8 | UInt32($1) }
-        isRollbackJournal = bytes[18] == 1 && bytes[19] == 1
-        isUTF8 = bytes[56..<60].reduce(0) { $0 << 8 | UInt32($1) } == 1
-    }
-}

@@ -1,5 +1,6 @@
 import Hummingbird
 import Logging
+import SeedSyncModel
 
 /// The outermost middleware: one `info` line per request once it is answered, such as
 /// `POST /v1/sync 200` with the status and milliseconds as metadata, and the request counted and
@@ -30,8 +31,7 @@ struct AccessLogMiddleware<Context: RequestContext>: RouterMiddleware {
         let duration = ContinuousClock.now - started
         metrics.record(
             route: context.endpointPath ?? "unknown", method: request.method, status: status, duration: duration)
-        let elapsed = duration.components
-        let milliseconds = Double(elapsed.seconds) * 1000 + Double(elapsed.attoseconds) / 1e15
+        let milliseconds = duration.seconds * 1000
         context.logger.info(
             "\(request.method) \(request.uri.path) \(status.code)",
             metadata: [

@@ -1,7 +1,6 @@
 import Foundation
 import SeedSyncDemo
 import SeedSyncModel
-import SeedSyncStore
 import SeedSyncTesting
 import Testing
 

@@ -1,0 +1,90 @@
+package import SeedSyncModel
+
+/// Answers fetched one ahead: while the caller handles one, the next is already being requested
+/// and parsed. The one way snapshot pages and change feeds are read, by the builder and the
+/// importer alike.
+///
+/// Each fetch gives an element and the cursor of the next one, or `nil` when the element was the
+/// last. A failed fetch ends the sequence with its error; an iterator that is dropped, or whose
+/// task is cancelled, cancels the request it had started.
+///
+/// ```swift
+/// for try await (page, bytes) in client.snapshotPages(of: "events", after: nil, limit: 5_000) {
+///     try await writer.insert(page)  // the next page downloads meanwhile
+/// }
+/// ```
+package struct PrefetchingSequence<Element: Sendable, Cursor: Sendable>: AsyncSequence, Sendable {
+    private let start: Cursor
+    private let fetch: @Sendable (Cursor) async throws -> (element: Element, next: Cursor?)
+
+    package init(
+        from start: Cursor, fetch: @escaping @Sendable (Cursor) async throws -> (element: Element, next: Cursor?)
+    ) {
+        self.start = start
+        self.fetch = fetch
+    }
+
+    package func makeAsyncIterator() -> Iterator {
+        Iterator(fetch: fetch, first: start)
+    }
+
+    package struct Iterator: AsyncIteratorProtocol {
+        private let fetch: @Sendable (Cursor) async throws -> (element: Element, next: Cursor?)
+        private let request: Request
+
+        fileprivate init(
+            fetch: @escaping @Sendable (Cursor) async throws -> (element: Element, next: Cursor?), first: Cursor
+        ) {
+            self.fetch = fetch
+            request = Request()
+            request.task = Task { try await fetch(first) }
+        }
+
+        /// The next element, starting the request of the one after it; `nil` after the last.
+        package mutating func next() async throws -> Element? {
+            guard let task = request.task else { return nil }
+            request.task = nil
+            let (element, next) = try await withTaskCancellationHandler {
+                try await task.value
+            } onCancel: {
+                task.cancel()
+            }
+            let fetch = self.fetch
+            request.task = next.map { cursor in Task { try await fetch(cursor) } }
+            return element
+        }
+    }
+
+    /// The request in flight; cancelled when the iterator that started it goes away.
+    private final class Request: @unchecked Sendable {
+        // Only the iterator's `next()` reads and writes it, never concurrently (an async iterator
+        // is not shared).
+        var task: Task<(element: Element, next: Cursor?), any Error>?
+
+        deinit { task?.cancel() }
+    }
+}
+
+extension SyncClient {
+    /// The snapshot of `type` from `after` (`nil`: the first row), page by page with the bytes
+    /// each took, one page ahead, until the page whose `next` is `null`.
+    package func snapshotPages(of type: String, after: JSONValue?, limit: Int)
+        -> PrefetchingSequence<(page: SnapshotPage, bytes: Int64), JSONValue?>
+    {
+        PrefetchingSequence(from: after) { [self] after in
+            let before = bytesReceived
+            let page = try await snapshotPage(of: type, after: after, limit: limit)
+            return ((page, bytesReceived - before), page.next == .null ? .none : .some(page.next))
+        }
+    }
+
+    /// The change sets after `revision`, answer by answer, one ahead, until an answer says the
+    /// server has no more (`hasMore` false). Each answer is requested from the revision the one
+    /// before ended at.
+    package func changeFeed(from revision: Int64, limit: Int) -> PrefetchingSequence<SyncResponse, Int64> {
+        PrefetchingSequence(from: revision) { [self] revision in
+            let response = try await sync(from: revision, limit: limit)
+            return (response, response.hasMore ? response.maxRevision : nil)
+        }
+    }
+}

@@ -11,12 +11,7 @@ extension PostgresSyncStore {
     /// invalid change set too. Nothing is written then.
     @discardableResult
     public func commit(_ changeSet: ChangeSet) async throws -> Int64 {
-        let changes: [ValidatedChanges]
-        do {
-            changes = try schema.validate(changeSet)
-        } catch {
-            throw SyncStoreError.invalidChangeSet(error)
-        }
+        let changes = try schema.validateCommit(changeSet)
         do {
             return try await withTransaction { [self] connection in
                 let revision = try await write(changes, on: connection)

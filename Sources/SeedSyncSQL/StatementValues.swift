@@ -33,7 +33,7 @@ package enum StatementValues {
         sqlite3_reset(handle)
     }
 
-    /// Binds like GRDB, except that an empty blob stays a blob (GRDB binds it as NULL).
+    /// An empty blob is bound as a zero-length blob, never through a null pointer (which is NULL).
     private static func bind(_ value: DatabaseValue, at index: Int32, to handle: SQLiteStatement) {
         switch value.storage {
         case .null: sqlite3_bind_null(handle, index)

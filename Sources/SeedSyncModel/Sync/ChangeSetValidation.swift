@@ -18,6 +18,16 @@ package struct ValidatedChanges: Sendable {
 }
 
 extension DatasetSchema {
+    /// ``validate(_:)`` for a store's commit: a change set that does not fit is
+    /// `SyncStoreError` `invalidChangeSet`, the store's error for it.
+    package func validateCommit(_ changeSet: ChangeSet) throws(SyncStoreError) -> [ValidatedChanges] {
+        do {
+            return try validate(changeSet)
+        } catch {
+            throw .invalidChangeSet(error)
+        }
+    }
+
     /// Checks a change set against this schema and returns its rows in schema order.
     ///
     /// Every type must be declared once, every id must fit the primary key and appear in only one

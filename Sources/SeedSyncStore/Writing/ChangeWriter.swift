@@ -6,12 +6,7 @@ import SeedSyncSQL
 extension SQLiteSyncStore {
     @discardableResult
     public func commit(_ changeSet: ChangeSet) async throws -> Int64 {
-        let changes: [ValidatedChanges]
-        do {
-            changes = try schema.validate(changeSet)
-        } catch {
-            throw SyncStoreError.invalidChangeSet(error)
-        }
+        let changes = try schema.validateCommit(changeSet)
         let writer = ChangeWriter(schema: schema, tables: tables)
         do {
             return try await pool.write { db in try writer.commit(changes, in: db) }

@@ -212,6 +212,22 @@ import Testing
                         == .applied(revision: 5, keys: ["notes": ["-1": 21]]))
                 try await psql("INSERT INTO notes (body) VALUES ('from the app again')", on: location)
                 #expect(try await store.keys(of: "notes").suffix(3) == [20, 21, 22])
+                // A sequence at its end: the create is rejected, nothing is written, the store goes on.
+                try await psql("SELECT setval('notes_id_seq', 2147483647)", on: location)
+                let last = try PushedChangeSet(
+                    json: JSONParser.parse(
+                        Array(
+                            #"{"id": "n3", "types": ["notes"], "notes": {"create": [-1], "attributes": {"-1": {"body": "d"}}}}"#
+                                .utf8)))
+                let refused = try await store.push(last, retention: .seconds(60))
+                guard case .rejected(let code, let message) = refused.status else {
+                    Issue.record("not rejected: \(refused)")
+                    return
+                }
+                #expect(
+                    code == "invalid_change_set" && message.contains("notes has no integer keys left"), "\(message)")
+                #expect(try await store.revisions().revision == 6)
+                #expect(try await store.keys(of: "notes").count == 8, "rows 1-5 and 20-22, no new one")
             }
         }
     }

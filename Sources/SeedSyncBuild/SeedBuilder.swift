@@ -5,7 +5,8 @@ import SeedSyncSeed
 
 /// Builds a seed from a sync server over HTTP: `seed-build` as a library.
 ///
-/// 1. Reads `/v1/schema`; its revision R0 is where the download starts.
+/// 1. Reads `/v1/schema` (the newest schema version, or ``Options/schemaVersion``); its revision
+///    R0 is where the download starts. Pages and change sets are asked for in that version.
 /// 2. Downloads every type through `/v1/snapshot` pages into `OUT.partial` (`SeedWriter`).
 /// 3. Catches up through `/v1/sync` from R0 until `hasMore` is false, applying the change sets with
 ///    the importer's code (`SeedWriter/apply(_:)`), so the file equals the server at the final
@@ -36,10 +37,12 @@ public struct SeedBuilder: Sendable {
         public var gzip: Bool
         /// Continue `OUT.partial` when there is one.
         public var resume: Bool
+        /// The schema version to build, `nil` for the newest the server serves.
+        public var schemaVersion: Int?
 
         public init(
             output: String, types: [String]? = nil, pageSize: Int = 10_000, syncLimit: Int = 1000, gzip: Bool = false,
-            resume: Bool = false
+            resume: Bool = false, schemaVersion: Int? = nil
         ) {
             self.output = output
             self.types = types
@@ -47,6 +50,7 @@ public struct SeedBuilder: Sendable {
             self.syncLimit = syncLimit
             self.gzip = gzip
             self.resume = resume
+            self.schemaVersion = schemaVersion
         }
     }
 
@@ -70,7 +74,7 @@ public struct SeedBuilder: Sendable {
         let start = clock.now
         let bytesBefore = client.bytesReceived
         var run = BuildRun()
-        let info = try await client.schema()
+        let info = try await client.schema(version: options.schemaVersion)
         let schema = try SchemaSelection(info: info, types: options.types).schema
         let (writer, resumed) = try await openWriter(schema: schema, info: info)
         run.resumed = resumed
@@ -79,9 +83,11 @@ public struct SeedBuilder: Sendable {
         do {
             run.startRevision = try await writer.revision()
             try await progress(.started(revision: run.startRevision, rowCounts: info.rowCounts, resumed: resumed))
-            try await download(into: writer, run: &run, progress: progress)
+            try await download(into: writer, version: info.schemaVersion, run: &run, progress: progress)
             run.mark("download", since: start, clock: clock)
-            try await catchUp(writer, serverTypes: Set(info.types.map(\.name)), run: &run, progress: progress)
+            try await catchUp(
+                writer, serverTypes: Set(info.types.map(\.name)), version: info.schemaVersion, run: &run,
+                progress: progress)
             run.mark("catchUp", since: start, clock: clock)
             try await progress(.finishing)
             try await writer.finish(to: finished)
@@ -139,13 +145,14 @@ public struct SeedBuilder: Sendable {
     /// Downloads every incomplete type, one page ahead: the next page is requested and parsed
     /// while the current one is inserted.
     private func download(
-        into writer: SeedWriter, run: inout BuildRun, progress: @Sendable (BuildEvent) async throws -> Void
+        into writer: SeedWriter, version: Int, run: inout BuildRun,
+        progress: @Sendable (BuildEvent) async throws -> Void
     ) async throws {
         let cursors = try await writer.cursors()
         for type in writer.schema.types {
             guard let cursor = cursors[type.name], !cursor.isComplete else { continue }
             for try await (page, bytes) in client.snapshotPages(
-                of: type.name, after: cursor.after, limit: options.pageSize)
+                of: type.name, after: cursor.after, limit: options.pageSize, schemaVersion: version)
             {
                 try Task.checkCancellation()
                 let rows = try await writer.insert(page)
@@ -159,12 +166,13 @@ public struct SeedBuilder: Sendable {
     /// `/v1/sync` from the seed's revision until the server has nothing more, one answer ahead;
     /// change sets of types left out of the seed are dropped, the revision still advances.
     private func catchUp(
-        _ writer: SeedWriter, serverTypes: Set<String>, run: inout BuildRun,
+        _ writer: SeedWriter, serverTypes: Set<String>, version: Int, run: inout BuildRun,
         progress: @Sendable (BuildEvent) async throws -> Void
     ) async throws {
         let included = Set(writer.schema.types.map(\.name))
         let excluded = serverTypes.subtracting(included)
-        for try await response in client.changeFeed(from: try await writer.revision(), limit: options.syncLimit) {
+        let feed = client.changeFeed(from: try await writer.revision(), limit: options.syncLimit, schemaVersion: version)
+        for try await response in feed {
             try Task.checkCancellation()
             guard !response.changeSets.isEmpty else { return }
             let changeSets = response.changeSets.map { $0.removingChanges(ofTypes: excluded) }

@@ -68,12 +68,12 @@ package struct PrefetchingSequence<Element: Sendable, Cursor: Sendable>: AsyncSe
 extension SyncClient {
     /// The snapshot of `type` from `after` (`nil`: the first row), page by page with the bytes
     /// each took, one page ahead, until the page whose `next` is `null`.
-    package func snapshotPages(of type: String, after: JSONValue?, limit: Int)
+    package func snapshotPages(of type: String, after: JSONValue?, limit: Int, schemaVersion: Int?)
         -> PrefetchingSequence<(page: SnapshotPage, bytes: Int64), JSONValue?>
     {
         PrefetchingSequence(from: after) { [self] after in
             let before = bytesReceived
-            let page = try await snapshotPage(of: type, after: after, limit: limit)
+            let page = try await snapshotPage(of: type, after: after, limit: limit, schemaVersion: schemaVersion)
             return ((page, bytesReceived - before), page.next == .null ? .none : .some(page.next))
         }
     }
@@ -81,9 +81,11 @@ extension SyncClient {
     /// The change sets after `revision`, answer by answer, one ahead, until an answer says the
     /// server has no more (`hasMore` false). Each answer is requested from the revision the one
     /// before ended at.
-    package func changeFeed(from revision: Int64, limit: Int) -> PrefetchingSequence<SyncResponse, Int64> {
+    package func changeFeed(from revision: Int64, limit: Int, schemaVersion: Int?) -> PrefetchingSequence<
+        SyncResponse, Int64
+    > {
         PrefetchingSequence(from: revision) { [self] revision in
-            let response = try await sync(from: revision, limit: limit)
+            let response = try await sync(from: revision, limit: limit, schemaVersion: schemaVersion)
             return (response, response.hasMore ? response.maxRevision : nil)
         }
     }

@@ -76,15 +76,30 @@ public final class SyncClient: Sendable {
     /// Body bytes received so far, over every request of this client (after gzip decompression).
     public var bytesReceived: Int64 { loader.bytesReceived }
 
-    /// `GET /v1/schema`.
-    public func schema() async throws -> SchemaInfo {
-        try await send(path: "v1/schema") { data, label in try Self.decode(SchemaInfo.self, from: data, label: label) }
+    /// `GET /v1/schema`: schema version `version`, or the newest the server serves when `nil`.
+    ///
+    /// - Throws: ``SyncClientError`` with ``SyncClientError/Code/unknownSchemaVersion`` when the
+    ///   server does not serve `version`.
+    public func schema(version: Int? = nil) async throws -> SchemaInfo {
+        let query = version.map { [URLQueryItem(name: "version", value: String($0))] } ?? []
+        let info = try await send(path: "v1/schema", query: query) { data, label in
+            try Self.decode(SchemaInfo.self, from: data, label: label)
+        }
+        if let version, info.schemaVersion != version {
+            throw SyncClientError(
+                .malformedResponse, "GET /v1/schema?version=\(version) answered with version \(info.schemaVersion)")
+        }
+        return info
     }
 
-    /// `GET /v1/snapshot/{type}`: up to `limit` rows after `after`.
-    public func snapshotPage(of type: String, after: JSONValue?, limit: Int) async throws -> SnapshotPage {
+    /// `GET /v1/snapshot/{type}`: up to `limit` rows after `after`, in schema version
+    /// `schemaVersion` (the oldest the server serves when `nil`).
+    public func snapshotPage(of type: String, after: JSONValue?, limit: Int, schemaVersion: Int? = nil) async throws
+        -> SnapshotPage
+    {
         var query = [URLQueryItem(name: "limit", value: String(limit))]
         if let key = after?.keyString { query.append(URLQueryItem(name: "after", value: key)) }
+        if let schemaVersion { query.append(URLQueryItem(name: "schemaVersion", value: String(schemaVersion))) }
         let page = try await send(path: "v1/snapshot/\(type)", query: query) { data, label in
             try Self.parse(data, label: label, as: SnapshotPage.init(json:))
         }
@@ -94,7 +109,9 @@ public final class SyncClient: Sendable {
         return page
     }
 
-    /// `POST /v1/sync` from `revision`, pushing `changeSets` (write-back) first.
+    /// `POST /v1/sync` from `revision`, pushing `changeSets` (write-back) first, in schema version
+    /// `schemaVersion` (the oldest the server serves when `nil`): the change sets come in it, and
+    /// the pushed ones are read in it.
     ///
     /// A push is retried like any request: the server applies a change set once per id and
     /// answers a retry with the first result.
@@ -105,10 +122,12 @@ public final class SyncClient: Sendable {
     ///   ``SyncClientError/Code/malformedResponse`` when the change sets do not follow on from
     ///   `revision` without gaps, `hasMore` comes without any, or the results do not answer the
     ///   pushed change sets one by one.
-    public func sync(from revision: Int64, limit: Int? = nil, pushing changeSets: [PushedChangeSet] = []) async throws
-        -> SyncResponse
-    {
-        let body = Data(SyncRequest(maxRevision: revision, changeSets: changeSets, limit: limit).jsonBytes())
+    public func sync(
+        from revision: Int64, limit: Int? = nil, pushing changeSets: [PushedChangeSet] = [], schemaVersion: Int? = nil
+    ) async throws -> SyncResponse {
+        let request = SyncRequest(
+            maxRevision: revision, schemaVersion: schemaVersion, changeSets: changeSets, limit: limit)
+        let body = Data(request.jsonBytes())
         let response = try await send(path: "v1/sync", body: body) { data, label in
             try Self.parse(data, label: label, as: SyncResponse.init(json:))
         }

@@ -6,7 +6,7 @@ public struct SyncClientError: Error, CustomStringConvertible, Sendable {
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case unauthorized, forbidden, historyExpired, revisionAhead, serverError, unreachable, malformedResponse
-            case responseTooLarge, unreadableTokenFile
+            case responseTooLarge, unreadableTokenFile, unknownSchemaVersion
         }
 
         private let base: Base
@@ -30,6 +30,9 @@ public struct SyncClientError: Error, CustomStringConvertible, Sendable {
         public static let responseTooLarge = Code(.responseTooLarge)
         /// The token file given to ``SyncClient/token(environment:file:)`` cannot be read.
         public static let unreadableTokenFile = Code(.unreadableTokenFile)
+        /// The server does not serve the schema version asked for (409 `unknown_schema_version`):
+        /// it was not upgraded to it yet, or never had it.
+        public static let unknownSchemaVersion = Code(.unknownSchemaVersion)
 
         public var description: String { base.rawValue }
     }

@@ -64,7 +64,14 @@ final class ImportSession {
         return report
     }
 
-    private func sync(_ database: inout LocalDatabase, server info: SchemaInfo) async throws {
+    /// Catches up in the database's schema version, which the server must serve: the newest, or
+    /// an older one it keeps (the app stays on it while the server serves both).
+    private func sync(_ database: inout LocalDatabase, server newest: SchemaInfo) async throws {
+        let version = database.metadata.schemaVersion
+        var info = newest
+        if version != newest.schemaVersion, newest.servedVersions.contains(version) {
+            info = try await client.schema(version: version)
+        }
         try check(database.metadata, against: info)
         report.fromRevision = try await database.revision()
         try await catchUp(&database, info: info)
@@ -79,15 +86,17 @@ final class ImportSession {
         try? FileManager.default.removeItem(atPath: SeedManifest.path(forSeed: snapshotPath))
     }
 
-    /// The seed or database must be for the server's dataset and schema version, and every type
-    /// in the database must be defined as the server defines it.
+    /// The seed or database must be for the server's dataset and a schema version it serves, and
+    /// every type in it must be defined as the server defines it in that version (checked when
+    /// `info` is that version's; an older version's types are checked once it is read, by `sync`).
     func check(_ metadata: SeedMetadata, against info: SchemaInfo) throws {
-        guard metadata.dataset == info.dataset, metadata.schemaVersion == info.schemaVersion else {
+        guard metadata.dataset == info.dataset, info.servedVersions.contains(metadata.schemaVersion) else {
             throw ImportError(
                 .mismatch,
-                "\(databasePath) holds dataset '\(metadata.dataset)' schema version \(metadata.schemaVersion), but the server serves '\(info.dataset)' schema version \(info.schemaVersion); ship a seed built from this server"
+                "\(databasePath) holds dataset '\(metadata.dataset)' schema version \(metadata.schemaVersion), but the server serves '\(info.dataset)' schema versions \(Self.list(info.servedVersions)); ship a seed built from this server"
             )
         }
+        guard metadata.schemaVersion == info.schemaVersion else { return }
         for type in metadata.schema.types where !info.types.contains(type) {
             throw ImportError(
                 .mismatch,
@@ -97,11 +106,15 @@ final class ImportSession {
     }
 
     func check(_ seed: ShippedSeed.Summary, against info: SchemaInfo) throws {
-        guard seed.dataset == info.dataset, seed.schemaVersion == info.schemaVersion else {
+        guard seed.dataset == info.dataset, info.servedVersions.contains(seed.schemaVersion) else {
             throw ImportError(
                 .mismatch,
-                "the seed \(configuration.seed) is dataset '\(seed.dataset)' schema version \(seed.schemaVersion), but the server serves '\(info.dataset)' schema version \(info.schemaVersion); nothing was installed"
+                "the seed \(configuration.seed) is dataset '\(seed.dataset)' schema version \(seed.schemaVersion), but the server serves '\(info.dataset)' schema versions \(Self.list(info.servedVersions)); nothing was installed"
             )
         }
+    }
+
+    private static func list(_ versions: [Int]) -> String {
+        versions.map(String.init).joined(separator: ", ")
     }
 }

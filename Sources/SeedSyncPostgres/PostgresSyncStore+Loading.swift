@@ -12,8 +12,9 @@ extension PostgresSyncStore: MaintainedSyncStore {
     /// - Throws: ``PostgresStoreError`` with code `invalidLoad` when a loaded row references a
     ///   missing row, whatever the sources throw; nothing is written then.
     public func bulkLoad(_ loads: [BulkLoad]) async throws -> (revision: Int64, rows: [String: Int]) {
-        for load in loads { _ = try table(load.type) }
+        for load in loads where schema.type(named: load.type) == nil { throw SyncStoreError.unknownType(load.type) }
         return try await withTransaction { [self] connection in
+            let tables = try await lockServed(on: connection).tables
             let revision = try await query("SELECT seedsync._bulk()", on: connection)[0].decode(Int64.self)
             var counts: [String: Int] = [:]
             for load in loads {
@@ -25,7 +26,7 @@ extension PostgresSyncStore: MaintainedSyncStore {
     }
 
     private func copy(_ load: BulkLoad, on connection: PostgresConnection) async throws -> Int {
-        let table = tables[load.type]!
+        let table = try await currentServed(on: connection).table(load.type)
         let type = table.type
         try await connection.query(
             PostgresQuery(unsafeSQL: "CREATE TEMP TABLE seedsync_load (LIKE \(table.table)) ON COMMIT DROP"),

@@ -11,7 +11,7 @@ extension PostgresSyncStore {
     /// takes) is held from before the revisions are checked to the commit, so no other writer can
     /// change a row between its check and the write. The rows are written in a savepoint, rolled
     /// back on a conflict or rejection: no revision is taken then, and the record is still kept.
-    public func push(_ changeSet: PushedChangeSet, retention: Duration) async throws -> PushResult {
+    public func push(_ changeSet: PushedChangeSet, retention: Duration, version: Int?) async throws -> PushResult {
         let logger = self.logger
         return try await withTransaction { [self] connection in
             var purge = PostgresBindings()
@@ -31,7 +31,8 @@ extension PostgresSyncStore {
                     "SELECT result FROM seedsync._pushes WHERE id = $1", claim, on: connection)
                 return try PushResult(json: JSONParser.parse(Array(try recorded[0].decode(String.self).utf8)))
             }
-            let result = PushResult(id: changeSet.id, status: try await apply(changeSet, on: connection))
+            let result = PushResult(
+                id: changeSet.id, status: try await apply(changeSet, version: version, on: connection))
             var record = PostgresBindings()
             record.append(changeSet.id)
             record.append(String(decoding: result.jsonBytes(), as: UTF8.self))
@@ -42,16 +43,20 @@ extension PostgresSyncStore {
         }
     }
 
-    private func apply(_ pushed: PushedChangeSet, on connection: PostgresConnection) async throws -> PushResult.Status {
+    private func apply(_ pushed: PushedChangeSet, version: Int?, on connection: PostgresConnection) async throws
+        -> PushResult.Status
+    {
+        let served = try await lockServed(on: connection)
+        let projection = try served.versions.projection(version)
         let push: ValidatedPush
         do {
-            push = try schema.validatePush(pushed)
-        } catch {
+            let stored = try await storedRows(pushed, projection: projection, on: connection)
+            push = try served.schema.validatePush(projection.newest(pushed) { type, key in stored[type.name]?[key] })
+        } catch let error as ChangeSetError {
             return .rejected(code: SyncStoreError.Code.invalidChangeSet.rawValue, message: error.description)
         }
-        _ = try await query("SELECT 1 FROM seedsync._state WHERE id = 1 FOR UPDATE", on: connection)
         if try await hasConflict(push, on: connection) {
-            return .conflict(try await conflictRows(push, related: [], on: connection))
+            return .conflict(try await conflictRows(push, related: [], projection: projection, on: connection))
         }
         var keys: [String: [Int64: Int64]] = [:]
         _ = try await query("SAVEPOINT push", on: connection)
@@ -70,7 +75,9 @@ extension PostgresSyncStore {
                     return .rejected(
                         code: SyncStoreError.Code.invalidChangeSet.rawValue, message: own.error.description)
                 }
-                return .conflict(try await conflictRows(push, related: problems.map(\.relatedRow), on: connection))
+                return .conflict(
+                    try await conflictRows(
+                        push, related: problems.map(\.relatedRow), projection: projection, on: connection))
             }
             return .applied(revision: revision, keys: ValidatedPush.keyMap(keys))
         } catch let error as SyncStoreError where error.code == .invalidChangeSet {
@@ -80,8 +87,39 @@ extension PostgresSyncStore {
             // A foreign key that is not deferrable (on an attached table) refused a reference:
             // answered as a conflict, as the store's own reference check would be.
             _ = try await query("ROLLBACK TO SAVEPOINT push", on: connection)
-            return .conflict(try await conflictRows(push, related: [], on: connection))
+            return .conflict(try await conflictRows(push, related: [], projection: projection, on: connection))
         }
+    }
+
+    /// The stored fields of every row a client of an older version updates, by type and key, for
+    /// ``VersionProjection/newest(_:current:)`` (which cannot wait for a query); none for the newest.
+    private func storedRows(_ pushed: PushedChangeSet, projection: VersionProjection, on connection: PostgresConnection)
+        async throws -> [String: [JSONValue: [String: JSONValue]]]
+    {
+        guard !projection.isNewest else { return [:] }
+        var rows: [String: [JSONValue: [String: JSONValue]]] = [:]
+        for changes in pushed.changeSet.changes {
+            guard let table = tables[changes.type] else { continue }
+            let names = table.type.fields.map(\.name)
+            for key in changes.update where table.type.primaryKey.type.accepts(key) {
+                guard let row = try await storedRow(of: table, key: key, on: connection) else { continue }
+                rows[changes.type, default: [:]][key] = Dictionary(uniqueKeysWithValues: zip(names, row.values.dropFirst()))
+            }
+        }
+        return rows
+    }
+
+    /// The row of `table` whose key is `key`, as wire values (key first, then fields) with its
+    /// revision, or `nil` when there is none.
+    private func storedRow(of table: PostgresTableSQL, key: JSONValue, on connection: PostgresConnection) async throws
+        -> (values: [JSONValue], revision: Int64)?
+    {
+        let name = "\(tableSchema).\(table.type.name)"
+        guard let row = try await query(table.row, PostgresBindings(key: key), on: connection).first else { return nil }
+        let cells = row.makeRandomAccess()
+        let positions = try WireRow.positions(in: cells, from: 1, of: table.type, table: name)
+        let values = try WireRow(cells: cells, at: positions, of: table.type, table: name).values
+        return (values, try cells[0].decode(Int64.self))
     }
 
     /// `count` new keys of `type`: from the key column's sequence when it has one, else after
@@ -138,25 +176,18 @@ extension PostgresSyncStore {
         return false
     }
 
-    /// The conflict answer: the current state of every row the push names, and of `related` rows.
+    /// The conflict answer in the pusher's version: the current state of every row the push
+    /// names, and of `related` rows.
     private func conflictRows(
-        _ push: ValidatedPush, related: [(type: String, key: JSONValue)], on connection: PostgresConnection
+        _ push: ValidatedPush, related: [(type: String, key: JSONValue)], projection: VersionProjection,
+        on connection: PostgresConnection
     ) async throws -> ChangeSet {
         var rows = ConflictRows()
         let named = push.touchedKeys.flatMap { type, keys in keys.map { (type: type, key: $0) } }
         for (type, key) in named + related {
-            let table = tables[type]!
-            let name = "\(tableSchema).\(type)"
-            let found = try await query(table.row, PostgresBindings(key: key), on: connection).first
-            rows.add(
-                type, key,
-                try found.map { row in
-                    let cells = row.makeRandomAccess()
-                    let positions = try WireRow.positions(in: cells, from: 1, of: table.type, table: name)
-                    let values = try WireRow(cells: cells, at: positions, of: table.type, table: name).values
-                    return (Array(values.dropFirst()), try cells[0].decode(Int64.self))
-                })
+            let found = try await storedRow(of: tables[type]!, key: key, on: connection)
+            rows.add(type, key, found.map { (Array($0.values.dropFirst()), $0.revision) })
         }
-        return rows.changeSet(in: schema)
+        return try projection.project(rows.changeSet(in: schema))
     }
 }

@@ -16,69 +16,104 @@ extension PostgresSyncStore {
         }
     }
 
-    public func schemaInfo() async throws -> SchemaInfo {
-        let types = schema.types
-        let counts = types.map { "(\(tables[$0.name]!.count))" }
-        let sql = "SELECT revision, min_revision\(counts.map { ", " + $0 }.joined()) FROM seedsync._state WHERE id = 1"
-        let schema = self.schema
-        return try await withConnection { [self] connection in
-            guard let row = try await query(sql, on: connection).first else {
-                throw SyncStoreError.schemaMismatch("seedsync._state is empty")
-            }
-            let cells = row.makeRandomAccess()
-            let revision = try cells[0].decode(Int64.self)
-            let minRevision = try cells[1].decode(Int64.self)
-            var rowCounts: [String: Int] = [:]
-            for (index, type) in types.enumerated() {
-                rowCounts[type.name] = Int(try cells[index + 2].decode(Int64.self))
-            }
-            return SchemaInfo(schema: schema, revision: revision, minRevision: minRevision, rowCounts: rowCounts)
-        }
+    public func schemaHistory() async throws -> SchemaHistory {
+        try await withConnection { [self] connection in try await currentServed(on: connection).versions.history }
     }
 
-    /// The page, parsed from ``snapshotPageJSON(of:after:limit:)``, so the two never disagree.
-    public func snapshotPage(of type: String, after: JSONValue?, limit: Int) async throws -> SnapshotPage {
-        try SnapshotPage(json: JSONParser.parse(try await snapshotPageJSON(of: type, after: after, limit: limit)))
+    /// The schema of `version` with the revisions and exact row counts, read in one statement (one
+    /// snapshot) with the newest version number; read again when that shows a newer version.
+    public func schemaInfo(version: Int?) async throws -> SchemaInfo {
+        try await withConnection { [self] connection in
+            for _ in 0..<3 {
+                let served = self.servedTables.get()
+                let projection = try served.versions.projection(version)
+                let types = served.schema.types
+                let counts = types.map { ", (\(served.tables[$0.name]!.count))" }.joined()
+                let sql =
+                    "SELECT revision, min_revision, \(PostgresSchemaRecords.newestColumn)\(counts) FROM seedsync._state WHERE id = 1"
+                guard let row = try await query(sql, on: connection).first else {
+                    throw SyncStoreError.schemaMismatch("seedsync._state is empty")
+                }
+                let cells = row.makeRandomAccess()
+                let newest = try cells[2].decode(Int.self)
+                guard newest == served.versions.history.newest.number else {
+                    _ = try await self.served(newest: newest, on: connection)
+                    continue
+                }
+                var rowCounts: [String: Int] = [:]
+                for (index, type) in types.enumerated() {
+                    rowCounts[type.name] = Int(try cells[index + 3].decode(Int64.self))
+                }
+                return projection.project(
+                    SchemaInfo(
+                        schema: served.schema, revision: try cells[0].decode(Int64.self),
+                        minRevision: try cells[1].decode(Int64.self), rowCounts: rowCounts))
+            }
+            throw SyncStoreError.storeUnavailable("the schema of \(location) kept changing while it was read")
+        }
     }
 
     /// Up to `limit` rows after `after`, keyset-paged on the primary key's index, with the state's
-    /// revision, in one statement (`PostgresTableSQL/snapshot(after:)`), read from typed columns
-    /// (`WireRow/init(cells:at:of:table:)`). One row of look-ahead tells whether there is more.
-    public func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int) async throws -> [UInt8] {
-        let table = try self.table(type)
+    /// revision and newest schema version, in one statement (`PostgresTableSQL/snapshot(after:)`),
+    /// read from typed columns (`WireRow/init(cells:at:of:table:)`) in the newest version, then
+    /// projected to `version`. One row of look-ahead tells whether there is more. A page read
+    /// while a newer version was made is read again in it.
+    public func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int, version: Int?) async throws -> [UInt8]
+    {
+        try await withConnection { [self] connection in
+            for _ in 0..<3 {
+                let served = self.servedTables.get()
+                let projection = try served.versions.projection(version)
+                guard projection.target.schema.type(named: type) != nil else { throw SyncStoreError.unknownType(type) }
+                let page = try await page(of: try served.table(type), after: after, limit: limit, on: connection)
+                guard page.schemaVersion == served.versions.history.newest.number else {
+                    _ = try await self.served(newest: page.schemaVersion, on: connection)
+                    continue
+                }
+                guard !projection.isNewest else { return page.json }
+                return try projection.project(SnapshotPage(json: JSONParser.parse(page.json))).jsonBytes()
+            }
+            throw SyncStoreError.storeUnavailable("the schema of \(location) kept changing while a page was read")
+        }
+    }
+
+    /// One page in the newest version as `table` describes it, and the newest version number the
+    /// same statement saw.
+    private func page(
+        of table: PostgresTableSQL, after: JSONValue?, limit: Int, on connection: PostgresConnection
+    ) async throws -> (json: [UInt8], schemaVersion: Int) {
         var binds = PostgresBindings()
         if let after { binds.append(key: after) }
         binds.append(Int64(limit) + 1)
-        let sql = table.snapshot(after: after != nil)
-        let query = PostgresQuery(unsafeSQL: sql, binds: binds)
-        let name = "\(tableSchema).\(type)"
-        return try await withConnection { [self] connection in
-            var revision: Int64 = 0
-            var rows: [[JSONValue]] = []
-            var positions: [Int]?
-            for try await row in try await connection.query(query, logger: logger) {
-                let cells = row.makeRandomAccess()
-                revision = try cells[0].decode(Int64.self)
-                if positions == nil {
-                    positions = try WireRow.positions(in: cells, from: 2, of: table.type, table: name)
-                }
-                guard let positions, cells[positions[0]].bytes != nil else { continue }
-                guard let rowRevision = try cells[1].decode(Int64?.self) else {
-                    throw SyncStoreError.schemaMismatch(
-                        "a row of \(name) has no revision: it was written with the capture triggers switched off, so clients never heard of it"
-                    )
-                }
-                var values = try WireRow(cells: cells, at: positions, of: table.type, table: name).values
-                values.append(.int(rowRevision))
-                rows.append(values)
+        let query = PostgresQuery(unsafeSQL: table.snapshot(after: after != nil), binds: binds)
+        let name = "\(tableSchema).\(table.type.name)"
+        var revision: Int64 = 0
+        var schemaVersion = 0
+        var rows: [[JSONValue]] = []
+        var positions: [Int]?
+        for try await row in try await connection.query(query, logger: logger) {
+            let cells = row.makeRandomAccess()
+            revision = try cells[0].decode(Int64.self)
+            schemaVersion = try cells[1].decode(Int.self)
+            if positions == nil {
+                positions = try WireRow.positions(in: cells, from: 3, of: table.type, table: name)
             }
-            let more = rows.count > limit
-            if more { rows.removeLast() }
-            var writer = SnapshotPage.beginJSON(
-                type: type, revision: revision, columns: table.type.columnNames, rowCount: rows.count)
-            for row in rows { writer.value(.array(row)) }
-            return SnapshotPage.endJSON(&writer, next: more ? rows.last![0] : .null)
+            guard let positions, cells[positions[0]].bytes != nil else { continue }
+            guard let rowRevision = try cells[2].decode(Int64?.self) else {
+                throw SyncStoreError.schemaMismatch(
+                    "a row of \(name) has no revision: it was written with the capture triggers switched off, so clients never heard of it"
+                )
+            }
+            var values = try WireRow(cells: cells, at: positions, of: table.type, table: name).values
+            values.append(.int(rowRevision))
+            rows.append(values)
         }
+        let more = rows.count > limit
+        if more { rows.removeLast() }
+        var writer = SnapshotPage.beginJSON(
+            type: table.type.name, revision: revision, columns: table.type.columnNames, rowCount: rows.count)
+        for row in rows { writer.value(.array(row)) }
+        return (SnapshotPage.endJSON(&writer, next: more ? rows.last![0] : .null), schemaVersion)
     }
 
     /// The change sets after `revision`: after a fresh read of the state (shared by the requests
@@ -87,15 +122,23 @@ extension PostgresSyncStore {
     /// same revisions, then cached. A committed revision never changes, so only the state read
     /// must be newer than the request; the log read checks in its own snapshot that compaction
     /// has not removed the rows in between.
-    public func changeFeed(after revision: Int64, limit: Int, byteBudget: Int) async throws -> ChangeFeed {
+    ///
+    /// Change sets are assembled and cached per schema version: a committed revision reads the
+    /// same in a given version for good (versions made later apply to later revisions only).
+    public func changeFeed(after revision: Int64, limit: Int, byteBudget: Int, version: Int?) async throws
+        -> ChangeFeed
+    {
         let state = try await stateReads.value(for: 0) { [self] in try await readState() }
+        let projection = try servedTables.get().versions.projection(version)
         try ChangeLogReader.check(requested: revision, revision: state.revision, minRevision: state.minRevision)
         let last = revision + min(Int64(limit), state.revision - revision)
         var feed = ChangeFeed.Builder(after: revision, byteBudget: byteBudget)
-        changeSets.fill(&feed, through: last)
+        changeSets.fill(&feed, through: last, version: projection.target.number)
         if !feed.isFull, feed.revision < last {
-            let range = LogRange(after: feed.revision, last: last)
-            let read = try await logReads.value(for: range) { [self] in try await readChangeSets(range) }
+            let range = LogRange(after: feed.revision, last: last, version: projection.target.number)
+            let read = try await logReads.value(for: range) { [self] in
+                try await readChangeSets(range, projection: projection)
+            }
             if read.minRevision > range.after {
                 throw SyncStoreError.historyExpired(requested: revision, minRevision: read.minRevision)
             }
@@ -107,13 +150,14 @@ extension PostgresSyncStore {
     /// Assembles the change sets of `range` from the logged rows, in one statement, and caches
     /// them; with the `minRevision` of the same snapshot, so the caller can tell whether
     /// compaction removed them first.
-    private func readChangeSets(_ range: LogRange) async throws -> LoggedChangeSets {
+    private func readChangeSets(_ range: LogRange, projection: VersionProjection) async throws -> LoggedChangeSets {
         var binds = PostgresBindings()
         binds.append(range.after)
         binds.append(range.last)
         let query = PostgresQuery(unsafeSQL: Self.changeFeedSQL, binds: binds)
+        let served = self.servedTables.get()
         let read = try await withConnection { [self] connection in
-            var log = ChangeLogReader(schema: schema, tables: tables, tableSchema: tableSchema)
+            var log = ChangeLogReader(projection: projection, served: served, tableSchema: tableSchema)
             for try await row in try await connection.query(query, logger: logger).decode(
                 (Int64, Int64, Int64?, String?, String?, String?, ByteBuffer?).self
             ) {
@@ -125,17 +169,20 @@ extension PostgresSyncStore {
             return LoggedChangeSets(
                 minRevision: log.minRevision, changeSets: log.changeSets(after: range.after, through: range.last))
         }
-        changeSets.insert(read.changeSets)
+        changeSets.insert(read.changeSets, version: range.version)
         return read
     }
 
-    /// The newest revision and the oldest a client may sync from.
+    /// The newest revision, the oldest a client may sync from and the newest schema version; the
+    /// served versions are read again when that is newer than the ones in memory.
     private func readState() async throws -> LogState {
         try await withConnection { [self] connection in
             let rows = try await query(
-                "SELECT revision, min_revision FROM seedsync._state WHERE id = 1", on: connection)
-            let (revision, minRevision) = try rows[0].decode((Int64, Int64).self)
-            return LogState(revision: revision, minRevision: minRevision)
+                "SELECT revision, min_revision, \(PostgresSchemaRecords.newestColumn) FROM seedsync._state WHERE id = 1",
+                on: connection)
+            let (revision, minRevision, newest) = try rows[0].decode((Int64, Int64, Int).self)
+            _ = try await served(newest: newest, on: connection)
+            return LogState(revision: revision, minRevision: minRevision, schemaVersion: newest)
         }
     }
 
@@ -151,8 +198,8 @@ extension PostgresSyncStore {
 
     /// Every key of `type`, in key order.
     public func keys(of type: String) async throws -> [JSONValue] {
-        let table = try self.table(type)
-        return try await withConnection { [self] connection in
+        try await withConnection { [self] connection in
+            let table = try await currentServed(on: connection).table(type)
             var keys: [JSONValue] = []
             for row in try await query(table.keys, on: connection) {
                 if table.type.primaryKey.type == .integer {

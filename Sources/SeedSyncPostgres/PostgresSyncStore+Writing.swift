@@ -11,9 +11,9 @@ extension PostgresSyncStore {
     /// invalid change set too. Nothing is written then.
     @discardableResult
     public func commit(_ changeSet: ChangeSet) async throws -> Int64 {
-        let changes = try schema.validateCommit(changeSet)
         do {
             return try await withTransaction { [self] connection in
+                let changes = try await lockServed(on: connection).schema.validateCommit(changeSet)
                 let revision = try await write(changes, on: connection)
                 if let problem = try await referenceProblems(of: changes, on: connection).first {
                     throw SyncStoreError.invalidChangeSet(problem.error)

@@ -22,13 +22,13 @@ public import SeedSyncModel
 /// }
 /// ```
 public final class PostgresSyncStore: SyncStore {
-    /// The schema the store serves, as stored at `init`.
-    public let schema: DatasetSchema
     public let location: PostgresLocation
     let client: PostgresClient
     let logger: Logger
     let tableSchema: String
-    let tables: [String: PostgresTableSQL]
+    /// The schema versions and the newest version's tables: replaced whole when a state read shows
+    /// a newer version (an upgrade by this process, another one, or `seed-server schema upgrade`).
+    let servedTables: LockedValue<ServedPostgresTables>
     /// The longest a request waits for a pooled connection before it fails as unavailable.
     let leaseTimeout: Duration = .seconds(5)
     /// Change sets already assembled, served again without reading their rows: 64 MiB at most.
@@ -42,12 +42,37 @@ public final class PostgresSyncStore: SyncStore {
         self.location = location
         self.client = client
         self.logger = logger
-        schema = state.schema
         tableSchema = state.tableSchema
-        tables = Dictionary(
-            uniqueKeysWithValues: state.schema.types.map {
-                ($0.name, PostgresTableSQL(type: $0, tableSchema: state.tableSchema))
-            })
+        servedTables = LockedValue(ServedPostgresTables(state.history, tableSchema: state.tableSchema))
+    }
+
+    /// The newest schema version's schema: the shape of the served tables.
+    public var schema: DatasetSchema { servedTables.get().schema }
+    var tables: [String: PostgresTableSQL] { servedTables.get().tables }
+
+    /// The served versions as of a state read that saw `newest` as the newest version number:
+    /// the ones in memory, or the history read again when a newer version was made since.
+    func served(newest: Int, on connection: PostgresConnection) async throws -> ServedPostgresTables {
+        let current = servedTables.get()
+        guard newest != current.versions.history.newest.number else { return current }
+        let fresh = ServedPostgresTables(
+            try await PostgresSchemaRecords.history(on: connection, logger: logger), tableSchema: tableSchema)
+        servedTables.set(fresh)
+        return fresh
+    }
+
+    /// Takes the store's lock (the `_state` row every captured write takes, held to the end of the
+    /// transaction) and returns the served versions as of it: no upgrade can come in between.
+    func lockServed(on connection: PostgresConnection) async throws -> ServedPostgresTables {
+        let rows = try await query(
+            "SELECT \(PostgresSchemaRecords.newestColumn) FROM seedsync._state WHERE id = 1 FOR UPDATE", on: connection)
+        return try await served(newest: try rows[0].decode(Int.self), on: connection)
+    }
+
+    /// The served versions, refreshed when the store's newest version changed (one query).
+    func currentServed(on connection: PostgresConnection) async throws -> ServedPostgresTables {
+        let rows = try await query("SELECT \(PostgresSchemaRecords.newestColumn)", on: connection)
+        return try await served(newest: try rows[0].decode(Int.self), on: connection)
     }
 
     /// Opens the store at `location` and runs `body` with it; the pool stops when `body` returns.
@@ -65,15 +90,17 @@ public final class PostgresSyncStore: SyncStore {
         // One connection first: an unreachable server, a refused login or a database without a
         // store is one clear error at once, not a pool retrying in the background.
         let state = try await withConnection(to: location, logger: logger) { connection in
-            let state = try await StoredState.read(on: connection, location: location, logger: logger)
-            for statement in CaptureSQL.pushRecords {
-                do {
+            var state = try await StoredState.read(on: connection, location: location, logger: logger)
+            do {
+                for statement in CaptureSQL.pushRecords {
                     _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
-                } catch let error as PSQLError {
-                    throw PostgresStoreError.connection(error, location: location)
                 }
+                try await PostgresSchemaRecords.prepare(on: connection, logger: logger)
+                state.history = try await PostgresSchemaRecords.history(on: connection, logger: logger)
+            } catch let error as PSQLError {
+                throw PostgresStoreError.connection(error, location: location)
             }
-            for type in state.schema.types {
+            for type in state.history.newest.schema.types {
                 try await TableCheck(
                     table: PostgresTableSQL(type: type, tableSchema: state.tableSchema), tableSchema: state.tableSchema
                 )
@@ -131,22 +158,28 @@ public final class PostgresSyncStore: SyncStore {
         }
     }
 
+}
+
+extension ServedPostgresTables {
     func table(_ name: String) throws(SyncStoreError) -> PostgresTableSQL {
         guard let table = tables[name] else { throw .unknownType(name) }
         return table
     }
 }
 
-/// The newest revision and the oldest a client may sync from, as `seedsync._state` holds them.
+/// The newest revision, the oldest a client may sync from, and the newest schema version, as
+/// `seedsync._state` and `seedsync._schemas` hold them.
 struct LogState: Sendable {
     var revision: Int64
     var minRevision: Int64
+    var schemaVersion: Int
 }
 
-/// Revisions `after + 1` through `last` of the change log.
+/// Revisions `after + 1` through `last` of the change log, in schema version `version`.
 struct LogRange: Hashable, Sendable {
     var after: Int64
     var last: Int64
+    var version: Int
 }
 
 /// The change sets of a ``LogRange``, with the log's `minRevision` in the same snapshot.
@@ -155,9 +188,10 @@ struct LoggedChangeSets: Sendable {
     var changeSets: [EncodedChangeSet]
 }
 
-/// What `seedsync._state` holds besides the revisions, read once when a store opens.
+/// What `seedsync._state` holds besides the revisions, read once when a store opens, and the
+/// schema versions (read after `_schemas` is made sure of).
 struct StoredState {
-    var schema: DatasetSchema
+    var history: SchemaHistory
     var tableSchema: String
 
     static func read(on connection: PostgresConnection, location: PostgresLocation, logger: Logger) async throws
@@ -175,7 +209,7 @@ struct StoredState {
                     )
                 }
                 return StoredState(
-                    schema: try JSONDecoder().decode(DatasetSchema.self, from: Data(json.utf8)),
+                    history: SchemaHistory(try JSONDecoder().decode(DatasetSchema.self, from: Data(json.utf8))),
                     tableSchema: tableSchema)
             }
         } catch let error as PSQLError {

@@ -1,3 +1,5 @@
+import Foundation
+import GRDB
 package import SeedSyncModel
 
 /// The SQL of one entity type's table, shared by the server store and seed files.
@@ -112,4 +114,38 @@ package func quote(_ name: String) -> String { "\"\(name)\"" }
 
 private func placeholders(_ count: Int) -> String {
     Array(repeating: "?", count: count).joined(separator: ", ")
+}
+
+extension TableSQL {
+    /// `ALTER TABLE … ADD COLUMN` for a field added by a schema upgrade, then its index when it is
+    /// a reference: nullable fields as they are, others `NOT NULL` with their default (the value
+    /// rows that exist get), a reference deferred like the ones `CREATE TABLE` declares.
+    package func addColumn(_ field: Field) -> [String] {
+        var definition = "\(quote(field.name)) \(Self.columnType(field.type))"
+        if let value = field.default {
+            if !field.nullable { definition += " NOT NULL" }
+            definition += " DEFAULT \(Self.literal(value, as: field.type))"
+        }
+        if let target = field.references {
+            definition += " REFERENCES \(quote(target)) DEFERRABLE INITIALLY DEFERRED"
+        }
+        var statements = ["ALTER TABLE \(table) ADD COLUMN \(definition)"]
+        if field.references != nil {
+            statements.append("CREATE INDEX \(quote("\(type.name)_\(field.name)_index")) ON \(table) (\(quote(field.name)))")
+        }
+        return statements
+    }
+
+    /// `value`, a valid wire value of a field of `type`, as an SQL literal of the value it is stored as.
+    package static func literal(_ value: JSONValue, as type: FieldType) -> String {
+        switch ValueMapping.databaseValue(value, as: type).storage {
+        case .null: return "NULL"
+        case .int64(let number): return String(number)
+        case .double(let number):
+            let text = "\(number)"
+            return text.contains(where: { $0 == "." || $0 == "e" }) ? text : text + ".0"
+        case .string(let text): return "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+        case .blob(let data): return "X'" + data.map { String(format: "%02x", $0) }.joined() + "'"
+        }
+    }
 }

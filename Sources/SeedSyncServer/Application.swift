@@ -23,13 +23,13 @@ public func buildApplication(
     logger: Logger = Logger(label: "seed-server"),
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) async throws -> some ApplicationProtocol {
-    let schema = try await store.schemaInfo().schema
+    let versions = LockedValue(try await store.schemaHistory())
     let metrics = ServerMetrics()
     let router = Router()
     router.add(middleware: AccessLogMiddleware(metrics: metrics))
     router.add(middleware: ErrorMiddleware(metrics: metrics))
     router.add(middleware: ResponseCompressionMiddleware(minimumSize: configuration.minimumCompressionSize))
-    SyncRoutes(store: store, schema: schema, configuration: configuration, metrics: metrics).add(to: router)
+    SyncRoutes(store: store, versions: versions, configuration: configuration, metrics: metrics).add(to: router)
     let idleTimeout = configuration.idleTimeout.components
     return Application(
         router: router,

@@ -3,14 +3,19 @@ public import SeedSyncModel
 import SeedSyncSQL
 
 extension SQLiteSyncStore {
-    public func schemaInfo() async throws -> SchemaInfo {
-        let schema = self.schema
-        let tables = self.tables
-        return try await pool.read { db in
+    public func schemaHistory() async throws -> SchemaHistory {
+        try await pool.read { db in try self.served(db).versions.history }
+    }
+
+    public func schemaInfo(version: Int?) async throws -> SchemaInfo {
+        try await pool.read { db in
             let state = try StateRecord.fetch(db)
-            let counts = try Self.rowCounts(tables, in: db)
-            return SchemaInfo(
-                schema: schema, revision: state.revision, minRevision: state.minRevision, rowCounts: counts)
+            let served = try self.served(db, state)
+            let projection = try served.versions.projection(version)
+            let counts = try Self.rowCounts(served.tables, in: db)
+            return projection.project(
+                SchemaInfo(
+                    schema: served.schema, revision: state.revision, minRevision: state.minRevision, rowCounts: counts))
         }
     }
 
@@ -19,40 +24,50 @@ extension SQLiteSyncStore {
         return (state.revision, state.minRevision)
     }
 
-    /// The page, read back from ``snapshotPageJSON(of:after:limit:)``: one mapping from stored
-    /// values to wire values, so the two can never disagree.
-    public func snapshotPage(of type: String, after: JSONValue?, limit: Int) async throws -> SnapshotPage {
-        try SnapshotPage(json: JSONParser.parse(try await snapshotPageJSON(of: type, after: after, limit: limit)))
-    }
-
     /// Up to `limit` rows after `after` as page JSON, written from the statement's columns as they
-    /// are read. One row of look-ahead: a row past `limit` means there is more, and `next` is the
-    /// key of the page's last row.
-    public func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int) async throws -> [UInt8] {
-        let table = try self.table(type)
-        return try await pool.read { db in
+    /// are read (in the newest version; projected when another is asked for). One row of
+    /// look-ahead: a row past `limit` means there is more, and `next` is the key of the page's last row.
+    public func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int, version: Int?) async throws -> [UInt8]
+    {
+        try await pool.read { db in
             let state = try StateRecord.fetch(db)
-            let statement = try db.cachedStatement(sql: table.snapshot(after: after != nil))
-            var arguments: [DatabaseValue] = after.map { [ValueMapping.databaseValue(key: $0)] } ?? []
-            arguments.append((limit + 1).databaseValue)
-            let cursor = try Row.fetchCursor(statement, arguments: StatementArguments(arguments))
-            var writer = SnapshotPage.beginJSON(
-                type: type, revision: state.revision, columns: table.type.columnNames, rowCount: limit)
-            var count = 0
-            var next = JSONValue.null
-            while try cursor.next() != nil {
-                count += 1
-                if count > limit { break }
-                if count == limit { next = StatementValues.key(column: 0, of: statement) }
-                StatementValues.writeRow(of: table.type, from: statement, to: &writer)
-            }
-            return SnapshotPage.endJSON(&writer, next: count > limit ? next : .null)
+            let served = try self.served(db, state)
+            let projection = try served.versions.projection(version)
+            guard projection.target.schema.type(named: type) != nil else { throw SyncStoreError.unknownType(type) }
+            let json = try Self.page(of: served.table(type), after: after, limit: limit, revision: state.revision, in: db)
+            guard !projection.isNewest else { return json }
+            return try projection.project(SnapshotPage(json: JSONParser.parse(json))).jsonBytes()
         }
     }
 
-    public func changeFeed(after revision: Int64, limit: Int, byteBudget: Int) async throws -> ChangeFeed {
+    private static func page(of table: TableSQL, after: JSONValue?, limit: Int, revision: Int64, in db: Database) throws
+        -> [UInt8]
+    {
+        let statement = try db.cachedStatement(sql: table.snapshot(after: after != nil))
+        var arguments: [DatabaseValue] = after.map { [ValueMapping.databaseValue(key: $0)] } ?? []
+        arguments.append((limit + 1).databaseValue)
+        let cursor = try Row.fetchCursor(statement, arguments: StatementArguments(arguments))
+        var writer = SnapshotPage.beginJSON(
+            type: table.type.name, revision: revision, columns: table.type.columnNames, rowCount: limit)
+        var count = 0
+        var next = JSONValue.null
+        while try cursor.next() != nil {
+            count += 1
+            if count > limit { break }
+            if count == limit { next = StatementValues.key(column: 0, of: statement) }
+            StatementValues.writeRow(of: table.type, from: statement, to: &writer)
+        }
+        return SnapshotPage.endJSON(&writer, next: count > limit ? next : .null)
+    }
+
+    /// The logged change sets after `revision`: as logged when they were written in the version
+    /// asked for, else parsed and projected (``VersionProjection``).
+    public func changeFeed(after revision: Int64, limit: Int, byteBudget: Int, version: Int?) async throws
+        -> ChangeFeed
+    {
         try await pool.read { db in
             let state = try StateRecord.fetch(db)
+            let projection = try self.served(db, state).versions.projection(version)
             if revision < state.minRevision {
                 throw SyncStoreError.historyExpired(requested: revision, minRevision: state.minRevision)
             }
@@ -68,8 +83,12 @@ extension SQLiteSyncStore {
             )
             var feed = ChangeFeed.Builder(after: revision, byteBudget: byteBudget)
             while let row = try cursor.next() {
-                let json: [UInt8] = try row.withUnsafeData(atIndex: 1) { data in data.map(Array.init) ?? [] }
-                guard feed.append(EncodedChangeSet(revision: row[0], json: json)) else { break }
+                let logged: Int64 = row[0]
+                var json: [UInt8] = try row.withUnsafeData(atIndex: 1) { data in data.map(Array.init) ?? [] }
+                if !projection.servesAsWritten(revision: logged) {
+                    json = try projection.project(ChangeSet(json: JSONParser.parse(json))).jsonBytes()
+                }
+                guard feed.append(EncodedChangeSet(revision: logged, json: json)) else { break }
             }
             return feed.feed(newest: state.revision)
         }
@@ -77,16 +96,15 @@ extension SQLiteSyncStore {
 
     /// Every key of `type`, in key order (for mutation generators and tests).
     public func keys(of type: String) async throws -> [JSONValue] {
-        let table = try self.table(type)
-        return try await pool.read { db in
-            try DatabaseValue.fetchAll(db, sql: table.keys).map(ValueMapping.jsonKey)
+        try await pool.read { db in
+            let table = try self.served(db).table(type)
+            return try DatabaseValue.fetchAll(db, sql: table.keys).map(ValueMapping.jsonKey)
         }
     }
 
     /// The number of rows of each type.
     public func rowCounts() async throws -> [String: Int] {
-        let tables = self.tables
-        return try await pool.read { db in try Self.rowCounts(tables, in: db) }
+        try await pool.read { db in try Self.rowCounts(self.served(db).tables, in: db) }
     }
 
     private static func rowCounts(_ tables: [String: TableSQL], in db: Database) throws -> [String: Int] {

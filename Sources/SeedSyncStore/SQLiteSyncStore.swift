@@ -17,29 +17,55 @@ import SeedSyncSQL
 /// ```
 ///
 /// Internal tables start with `_seedsync_`, which no type name can (see `SchemaNames`):
-/// `_seedsync_state` (one row: format, schema JSON, revision, min_revision),
-/// `_seedsync_changes` (revision, change_set JSON) and `_seedsync_pushes` (the first result of
-/// every pushed change set id, created when a file without it is opened).
+/// `_seedsync_state` (one row: format, the newest schema's JSON, revision, min_revision),
+/// `_seedsync_changes` (revision, change_set JSON, in the schema version it was written in),
+/// `_seedsync_schemas` (every schema version: number, the revision it was made at, schema JSON,
+/// renames JSON) and `_seedsync_pushes` (the first result of every pushed change set id); the last
+/// two are created when a file without them is opened.
+///
+/// The tables have the newest version's shape. Every read checks the newest version number in
+/// the same transaction as its data and reloads the history when another process upgraded the
+/// file (`seed-server schema upgrade` beside a running `serve`), so no answer mixes two versions.
 public final class SQLiteSyncStore: SyncStore {
-    /// The schema the file was created with.
-    public let schema: DatasetSchema
     let pool: DatabasePool
-    let tables: [String: TableSQL]
+    private let served: LockedValue<ServedTables>
+
+    /// The newest schema version's schema: the shape of the tables.
+    public var schema: DatasetSchema { served.get().versions.schema }
 
     /// Opens an existing server database.
     ///
     /// - Throws: ``StoreError`` when nothing is at `path` or the file is not a seed-server database.
     public init(path: String) throws {
         guard FileManager.default.fileExists(atPath: path) else { throw StoreError.missingDatabase(path) }
+        let history: SchemaHistory
         do {
             pool = try DatabasePool(path: path, configuration: Self.configuration())
-            schema = try pool.read { db in try StateRecord.schema(db) }
-            try pool.write { db in try db.execute(sql: PushWriter.createRecords) }
+            _ = try pool.read { db in try StateRecord.schema(db) }
+            history = try pool.write { db in
+                try db.execute(sql: PushWriter.createRecords)
+                return try SchemaRecords.prepare(db)
+            }
         } catch let error as DatabaseError where error.resultCode == .SQLITE_ERROR || error.resultCode == .SQLITE_NOTADB
         {
             throw StoreError.notAServerDatabase(path)
         }
-        tables = Dictionary(uniqueKeysWithValues: schema.types.map { ($0.name, TableSQL(type: $0)) })
+        served = LockedValue(ServedTables(history))
+    }
+
+    /// The versions and tables as of `state`, read in the same transaction: the ones in memory,
+    /// or the file's history when another process upgraded it since.
+    func served(_ db: Database, _ state: StateRecord) throws -> ServedTables {
+        let current = served.get()
+        guard state.schemaVersion != current.versions.history.newest.number else { return current }
+        let fresh = ServedTables(try SchemaRecords.history(db))
+        served.set(fresh)
+        return fresh
+    }
+
+    /// ``served(_:_:)`` with the state read first.
+    func served(_ db: Database) throws -> ServedTables {
+        try served(db, StateRecord.fetch(db))
     }
 
     /// Creates a server database at `path` for `schema`, filled by `populate` as revision 1 when given.
@@ -124,21 +150,41 @@ public final class SQLiteSyncStore: SyncStore {
         }
     }
 
-    func table(_ name: String) throws -> TableSQL {
-        guard let table = tables[name] else { throw SyncStoreError.unknownType(name) }
+}
+
+/// The schema versions a store serves and the SQL of the newest version's tables.
+struct ServedTables: Sendable {
+    let versions: ServedVersions
+    let tables: [String: TableSQL]
+
+    init(_ history: SchemaHistory) {
+        versions = ServedVersions(history)
+        tables = Dictionary(uniqueKeysWithValues: history.newest.schema.types.map { ($0.name, TableSQL(type: $0)) })
+    }
+
+    var schema: DatasetSchema { versions.schema }
+
+    func table(_ name: String) throws(SyncStoreError) -> TableSQL {
+        guard let table = tables[name] else { throw .unknownType(name) }
         return table
     }
 }
 
-/// The revisions in the one row of `_seedsync_state`, read by every request.
+/// The revisions in the one row of `_seedsync_state`, and the newest schema version, read by every request.
 struct StateRecord {
     var revision: Int64
     var minRevision: Int64
+    var schemaVersion: Int
 
     static func fetch(_ db: Database) throws -> StateRecord {
-        guard let row = try Row.fetchOne(db, sql: "SELECT revision, min_revision FROM _seedsync_state WHERE id = 1")
+        guard
+            let row = try Row.fetchOne(
+                db.cachedStatement(
+                    sql:
+                        "SELECT revision, min_revision, (SELECT max(version) FROM _seedsync_schemas) FROM _seedsync_state WHERE id = 1"
+                ))
         else { throw DatabaseError(resultCode: .SQLITE_ERROR, message: "no state row") }
-        return StateRecord(revision: row[0], minRevision: row[1])
+        return StateRecord(revision: row[0], minRevision: row[1], schemaVersion: row[2])
     }
 
     static func save(_ db: Database, revision: Int64, minRevision: Int64) throws {
@@ -148,7 +194,7 @@ struct StateRecord {
         )
     }
 
-    /// The schema stored at creation; read once, when the store opens.
+    /// The newest schema, as the state row keeps it.
     static func schema(_ db: Database) throws -> DatasetSchema {
         guard let json = try String.fetchOne(db, sql: "SELECT schema FROM _seedsync_state WHERE id = 1") else {
             throw DatabaseError(resultCode: .SQLITE_ERROR, message: "no state row")

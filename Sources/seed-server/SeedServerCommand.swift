@@ -109,32 +109,6 @@ extension SeedServerCommand {
         }
     }
 
-    struct Schema: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
-            abstract: "Print a schema file for existing PostgreSQL tables (types, keys, nullability, references).",
-            discussion:
-                "Review it, then serve the tables with `seed-server init --database URL --schema FILE --attach`."
-        )
-
-        @OptionGroup var options: DatabaseOption
-        @Option(help: "The tables, comma-separated; each becomes a type.") var tables: String
-        @Option(help: "The dataset name (default: the database's name).") var dataset: String?
-        @Option(help: "The schema version to start at.") var schemaVersion = 1
-
-        func run() async throws {
-            guard let location = try options.postgres() else {
-                throw ValidationError("schema reads PostgreSQL tables: give a postgres:// --database")
-            }
-            let names = tables.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-            let schema = try await PostgresSyncStore.schema(
-                at: location, tables: names, dataset: dataset ?? location.database, schemaVersion: schemaVersion
-            )
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            print(String(decoding: try encoder.encode(schema), as: UTF8.self))
-        }
-    }
-
     struct Load: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Bulk-load an NDJSON file (one object per line, key included) as one revision.")
@@ -196,20 +170,6 @@ extension SeedServerCommand {
             }
             print(
                 "removed \(result.removedChangeSets) change sets; clients can sync from revision \(result.minRevision)")
-        }
-    }
-}
-
-/// Reads a schema file for `init --schema`.
-enum SchemaFile {
-    static func read(_ path: String) throws -> DatasetSchema {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ValidationError("cannot read schema file \(path)")
-        }
-        do {
-            return try JSONDecoder().decode(DatasetSchema.self, from: data)
-        } catch {
-            throw ValidationError("\(path) is not a schema file: expected JSON with dataset, schemaVersion and types")
         }
     }
 }

@@ -143,15 +143,24 @@ import Testing
 private final class UnavailableStore: SyncStore {
     let isDown = NIOLockedValueBox(false)
 
-    func schemaInfo() async throws -> SchemaInfo { SchemaInfo(schema: DemoDataset.schema, revision: 7, minRevision: 1) }
+    func schemaHistory() async throws -> SchemaHistory { SchemaHistory(DemoDataset.schema) }
+    func schemaInfo(version: Int?) async throws -> SchemaInfo {
+        SchemaInfo(schema: DemoDataset.schema, revision: 7, minRevision: 1)
+    }
     func revisions() async throws -> (revision: Int64, minRevision: Int64) {
         if isDown.withLockedValue({ $0 }) { throw down }
         return (7, 1)
     }
-    func snapshotPage(of type: String, after: JSONValue?, limit: Int) async throws -> SnapshotPage { throw down }
-    func changeFeed(after revision: Int64, limit: Int, byteBudget: Int) async throws -> ChangeFeed { throw down }
+    func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int, version: Int?) async throws -> [UInt8] {
+        throw down
+    }
+    func changeFeed(after revision: Int64, limit: Int, byteBudget: Int, version: Int?) async throws -> ChangeFeed {
+        throw down
+    }
     func commit(_ changeSet: ChangeSet) async throws -> Int64 { throw down }
-    func push(_ changeSet: PushedChangeSet, retention: Duration) async throws -> PushResult { throw down }
+    func push(_ changeSet: PushedChangeSet, retention: Duration, version: Int?) async throws -> PushResult {
+        throw down
+    }
     func keys(of type: String) async throws -> [JSONValue] { throw down }
     private var down: SyncStoreError { .storeUnavailable("the database restarts") }
 }

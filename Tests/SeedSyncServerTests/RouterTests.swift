@@ -593,14 +593,19 @@ import Testing
 /// A store that fails the way a broken disk would: the only way to reach a 500.
 private struct FailingStore: SyncStore {
     struct DiskOnFire: Error {}
-    func schemaInfo() async throws -> SchemaInfo { SchemaInfo(schema: DemoDataset.schema, revision: 1, minRevision: 1) }
-    func snapshotPage(of type: String, after: JSONValue?, limit: Int) async throws -> SnapshotPage {
+    func schemaHistory() async throws -> SchemaHistory { SchemaHistory(DemoDataset.schema) }
+    func schemaInfo(version: Int?) async throws -> SchemaInfo {
+        SchemaInfo(schema: DemoDataset.schema, revision: 1, minRevision: 1)
+    }
+    func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int, version: Int?) async throws -> [UInt8] {
         throw DiskOnFire()
     }
-    func changeFeed(after revision: Int64, limit: Int, byteBudget: Int) async throws -> ChangeFeed {
+    func changeFeed(after revision: Int64, limit: Int, byteBudget: Int, version: Int?) async throws -> ChangeFeed {
         throw DiskOnFire()
     }
     func commit(_ changeSet: ChangeSet) async throws -> Int64 { throw DiskOnFire() }
-    func push(_ changeSet: PushedChangeSet, retention: Duration) async throws -> PushResult { throw DiskOnFire() }
+    func push(_ changeSet: PushedChangeSet, retention: Duration, version: Int?) async throws -> PushResult {
+        throw DiskOnFire()
+    }
     func keys(of type: String) async throws -> [JSONValue] { throw DiskOnFire() }
 }

@@ -43,7 +43,8 @@ extension ImportSession {
             if !push.isEmpty { feed = nil }
             let response: SyncResponse
             do {
-                response = try await next(from: revision, pushing: push, feed: &feed)
+                response = try await next(
+                    from: revision, pushing: push, version: database.metadata.schemaVersion, feed: &feed)
             } catch let error as SyncClientError where error.code == .historyExpired && recoveries < Self.maxRecoveries
             {
                 feed = nil
@@ -102,21 +103,24 @@ extension ImportSession {
         }
     }
 
-    /// The next `/v1/sync` answer from `revision`: pushing `entries` in a request of their own,
-    /// or, with nothing to push, from `feed`, the answers one ahead (started from `revision` when
-    /// there is none; it ends after an answer without `hasMore`).
+    /// The next `/v1/sync` answer from `revision`, in the database's schema `version`: pushing
+    /// `entries` in a request of their own, or, with nothing to push, from `feed`, the answers one
+    /// ahead (started from `revision` when there is none; it ends after an answer without `hasMore`).
     private func next(
-        from revision: Int64, pushing entries: [OutboxEntry],
+        from revision: Int64, pushing entries: [OutboxEntry], version: Int,
         feed: inout PrefetchingSequence<SyncResponse, Int64>.Iterator?
     ) async throws -> SyncResponse {
+        let limit = configuration.syncLimit
         if !entries.isEmpty {
-            return try await client.sync(from: revision, limit: configuration.syncLimit, pushing: entries.map(\.pushed))
+            return try await client.sync(
+                from: revision, limit: limit, pushing: entries.map(\.pushed), schemaVersion: version)
         }
-        var answers = feed ?? client.changeFeed(from: revision, limit: configuration.syncLimit).makeAsyncIterator()
+        var answers =
+            feed ?? client.changeFeed(from: revision, limit: limit, schemaVersion: version).makeAsyncIterator()
         defer { feed = answers }
         guard let response = try await answers.next() else {
             // The last answer said there was no more; ask again from where the database is.
-            answers = client.changeFeed(from: revision, limit: configuration.syncLimit).makeAsyncIterator()
+            answers = client.changeFeed(from: revision, limit: limit, schemaVersion: version).makeAsyncIterator()
             return try await answers.next()!
         }
         return response
@@ -188,7 +192,7 @@ extension ImportSession {
             client: client,
             options: .init(
                 output: snapshotPath, types: database.metadata.schema.types.map(\.name),
-                syncLimit: configuration.syncLimit
+                syncLimit: configuration.syncLimit, schemaVersion: database.metadata.schemaVersion
             ))
         let built: BuildReport
         do {

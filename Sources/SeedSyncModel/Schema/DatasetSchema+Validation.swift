@@ -32,7 +32,22 @@ extension DatasetSchema {
         for type in types {
             for field in type.fields {
                 try validateReference(of: field, in: type)
+                try validateDefault(of: field, in: type)
             }
+        }
+    }
+
+    private func validateDefault(of field: Field, in type: EntityType) throws {
+        guard let value = field.default else { return }
+        guard field.references == nil else {
+            throw SchemaError(
+                .invalidDefault,
+                "field \(type.name).\(field.name) references \(field.references!) and cannot have a default; make it nullable")
+        }
+        guard field.type.normalize(value) == value else {
+            throw SchemaError(
+                .invalidDefault,
+                "the default of \(type.name).\(field.name) is not \(field.type.expectation) in canonical form")
         }
     }
 
@@ -82,7 +97,7 @@ public struct SchemaError: Error, CustomStringConvertible, Sendable {
     /// Which rule is broken. New codes may be added: a `switch` over it needs a `default`.
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
-            case invalidName, reservedName, duplicateName, invalidVersion, noTypes, invalidReference
+            case invalidName, reservedName, duplicateName, invalidVersion, noTypes, invalidReference, invalidDefault
         }
 
         private let base: Base
@@ -100,6 +115,8 @@ public struct SchemaError: Error, CustomStringConvertible, Sendable {
         public static let noTypes = Code(.noTypes)
         /// A reference names no type of the schema, or one whose key has another type.
         public static let invalidReference = Code(.invalidReference)
+        /// A field's default does not fit its type, or the field is a reference.
+        public static let invalidDefault = Code(.invalidDefault)
 
         public var description: String { base.rawValue }
     }

@@ -92,16 +92,28 @@ public struct Field: Codable, Sendable, Hashable {
     public var nullable: Bool
     /// The name of the entity type whose primary key this field holds, if it is a reference.
     public var references: String?
+    /// The value a row has for this field when it was written without one: rows that existed
+    /// before the field was added, and rows written after it was dropped, as clients of the
+    /// versions that have it see them (see ``SchemaHistory``). Never `null`: a field that may be
+    /// absent either has a default or is nullable.
+    public var `default`: JSONValue?
 
-    public init(name: String, type: FieldType, nullable: Bool = false, references: String? = nil) {
+    public init(
+        name: String, type: FieldType, nullable: Bool = false, references: String? = nil, default: JSONValue? = nil
+    ) {
         self.name = name
         self.type = type
         self.nullable = nullable
         self.references = references
+        self.default = `default`
     }
 
+    /// The value a row written without this field has for it: the default, else `null` (which
+    /// only a nullable field may hold).
+    public var absentValue: JSONValue { self.default ?? .null }
+
     private enum CodingKeys: String, CodingKey {
-        case name, type, nullable, references
+        case name, type, nullable, references, `default`
     }
 
     public init(from decoder: any Decoder) throws {
@@ -110,6 +122,8 @@ public struct Field: Codable, Sendable, Hashable {
         type = try container.decode(FieldType.self, forKey: .type)
         nullable = try container.decodeIfPresent(Bool.self, forKey: .nullable) ?? false
         references = try container.decodeIfPresent(String.self, forKey: .references)
+        let given = try container.decodeIfPresent(JSONValue.self, forKey: .default)
+        self.default = given == .null ? nil : given
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -118,6 +132,7 @@ public struct Field: Codable, Sendable, Hashable {
         try container.encode(type, forKey: .type)
         try container.encode(nullable, forKey: .nullable)
         try container.encodeIfPresent(references, forKey: .references)
+        try container.encodeIfPresent(self.default, forKey: .default)
     }
 }
 
@@ -147,14 +162,36 @@ public struct SchemaInfo: Codable, Sendable, Hashable {
     /// The number of rows of each type at ``revision``, when the server reports it (for progress
     /// and ETA; optional in protocol v1).
     public var rowCounts: [String: Int]?
+    /// Every schema version the server serves, oldest first (absent from servers that predate
+    /// versions, which serve one).
+    public var versions: [KeptVersion]?
 
-    public init(schema: DatasetSchema, revision: Int64, minRevision: Int64, rowCounts: [String: Int]? = nil) {
+    public init(
+        schema: DatasetSchema, revision: Int64, minRevision: Int64, rowCounts: [String: Int]? = nil,
+        versions: [KeptVersion]? = nil
+    ) {
         dataset = schema.dataset
         schemaVersion = schema.schemaVersion
         types = schema.types
         self.revision = revision
         self.minRevision = minRevision
         self.rowCounts = rowCounts
+        self.versions = versions
+    }
+
+    /// The numbers of the versions served, oldest first: ``versions``, or this one alone.
+    public var servedVersions: [Int] { versions?.map(\.schemaVersion) ?? [schemaVersion] }
+
+    /// One version a server serves: its number and the revision it was made at.
+    public struct KeptVersion: Codable, Sendable, Hashable {
+        public var schemaVersion: Int
+        /// The store's revision when the version was made: change sets after it are written in it.
+        public var revision: Int64
+
+        public init(schemaVersion: Int, revision: Int64) {
+            self.schemaVersion = schemaVersion
+            self.revision = revision
+        }
     }
 
     /// The schema without the revisions.

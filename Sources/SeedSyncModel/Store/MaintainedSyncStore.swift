@@ -19,6 +19,17 @@ public protocol MaintainedSyncStore: SyncStore {
     /// Drops change sets older than the newest `keep` revisions and raises `minRevision` to match.
     /// A client at `revision - keep` or newer can still sync; older ones download a new snapshot.
     func compact(keepingRevisions keep: Int64) async throws -> Compaction
+
+    /// Makes `schema` the store's newest version, at its current revision, without an outage:
+    /// the tables take the new shape in one transaction, clients of every older version keep
+    /// syncing in theirs, and change sets from then on are written in the new one. Only changes
+    /// ``SchemaHistory/upgrading(to:renaming:at:)`` accepts can be made; renamed fields are stated
+    /// in `renames`.
+    ///
+    /// - Returns: the upgrade: the new history, the version and what changed.
+    /// - Throws: `SchemaUpgradeError` naming the change that cannot be made and what to do
+    ///   instead; nothing is changed then.
+    func upgrade(to schema: DatasetSchema, renaming renames: [FieldRename]) async throws -> SchemaUpgrade
 }
 
 extension MaintainedSyncStore {
@@ -26,7 +37,7 @@ extension MaintainedSyncStore {
     ///
     /// - Returns: the revision and the number of rows loaded.
     public func load(ndjsonFile path: String, into type: String) async throws -> (revision: Int64, rows: Int) {
-        guard let entity = try await schemaInfo().schema.type(named: type) else {
+        guard let entity = try await schemaHistory().newest.schema.type(named: type) else {
             throw SyncStoreError.unknownType(type)
         }
         let result = try await bulkLoad([BulkLoad(type: type) { try NDJSONRowReader(path: path, type: entity) }])

@@ -8,64 +8,94 @@
 /// 2. The change log holds every revision from `minRevision + 1` to `revision`, without gaps.
 /// 3. Each read (schema, snapshot page, change feed) sees one committed state.
 public protocol SyncStore: Sendable {
-    /// The schema with the newest revision and the oldest revision the change log can serve from.
-    func schemaInfo() async throws -> SchemaInfo
+    /// Every schema version the store serves, oldest first (see ``SchemaHistory``).
+    func schemaHistory() async throws -> SchemaHistory
+
+    /// The schema of `version` (the newest when `nil`) with the newest revision, the oldest revision
+    /// the change log can serve from, the row counts of the version's types and the versions served.
+    ///
+    /// - Throws: ``SyncStoreError/unknownSchemaVersion(_:kept:)`` for a version the store lacks.
+    func schemaInfo(version: Int?) async throws -> SchemaInfo
 
     /// The newest revision and the oldest one the change log can serve from, without counting
     /// rows: cheap enough for a metrics scrape.
     func revisions() async throws -> (revision: Int64, minRevision: Int64)
 
-    /// Up to `limit` current rows of `type` whose key is greater than `after`, in key order.
+    /// Up to `limit` current rows of `type` whose key is greater than `after`, in key order, as
+    /// the JSON of ``SnapshotPage/jsonBytes()``, in schema version `version` (the newest when `nil`;
+    /// see ``VersionProjection``).
     ///
-    /// - Throws: ``SyncStoreError/unknownType(_:)`` for a type the schema lacks.
-    func snapshotPage(of type: String, after: JSONValue?, limit: Int) async throws -> SnapshotPage
+    /// - Throws: ``SyncStoreError/unknownType(_:)`` for a type the version lacks,
+    ///   ``SyncStoreError/unknownSchemaVersion(_:kept:)`` for a version the store lacks.
+    func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int, version: Int?) async throws -> [UInt8]
 
-    /// The same page as ``snapshotPage(of:after:limit:)``, already as the JSON of
-    /// ``SnapshotPage/jsonBytes()``. Stores that can write it without building the page first (the
-    /// SQLite store does, and reads its pages back from it) implement it; the default encodes the page.
-    func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int) async throws -> [UInt8]
-
-    /// The change sets after `revision`, in order: at most `limit`, and no more than `byteBudget`
-    /// bytes of JSON unless a single change set is larger (one is always returned when any exists).
+    /// The change sets after `revision`, in order, in schema version `version` (the newest when
+    /// `nil`): at most `limit`, and no more than `byteBudget` bytes of JSON unless a single change
+    /// set is larger (one is always returned when any exists).
     ///
     /// - Throws: ``SyncStoreError/historyExpired(requested:minRevision:)`` when `revision` is
     ///   older than `minRevision`, ``SyncStoreError/revisionAhead(requested:revision:)`` when it
-    ///   is newer than the store.
-    func changeFeed(after revision: Int64, limit: Int, byteBudget: Int) async throws -> ChangeFeed
+    ///   is newer than the store, ``SyncStoreError/unknownSchemaVersion(_:kept:)``.
+    func changeFeed(after revision: Int64, limit: Int, byteBudget: Int, version: Int?) async throws -> ChangeFeed
 
-    /// Validates `changeSet` and commits it atomically as the next revision.
+    /// Validates `changeSet` against the newest version and commits it atomically as the next revision.
     ///
     /// - Returns: the revision assigned.
     /// - Throws: ``SyncStoreError/invalidChangeSet(_:)`` when it does not fit the schema or the
     ///   data (unknown row, duplicate row, dangling reference); nothing is written then.
     func commit(_ changeSet: ChangeSet) async throws -> Int64
 
-    /// Applies a change set a client pushed, once: checked against the schema
-    /// (`DatasetSchema/validatePush(_:)`) and against the revisions its author saw, then
-    /// committed atomically as the next revision with its temporary keys replaced by real ones;
-    /// or, with nothing written, answered as a conflict (the current state of the rows it
-    /// touched) or a rejection. The result is stored under the change set's id in the same
-    /// transaction, and a push of an id already seen returns that result and writes nothing.
-    /// Results older than `retention` are forgotten.
+    /// Applies a change set a client of schema version `version` (the newest when `nil`) pushed,
+    /// once: checked against that version's schema (`DatasetSchema/validatePush(_:)`), turned into
+    /// the newest (``VersionProjection``: fields the client does not know keep their stored values)
+    /// and checked against the revisions its author saw, then committed atomically as the next
+    /// revision with its temporary keys replaced by real ones; or, with nothing written, answered
+    /// as a conflict (the current state of the rows it touched, in `version`) or a rejection. The
+    /// result is stored under the change set's id in the same transaction, and a push of an id
+    /// already seen returns that result and writes nothing. Results older than `retention` are forgotten.
     ///
     /// - Returns: the result; conflicts and rejections are results, not errors.
     /// - Throws: only when storage fails (`storeUnavailable`, or the store's own errors); nothing
     ///   is written or recorded then, and the push can be sent again.
-    func push(_ changeSet: PushedChangeSet, retention: Duration) async throws -> PushResult
+    func push(_ changeSet: PushedChangeSet, retention: Duration, version: Int?) async throws -> PushResult
 
     /// Every key of `type`, in key order (for mutation generators and tests).
     func keys(of type: String) async throws -> [JSONValue]
 }
 
 extension SyncStore {
+    /// The newest version's schema information.
+    public func schemaInfo() async throws -> SchemaInfo {
+        try await schemaInfo(version: nil)
+    }
+
     /// The revisions of ``schemaInfo()``; stores override it with a read that skips the row counts.
     public func revisions() async throws -> (revision: Int64, minRevision: Int64) {
         let info = try await schemaInfo()
         return (info.revision, info.minRevision)
     }
 
+    /// A page of ``snapshotPageJSON(of:after:limit:version:)``, parsed: one mapping from stored
+    /// values to wire values, so the two can never disagree.
+    public func snapshotPage(of type: String, after: JSONValue?, limit: Int, version: Int? = nil) async throws
+        -> SnapshotPage
+    {
+        try SnapshotPage(json: JSONParser.parse(try await snapshotPageJSON(of: type, after: after, limit: limit, version: version)))
+    }
+
+    /// A page in the newest version.
     public func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int) async throws -> [UInt8] {
-        try await snapshotPage(of: type, after: after, limit: limit).jsonBytes()
+        try await snapshotPageJSON(of: type, after: after, limit: limit, version: nil)
+    }
+
+    /// Change sets in the newest version.
+    public func changeFeed(after revision: Int64, limit: Int, byteBudget: Int) async throws -> ChangeFeed {
+        try await changeFeed(after: revision, limit: limit, byteBudget: byteBudget, version: nil)
+    }
+
+    /// A push of a client of the newest version.
+    public func push(_ changeSet: PushedChangeSet, retention: Duration) async throws -> PushResult {
+        try await push(changeSet, retention: retention, version: nil)
     }
 }
 
@@ -164,6 +194,9 @@ public struct SyncStoreError: Error, CustomStringConvertible, Sendable {
         /// The database's tables no longer match the schema the store serves (a column added or
         /// dropped by another program); nothing is served from them until an operator acts.
         public static let schemaMismatch = Self("schema_mismatch")
+        /// The client asked for a schema version the store does not keep (one newer than its
+        /// newest, or none it ever had).
+        public static let unknownSchemaVersion = Self("unknown_schema_version")
 
         public var description: String { rawValue }
     }
@@ -213,6 +246,15 @@ public struct SyncStoreError: Error, CustomStringConvertible, Sendable {
     /// The store's database is unreachable; `detail` says which and why, without credentials.
     public static func storeUnavailable(_ detail: String) -> Self {
         Self(.storeUnavailable, "the database is unavailable (\(detail)); retry later")
+    }
+
+    /// No kept version is numbered `number`; `kept` lists the ones there are.
+    public static func unknownSchemaVersion(_ number: Int, kept: [Int]) -> Self {
+        let list = kept.map(String.init).joined(separator: ", ")
+        return Self(
+            .unknownSchemaVersion,
+            "schema version \(number) is not served here (versions served: \(list)); ask for one of those, or wait for the server to be upgraded"
+        )
     }
 
     /// The tables no longer match the schema; `detail` names the table and the column.

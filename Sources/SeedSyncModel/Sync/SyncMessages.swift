@@ -1,25 +1,30 @@
 /// The body of `POST /v1/sync`.
 ///
 /// ```json
-/// {"maxRevision": 17382, "changeSets": [], "limit": 1000}
+/// {"maxRevision": 17382, "schemaVersion": 2, "changeSets": [], "limit": 1000}
 /// ```
 public struct SyncRequest: Codable, Sendable, Hashable {
     /// The revision the client has.
     public var maxRevision: Int64
+    /// The schema version the client has: the answer's change sets are in it, and its pushed
+    /// change sets are read in it. Absent, the server answers in the oldest version it serves.
+    public var schemaVersion: Int?
     /// Change sets the client pushes (write-back), applied in order before the answer is read.
     public var changeSets: [PushedChangeSet]
     /// The most change sets the client wants in one answer; the server caps it.
     public var limit: Int?
 
-    public init(maxRevision: Int64, changeSets: [PushedChangeSet] = [], limit: Int? = nil) {
+    public init(maxRevision: Int64, schemaVersion: Int? = nil, changeSets: [PushedChangeSet] = [], limit: Int? = nil) {
         self.maxRevision = maxRevision
+        self.schemaVersion = schemaVersion
         self.changeSets = changeSets
         self.limit = limit
     }
 
     /// Reads a request from parsed JSON (see ``JSONParser``), strictly: `maxRevision` is an
     /// integer literal (`1.0` and `1e0` are not), `changeSets` is an array when present (absent
-    /// means none, `null` is an error), `limit` is an integer when present. Other members are ignored.
+    /// means none, `null` is an error), `limit` and `schemaVersion` are integers when present.
+    /// Other members are ignored.
     ///
     /// ```swift
     /// let request = try SyncRequest(json: JSONParser.parse(body))
@@ -34,6 +39,7 @@ public struct SyncRequest: Codable, Sendable, Hashable {
             try PushedChangeSet(json: changeSet, at: "changeSets[\(index)]")
         }
         limit = members.members["limit"] == nil ? nil : Int(try members.int64("limit"))
+        schemaVersion = members.members["schemaVersion"] == nil ? nil : Int(try members.int64("schemaVersion"))
     }
 
     public init(from decoder: any Decoder) throws {
@@ -45,12 +51,17 @@ public struct SyncRequest: Codable, Sendable, Hashable {
         try JSONParser.parse(jsonBytes()).encode(to: encoder)
     }
 
-    /// The request as compact JSON: `maxRevision`, `changeSets` when there are any, `limit` when set.
+    /// The request as compact JSON: `maxRevision`, `schemaVersion` when set, `changeSets` when
+    /// there are any, `limit` when set.
     public func jsonBytes() -> [UInt8] {
         var writer = JSONWriter()
         writer.beginObject()
         writer.key("maxRevision")
         writer.value(.int(maxRevision))
+        if let schemaVersion {
+            writer.key("schemaVersion")
+            writer.value(.int(Int64(schemaVersion)))
+        }
         if !changeSets.isEmpty {
             writer.key("changeSets")
             writer.beginArray()

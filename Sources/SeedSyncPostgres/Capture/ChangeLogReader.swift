@@ -1,49 +1,58 @@
 import NIOCore
 import SeedSyncModel
 
-/// Assembles change sets from the rows of `seedsync._changes`, as `/v1/sync` serves them: types
-/// in schema order, ids sorted by key, every created or updated row with all its fields and its
-/// `revision`.
+/// Assembles change sets from the rows of `seedsync._changes`, as `/v1/sync` serves them in one
+/// schema version: types in that version's order, ids sorted by key, every created or updated
+/// row with all the version's fields and its `revision`. A logged row holds the table's columns
+/// of the moment it was written (`to_json`); ``VersionProjection`` reads them in the version asked
+/// for, whatever version they were written in.
 struct ChangeLogReader {
-    let schema: DatasetSchema
-    let tables: [String: PostgresTableSQL]
+    let projection: VersionProjection
+    let served: ServedPostgresTables
     let tableSchema: String
     /// The state's `min_revision` in the snapshot the rows come from.
     private(set) var minRevision: Int64 = 0
     /// Logged rows by revision, then type.
     private var rows: [Int64: [String: [LoggedRow]]] = [:]
 
-    init(schema: DatasetSchema, tables: [String: PostgresTableSQL], tableSchema: String) {
-        self.schema = schema
-        self.tables = tables
+    init(projection: VersionProjection, served: ServedPostgresTables, tableSchema: String) {
+        self.projection = projection
+        self.served = served
         self.tableSchema = tableSchema
     }
 
     private struct LoggedRow {
         var key: JSONValue
         var op: String
-        var values: [JSONValue]
+        var attributes: [String: JSONValue]
     }
 
     /// Adds one result row: the state's revisions, then a logged row unless the log had none.
     mutating func add(_ row: (Int64, Int64, Int64?, String?, String?, String?, ByteBuffer?)) throws(SyncStoreError) {
         minRevision = row.1
         guard let logged = row.2, let typeName = row.3, let keyText = row.4, let op = row.5 else { return }
-        guard let table = tables[typeName] else {
+        guard let table = served.tables[typeName] else {
             throw .schemaMismatch("the change log names a type \(typeName) the schema lacks")
         }
-        let key = wireKey(keyText, of: table.type.primaryKey.type)
-        var values: [JSONValue] = []
+        // Types the version asked for does not have are left out of its change sets.
+        guard projection.target.schema.type(named: typeName) != nil else { return }
+        var key = wireKey(keyText, of: table.type.primaryKey.type)
+        var attributes: [String: JSONValue] = [:]
         if op != "d" {
             guard let data = row.6 else {
                 throw .schemaMismatch("the change log holds no row for \(typeName)[\(keyText)] at revision \(logged)")
             }
             let name = "\(tableSchema).\(typeName)"
-            values = try data.withUnsafeReadableBytes { bytes throws(SyncStoreError) in
-                try WireRow(json: bytes, of: table.type, table: name).values
+            let fieldTypes = served.memberTypes[typeName] ?? [:]
+            let read = try data.withUnsafeReadableBytes { bytes throws(SyncStoreError) in
+                try WireRow.members(json: bytes, key: table.type.primaryKey, fieldTypes: fieldTypes, table: name)
             }
+            key = read.key
+            attributes = try projection.project(read.attributes, of: typeName, writtenIn: logged, row: keyText)
+            attributes[SchemaNames.revisionColumn] = .int(logged)
         }
-        rows[logged, default: [:]][typeName, default: []].append(LoggedRow(key: key, op: op, values: values))
+        rows[logged, default: [:]][typeName, default: []].append(
+            LoggedRow(key: key, op: op, attributes: attributes))
     }
 
     /// Fails when `requested` is outside what a log from `minRevision` to `revision` can serve.
@@ -63,7 +72,7 @@ struct ChangeLogReader {
 
     private func changeSet(at revision: Int64) -> ChangeSet {
         let logged = rows[revision] ?? [:]
-        let changes = schema.types.compactMap { type -> TypeChanges? in
+        let changes = projection.target.schema.types.compactMap { type -> TypeChanges? in
             guard let rows = logged[type.name] else { return nil }
             var changes = TypeChanges(type: type.name)
             for row in rows {
@@ -72,14 +81,10 @@ struct ChangeLogReader {
                 case "u": changes.update.append(row.key)
                 default: changes.delete.append(row.key)
                 }
-                guard row.op != "d" else { continue }
-                var attributes = [String: JSONValue](minimumCapacity: type.fields.count + 1)
-                for (field, value) in zip(type.fields, row.values.dropFirst()) { attributes[field.name] = value }
-                attributes[SchemaNames.revisionColumn] = .int(revision)
-                changes.attributes[row.key.keyString!] = attributes
+                if row.op != "d" { changes.attributes[row.key.keyString!] = row.attributes }
             }
             return changes
         }
-        return ChangeSet(revision: revision, changes: changes).canonical(in: schema)
+        return ChangeSet(revision: revision, changes: changes).canonical(in: projection.target.schema)
     }
 }

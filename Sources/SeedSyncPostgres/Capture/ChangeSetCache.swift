@@ -1,16 +1,22 @@
 import NIOConcurrencyHelpers
 import SeedSyncModel
 
-/// Encoded change sets this process already assembled, by revision, up to a byte capacity.
+/// Encoded change sets this process already assembled, by schema version and revision, up to a
+/// byte capacity.
 ///
 /// A committed revision never changes (compaction and bulk revisions only remove history, and
 /// `minRevision` is checked on every request), so a change set read once can be served again
 /// without reading and assembling its rows: clients a few revisions behind, the common case, are
 /// then served from memory. When full, the entries added first go first.
 final class ChangeSetCache: Sendable {
+    private struct Key: Hashable {
+        var version: Int
+        var revision: Int64
+    }
+
     private struct Entries {
-        var byRevision: [Int64: EncodedChangeSet] = [:]
-        var order: [Int64] = []
+        var byRevision: [Key: EncodedChangeSet] = [:]
+        var order: [Key] = []
         var next = 0
         var bytes = 0
     }
@@ -24,18 +30,22 @@ final class ChangeSetCache: Sendable {
 
     /// Adds the cached change sets that follow `feed`, through revision `last`, until one is
     /// missing or the feed is full.
-    func fill(_ feed: inout ChangeFeed.Builder, through last: Int64) {
+    func fill(_ feed: inout ChangeFeed.Builder, through last: Int64, version: Int) {
         entries.withLockedValue { entries in
-            while feed.revision < last, let changeSet = entries.byRevision[feed.revision + 1], feed.append(changeSet) {}
+            while feed.revision < last,
+                let changeSet = entries.byRevision[Key(version: version, revision: feed.revision + 1)],
+                feed.append(changeSet)
+            {}
         }
     }
 
-    func insert(_ changeSets: [EncodedChangeSet]) {
+    func insert(_ changeSets: [EncodedChangeSet], version: Int) {
         entries.withLockedValue { entries in
-            for changeSet in changeSets
-            where entries.byRevision[changeSet.revision] == nil && changeSet.json.count <= capacity {
-                entries.byRevision[changeSet.revision] = changeSet
-                entries.order.append(changeSet.revision)
+            for changeSet in changeSets {
+                let key = Key(version: version, revision: changeSet.revision)
+                guard entries.byRevision[key] == nil, changeSet.json.count <= capacity else { continue }
+                entries.byRevision[key] = changeSet
+                entries.order.append(key)
                 entries.bytes += changeSet.json.count
             }
             while entries.bytes > capacity, entries.next < entries.order.count {

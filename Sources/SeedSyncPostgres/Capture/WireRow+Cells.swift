@@ -9,7 +9,8 @@ extension WireRow {
     /// name once per result.
     ///
     /// - Throws: `SyncStoreError.schemaMismatch` naming the column when one the schema names is
-    ///   missing or the table has one the schema does not name: the table changed under the store.
+    ///   missing: the table changed under the store. Columns the schema does not name (added, and
+    ///   not yet upgraded to) are left out.
     static func positions(in row: PostgresRandomAccessRow, from first: Int, of type: EntityType, table: String)
         throws(SyncStoreError) -> [Int]
     {
@@ -21,10 +22,6 @@ extension WireRow {
                 throw .schemaMismatch("\(table) has no column \(name) any more")
             }
             return position
-        }
-        guard byName.isEmpty else {
-            throw .schemaMismatch(
-                "\(table) has columns the schema does not name: \(byName.keys.sorted().joined(separator: ", "))")
         }
         return positions
     }

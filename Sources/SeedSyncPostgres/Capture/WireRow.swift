@@ -15,8 +15,9 @@ import SeedSyncModel
 /// | timestamp | timestamptz, timestamp | `2026-11-22T10:15:00.25+00:00` | `2026-11-22T10:15:00.25Z` (UTC) |
 /// | blob | bytea | `"\\x0102"` | base64 |
 ///
-/// The row must have exactly the schema's columns: one missing or extra means the table was
-/// changed under the store, reported as `SyncStoreError.schemaMismatch`, never served wrong.
+/// A column the schema names and the row lacks means the table was changed under the store,
+/// reported as `SyncStoreError.schemaMismatch`, never served wrong; a column no version names
+/// yet (added, and not yet upgraded to) is left out.
 struct WireRow {
     /// Key, then fields in schema order.
     var values: [JSONValue]
@@ -34,29 +35,44 @@ struct WireRow {
             guard let value = members[field.name] else {
                 throw .schemaMismatch("\(table) has no column \(field.name) any more")
             }
-            values.append(try Self.wireValue(value, of: field, row: key, table: table))
-        }
-        if members.count != type.fields.count + 1 {
-            let known = Set([type.primaryKey.name] + type.fields.map(\.name))
-            let extra = members.keys.filter { !known.contains($0) }.sorted().joined(separator: ", ")
-            throw .schemaMismatch("\(table) has columns the schema does not name: \(extra)")
+            values.append(try Self.wireValue(value, of: field.type, name: field.name, row: key, table: table))
         }
         self.values = values
     }
 
-    private static func wireValue(_ value: JSONValue, of field: Field, row key: JSONValue, table: String)
-        throws(SyncStoreError) -> JSONValue
-    {
+    /// A logged row (`to_json` text) as its key and the wire values of the members `fieldTypes`
+    /// names, whatever schema version it was written in: members of other names (columns no
+    /// version serves yet) are left out, and ``VersionProjection`` takes it from there.
+    static func members(
+        json bytes: some ContiguousBytes, key: PrimaryKey, fieldTypes: [String: FieldType], table: String
+    ) throws(SyncStoreError) -> (key: JSONValue, attributes: [String: JSONValue]) {
+        guard case .object(let members)? = try? JSONParser.parse(bytes) else {
+            throw .schemaMismatch("a row of \(table) could not be read")
+        }
+        guard let keyValue = members[key.name], key.type.accepts(keyValue) else {
+            throw .schemaMismatch("\(table): the key column \(key.name) is missing or changed its type")
+        }
+        var attributes = [String: JSONValue](minimumCapacity: members.count)
+        for (name, value) in members {
+            guard let type = fieldTypes[name] else { continue }
+            attributes[name] = try wireValue(value, of: type, name: name, row: keyValue, table: table)
+        }
+        return (keyValue, attributes)
+    }
+
+    private static func wireValue(
+        _ value: JSONValue, of type: FieldType, name: String, row key: JSONValue, table: String
+    ) throws(SyncStoreError) -> JSONValue {
         if value == .null { return .null }
         let converted: JSONValue? =
-            switch (field.type, value) {
+            switch (type, value) {
             case (.timestamp, .string(let text)): timestamp(text)
             case (.blob, .string(let text)): blob(text)
-            default: field.type.normalize(value)
+            default: type.normalize(value)
             }
         guard let converted else {
             throw .schemaMismatch(
-                "\(table)[\(key.keyString ?? "?")].\(field.name) holds a \(value.kindName) that is not \(field.type.expectation) on the wire (a changed column type, or a value such as NaN or infinity)"
+                "\(table)[\(key.keyString ?? "?")].\(name) holds a \(value.kindName) that is not \(type.expectation) on the wire (a changed column type, or a value such as NaN or infinity)"
             )
         }
         return converted

@@ -140,7 +140,7 @@ struct PostgresTableSQL: Sendable {
             """
     }
 
-    /// One consistent read of a snapshot page: the state's revision, then up to `$n` rows after
+    /// One consistent read of a snapshot page: the state's revision and newest schema version, then up to `$n` rows after
     /// key `$1` when `after`, each as its row revision and the table's columns (`t.*`, so a column
     /// added under the store shows, see ``WireRow/positions(in:from:of:table:)``). The state row
     /// comes even with no rows. The page is cut on the key's index first, then each row's
@@ -149,7 +149,8 @@ struct PostgresTableSQL: Sendable {
     func snapshot(after: Bool) -> String {
         let limit = after ? "$2" : "$1"
         return """
-            SELECT s.revision, (SELECT v.revision FROM \(revisions) v WHERE v.key = p.\(key)), p.* FROM seedsync._state s
+            SELECT s.revision, \(PostgresSchemaRecords.newestColumn), (SELECT v.revision FROM \(revisions) v WHERE v.key = p.\(key)), p.*
+            FROM seedsync._state s
             LEFT JOIN LATERAL (
               SELECT t.* FROM \(table) t \(after ? "WHERE t.\(key) > $1 " : "")ORDER BY t.\(key) LIMIT \(limit)
             ) p ON true WHERE s.id = 1 ORDER BY p.\(key)

@@ -25,9 +25,13 @@ struct TableCheck {
         var typeName: String
         var formattedType: String
         var notNull: Bool
+        /// The column's default as PostgreSQL prints it (`'x'::text`, `0`, `now()`), if any.
+        var defaultExpression: String? = nil
     }
 
-    func run(on connection: PostgresConnection, logger: Logger) async throws {
+    /// Checks the table; with `allowingExtraColumns`, columns no field names (added by the team
+    /// and not yet served, see `upgrade`) are accepted.
+    func run(on connection: PostgresConnection, logger: Logger, allowingExtraColumns: Bool = false) async throws {
         let name = "\(tableSchema).\(table.type.name)"
         let columns = try await Self.columns(of: table.table, on: connection, logger: logger)
         guard !columns.isEmpty else {
@@ -62,21 +66,28 @@ struct TableCheck {
             }
         }
         let known = Set(expected.map(\.0))
-        if let extra = columns.first(where: { !known.contains($0.name) }) {
+        if !allowingExtraColumns, let extra = columns.first(where: { !known.contains($0.name) }) {
             throw PostgresStoreError.tableMismatch(
                 "\(name) has a column \(extra.name) the schema does not name; add the field to the schema file")
         }
     }
 
-    /// ``run(on:logger:)`` for a table the store already serves: the same checks, in words for an
-    /// operator whose table changed, and its five capture triggers present and enabled.
+    /// For a table the store already serves: its five capture triggers present and enabled, or
+    /// it does not start; the columns checked as ``run(on:logger:allowingExtraColumns:)`` does,
+    /// but a mismatch is only logged: the rows written before it, and every other table, are
+    /// still served, and what would carry the new shape is answered `schema_mismatch` until the
+    /// schema is upgraded (`seed-server schema upgrade`) or the change undone. Columns no version
+    /// names yet are not served, and not reported.
     func runServed(on connection: PostgresConnection, logger: Logger) async throws {
         do {
-            try await run(on: connection, logger: logger)
+            try await run(on: connection, logger: logger, allowingExtraColumns: true)
         } catch let error as PostgresStoreError where error.code == .tableMismatch {
-            throw PostgresStoreError.tableMismatch(
-                "the served table no longer matches the schema: \(error.description). Undo the change, or serve the new shape: drop the schema seedsync and attach the tables again with an updated schema file (clients re-seed)"
-            )
+            logger.error(
+                "served table changed",
+                metadata: [
+                    "error":
+                        "\(error.description): rows written since are answered schema_mismatch; upgrade the schema (seed-server schema upgrade) or undo the change"
+                ])
         }
         var binds = PostgresBindings()
         binds.append(table.table)
@@ -96,15 +107,20 @@ struct TableCheck {
         var binds = PostgresBindings()
         binds.append(table)
         let sql = """
-            SELECT a.attname::text, t.typname::text, format_type(a.atttypid, a.atttypmod), a.attnotnull
+            SELECT a.attname::text, t.typname::text, format_type(a.atttypid, a.atttypmod), a.attnotnull,
+              pg_get_expr(d.adbin, d.adrelid)
             FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+            LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
             WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum
             """
         var columns: [Column] = []
-        for try await (name, typeName, formatted, notNull) in try await connection.query(
+        for try await (name, typeName, formatted, notNull, defaultExpression) in try await connection.query(
             PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger
-        ).decode((String, String, String, Bool).self) {
-            columns.append(Column(name: name, typeName: typeName, formattedType: formatted, notNull: notNull))
+        ).decode((String, String, String, Bool, String?).self) {
+            columns.append(
+                Column(
+                    name: name, typeName: typeName, formattedType: formatted, notNull: notNull,
+                    defaultExpression: defaultExpression))
         }
         return columns
     }

@@ -40,7 +40,7 @@ extension PostgresSyncStore {
         }
     }
 
-    private static func entityType(
+    static func entityType(
         _ name: String, tableSchema: String, served: Set<String>, on connection: PostgresConnection, logger: Logger
     ) async throws -> EntityType {
         let table = "\(quote(tableSchema)).\(quote(name))"

@@ -75,7 +75,7 @@ package struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable
     private static let statuses: [SyncStoreError.Code: HTTPResponse.Status] = [
         .historyExpired: .gone, .revisionAhead: .conflict, .unknownType: .notFound, .invalidKey: .badRequest,
         .invalidChangeSet: .unprocessableContent, .storeUnavailable: .serviceUnavailable,
-        .schemaMismatch: .serviceUnavailable,
+        .schemaMismatch: .serviceUnavailable, .unknownSchemaVersion: .conflict,
     ]
 
     /// Seconds a client is asked to wait after a 503: long enough for a database restart.

@@ -6,7 +6,10 @@ import SeedSyncModel
 /// The endpoints of protocol v1 over one ``SyncStore``. See `docs/PROTOCOL.md`.
 struct SyncRoutes<Context: RequestContext>: Sendable {
     let store: any SyncStore
-    let schema: DatasetSchema
+    /// The store's schema versions as last read: for the key type of a snapshot's `after` (a
+    /// type's key never changes) and the oldest version, what a client that names none is served
+    /// in. Read again when a request names a type or version it lacks (an upgrade since).
+    let versions: LockedValue<SchemaHistory>
     let configuration: ServerConfiguration
     let metrics: ServerMetrics
 
@@ -15,7 +18,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         router.head("health") { _, _ in Self.health.createHeadResponse() }
         let reader = router.group("v1").add(
             middleware: BearerAuthMiddleware(tokens: configuration.tokens, required: .read))
-        reader.get("schema") { _, _ in try await schemaInfo() }
+        reader.get("schema") { request, _ in try await schemaInfo(request) }
         reader.get("snapshot/:type") { request, context in try await snapshot(request, context) }
         reader.post("sync") { request, _ in try await sync(request) }
         let admin = router.group("v1/admin").add(
@@ -50,15 +53,41 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
     /// `GET /health`; `HEAD /health` answers with its status and headers alone.
     private static var health: Response { json(Array(#"{"status":"ok"}"#.utf8)) }
 
-    private func schemaInfo() async throws -> Response {
-        Self.json(try JSONEncoder.stable().encode(try await store.schemaInfo()))
+    /// `GET /v1/schema[?version=N]`: the newest version by default.
+    private func schemaInfo(_ request: Request) async throws -> Response {
+        let version = try Self.version(request.uri.queryParameters.get("version"), named: "version")
+        return Self.json(try JSONEncoder.stable().encode(try await store.schemaInfo(version: version)))
     }
 
+    /// The version a request names, or the oldest served when it names none (a client that
+    /// predates versions is never answered in a newer one).
+    private func version(_ named: Int?) -> Int {
+        named ?? versions.get().oldest.number
+    }
+
+    /// The newest schema that has type `name`: the one last read, or the store's now.
+    private func type(named name: String) async throws -> EntityType {
+        if let type = versions.get().newest.schema.type(named: name) { return type }
+        let history = try await store.schemaHistory()
+        versions.set(history)
+        guard let type = history.newest.schema.type(named: name) else { throw SyncStoreError.unknownType(name) }
+        return type
+    }
+
+    /// A schema version parameter: a whole number of 1 or more when given.
+    private static func version(_ text: String?, named name: String) throws -> Int? {
+        guard let text else { return nil }
+        guard let number = Int(text), number >= 1 else { throw ServerError.invalidParameter(name, "a whole number of 1 or more") }
+        return number
+    }
+
+    /// `GET /v1/snapshot/{type}[?after=K][&limit=N][&schemaVersion=V]`.
     private func snapshot(_ request: Request, _ context: Context) async throws -> Response {
         let raw = context.parameters.get("type") ?? ""
         let name = raw.removingPercentEncoding ?? raw
-        guard let type = schema.type(named: name) else { throw SyncStoreError.unknownType(name) }
+        let type = try await type(named: name)
         let query = request.uri.queryParameters
+        let version = version(try Self.version(query.get("schemaVersion"), named: "schemaVersion"))
         let after = try query.get("after").map { text in
             guard let key = type.primaryKey.type.key(from: String(text)) else {
                 throw SyncStoreError.invalidKey(String(text), type: type.name)
@@ -68,7 +97,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         let limit = try Self.limit(
             query.get("limit").map { Int($0) ?? 0 }, default: configuration.defaultSnapshotLimit,
             max: configuration.maxSnapshotLimit)
-        return Self.json(try await store.snapshotPageJSON(of: type.name, after: after, limit: limit))
+        return Self.json(try await store.snapshotPageJSON(of: type.name, after: after, limit: limit, version: version))
     }
 
     /// `POST /v1/sync`: applies the pushed change sets in order (a write token at least), then
@@ -79,21 +108,25 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         let sync = try Self.parse(body, as: "sync request") { json throws(JSONShapeError) in try SyncRequest(json: json)
         }
         guard sync.maxRevision >= 0 else { throw ServerError.invalidParameter("maxRevision", "0 or more") }
+        if let named = sync.schemaVersion, named < 1 {
+            throw ServerError.invalidParameter("schemaVersion", "a whole number of 1 or more")
+        }
+        let version = version(sync.schemaVersion)
         let limit = try Self.limit(sync.limit, default: configuration.defaultSyncLimit, max: configuration.maxSyncLimit)
         if !sync.changeSets.isEmpty {
             // A client from another dataset or behind the history gets 409 or 410 before anything of its is applied.
-            _ = try await store.changeFeed(after: sync.maxRevision, limit: 1, byteBudget: 0)
+            _ = try await store.changeFeed(after: sync.maxRevision, limit: 1, byteBudget: 0, version: version)
         }
-        let results = try await push(sync.changeSets)
+        let results = try await push(sync.changeSets, version: version)
         let feed = try await store.changeFeed(
-            after: sync.maxRevision, limit: limit, byteBudget: configuration.syncByteBudget)
+            after: sync.maxRevision, limit: limit, byteBudget: configuration.syncByteBudget, version: version)
         return Self.json(Self.encode(feed, results: sync.changeSets.isEmpty ? nil : results))
     }
 
     /// Applies pushed change sets one by one; each is its own transaction, so a failure of
     /// storage midway leaves the first ones applied, and the client's retry (same ids) gets their
     /// recorded results.
-    private func push(_ changeSets: [PushedChangeSet]) async throws -> [PushResult] {
+    private func push(_ changeSets: [PushedChangeSet], version: Int) async throws -> [PushResult] {
         guard !changeSets.isEmpty else { return [] }
         guard RequestRole.current >= .write else { throw ServerError.pushForbidden }
         guard changeSets.count <= configuration.maxPushedChangeSets else {
@@ -105,7 +138,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         }
         var results: [PushResult] = []
         for changeSet in changeSets {
-            let result = try await store.push(changeSet, retention: configuration.pushRetention)
+            let result = try await store.push(changeSet, retention: configuration.pushRetention, version: version)
             metrics.record(result)
             results.append(result)
         }

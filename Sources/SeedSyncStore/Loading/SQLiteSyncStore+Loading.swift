@@ -2,7 +2,8 @@ public import SeedSyncModel
 
 extension SQLiteSyncStore: MaintainedSyncStore {
     public func bulkLoad(_ loads: [BulkLoad]) async throws -> (revision: Int64, rows: [String: Int]) {
-        for load in loads { _ = try table(load.type) }
+        let schema = try await schemaHistory().newest.schema
+        for load in loads where schema.type(named: load.type) == nil { throw SyncStoreError.unknownType(load.type) }
         let (revision, counts) = try await bulkWrite { writer in
             var counts: [String: Int] = [:]
             for load in loads {

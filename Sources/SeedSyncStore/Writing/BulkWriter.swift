@@ -23,13 +23,12 @@ extension SQLiteSyncStore {
     package func bulkWrite<T: Sendable>(
         _ body: @escaping @Sendable (inout BulkWriter) throws -> T
     ) async throws -> (revision: Int64, result: T) {
-        let schema = self.schema
-        let tables = self.tables
-        return try await pool.write { db in
+        try await pool.write { db in
             let state = try StateRecord.fetch(db)
-            var writer = BulkWriter(db: db, tables: tables, revision: state.revision + 1)
+            let served = try self.served(db, state)
+            var writer = BulkWriter(db: db, tables: served.tables, revision: state.revision + 1)
             let result = try body(&writer)
-            try writer.checkReferences(schema: schema)
+            try writer.checkReferences(schema: served.schema)
             try db.execute(sql: "DELETE FROM _seedsync_changes")
             try StateRecord.save(db, revision: writer.revision, minRevision: writer.revision)
             return (writer.revision, result)

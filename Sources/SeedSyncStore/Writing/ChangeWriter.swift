@@ -6,10 +6,12 @@ import SeedSyncSQL
 extension SQLiteSyncStore {
     @discardableResult
     public func commit(_ changeSet: ChangeSet) async throws -> Int64 {
-        let changes = try schema.validateCommit(changeSet)
-        let writer = ChangeWriter(schema: schema, tables: tables)
         do {
-            return try await pool.write { db in try writer.commit(changes, in: db) }
+            return try await pool.write { db in
+                let served = try self.served(db)
+                let changes = try served.schema.validateCommit(changeSet)
+                return try ChangeWriter(served).commit(changes, in: db)
+            }
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_FOREIGNKEY {
             throw SyncStoreError.invalidChangeSet(
                 ChangeSetError(.brokenReference, "the change set leaves a reference to a missing row"))
@@ -25,6 +27,11 @@ extension SQLiteSyncStore {
 struct ChangeWriter {
     let schema: DatasetSchema
     let tables: [String: TableSQL]
+
+    init(_ served: ServedTables) {
+        schema = served.schema
+        tables = served.tables
+    }
 
     func commit(_ changes: [ValidatedChanges], in db: Database) throws -> Int64 {
         let revision = try write(changes, in: db)

@@ -6,10 +6,13 @@ import SeedSyncSQL
 extension SQLiteSyncStore {
     /// Applies a pushed change set once (see `SyncStore/push(_:retention:)`), in one write
     /// transaction with its idempotency record in `_seedsync_pushes`.
-    public func push(_ changeSet: PushedChangeSet, retention: Duration) async throws -> PushResult {
-        let writer = PushWriter(schema: schema, tables: tables)
+    public func push(_ changeSet: PushedChangeSet, retention: Duration, version: Int?) async throws -> PushResult {
         let now = Date()
-        return try await pool.write { db in try writer.push(changeSet, at: now, retention: retention, in: db) }
+        return try await pool.write { db in
+            let served = try self.served(db)
+            let writer = PushWriter(served, projection: try served.versions.projection(version))
+            return try writer.push(changeSet, at: now, retention: retention, in: db)
+        }
     }
 }
 
@@ -17,8 +20,17 @@ extension SQLiteSyncStore {
 /// revisions checked, keys assigned, rows written and references checked (in a savepoint, rolled
 /// back on a conflict or rejection), then the result recorded.
 struct PushWriter {
-    let schema: DatasetSchema
-    let tables: [String: TableSQL]
+    let served: ServedTables
+    /// The pusher's schema version: what the push is read in and its conflicts answered in.
+    let projection: VersionProjection
+
+    init(_ served: ServedTables, projection: VersionProjection) {
+        self.served = served
+        self.projection = projection
+    }
+
+    var schema: DatasetSchema { served.schema }
+    var tables: [String: TableSQL] { served.tables }
 
     /// The idempotency records: the first result of every change set id, kept for the retention.
     static let createRecords = """
@@ -53,8 +65,8 @@ struct PushWriter {
     private func apply(_ pushed: PushedChangeSet, in db: Database) throws -> PushResult.Status {
         let push: ValidatedPush
         do {
-            push = try schema.validatePush(pushed)
-        } catch {
+            push = try schema.validatePush(projection.newest(pushed) { type, key in try storedRow(type, key, in: db) })
+        } catch let error as ChangeSetError {
             return .rejected(code: SyncStoreError.Code.invalidChangeSet.rawValue, message: error.description)
         }
         if try hasConflict(push, in: db) { return .conflict(try conflictRows(push, related: [], in: db)) }
@@ -68,7 +80,7 @@ struct PushWriter {
             return .rejected(code: SyncStoreError.Code.invalidChangeSet.rawValue, message: error.description)
         }
         let changes = push.resolved(with: keys)
-        let writer = ChangeWriter(schema: schema, tables: tables)
+        let writer = ChangeWriter(served)
         var outcome: Result<Int64, SyncStoreError> = .failure(
             .invalidChangeSet(ChangeSetError(.malformed, "not written")))
         var problems: [ReferenceProblem] = []
@@ -138,7 +150,21 @@ struct PushWriter {
         return false
     }
 
-    /// The conflict answer: the current state of every row the push names, and of `related` rows.
+    /// The stored fields of `type[key]` by name, or `nil` when there is no such row.
+    private func storedRow(_ type: EntityType, _ key: JSONValue, in db: Database) throws -> [String: JSONValue]? {
+        let table = tables[type.name]!
+        guard
+            let row = try Row.fetchOne(
+                db.cachedStatement(sql: table.row), arguments: [ValueMapping.databaseValue(key: key)])
+        else { return nil }
+        return Dictionary(
+            uniqueKeysWithValues: type.fields.enumerated().map {
+                ($0.element.name, ValueMapping.jsonValue(row[$0.offset + 1], as: $0.element.type))
+            })
+    }
+
+    /// The conflict answer in the pusher's version: the current state of every row the push
+    /// names, and of `related` rows.
     private func conflictRows(_ push: ValidatedPush, related: [(type: String, key: JSONValue)], in db: Database) throws
         -> ChangeSet
     {
@@ -158,6 +184,6 @@ struct PushWriter {
                     )
                 })
         }
-        return rows.changeSet(in: schema)
+        return try projection.project(rows.changeSet(in: schema))
     }
 }

@@ -1,0 +1,45 @@
+import Foundation
+
+/// What a store serves of its ``SchemaHistory``: the history and a projection to each version,
+/// made once per history. Stores keep one and replace it whole when a newer version shows.
+package struct ServedVersions: Sendable {
+    package let history: SchemaHistory
+    private let projections: [Int: VersionProjection]
+
+    package init(_ history: SchemaHistory) {
+        self.history = history
+        projections = Dictionary(
+            uniqueKeysWithValues: history.versions.map { ($0.number, try! VersionProjection(history: history, version: $0.number)) })
+    }
+
+    /// The newest version's schema: the shape of the stored rows.
+    package var schema: DatasetSchema { history.newest.schema }
+
+    /// The projection to `version`, or to the newest when `nil`.
+    ///
+    /// - Throws: ``SyncStoreError`` `unknownSchemaVersion` for a version the history lacks.
+    package func projection(_ version: Int?) throws(SyncStoreError) -> VersionProjection {
+        let number = version ?? history.newest.number
+        guard let projection = projections[number] else {
+            throw .unknownSchemaVersion(number, kept: history.versions.map(\.number))
+        }
+        return projection
+    }
+
+    /// The versions as `GET /v1/schema` lists them.
+    package var kept: [SchemaInfo.KeptVersion] {
+        history.versions.map { SchemaInfo.KeptVersion(schemaVersion: $0.number, revision: $0.revision) }
+    }
+}
+
+/// A value shared between tasks, read and replaced under a lock.
+package final class LockedValue<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+
+    package init(_ value: Value) { self.value = value }
+
+    package func get() -> Value { lock.withLock { value } }
+
+    package func set(_ newValue: Value) { lock.withLock { value = newValue } }
+}

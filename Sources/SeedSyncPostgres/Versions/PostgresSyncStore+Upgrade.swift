@@ -1,0 +1,219 @@
+import Foundation
+import Logging
+import PostgresNIO
+public import SeedSyncModel
+
+extension PostgresSyncStore {
+    /// Makes `schema` the newest version at the current revision (see
+    /// `MaintainedSyncStore/upgrade(to:renaming:)`). The served tables must have the new shape
+    /// already (the team's own `ALTER TABLE`; the store never adds, drops or changes a column of
+    /// theirs); columns no field names are left unserved. A new type's table is created when it
+    /// does not exist, then captured like an attached one: its rows get the current revision,
+    /// without a change set (clients moving to the new version download the type whole).
+    ///
+    /// One transaction under the store's lock: writers wait for it, readers do not, and every
+    /// server process serves the new version from its next request on.
+    ///
+    /// - Throws: `SchemaUpgradeError` for a change that cannot be made this way,
+    ///   ``PostgresStoreError`` `tableMismatch` when a table does not have the new shape; nothing
+    ///   is changed then.
+    public func upgrade(to schema: DatasetSchema, renaming renames: [FieldRename] = []) async throws -> SchemaUpgrade {
+        try await upgrade(renaming: renames) { _, _ in schema }
+    }
+
+    /// ``upgrade(to:renaming:)`` with the new version read from the tables, after the team's own
+    /// `ALTER TABLE`: columns of served tables that no field names become new fields (type,
+    /// nullability and reference from the catalog, and the column's default when it is a
+    /// constant), fields whose column is gone are dropped unless `renames` says they were renamed,
+    /// and each table of `newTables` becomes a new type. Kept fields keep their defaults.
+    ///
+    /// ```swift
+    /// // after: ALTER TABLE events ADD COLUMN notes text; ALTER TABLE events RENAME COLUMN title TO name
+    /// let upgrade = try await store.upgradeFromTables(renaming: [FieldRename("events.title=name")!])
+    /// ```
+    ///
+    /// - Parameter schemaVersion: the new version's number; the newest plus one by default.
+    public func upgradeFromTables(
+        adding newTables: [String] = [], renaming renames: [FieldRename] = [], schemaVersion: Int? = nil
+    ) async throws -> SchemaUpgrade {
+        try await upgrade(renaming: renames) { [self] history, connection in
+            try await tableSchema(
+                after: history.newest.schema, adding: newTables, renaming: renames, schemaVersion: schemaVersion,
+                on: connection)
+        }
+    }
+
+    private func upgrade(
+        renaming renames: [FieldRename],
+        _ newSchema: @escaping @Sendable (SchemaHistory, PostgresConnection) async throws -> DatasetSchema
+    ) async throws -> SchemaUpgrade {
+        let upgrade = try await withTransaction { [self] connection in
+            let revision = try await query(
+                "SELECT revision FROM seedsync._state WHERE id = 1 FOR UPDATE", on: connection)[0].decode(Int64.self)
+            let history = try await PostgresSchemaRecords.history(on: connection, logger: logger)
+            let made = try history.upgrading(
+                to: try await newSchema(history, connection), renaming: renames, at: revision)
+            try await prepareTables(for: made, at: revision, on: connection)
+            try await PostgresSchemaRecords.insert(made.version, on: connection, logger: logger)
+            return made
+        }
+        _ = try await schemaHistory()
+        return upgrade
+    }
+
+    /// Checks every table against the new version and captures the new types' tables.
+    private func prepareTables(for upgrade: SchemaUpgrade, at revision: Int64, on connection: PostgresConnection)
+        async throws
+    {
+        var created: [PostgresTableSQL] = []
+        for type in upgrade.version.schema.types {
+            let table = PostgresTableSQL(type: type, tableSchema: tableSchema)
+            let isNew = upgrade.changes.contains(.typeAdded(type.name))
+            if isNew, try await !Self.exists(table.table, on: connection, logger: logger) {
+                for statement in table.create {
+                    _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                created.append(table)
+            }
+            try await TableCheck(table: table, tableSchema: tableSchema).run(
+                on: connection, logger: logger, allowingExtraColumns: true)
+            guard isNew else { continue }
+            for statement in CaptureSQL.attach(table) {
+                _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+            }
+            var binds = PostgresBindings()
+            binds.append(revision)
+            _ = try await connection.query(PostgresQuery(unsafeSQL: CaptureSQL.adopt(table), binds: binds), logger: logger)
+        }
+        for table in created {
+            for statement in table.foreignKeys(tableSchema: tableSchema) {
+                _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+            }
+        }
+    }
+
+    /// The schema the tables have now, as a version after `old` (see ``upgradeFromTables(adding:renaming:schemaVersion:)``).
+    private func tableSchema(
+        after old: DatasetSchema, adding newTables: [String], renaming renames: [FieldRename], schemaVersion: Int?,
+        on connection: PostgresConnection
+    ) async throws -> DatasetSchema {
+        for name in newTables where !SchemaNames.isValid(name) {
+            throw PostgresStoreError.tableMismatch(
+                "'\(name.clippedForMessage)' cannot be a type name: table names must match ^[a-z][a-z0-9_]{0,62}$")
+        }
+        let served = Set(old.types.map(\.name) + newTables)
+        var types: [EntityType] = []
+        for type in old.types {
+            let read = try await Self.entityType(
+                type.name, tableSchema: tableSchema, served: served, on: connection, logger: logger)
+            types.append(
+                try await readType(type, from: read, renames: renames.filter { $0.type == type.name }, on: connection))
+        }
+        for name in newTables {
+            let read = try await Self.entityType(
+                name, tableSchema: tableSchema, served: served, on: connection, logger: logger)
+            types.append(try await withDefaults(read, fields: read.fields, on: connection))
+        }
+        return DatasetSchema(dataset: old.dataset, schemaVersion: schemaVersion ?? old.schemaVersion + 1, types: types)
+    }
+
+    /// `old` as its table has it now: kept fields (under their new names when renamed) as they
+    /// were, in their order, then the columns no field names as new fields.
+    private func readType(
+        _ old: EntityType, from read: EntityType, renames: [FieldRename], on connection: PostgresConnection
+    ) async throws -> EntityType {
+        var type = old
+        type.fields = old.fields.compactMap { field in
+            var kept = field
+            kept.name = renames.first { $0.from == field.name }?.to ?? field.name
+            return read.field(named: kept.name) == nil ? nil : kept
+        }
+        let added = read.fields.filter { type.field(named: $0.name) == nil }
+        let withDefaults = try await withDefaults(read, fields: added, on: connection)
+        type.fields += withDefaults.fields.filter { field in added.contains { $0.name == field.name } }
+        return type
+    }
+
+    /// `type` with the column default of each of `fields` that is a constant; a new column that
+    /// is not nullable needs one.
+    private func withDefaults(_ type: EntityType, fields: [Field], on connection: PostgresConnection) async throws
+        -> EntityType
+    {
+        let name = "\(tableSchema).\(type.name)"
+        let columns = try await TableCheck.columns(
+            of: "\(quote(tableSchema)).\(quote(type.name))", on: connection, logger: logger)
+        var type = type
+        for index in type.fields.indices where fields.contains(where: { $0.name == type.fields[index].name }) {
+            let field = type.fields[index]
+            let expression = columns.first { $0.name == field.name }?.defaultExpression
+            type.fields[index].default = expression.flatMap { ColumnDefault.constant($0, as: field.type) }
+            if !field.nullable, type.fields[index].default == nil {
+                throw PostgresStoreError.tableMismatch(
+                    "\(name).\(field.name) is NOT NULL and has \(expression.map { "the default \($0), which is not a constant" } ?? "no default"): clients need one value for the rows that existed before it. Give the column a constant default or make it nullable, or state the new version in a schema file"
+                )
+            }
+        }
+        return type
+    }
+}
+
+/// Column defaults PostgreSQL prints that are constants, as wire values: `'text'::text`, `42`,
+/// `'1.5'::double precision`, `true`, `'2026-01-01 00:00:00+00'::timestamp with time zone`.
+enum ColumnDefault {
+    /// The constant `expression` stands for, for a field of `type`, or `nil` when it is not a
+    /// constant of that type (a function call such as `now()` or `nextval(…)`).
+    static func constant(_ expression: String, as type: FieldType) -> JSONValue? {
+        var text = expression.trimmingCharacters(in: .whitespaces)
+        while text.hasPrefix("("), text.hasSuffix(")") { text = String(text.dropFirst().dropLast()) }
+        var literal: String
+        var quoted = false
+        if text.hasPrefix("'"), let end = closingQuote(in: text) {
+            literal = String(text[text.index(after: text.startIndex)..<end]).replacingOccurrences(of: "''", with: "'")
+            quoted = true
+            guard text[text.index(after: end)...].allSatisfy({ $0 != "(" }) else { return nil }
+        } else {
+            literal = String(text.prefix { $0 != ":" })
+            guard text.dropFirst(literal.count).isEmpty || text.dropFirst(literal.count).hasPrefix("::") else {
+                return nil
+            }
+        }
+        switch type {
+        case .text: return quoted ? .string(literal) : nil
+        case .boolean: return literal == "true" ? .bool(true) : literal == "false" ? .bool(false) : nil
+        case .integer: return Int64(literal).map(JSONValue.int)
+        case .real: return Double(literal).flatMap { $0.isFinite ? .double($0) : nil }
+        case .timestamp:
+            literal = literal.replacingOccurrences(of: " ", with: "T")
+            if literal.hasSuffix("+00") { literal = String(literal.dropLast(3)) + "Z" }
+            return RFC3339.isValid(literal) ? .string(literal) : nil
+        case .blob:
+            guard quoted, literal.hasPrefix("\\x"), literal.count % 2 == 0 else { return nil }
+            var bytes: [UInt8] = []
+            var index = literal.index(literal.startIndex, offsetBy: 2)
+            while index < literal.endIndex {
+                let next = literal.index(index, offsetBy: 2)
+                guard let byte = UInt8(literal[index..<next], radix: 16) else { return nil }
+                bytes.append(byte)
+                index = next
+            }
+            return .string(Data(bytes).base64EncodedString())
+        }
+    }
+
+    /// The quote that closes the literal opening `text` (`''` is a quote inside it).
+    private static func closingQuote(in text: String) -> String.Index? {
+        var index = text.index(after: text.startIndex)
+        while index < text.endIndex {
+            if text[index] == "'" {
+                let next = text.index(after: index)
+                if next < text.endIndex, text[next] == "'" {
+                    index = text.index(after: next)
+                    continue
+                }
+                return index
+            }
+            index = text.index(after: index)
+        }
+        return nil
+    }
+}

@@ -1,0 +1,140 @@
+import ArgumentParser
+import Foundation
+import SeedSyncModel
+import SeedSyncPostgres
+import SeedSyncStore
+
+extension SeedServerCommand {
+    struct Schema: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print a schema file for PostgreSQL tables, upgrade a store's schema, or list its versions.",
+            subcommands: [Print.self, Upgrade.self, Versions.self],
+            defaultSubcommand: Print.self
+        )
+    }
+}
+
+extension SeedServerCommand.Schema {
+    struct Print: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print a schema file for existing PostgreSQL tables (types, keys, nullability, references).",
+            discussion:
+                "Review it, then serve the tables with `seed-server init --database URL --schema FILE --attach`."
+        )
+
+        @OptionGroup var options: DatabaseOption
+        @Option(help: "The tables, comma-separated; each becomes a type.") var tables: String
+        @Option(help: "The dataset name (default: the database's name).") var dataset: String?
+        @Option(help: "The schema version to start at.") var schemaVersion = 1
+
+        func run() async throws {
+            guard let location = try options.postgres() else {
+                throw ValidationError("schema reads PostgreSQL tables: give a postgres:// --database")
+            }
+            let names = tables.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            let schema = try await PostgresSyncStore.schema(
+                at: location, tables: names, dataset: dataset ?? location.database, schemaVersion: schemaVersion
+            )
+            print(try SchemaFile.text(schema))
+        }
+    }
+
+    struct Upgrade: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Add a schema version without an outage: clients of every older version keep syncing.",
+            discussion: """
+                Accepted changes: a new type, a new nullable field or one with a default, a field dropped (nullable \
+                or with a default), a field renamed (stated with --rename), a default set or changed. The embedded \
+                store changes its tables itself; on PostgreSQL, change the tables first (ALTER TABLE), then run this: \
+                the new version is read from the tables, or from --schema FILE.
+                """
+        )
+
+        @OptionGroup var options: DatabaseOption
+        @Option(help: "The new version's schema file (required for an embedded store).") var schema: String?
+        @Option(help: "A renamed field, as TYPE.OLD=NEW (repeat for more).") var rename: [String] = []
+        @Option(help: "PostgreSQL, without --schema: tables to serve as new types, comma-separated.")
+        var addTables: String?
+        @Option(help: "PostgreSQL, without --schema: the new version's number (default: the newest plus one).")
+        var schemaVersion: Int?
+
+        func validate() throws {
+            for text in rename where FieldRename(text) == nil {
+                throw ValidationError("--rename \(text) is not TYPE.OLD=NEW")
+            }
+            let isPostgres = PostgresLocation.isURL(options.database)
+            guard schema != nil || isPostgres else {
+                throw ValidationError("an embedded store is upgraded from a schema file: give --schema FILE")
+            }
+            guard schema == nil || (addTables == nil && schemaVersion == nil) else {
+                throw ValidationError("--add-tables and --schema-version read the tables; with --schema FILE, the file says both")
+            }
+        }
+
+        func run() async throws {
+            let renames = rename.compactMap(FieldRename.init)
+            let upgrade: SchemaUpgrade
+            if let path = schema {
+                let schema = try SchemaFile.read(path)
+                upgrade = try await options.withStore(maximumConnections: 2) { store in
+                    try await store.upgrade(to: schema, renaming: renames)
+                }
+            } else {
+                let location = try options.postgres()!
+                let tables = addTables?.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } ?? []
+                let version = schemaVersion
+                upgrade = try await PostgresSyncStore.withStore(at: location, maximumConnections: 2) { store in
+                    try await store.upgradeFromTables(adding: tables, renaming: renames, schemaVersion: version)
+                }
+            }
+            let changes = upgrade.changes.map(\.description).joined(separator: ", ")
+            print(
+                "schema version \(upgrade.version.number) from revision \(upgrade.version.revision) on: \(changes); versions served: \(upgrade.history.versions.map { String($0.number) }.joined(separator: ", "))"
+            )
+        }
+    }
+
+    struct Versions: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List the schema versions a store serves, oldest first, with the revision each was made at.")
+
+        @OptionGroup var options: DatabaseOption
+        @Flag(help: "Print every version's schema as JSON.") var json = false
+
+        func run() async throws {
+            let history = try await options.withStore(maximumConnections: 2) { try await $0.schemaHistory() }
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+                print(String(decoding: try encoder.encode(history.versions), as: UTF8.self))
+                return
+            }
+            for version in history.versions {
+                let renames = version.renames.isEmpty ? "" : " renames: \(version.renames.map(\.description).joined(separator: ", "))"
+                print("version \(version.number): from revision \(version.revision), \(version.schema.types.count) types\(renames)")
+            }
+        }
+    }
+}
+
+/// Reads and prints schema files.
+enum SchemaFile {
+    /// Reads a schema file for `init --schema` and `schema upgrade --schema`.
+    static func read(_ path: String) throws -> DatasetSchema {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ValidationError("cannot read schema file \(path)")
+        }
+        do {
+            return try JSONDecoder().decode(DatasetSchema.self, from: data)
+        } catch {
+            throw ValidationError("\(path) is not a schema file: expected JSON with dataset, schemaVersion and types")
+        }
+    }
+
+    /// A schema as a file's text: pretty JSON, keys sorted.
+    static func text(_ schema: DatasetSchema) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(schema), as: UTF8.self)
+    }
+}

@@ -30,6 +30,9 @@ public final class SQLiteSyncStore: SyncStore {
     let pool: DatabasePool
     private let served: LockedValue<ServedTables>
 
+    /// The file the store serves.
+    public var path: String { pool.path }
+
     /// The newest schema version's schema: the shape of the tables.
     public var schema: DatasetSchema { served.get().versions.schema }
 

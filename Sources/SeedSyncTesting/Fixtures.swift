@@ -113,3 +113,56 @@ extension Fixtures {
         }
     }
 }
+
+extension Fixtures {
+    /// `catalogSchema` upgraded to version 4: `authors.name` renamed to `full_name`, `authors.photo`
+    /// dropped, `authors.country` added with a default, a new type `publishers`, and new nullable
+    /// fields `books.subtitle` and `books.publisher_id` (a reference to it).
+    public static let catalogSchemaV4 = DatasetSchema(
+        dataset: "catalog",
+        schemaVersion: 4,
+        types: [
+            EntityType(
+                name: "authors",
+                primaryKey: PrimaryKey(name: "code", type: .text),
+                fields: [
+                    Field(name: "full_name", type: .text),
+                    Field(name: "born", type: .timestamp, nullable: true),
+                    Field(name: "country", type: .text, default: "unknown"),
+                ]
+            ),
+            EntityType(
+                name: "books",
+                primaryKey: PrimaryKey(name: "id", type: .integer),
+                fields: [
+                    Field(name: "title", type: .text),
+                    Field(name: "author_code", type: .text, nullable: true, references: "authors"),
+                    Field(name: "price", type: .real),
+                    Field(name: "in_stock", type: .boolean),
+                    Field(name: "pages", type: .integer, nullable: true),
+                    Field(name: "subtitle", type: .text, nullable: true),
+                    Field(name: "publisher_id", type: .integer, nullable: true, references: "publishers"),
+                ]
+            ),
+            EntityType(
+                name: "publishers",
+                primaryKey: PrimaryKey(name: "id", type: .integer),
+                fields: [Field(name: "name", type: .text)]
+            ),
+        ]
+    )
+
+    /// The rename `catalogSchemaV4` states.
+    public static let catalogRenames = [FieldRename(type: "authors", from: "name", to: "full_name")]
+
+    /// What a team runs on PostgreSQL before upgrading to `catalogSchemaV4` (qualified: the test
+    /// role is called `seedsync`, like the bookkeeping's schema, which its search path puts first).
+    public static let catalogAlterations = """
+        ALTER TABLE public.authors RENAME COLUMN name TO full_name;
+        ALTER TABLE public.authors DROP COLUMN photo;
+        ALTER TABLE public.authors ADD COLUMN country text NOT NULL DEFAULT 'unknown';
+        CREATE TABLE public.publishers (id bigint PRIMARY KEY, name text NOT NULL);
+        ALTER TABLE public.books ADD COLUMN subtitle text;
+        ALTER TABLE public.books ADD COLUMN publisher_id bigint REFERENCES public.publishers DEFERRABLE INITIALLY DEFERRED;
+        """
+}

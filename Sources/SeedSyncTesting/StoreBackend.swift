@@ -38,6 +38,23 @@ public enum StoreBackend: String, CaseIterable, Sendable, CustomStringConvertibl
         }
     }
 
+    /// Upgrades `store` to `schema`: on PostgreSQL after running `alterations` (the team's own
+    /// `ALTER TABLE`s, which the embedded store makes itself), from the tables when `fromTables`.
+    @discardableResult
+    public func upgrade(
+        _ store: any MaintainedSyncStore, to schema: DatasetSchema, renaming renames: [FieldRename] = [],
+        alterations: String, fromTables newTables: [String]? = nil
+    ) async throws -> SchemaUpgrade {
+        guard let postgres = store as? PostgresSyncStore else {
+            return try await store.upgrade(to: schema, renaming: renames)
+        }
+        try await TestPostgres.runScript(alterations, on: postgres.location)
+        if let newTables {
+            return try await postgres.upgradeFromTables(adding: newTables, renaming: renames)
+        }
+        return try await postgres.upgrade(to: schema, renaming: renames)
+    }
+
     /// Runs `body` with a new demo store at revision 1.
     public func withDemoStore(
         events: Int = 300,
@@ -90,6 +107,11 @@ public enum TestPostgres {
         }
     }
 
+    /// Runs statements separated by `;`, each on its own (autocommit), as psql runs a script.
+    public static func runScript(_ script: String, on location: PostgresLocation) async throws {
+        try await withConnection(to: location) { connection, logger in try await connection.execute(script, logger: logger) }
+    }
+
     /// Runs `body` with one connection to `location`, as a writer other than `seed-server` (psql,
     /// the team's application) would hold.
     public static func withConnection<T: Sendable>(
@@ -117,4 +139,14 @@ public enum TestPostgres {
 public struct TestSetupError: Error, CustomStringConvertible {
     public let description: String
     public init(_ description: String) { self.description = description }
+}
+
+extension PostgresConnection {
+    /// Runs statements separated by `;` one by one on this connection, as psql sends a script.
+    public func execute(_ script: String, logger: Logger) async throws {
+        for statement in script.split(separator: ";").map({ $0.trimmingCharacters(in: .whitespacesAndNewlines) })
+        where !statement.isEmpty {
+            try await query(PostgresQuery(unsafeSQL: statement), logger: logger)
+        }
+    }
 }

@@ -76,19 +76,7 @@ func withAttachedTeamTables(_ body: @escaping @Sendable (PostgresLocation, Postg
 
 /// Runs `sql` in a connection of its own, as psql or the team's application would.
 func psql(_ sql: String, on location: PostgresLocation) async throws {
-    try await TestPostgres.withConnection(to: location) { connection, logger in
-        try await connection.execute(sql, logger: logger)
-    }
-}
-
-extension PostgresConnection {
-    /// Runs statements separated by `;` with the simple query protocol, as psql sends a script.
-    func execute(_ script: String, logger: Logger) async throws {
-        for statement in script.split(separator: ";").map({ $0.trimmingCharacters(in: .whitespacesAndNewlines) })
-        where !statement.isEmpty {
-            try await query(PostgresQuery(unsafeSQL: statement), logger: logger)
-        }
-    }
+    try await TestPostgres.runScript(sql, on: location)
 }
 
 /// Every change set after `revision`, decoded.

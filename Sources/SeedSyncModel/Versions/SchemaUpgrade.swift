@@ -69,16 +69,16 @@ extension SchemaHistory {
                 "the key of \(old.name) changed from \(old.primaryKey.name) (\(old.primaryKey.type.rawValue)) to \(new.primaryKey.name) (\(new.primaryKey.type.rawValue)): a type's key cannot change; add a new type with the new key instead"
             )
         }
+        for rename in renames where old.field(named: rename.from) == nil || new.field(named: rename.to) == nil {
+            let missing = old.field(named: rename.from) == nil ? "\(old.name) has no field \(rename.from)" : "the new schema has no field \(old.name).\(rename.to)"
+            throw SchemaUpgradeError(.invalidRename, "\(rename): \(missing)")
+        }
         var changes: [SchemaChange] = []
         var matched = Set<String>()
         for field in old.fields {
             let rename = renames.first { $0.from == field.name }
             let name = rename?.to ?? field.name
             guard let kept = new.field(named: name) else {
-                if let rename {
-                    throw SchemaUpgradeError(
-                        .invalidRename, "\(rename) renames \(old.name).\(field.name) to a field the new schema does not have")
-                }
                 try checkDrop(of: field, in: old)
                 changes.append(.fieldDropped(type: old.name, field: field.name))
                 continue
@@ -101,9 +101,6 @@ extension SchemaHistory {
             try checkKept(field, as: kept, in: old)
             if field.default != kept.default { changes.append(.defaultChanged(type: old.name, field: kept.name)) }
             matched.insert(kept.name)
-        }
-        for rename in renames where old.field(named: rename.from) == nil {
-            throw SchemaUpgradeError(.invalidRename, "\(rename): \(old.name) has no field \(rename.from) to rename")
         }
         for field in new.fields where !matched.contains(field.name) {
             try checkAddition(of: field, to: new)
@@ -150,10 +147,6 @@ extension SchemaHistory {
                 .missingDefault,
                 "\(name) is added, but it is not nullable and has no default: rows that exist now have no value for it. Make it nullable or give it a default"
             )
-        }
-        guard field.references == nil || field.nullable else {
-            throw SchemaUpgradeError(
-                .missingDefault, "\(name) is added as a reference, which must be nullable: rows that exist now reference nothing")
         }
         if lineages(of: type.name).contains(where: { $0.names.contains(field.name) }) {
             throw SchemaUpgradeError(

@@ -171,7 +171,8 @@ public struct SeedBuilder: Sendable {
     ) async throws {
         let included = Set(writer.schema.types.map(\.name))
         let excluded = serverTypes.subtracting(included)
-        let feed = client.changeFeed(from: try await writer.revision(), limit: options.syncLimit, schemaVersion: version)
+        let feed = client.changeFeed(
+            from: try await writer.revision(), limit: options.syncLimit, schemaVersion: version)
         for try await response in feed {
             try Task.checkCancellation()
             guard !response.changeSets.isEmpty else { return }

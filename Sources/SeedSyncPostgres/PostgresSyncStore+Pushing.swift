@@ -103,7 +103,8 @@ extension PostgresSyncStore {
             let names = table.type.fields.map(\.name)
             for key in changes.update where table.type.primaryKey.type.accepts(key) {
                 guard let row = try await storedRow(of: table, key: key, on: connection) else { continue }
-                rows[changes.type, default: [:]][key] = Dictionary(uniqueKeysWithValues: zip(names, row.values.dropFirst()))
+                rows[changes.type, default: [:]][key] = Dictionary(
+                    uniqueKeysWithValues: zip(names, row.values.dropFirst()))
             }
         }
         return rows

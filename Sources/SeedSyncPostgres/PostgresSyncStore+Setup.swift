@@ -114,7 +114,8 @@ extension PostgresSyncStore {
                     PostgresQuery(
                         unsafeSQL: "INSERT INTO seedsync._state VALUES (1, $1, $2, $3, 0, 0)", binds: binds
                     ), logger: logger)
-                _ = try await connection.query(PostgresQuery(unsafeSQL: PostgresSchemaRecords.createTable), logger: logger)
+                _ = try await connection.query(
+                    PostgresQuery(unsafeSQL: PostgresSchemaRecords.createTable), logger: logger)
                 try await PostgresSchemaRecords.insert(
                     SchemaVersion(schema: schema, revision: 0, renames: []), on: connection, logger: logger)
                 for table in tables {

@@ -131,7 +131,8 @@ extension TableSQL {
         }
         var statements = ["ALTER TABLE \(table) ADD COLUMN \(definition)"]
         if field.references != nil {
-            statements.append("CREATE INDEX \(quote("\(type.name)_\(field.name)_index")) ON \(table) (\(quote(field.name)))")
+            statements.append(
+                "CREATE INDEX \(quote("\(type.name)_\(field.name)_index")) ON \(table) (\(quote(field.name)))")
         }
         return statements
     }

@@ -34,7 +34,8 @@ extension SQLiteSyncStore {
             let served = try self.served(db, state)
             let projection = try served.versions.projection(version)
             guard projection.target.schema.type(named: type) != nil else { throw SyncStoreError.unknownType(type) }
-            let json = try Self.page(of: served.table(type), after: after, limit: limit, revision: state.revision, in: db)
+            let json = try Self.page(
+                of: served.table(type), after: after, limit: limit, revision: state.revision, in: db)
             guard !projection.isNewest else { return json }
             return try projection.project(SnapshotPage(json: JSONParser.parse(json))).jsonBytes()
         }

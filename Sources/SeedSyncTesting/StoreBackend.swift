@@ -109,7 +109,9 @@ public enum TestPostgres {
 
     /// Runs statements separated by `;`, each on its own (autocommit), as psql runs a script.
     public static func runScript(_ script: String, on location: PostgresLocation) async throws {
-        try await withConnection(to: location) { connection, logger in try await connection.execute(script, logger: logger) }
+        try await withConnection(to: location) { connection, logger in
+            try await connection.execute(script, logger: logger)
+        }
     }
 
     /// Runs `body` with one connection to `location`, as a writer other than `seed-server` (psql,

@@ -67,7 +67,8 @@ extension SeedServerCommand.Schema {
                 throw ValidationError("an embedded store is upgraded from a schema file: give --schema FILE")
             }
             guard schema == nil || (addTables == nil && schemaVersion == nil) else {
-                throw ValidationError("--add-tables and --schema-version read the tables; with --schema FILE, the file says both")
+                throw ValidationError(
+                    "--add-tables and --schema-version read the tables; with --schema FILE, the file says both")
             }
         }
 
@@ -110,8 +111,12 @@ extension SeedServerCommand.Schema {
                 return
             }
             for version in history.versions {
-                let renames = version.renames.isEmpty ? "" : " renames: \(version.renames.map(\.description).joined(separator: ", "))"
-                print("version \(version.number): from revision \(version.revision), \(version.schema.types.count) types\(renames)")
+                let renames =
+                    version.renames.isEmpty
+                    ? "" : " renames: \(version.renames.map(\.description).joined(separator: ", "))"
+                print(
+                    "version \(version.number): from revision \(version.revision), \(version.schema.types.count) types\(renames)"
+                )
             }
         }
     }

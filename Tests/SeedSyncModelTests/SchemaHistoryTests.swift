@@ -92,7 +92,9 @@ import Testing
         }
         v5.types[0].fields.removeLast()
         v5.types[0].fields[1].name = "photo"
-        #expect { try Self.history().upgrading(to: v5, renaming: [FieldRename("authors.born=photo")!], at: 20) } throws: {
+        #expect {
+            try Self.history().upgrading(to: v5, renaming: [FieldRename("authors.born=photo")!], at: 20)
+        } throws: {
             ($0 as? SchemaUpgradeError)?.code == .nameReused
         }
     }
@@ -123,7 +125,8 @@ import Testing
             ])
         let read3 = try old.project(written4)
         #expect(read3.types == ["authors"], "a type version 3 lacks is left out")
-        #expect(read3["authors"]?.attributes["le-guin"] == ["name": "U. K.", "born": .null, "photo": .null, "revision": 12])
+        #expect(
+            read3["authors"]?.attributes["le-guin"] == ["name": "U. K.", "born": .null, "photo": .null, "revision": 12])
         // A row that lacks a field its own version has was changed under the store.
         var broken = written4
         broken.changes[0].attributes["le-guin"]?["country"] = nil

@@ -55,14 +55,20 @@ import Testing
             // Written in 3, read in 4: the renamed field under its new name, the new ones' defaults.
             #expect(
                 new[0]["authors"]?.attributes["le-guin"]
-                    == ["full_name": "Ursula K. Le Guin", "born": "1929-10-21T00:00:00Z", "country": "unknown", "revision": 1])
+                    == [
+                        "full_name": "Ursula K. Le Guin", "born": "1929-10-21T00:00:00Z", "country": "unknown",
+                        "revision": 1,
+                    ])
             #expect(new[0]["books"]?.attributes["1"]?["subtitle"] == .null)
             // Written in 4, read in 3: the old name, the dropped field null, the new type left out.
             #expect(old[2].types == ["authors", "books"])
             #expect(
                 old[2]["authors"]?.attributes["le-guin"]
                     == ["name": "Ursula K. Le Guin", "born": .null, "photo": .null, "revision": 3])
-            #expect(old[2]["books"]?.attributes["1"]?.keys.sorted() == ["author_code", "in_stock", "pages", "price", "revision", "title"])
+            #expect(
+                old[2]["books"]?.attributes["1"]?.keys.sorted() == [
+                    "author_code", "in_stock", "pages", "price", "revision", "title",
+                ])
             #expect(new[2]["books"]?.attributes["1"]?["publisher_id"] == 1)
             // Without a version, the newest.
             #expect(try await changeSets(of: store, version: nil) == new)
@@ -72,7 +78,9 @@ import Testing
             #expect(page3.columns == ["code", "name", "born", "photo", "revision"])
             #expect(page3.rows == [["le-guin", "Ursula K. Le Guin", .null, .null, 3]])
             #expect(page4.rows == [["le-guin", "Ursula K. Le Guin", .null, "US", 3]])
-            await #expect { try await store.snapshotPage(of: "publishers", after: nil, limit: 10, version: 3) } throws: {
+            await #expect {
+                try await store.snapshotPage(of: "publishers", after: nil, limit: 10, version: 3)
+            } throws: {
                 ($0 as? SyncStoreError)?.code == .unknownType
             }
             let info3 = try await store.schemaInfo(version: 3)
@@ -87,7 +95,8 @@ import Testing
 
     /// A client of version 3 updates a row: the fields it does not know keep their values. Its
     /// creates get their defaults, and a conflict answers in its version.
-    @Test(arguments: StoreBackend.allCases) func anOldClientsPushesArePartialUpdates(backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.allCases) func anOldClientsPushesArePartialUpdates(backend: StoreBackend) async throws
+    {
         try await upgradedStore(backend) { store in
             let result = try await store.push(
                 pushed(
@@ -150,7 +159,8 @@ import Testing
             } throws: { ($0 as? SchemaUpgradeError)?.code == .fieldChanged && "\($0)".contains("books.price") }
             #expect(try await store.schemaHistory().versions.map(\.number) == [3])
             #expect(try await store.schemaInfo().schemaVersion == 3)
-            #expect(try await store.changeFeed(after: 0, limit: 10, byteBudget: 1 << 20, version: 3).changeSets.count == 1)
+            #expect(
+                try await store.changeFeed(after: 0, limit: 10, byteBudget: 1 << 20, version: 3).changeSets.count == 1)
         }
     }
 
@@ -167,7 +177,9 @@ import Testing
                 let page = try await other.snapshotPage(of: "authors", after: nil, limit: 10, version: 4)
                 #expect(page.columns.contains("country"))
                 try await other.commit(
-                    ChangeSet(changes: [TypeChanges(type: "publishers", create: [7], attributes: ["7": ["name": "Tor"]])]))
+                    ChangeSet(changes: [
+                        TypeChanges(type: "publishers", create: [7], attributes: ["7": ["name": "Tor"]])
+                    ]))
                 #expect(try await changeSets(of: store, version: 4).last?["publishers"]?.create == [7])
             }
         }

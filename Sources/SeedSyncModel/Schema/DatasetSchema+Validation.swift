@@ -42,7 +42,8 @@ extension DatasetSchema {
         guard field.references == nil else {
             throw SchemaError(
                 .invalidDefault,
-                "field \(type.name).\(field.name) references \(field.references!) and cannot have a default; make it nullable")
+                "field \(type.name).\(field.name) references \(field.references!) and cannot have a default; make it nullable"
+            )
         }
         guard field.type.normalize(value) == value else {
             throw SchemaError(

@@ -80,7 +80,8 @@ extension SyncStore {
     public func snapshotPage(of type: String, after: JSONValue?, limit: Int, version: Int? = nil) async throws
         -> SnapshotPage
     {
-        try SnapshotPage(json: JSONParser.parse(try await snapshotPageJSON(of: type, after: after, limit: limit, version: version)))
+        try SnapshotPage(
+            json: JSONParser.parse(try await snapshotPageJSON(of: type, after: after, limit: limit, version: version)))
     }
 
     /// A page in the newest version.

@@ -39,7 +39,8 @@ extension SchemaHistory {
                     if !lineages[lineage].names.contains(field.name) { lineages[lineage].names.append(field.name) }
                     current[field.name] = lineage
                 } else {
-                    lineages.append(FieldLineage(fields: [index: field], names: [field.name], first: index, last: index))
+                    lineages.append(
+                        FieldLineage(fields: [index: field], names: [field.name], first: index, last: index))
                     current[field.name] = lineages.count - 1
                 }
             }

@@ -31,11 +31,14 @@ extension SchemaHistory {
         }
         guard revision >= current.revision else {
             throw SchemaUpgradeError(
-                .invalidHistory, "version \(schema.schemaVersion) is made at revision \(revision), before version \(current.number)")
+                .invalidHistory,
+                "version \(schema.schemaVersion) is made at revision \(revision), before version \(current.number)")
         }
         var changes: [SchemaChange] = []
-        for rename in renames where schema.type(named: rename.type) == nil || current.schema.type(named: rename.type) == nil {
-            throw SchemaUpgradeError(.invalidRename, "\(rename) renames a field of \(rename.type), which is not a type of both versions")
+        for rename in renames
+        where schema.type(named: rename.type) == nil || current.schema.type(named: rename.type) == nil {
+            throw SchemaUpgradeError(
+                .invalidRename, "\(rename) renames a field of \(rename.type), which is not a type of both versions")
         }
         for old in current.schema.types {
             guard let new = schema.type(named: old.name) else {
@@ -51,7 +54,8 @@ extension SchemaHistory {
         }
         guard !changes.isEmpty else {
             throw SchemaUpgradeError(
-                .noChange, "the new schema is version \(current.number) under another number: there is nothing to upgrade")
+                .noChange,
+                "the new schema is version \(current.number) under another number: there is nothing to upgrade")
         }
         var history = self
         let version = SchemaVersion(schema: schema, revision: revision, renames: renames)
@@ -70,7 +74,9 @@ extension SchemaHistory {
             )
         }
         for rename in renames where old.field(named: rename.from) == nil || new.field(named: rename.to) == nil {
-            let missing = old.field(named: rename.from) == nil ? "\(old.name) has no field \(rename.from)" : "the new schema has no field \(old.name).\(rename.to)"
+            let missing =
+                old.field(named: rename.from) == nil
+                ? "\(old.name) has no field \(rename.from)" : "the new schema has no field \(old.name).\(rename.to)"
             throw SchemaUpgradeError(.invalidRename, "\(rename): \(missing)")
         }
         var changes: [SchemaChange] = []
@@ -90,7 +96,9 @@ extension SchemaHistory {
                         "\(rename) gives \(old.name).\(field.name) the name of a field version \(newest.number) has; rename one field at a time, to a new name"
                     )
                 }
-                if lineages(of: old.name).contains(where: { $0.names.contains(rename.to) && !$0.names.contains(field.name) }) {
+                if lineages(of: old.name).contains(where: {
+                    $0.names.contains(rename.to) && !$0.names.contains(field.name)
+                }) {
                     throw SchemaUpgradeError(
                         .nameReused,
                         "\(rename) gives \(old.name).\(field.name) the name another field of \(old.name) had in an earlier version: stored rows and old clients know that name as the other field's. Choose another name"

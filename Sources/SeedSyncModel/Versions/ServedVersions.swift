@@ -9,7 +9,9 @@ package struct ServedVersions: Sendable {
     package init(_ history: SchemaHistory) {
         self.history = history
         projections = Dictionary(
-            uniqueKeysWithValues: history.versions.map { ($0.number, try! VersionProjection(history: history, version: $0.number)) })
+            uniqueKeysWithValues: history.versions.map {
+                ($0.number, try! VersionProjection(history: history, version: $0.number))
+            })
     }
 
     /// The newest version's schema: the shape of the stored rows.

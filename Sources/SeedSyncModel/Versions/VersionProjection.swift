@@ -194,7 +194,9 @@ extension VersionProjection {
                     if let newName = names[name] { row[newName] = value }
                 }
                 row[SchemaNames.revisionColumn] = attributes[SchemaNames.revisionColumn]
-                let stored = try updated.contains(key) ? type.primaryKey.type.key(from: key).flatMap { try current(type, $0) } : nil
+                let stored =
+                    try updated.contains(key)
+                    ? type.primaryKey.type.key(from: key).flatMap { try current(type, $0) } : nil
                 for field in type.fields where !known.contains(field.name) {
                     row[field.name] = stored?[field.name] ?? field.absentValue
                 }

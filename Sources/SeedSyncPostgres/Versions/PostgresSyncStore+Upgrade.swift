@@ -83,7 +83,8 @@ extension PostgresSyncStore {
             }
             var binds = PostgresBindings()
             binds.append(revision)
-            _ = try await connection.query(PostgresQuery(unsafeSQL: CaptureSQL.adopt(table), binds: binds), logger: logger)
+            _ = try await connection.query(
+                PostgresQuery(unsafeSQL: CaptureSQL.adopt(table), binds: binds), logger: logger)
         }
         for table in created {
             for statement in table.foreignKeys(tableSchema: tableSchema) {

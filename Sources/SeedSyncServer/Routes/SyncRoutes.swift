@@ -77,7 +77,9 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
     /// A schema version parameter: a whole number of 1 or more when given.
     private static func version(_ text: String?, named name: String) throws -> Int? {
         guard let text else { return nil }
-        guard let number = Int(text), number >= 1 else { throw ServerError.invalidParameter(name, "a whole number of 1 or more") }
+        guard let number = Int(text), number >= 1 else {
+            throw ServerError.invalidParameter(name, "a whole number of 1 or more")
+        }
         return number
     }
 

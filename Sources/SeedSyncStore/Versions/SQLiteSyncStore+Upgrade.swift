@@ -68,7 +68,8 @@ extension SQLiteSyncStore {
         var building = type
         building.name = "_seedsync_rebuild"
         try db.execute(sql: TableSQL(type: building).createTable(withoutRowID: false))
-        try db.execute(sql: "INSERT INTO \(quote(building.name)) (\(table.columns)) SELECT \(table.columns) FROM \(table.table)")
+        try db.execute(
+            sql: "INSERT INTO \(quote(building.name)) (\(table.columns)) SELECT \(table.columns) FROM \(table.table)")
         try db.execute(sql: "DROP TABLE \(table.table)")
         try db.execute(sql: "ALTER TABLE \(quote(building.name)) RENAME TO \(table.table)")
         for statement in table.createIndexes { try db.execute(sql: statement) }

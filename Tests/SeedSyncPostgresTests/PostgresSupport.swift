@@ -79,12 +79,12 @@ func psql(_ sql: String, on location: PostgresLocation) async throws {
     try await TestPostgres.runScript(sql, on: location)
 }
 
-/// Every change set after `revision`, decoded.
-func changeSets(of store: any SyncStore, after revision: Int64) async throws -> [ChangeSet] {
+/// Every change set after `revision`, decoded, in schema version `version` (the newest when `nil`).
+func changeSets(of store: any SyncStore, after revision: Int64, version: Int? = nil) async throws -> [ChangeSet] {
     var sets: [ChangeSet] = []
     var from = revision
     while true {
-        let feed = try await store.changeFeed(after: from, limit: 100, byteBudget: 1 << 20)
+        let feed = try await store.changeFeed(after: from, limit: 100, byteBudget: 1 << 20, version: version)
         sets += try feed.changeSets.map { try ChangeSet(json: JSONParser.parse($0.json)) }
         from = feed.maxRevision
         if !feed.hasMore { return sets }

@@ -12,9 +12,9 @@ struct FieldLineage: Sendable, Hashable {
     /// Whether the version at `index` has the field.
     func isPresent(in index: Int) -> Bool { (first...last).contains(index) }
 
-    /// The value a row written in the version at `index`, which lacks the field, has for it: the
+    /// The value a row written in the version at `index` without the field has for it: the
     /// default it was added with for rows from before it existed, the default it had when it was
-    /// dropped for rows written after.
+    /// dropped for rows written after (or while its column was going).
     func absentValue(writtenIn index: Int) -> JSONValue {
         index < first ? fields[first]!.absentValue : fields[last]!.absentValue
     }

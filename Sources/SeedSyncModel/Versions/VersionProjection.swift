@@ -6,8 +6,9 @@
 /// later, or dropped before) takes its absent value: the default it was added with, or the one it
 /// had when dropped, else `null` (see ``Field/absentValue``). Members the version does not know
 /// (newer fields, columns not yet in any version) are left out, and so are types it does not have.
-/// A row that lacks a field its own version has was changed under the store: that is
-/// `schema_mismatch`, never served as a default.
+/// A row that lacks a field its own version has, and the newest version still has, was changed
+/// under the store: that is `schema_mismatch`, never served as a default. (A field a later version
+/// dropped may be missing from rows written in between: its column went before the upgrade said so.)
 ///
 /// ```swift
 /// let projection = try VersionProjection(history: history, version: 1)
@@ -109,7 +110,9 @@ public struct VersionProjection: Sendable {
         for name in slot.lineage.names {
             if let value = members[name] { return value }
         }
-        guard !slot.lineage.isPresent(in: written) else {
+        // Absent from a row written in a version that has the field: explained only when a later
+        // version dropped it (the column went before the upgrade that says so).
+        guard !slot.lineage.isPresent(in: written) || !slot.lineage.isPresent(in: history.versions.count - 1) else {
             throw .schemaMismatch(
                 "\(type)[\(key.clippedForMessage)] has no value for \(slot.lineage.fields[written]!.name), which its version \(history.versions[written].number) has (a column dropped or renamed before the schema was upgraded)"
             )

@@ -130,7 +130,17 @@ extension PostgresSyncStore {
             return read.field(named: kept.name) == nil ? nil : kept
         }
         let added = read.fields.filter { type.field(named: $0.name) == nil }
-        let withDefaults = try await withDefaults(read, fields: added, on: connection)
+        let gone = old.fields.filter { field in
+            !renames.contains { $0.from == field.name } && read.field(named: field.name) == nil
+        }
+        let withDefaults: EntityType
+        do {
+            withDefaults = try await self.withDefaults(read, fields: added, on: connection)
+        } catch let error as PostgresStoreError where !gone.isEmpty {
+            let names = gone.map { "\(old.name).\($0.name)" }.joined(separator: ", ")
+            throw PostgresStoreError.tableMismatch(
+                "\(error.description). If it is \(names) renamed, state the rename; a rename is never guessed")
+        }
         type.fields += withDefaults.fields.filter { field in added.contains { $0.name == field.name } }
         return type
     }

@@ -68,12 +68,13 @@ package struct PrefetchingSequence<Element: Sendable, Cursor: Sendable>: AsyncSe
 extension SyncClient {
     /// The snapshot of `type` from `after` (`nil`: the first row), page by page with the bytes
     /// each took, one page ahead, until the page whose `next` is `null`.
-    package func snapshotPages(of type: String, after: JSONValue?, limit: Int, schemaVersion: Int?)
-        -> PrefetchingSequence<(page: SnapshotPage, bytes: Int64), JSONValue?>
-    {
+    package func snapshotPages(
+        of type: String, after: JSONValue?, limit: Int, schemaVersion: Int?, fields: [String]? = nil
+    ) -> PrefetchingSequence<(page: SnapshotPage, bytes: Int64), JSONValue?> {
         PrefetchingSequence(from: after) { [self] after in
             let before = bytesReceived
-            let page = try await snapshotPage(of: type, after: after, limit: limit, schemaVersion: schemaVersion)
+            let page = try await snapshotPage(
+                of: type, after: after, limit: limit, schemaVersion: schemaVersion, fields: fields)
             return ((page, bytesReceived - before), page.next == .null ? .none : .some(page.next))
         }
     }

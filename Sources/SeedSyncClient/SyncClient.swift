@@ -93,18 +93,26 @@ public final class SyncClient: Sendable {
     }
 
     /// `GET /v1/snapshot/{type}`: up to `limit` rows after `after`, in schema version
-    /// `schemaVersion` (the oldest the server serves when `nil`).
-    public func snapshotPage(of type: String, after: JSONValue?, limit: Int, schemaVersion: Int? = nil) async throws
-        -> SnapshotPage
-    {
+    /// `schemaVersion` (the oldest the server serves when `nil`); with `fields`, the key, those
+    /// fields and `revision` alone (a column download).
+    public func snapshotPage(
+        of type: String, after: JSONValue?, limit: Int, schemaVersion: Int? = nil, fields: [String]? = nil
+    ) async throws -> SnapshotPage {
         var query = [URLQueryItem(name: "limit", value: String(limit))]
         if let key = after?.keyString { query.append(URLQueryItem(name: "after", value: key)) }
         if let schemaVersion { query.append(URLQueryItem(name: "schemaVersion", value: String(schemaVersion))) }
+        if let fields { query.append(URLQueryItem(name: "fields", value: fields.joined(separator: ","))) }
         let page = try await send(path: "v1/snapshot/\(type)", query: query) { data, label in
             try Self.parse(data, label: label, as: SnapshotPage.init(json:))
         }
         guard page.type == type else {
             throw SyncClientError(.malformedResponse, "GET /v1/snapshot/\(type) answered with a page of '\(page.type)'")
+        }
+        if let fields, page.columns.count != fields.count + 2 || Set(page.columns.dropFirst().dropLast()) != Set(fields) {
+            throw SyncClientError(
+                .malformedResponse,
+                "GET /v1/snapshot/\(type)?fields=\(fields.joined(separator: ",")) answered with the columns \(page.columns.joined(separator: ", "))"
+            )
         }
         return page
     }

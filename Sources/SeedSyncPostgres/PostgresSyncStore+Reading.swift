@@ -58,20 +58,29 @@ extension PostgresSyncStore {
     /// read from typed columns (`WireRow/init(cells:at:of:table:)`) in the newest version, then
     /// projected to `version`. One row of look-ahead tells whether there is more. A page read
     /// while a newer version was made is read again in it.
-    public func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int, version: Int?) async throws -> [UInt8]
+    public func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int, version: Int?, fields: [String]?)
+        async throws -> [UInt8]
     {
         try await withConnection { [self] connection in
             for _ in 0..<3 {
                 let served = self.servedTables.get()
                 let projection = try served.versions.projection(version)
-                guard projection.target.schema.type(named: type) != nil else { throw SyncStoreError.unknownType(type) }
-                let page = try await page(of: try served.table(type), after: after, limit: limit, on: connection)
+                guard let asked = projection.target.schema.type(named: type) else {
+                    throw SyncStoreError.unknownType(type)
+                }
+                if let fields { _ = try asked.selecting(fields) }
+                var table = try served.table(type)
+                if projection.isNewest, let fields {
+                    table = PostgresTableSQL(type: try table.type.selecting(fields), tableSchema: tableSchema)
+                }
+                let page = try await page(of: table, after: after, limit: limit, on: connection)
                 guard page.schemaVersion == served.versions.history.newest.number else {
                     _ = try await self.served(newest: page.schemaVersion, on: connection)
                     continue
                 }
                 guard !projection.isNewest else { return page.json }
-                return try projection.project(SnapshotPage(json: JSONParser.parse(page.json))).jsonBytes()
+                let read = try SnapshotPage(json: JSONParser.parse(page.json))
+                return try projection.project(read, selecting: fields).jsonBytes()
             }
             throw SyncStoreError.storeUnavailable("the schema of \(location) kept changing while a page was read")
         }

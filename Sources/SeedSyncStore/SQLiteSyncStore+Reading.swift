@@ -25,19 +25,27 @@ extension SQLiteSyncStore {
     }
 
     /// Up to `limit` rows after `after` as page JSON, written from the statement's columns as they
-    /// are read (in the newest version; projected when another is asked for). One row of
-    /// look-ahead: a row past `limit` means there is more, and `next` is the key of the page's last row.
-    public func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int, version: Int?) async throws -> [UInt8]
+    /// are read (in the newest version, of the `fields` asked for alone; projected when another
+    /// version is asked for). One row of look-ahead: a row past `limit` means there is more, and
+    /// `next` is the key of the page's last row.
+    public func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int, version: Int?, fields: [String]?)
+        async throws -> [UInt8]
     {
         try await pool.read { db in
             let state = try StateRecord.fetch(db)
             let served = try self.served(db, state)
             let projection = try served.versions.projection(version)
-            guard projection.target.schema.type(named: type) != nil else { throw SyncStoreError.unknownType(type) }
-            let json = try Self.page(
-                of: served.table(type), after: after, limit: limit, revision: state.revision, in: db)
-            guard !projection.isNewest else { return json }
-            return try projection.project(SnapshotPage(json: JSONParser.parse(json))).jsonBytes()
+            guard let asked = projection.target.schema.type(named: type) else {
+                throw SyncStoreError.unknownType(type)
+            }
+            if let fields { _ = try asked.selecting(fields) }
+            let table = try served.table(type)
+            if projection.isNewest {
+                let selected = try fields.map { TableSQL(type: try table.type.selecting($0)) } ?? table
+                return try Self.page(of: selected, after: after, limit: limit, revision: state.revision, in: db)
+            }
+            let json = try Self.page(of: table, after: after, limit: limit, revision: state.revision, in: db)
+            return try projection.project(SnapshotPage(json: JSONParser.parse(json)), selecting: fields).jsonBytes()
         }
     }
 

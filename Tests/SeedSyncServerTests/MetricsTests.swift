@@ -151,7 +151,9 @@ private final class UnavailableStore: SyncStore {
         if isDown.withLockedValue({ $0 }) { throw down }
         return (7, 1)
     }
-    func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int, version: Int?) async throws -> [UInt8] {
+    func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int, version: Int?, fields: [String]?)
+        async throws -> [UInt8]
+    {
         throw down
     }
     func changeFeed(after revision: Int64, limit: Int, byteBudget: Int, version: Int?) async throws -> ChangeFeed {

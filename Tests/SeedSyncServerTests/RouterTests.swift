@@ -597,7 +597,9 @@ private struct FailingStore: SyncStore {
     func schemaInfo(version: Int?) async throws -> SchemaInfo {
         SchemaInfo(schema: DemoDataset.schema, revision: 1, minRevision: 1)
     }
-    func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int, version: Int?) async throws -> [UInt8] {
+    func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int, version: Int?, fields: [String]?)
+        async throws -> [UInt8]
+    {
         throw DiskOnFire()
     }
     func changeFeed(after revision: Int64, limit: Int, byteBudget: Int, version: Int?) async throws -> ChangeFeed {

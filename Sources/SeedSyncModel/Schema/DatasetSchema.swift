@@ -182,16 +182,26 @@ public struct SchemaInfo: Codable, Sendable, Hashable {
     /// The numbers of the versions served, oldest first: ``versions``, or this one alone.
     public var servedVersions: [Int] { versions?.map(\.schemaVersion) ?? [schemaVersion] }
 
-    /// One version a server serves: its number and the revision it was made at.
+    /// One version a server serves: its number, the revision it was made at and the fields it
+    /// renamed (what a client needs to migrate its database to it, see `SchemaHistory/migration(from:to:renames:)`).
     public struct KeptVersion: Codable, Sendable, Hashable {
         public var schemaVersion: Int
         /// The store's revision when the version was made: change sets after it are written in it.
         public var revision: Int64
+        /// The fields renamed from the version before (absent: none).
+        public var renames: [FieldRename]?
 
-        public init(schemaVersion: Int, revision: Int64) {
+        public init(schemaVersion: Int, revision: Int64, renames: [FieldRename]? = nil) {
             self.schemaVersion = schemaVersion
             self.revision = revision
+            self.renames = renames
         }
+    }
+
+    /// The renames of every version after `old` up to and including `new`, oldest first, as this
+    /// answer's ``versions`` list them.
+    public func renames(after old: Int, through new: Int) -> [[FieldRename]] {
+        (versions ?? []).filter { $0.schemaVersion > old && $0.schemaVersion <= new }.map { $0.renames ?? [] }
     }
 
     /// The schema without the revisions.

@@ -74,4 +74,31 @@ public struct SnapshotPage: Codable, Sendable, Hashable {
         writer.endObject()
         return writer.bytes
     }
+
+    /// The page with the key, `fields` and `revision` alone, in that order.
+    ///
+    /// - Throws: ``SyncStoreError`` `unknownField` for a field the page does not have.
+    package func selecting(_ fields: [String]) throws(SyncStoreError) -> SnapshotPage {
+        let names = [columns[0]] + fields + [columns[columns.count - 1]]
+        let positions = try names.map { (name) throws(SyncStoreError) -> Int in
+            guard let position = columns.firstIndex(of: name) else { throw .unknownField(name, type: type) }
+            return position
+        }
+        var selected = self
+        selected.columns = names
+        selected.rows = rows.map { row in positions.map { row[$0] } }
+        return selected
+    }
+}
+
+extension EntityType {
+    /// This type with `fields` alone, in schema order (the shape of a column download's page).
+    ///
+    /// - Throws: ``SyncStoreError`` `unknownField` for a field the type does not have.
+    package func selecting(_ fields: [String]) throws(SyncStoreError) -> EntityType {
+        for name in fields where field(named: name) == nil { throw .unknownField(name, type: self.name) }
+        var selected = self
+        selected.fields = self.fields.filter { fields.contains($0.name) }
+        return selected
+    }
 }

@@ -23,11 +23,14 @@ public protocol SyncStore: Sendable {
 
     /// Up to `limit` current rows of `type` whose key is greater than `after`, in key order, as
     /// the JSON of ``SnapshotPage/jsonBytes()``, in schema version `version` (the newest when `nil`;
-    /// see ``VersionProjection``).
+    /// see ``VersionProjection``); with `fields`, the key, those fields (in schema order) and
+    /// `revision` alone: the column download of a client migrating to the version.
     ///
     /// - Throws: ``SyncStoreError/unknownType(_:)`` for a type the version lacks,
+    ///   ``SyncStoreError/unknownField(_:type:)`` for a field it lacks,
     ///   ``SyncStoreError/unknownSchemaVersion(_:kept:)`` for a version the store lacks.
-    func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int, version: Int?) async throws -> [UInt8]
+    func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int, version: Int?, fields: [String]?)
+        async throws -> [UInt8]
 
     /// The change sets after `revision`, in order, in schema version `version` (the newest when
     /// `nil`): at most `limit`, and no more than `byteBudget` bytes of JSON unless a single change
@@ -77,16 +80,16 @@ extension SyncStore {
 
     /// A page of ``snapshotPageJSON(of:after:limit:version:)``, parsed: one mapping from stored
     /// values to wire values, so the two can never disagree.
-    public func snapshotPage(of type: String, after: JSONValue?, limit: Int, version: Int? = nil) async throws
-        -> SnapshotPage
-    {
-        try SnapshotPage(
-            json: JSONParser.parse(try await snapshotPageJSON(of: type, after: after, limit: limit, version: version)))
+    public func snapshotPage(
+        of type: String, after: JSONValue?, limit: Int, version: Int? = nil, fields: [String]? = nil
+    ) async throws -> SnapshotPage {
+        let json = try await snapshotPageJSON(of: type, after: after, limit: limit, version: version, fields: fields)
+        return try SnapshotPage(json: JSONParser.parse(json))
     }
 
-    /// A page in the newest version.
+    /// A page in the newest version, every field.
     public func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int) async throws -> [UInt8] {
-        try await snapshotPageJSON(of: type, after: after, limit: limit, version: nil)
+        try await snapshotPageJSON(of: type, after: after, limit: limit, version: nil, fields: nil)
     }
 
     /// Change sets in the newest version.
@@ -198,6 +201,8 @@ public struct SyncStoreError: Error, CustomStringConvertible, Sendable {
         /// The client asked for a schema version the store does not keep (one newer than its
         /// newest, or none it ever had).
         public static let unknownSchemaVersion = Self("unknown_schema_version")
+        /// A column download named a field its type does not have in the version asked for.
+        public static let unknownField = Self("unknown_field")
 
         public var description: String { rawValue }
     }
@@ -247,6 +252,10 @@ public struct SyncStoreError: Error, CustomStringConvertible, Sendable {
     /// The store's database is unreachable; `detail` says which and why, without credentials.
     public static func storeUnavailable(_ detail: String) -> Self {
         Self(.storeUnavailable, "the database is unavailable (\(detail)); retry later")
+    }
+
+    public static func unknownField(_ name: String, type: String) -> Self {
+        Self(.unknownField, "\(type) has no field '\(name.clippedForMessage)' in the schema version asked for")
     }
 
     /// No kept version is numbered `number`; `kept` lists the ones there are.

@@ -165,6 +165,42 @@ extension SchemaHistory {
     }
 }
 
+extension SchemaHistory {
+    /// What takes a database of schema `old` straight to `new`, two versions of one history with
+    /// any number between them: `renames` holds the renames of each version after `old` through
+    /// `new`, oldest first, and are followed from name to name (a field renamed twice is one
+    /// rename; one renamed and then dropped is dropped).
+    ///
+    /// ```swift
+    /// let changes = try SchemaHistory.migration(from: v1, to: v3, renames: info.renames(after: 1, through: 3))
+    /// ```
+    ///
+    /// - Returns: the changes; none when the versions differ in number alone.
+    /// - Throws: ``SchemaUpgradeError`` when `new` cannot follow `old` (another dataset, a
+    ///   dropped type): they are not two versions of one history.
+    public static func migration(from old: DatasetSchema, to new: DatasetSchema, renames steps: [[FieldRename]])
+        throws(SchemaUpgradeError) -> [SchemaChange]
+    {
+        var renames: [FieldRename] = []
+        for type in old.types {
+            for field in type.fields {
+                var name = field.name
+                for step in steps {
+                    if let rename = step.first(where: { $0.type == type.name && $0.from == name }) { name = rename.to }
+                }
+                if name != field.name, new.type(named: type.name)?.field(named: name) != nil {
+                    renames.append(FieldRename(type: type.name, from: field.name, to: name))
+                }
+            }
+        }
+        do {
+            return try SchemaHistory(old).upgrading(to: new, renaming: renames, at: 0).changes
+        } catch where error.code == .noChange {
+            return []
+        }
+    }
+}
+
 /// The outcome of ``SchemaHistory/upgrading(to:renaming:at:)``.
 public struct SchemaUpgrade: Sendable, Hashable {
     /// The history with the new version.

@@ -148,6 +148,12 @@ public struct VersionProjection: Sendable {
         return projected
     }
 
+    /// ``project(_:)-(SnapshotPage)``, then ``SnapshotPage/selecting(_:)`` when `fields` are given.
+    package func project(_ page: SnapshotPage, selecting fields: [String]?) throws(SyncStoreError) -> SnapshotPage {
+        let projected = try project(page)
+        return try fields.map { (fields) throws(SyncStoreError) in try projected.selecting(fields) } ?? projected
+    }
+
     /// The schema answer of the served version: its types, and row counts for them alone.
     public func project(_ info: SchemaInfo) -> SchemaInfo {
         var projected = info
@@ -156,7 +162,8 @@ public struct VersionProjection: Sendable {
         projected.types = target.schema.types
         projected.rowCounts = info.rowCounts?.filter { slots[$0.key] != nil }
         projected.versions = history.versions.map {
-            SchemaInfo.KeptVersion(schemaVersion: $0.number, revision: $0.revision)
+            SchemaInfo.KeptVersion(
+                schemaVersion: $0.number, revision: $0.revision, renames: $0.renames.isEmpty ? nil : $0.renames)
         }
         return projected
     }

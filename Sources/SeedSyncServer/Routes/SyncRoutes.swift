@@ -83,7 +83,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         return number
     }
 
-    /// `GET /v1/snapshot/{type}[?after=K][&limit=N][&schemaVersion=V]`.
+    /// `GET /v1/snapshot/{type}[?after=K][&limit=N][&schemaVersion=V][&fields=a,b]`.
     private func snapshot(_ request: Request, _ context: Context) async throws -> Response {
         let raw = context.parameters.get("type") ?? ""
         let name = raw.removingPercentEncoding ?? raw
@@ -99,7 +99,9 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         let limit = try Self.limit(
             query.get("limit").map { Int($0) ?? 0 }, default: configuration.defaultSnapshotLimit,
             max: configuration.maxSnapshotLimit)
-        return Self.json(try await store.snapshotPageJSON(of: type.name, after: after, limit: limit, version: version))
+        let fields = query.get("fields").map { text in text.split(separator: ",", omittingEmptySubsequences: true).map(String.init) }
+        return Self.json(
+            try await store.snapshotPageJSON(of: type.name, after: after, limit: limit, version: version, fields: fields))
     }
 
     /// `POST /v1/sync`: applies the pushed change sets in order (a write token at least), then

@@ -108,7 +108,8 @@ public final class SyncClient: Sendable {
         guard page.type == type else {
             throw SyncClientError(.malformedResponse, "GET /v1/snapshot/\(type) answered with a page of '\(page.type)'")
         }
-        if let fields, page.columns.count != fields.count + 2 || Set(page.columns.dropFirst().dropLast()) != Set(fields) {
+        if let fields, page.columns.count != fields.count + 2 || Set(page.columns.dropFirst().dropLast()) != Set(fields)
+        {
             throw SyncClientError(
                 .malformedResponse,
                 "GET /v1/snapshot/\(type)?fields=\(fields.joined(separator: ",")) answered with the columns \(page.columns.joined(separator: ", "))"

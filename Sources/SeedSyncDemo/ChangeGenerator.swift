@@ -112,17 +112,25 @@ public struct ChangeGenerator {
             }
         }
         if schema.dataset == DemoDataset.schema.dataset, case .int(let id) = key {
-            return demoValues(for: type.name, id: id, generic: values)
+            return demoValues(for: type, id: id, generic: values)
         }
         return values
     }
 
-    /// Demo rows read like the generated dataset; the reference chosen above is kept.
-    private mutating func demoValues(for type: String, id: Int64, generic: [JSONValue]) -> [JSONValue] {
-        switch type {
-        case "locations": DemoDataset.location(id: id, using: &random).values
-        case "events": DemoDataset.event(id: id, location: generic[3], using: &random).values
-        default: generic
+    /// Demo rows read like the generated dataset: each field the demo type has by name (in any
+    /// schema version of the demo) takes the demo's value; the references chosen above are kept.
+    private mutating func demoValues(for type: EntityType, id: Int64, generic: [JSONValue]) -> [JSONValue] {
+        let location = type.fields.firstIndex { $0.references == "locations" }.map { generic[$0] } ?? .null
+        let demo: RowValues
+        switch type.name {
+        case "locations": demo = DemoDataset.location(id: id, using: &random)
+        case "events": demo = DemoDataset.event(id: id, location: location, using: &random)
+        default: return generic
+        }
+        let names = DemoDataset.schema.type(named: type.name)!.fields.map(\.name)
+        let byName = Dictionary(uniqueKeysWithValues: zip(names, demo.values))
+        return zip(type.fields, generic).map { field, value in
+            field.references == nil ? byName[field.name] ?? value : value
         }
     }
 

@@ -51,6 +51,49 @@ public struct DemoDataset: Sendable {
         ]
     )
 
+    /// Version 2 of the demo schema, an upgrade of ``schema`` that uses every kind of change:
+    /// `events.title` renamed to `name` (see ``v2Renames``), `events.notes` added (nullable),
+    /// `events.description` dropped, and a new type `venues` that `events.venue_id` (new,
+    /// nullable) references.
+    public static let schemaV2 = DatasetSchema(
+        dataset: "demo",
+        schemaVersion: 2,
+        types: [
+            schema.types[0],
+            EntityType(
+                name: "events",
+                primaryKey: PrimaryKey(name: "id", type: .integer),
+                fields: [
+                    Field(name: "name", type: .text),
+                    Field(name: "starts_at", type: .timestamp),
+                    Field(name: "ends_at", type: .timestamp, nullable: true),
+                    Field(name: "location_id", type: .integer, nullable: true, references: "locations"),
+                    Field(name: "capacity", type: .integer),
+                    Field(name: "cancelled", type: .boolean),
+                    Field(name: "notes", type: .text, nullable: true),
+                    Field(name: "venue_id", type: .integer, nullable: true, references: "venues"),
+                ]
+            ),
+            EntityType(
+                name: "venues",
+                primaryKey: PrimaryKey(name: "id", type: .integer),
+                fields: [Field(name: "name", type: .text), Field(name: "seats", type: .integer, default: 0)]
+            ),
+        ]
+    )
+
+    /// The rename ``schemaV2`` states.
+    public static let v2Renames = [FieldRename(type: "events", from: "title", to: "name")]
+
+    /// What a team runs on PostgreSQL (tables in schema `public`) before upgrading to ``schemaV2``.
+    public static let v2Alterations = """
+        ALTER TABLE public.events RENAME COLUMN title TO name;
+        ALTER TABLE public.events ADD COLUMN notes text;
+        ALTER TABLE public.events DROP COLUMN description;
+        CREATE TABLE public.venues (id bigint PRIMARY KEY, name text NOT NULL, seats bigint NOT NULL DEFAULT 0);
+        ALTER TABLE public.events ADD COLUMN venue_id bigint REFERENCES public.venues DEFERRABLE INITIALLY DEFERRED
+        """
+
     /// Every type's rows, as one bulk load (locations before the events that reference them).
     public var loads: [BulkLoad] {
         Self.schema.types.map { type in BulkLoad(type: type.name) { rows(of: type.name) } }

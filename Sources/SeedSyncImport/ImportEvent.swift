@@ -27,6 +27,11 @@ public enum ImportEvent: Sendable, Hashable {
     /// The server's history no longer reaches the database or the seed: a full snapshot download
     /// starts, to replace the database when it is complete.
     case downloadingSnapshot(minRevision: Int64)
+    /// The database starts moving from schema version `from` to `to` in place: the new types and
+    /// columns download beside it, then it takes them in one transaction.
+    case migrating(from: Int, to: Int)
+    /// The database is in a newer schema version, its rows, local edits and revision kept.
+    case migrated(Migration)
     /// One change set was applied and committed.
     case applied(AppliedChangeSet)
     /// A batch of change sets was committed: the database is at `revision`, the server was at

@@ -34,6 +34,10 @@ public struct ImportReport: Sendable, Hashable, Codable {
     /// Why the shipped seed was not used although it is newer, when that happened (see
     /// ``ImportEvent/seedRejected(reason:)``); the database was kept and synced.
     public var seedProblem: String?
+    /// The schema version the database is in at the end of the run.
+    public var schemaVersion: Int?
+    /// The migration of the database to a newer schema version, when the run made one.
+    public var migration: Migration?
 
     init(database: String) {
         self.database = database
@@ -50,5 +54,33 @@ public struct ImportReport: Sendable, Hashable, Codable {
         conflicts = 0
         rejected = 0
         pending = 0
+    }
+}
+
+/// A database moved to a newer schema version in place (see ``ImportEvent/migrated(_:)``).
+public struct Migration: Sendable, Hashable, Codable {
+    public var fromVersion: Int
+    public var toVersion: Int
+    /// The database's revision when it started; the staged change sets took it further.
+    public var fromRevision: Int64
+    public var toRevision: Int64
+    /// What changed, as `SchemaChange` describes it: `events.notes added`, `type venues added`.
+    public var changes: [String]
+    /// Rows downloaded: the new types' rows and the rows of the new columns.
+    public var rowsDownloaded: Int
+    /// Bytes received for the downloads and the change sets.
+    public var bytesDownloaded: Int64
+
+    public init(
+        fromVersion: Int, toVersion: Int, fromRevision: Int64, toRevision: Int64, changes: [String],
+        rowsDownloaded: Int, bytesDownloaded: Int64
+    ) {
+        self.fromVersion = fromVersion
+        self.toVersion = toVersion
+        self.fromRevision = fromRevision
+        self.toRevision = toRevision
+        self.changes = changes
+        self.rowsDownloaded = rowsDownloaded
+        self.bytesDownloaded = bytesDownloaded
     }
 }

@@ -46,11 +46,11 @@ final class ImportSession {
         if try await database.read({ db in try Outbox.isMarkedReplacing(in: db) }) {
             try await database.write("unmark \(databasePath)") { db in try Outbox.unmarkReplacing(in: db) }
         }
-        if let expected = configuration.expectedSchemaVersion, database.metadata.schemaVersion != expected {
+        if let expected = configuration.expectedSchemaVersion, database.metadata.schemaVersion > expected {
             try? await database.close()
             throw ImportError(
                 .invalidDatabase,
-                "\(databasePath) has schema version \(database.metadata.schemaVersion); this app expects \(expected) and the seed does not replace it; delete the database to install the seed again"
+                "\(databasePath) has schema version \(database.metadata.schemaVersion), newer than the \(expected) this app expects; delete the database to install the seed again"
             )
         }
         do {
@@ -64,23 +64,36 @@ final class ImportSession {
         return report
     }
 
-    /// Catches up in the database's schema version, which the server must serve: the newest, or
-    /// an older one it keeps (the app stays on it while the server serves both).
+    /// Catches up in the database's schema version, which the server must serve (the newest, or
+    /// an older one it keeps); then, when the app wants a newer version the server serves (see
+    /// ``migrationTarget(for:newest:)``), migrates the database to it in place and catches up
+    /// in it. The first catch-up pushes the local edits in the version they were written in.
     private func sync(_ database: inout LocalDatabase, server newest: SchemaInfo) async throws {
-        let version = database.metadata.schemaVersion
-        var info = newest
-        if version != newest.schemaVersion, newest.servedVersions.contains(version) {
-            info = try await client.schema(version: version)
-        }
+        let info = try await serverInfo(for: database, newest: newest)
         try check(database.metadata, against: info)
         report.fromRevision = try await database.revision()
-        try await catchUp(&database, info: info)
+        var mayPush = try await catchUp(&database, info: info)
+        if let target = migrationTarget(for: database, newest: newest) {
+            try await migrate(&database, to: target, server: info, newest: newest)
+            let migrated = try await serverInfo(for: database, newest: newest)
+            try check(database.metadata, against: migrated)
+            mayPush = try await catchUp(&database, info: migrated) && mayPush
+        }
         report.toRevision = try await database.revision()
+        report.schemaVersion = database.metadata.schemaVersion
+        if !mayPush { throw try await pushForbidden(database) }
     }
 
-    /// Files a killed run may leave beside the database: an unfinished copy or snapshot.
+    /// The server's schema in the database's version: `newest`, or that version read.
+    private func serverInfo(for database: LocalDatabase, newest: SchemaInfo) async throws -> SchemaInfo {
+        let version = database.metadata.schemaVersion
+        guard version != newest.schemaVersion, newest.servedVersions.contains(version) else { return newest }
+        return try await client.schema(version: version)
+    }
+
+    /// Files a killed run may leave beside the database: an unfinished copy, snapshot or migration download.
     private func removeLeftovers() {
-        for path in [installingPath, snapshotPath, snapshotPath + ".partial", snapshotPath + ".new"] {
+        for path in [installingPath, snapshotPath, snapshotPath + ".partial", snapshotPath + ".new", migrationPath] {
             SQLiteFiles.remove(at: path)
         }
         try? FileManager.default.removeItem(atPath: SeedManifest.path(forSeed: snapshotPath))

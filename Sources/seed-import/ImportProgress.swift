@@ -43,6 +43,10 @@ final class ImportProgress: @unchecked Sendable {
             "\rretrying in \(String(format: "%.1f", delay)) s after attempt \(attempt) failed: \(reason)\u{1B}[K\n"
         case .caughtUp(let revision):
             "\rcaught up at revision \(revision)\u{1B}[K\n"
+        case .migrating(let from, let to):
+            "\rmigrating the database from schema version \(from) to \(to)\u{1B}[K\n"
+        case .migrated(let migration):
+            "\rmigrated to schema version \(migration.toVersion): \(migration.changes.joined(separator: ", ")) (\(migration.rowsDownloaded) rows downloaded)\u{1B}[K\n"
         case .seedRejected:
             nil  // printed as a warning by the command, whatever the terminal
         case .applied, .finished, .pushed, .conflict, .rejected:

@@ -36,7 +36,10 @@ struct SyncCommand: AsyncParsableCommand {
     @Flag(help: "Keep catching up, every --interval seconds, until interrupted.") var watch = false
     @Option(help: "With --watch: seconds between runs.") var interval: Double = 60
     @Option(help: "A file holding the bearer token (instead of SEED_TOKEN).") var tokenFile: String?
-    @Option(help: "Refuse a seed whose schema version is not this one.") var expectSchemaVersion: Int?
+    @Option(
+        help:
+            "The schema version this app is built for: the database migrates up to it (not past it) when the server serves it; a newer seed is refused. Default: the newest the server serves."
+    ) var expectSchemaVersion: Int?
     @Flag(name: .customLong("no-reseed-if-newer"), help: "Keep the database even when the seed is newer.")
     var noReseed = false
     @Option(help: "Change sets per sync request.") var syncLimit = 1000
@@ -50,6 +53,9 @@ struct SyncCommand: AsyncParsableCommand {
             throw ValidationError("--server must be an http or https URL, such as http://127.0.0.1:8080")
         }
         guard !(once && watch) else { throw ValidationError("--once and --watch exclude each other") }
+        guard (expectSchemaVersion ?? 1) >= 1 else {
+            throw ValidationError("--expect-schema-version must be 1 or more")
+        }
         guard interval > 0, syncLimit > 0, timeout > 0, lockTimeout >= 0 else {
             throw ValidationError(
                 "--interval, --sync-limit and --timeout must be positive, --lock-timeout not negative")
@@ -122,6 +128,11 @@ struct SyncCommand: AsyncParsableCommand {
         for replacement in report.replacements {
             lines.append(
                 "replaced \(report.database) (\(replacement.reason.rawValue)) with the \(replacement.source.rawValue) at revision \(replacement.toRevision)"
+            )
+        }
+        if let migration = report.migration {
+            lines.append(
+                "migrated from schema version \(migration.fromVersion) to \(migration.toVersion): \(migration.changes.joined(separator: ", ")); \(migration.rowsDownloaded) rows, \(migration.bytesDownloaded) bytes downloaded"
             )
         }
         lines.append(

@@ -24,12 +24,13 @@ struct ImportFixture: Sendable {
         maxRowsPerTransaction: Int = 5000,
         syncLimit: Int = 50,
         lockTimeout: Double = 5,
-        expectedSchemaVersion: Int? = nil
+        expectedSchemaVersion: Int? = nil,
+        token: String = liveServerToken
     ) -> SeedImporter {
         SeedImporter(
             configuration: .init(
                 seed: seed ?? self.seed, database: database ?? self.database,
-                server: .init(serverURL: served.url, token: liveServerToken, requestTimeout: 10, retry: .none),
+                server: .init(serverURL: served.url, token: token, requestTimeout: 10, retry: .none),
                 expectedSchemaVersion: expectedSchemaVersion, reseedIfNewer: reseedIfNewer, syncLimit: syncLimit,
                 maxRowsPerTransaction: maxRowsPerTransaction, lockTimeout: lockTimeout
             ))

@@ -97,25 +97,6 @@ import Testing
         }
     }
 
-    @Test func aSeedForAnotherSchemaVersionIsNotInstalled() async throws {
-        try await withImportFixture { fixture in
-            await #expect { try await fixture.importer(expectedSchemaVersion: 99).run() } throws: { error in
-                (error as? ImportError)?.code == .invalidSeed && "\(error)".contains("expects 99")
-            }
-            #expect(!FileManager.default.fileExists(atPath: fixture.database))
-        }
-    }
-
-    @Test func anInstalledDatabaseOfAnotherSchemaVersionIsRefused() async throws {
-        try await withImportFixture { fixture in
-            try await fixture.importer().run()
-            // The seed is not newer than the database, so it does not replace it: the database's own version is checked.
-            await #expect { try await fixture.importer(expectedSchemaVersion: 99).run() } throws: { error in
-                (error as? ImportError)?.code == .invalidDatabase && "\(error)".contains("expects 99")
-            }
-        }
-    }
-
     @Test func aFileThatIsNotASeedDatabaseIsLeftAlone() async throws {
         try await withImportFixture { fixture in
             let folder = URL(fileURLWithPath: fixture.database).deletingLastPathComponent()

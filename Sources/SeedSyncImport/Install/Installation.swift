@@ -88,9 +88,11 @@ extension ImportSession {
         emit(.seedRejected(reason: error.description))
     }
 
+    /// Whether a seed replaces the database: same dataset and schema version, later revision. A
+    /// seed of a newer version does not: the database migrates in place instead, keeping its rows
+    /// and local edits (see ``migrate(_:to:server:newest:)``).
     private func isNewer(_ dataset: String, _ schemaVersion: Int, _ revision: Int64, than local: SeedMetadata) -> Bool {
-        guard dataset == local.dataset else { return false }
-        return schemaVersion == local.schemaVersion ? revision > local.revision : schemaVersion > local.schemaVersion
+        dataset == local.dataset && schemaVersion == local.schemaVersion && revision > local.revision
     }
 
     func replace(

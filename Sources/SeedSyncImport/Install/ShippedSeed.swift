@@ -107,9 +107,10 @@ struct ShippedSeed: Sendable {
         }
         // Without a manifest, the digest the seed carries is what proves its values intact.
         if manifest == nil { try file.checkContent(metadata) }
-        if let expected = expectedSchemaVersion, metadata.schemaVersion != expected {
+        if let expected = expectedSchemaVersion, metadata.schemaVersion > expected {
             throw ImportError(
-                .invalidSeed, "\(path) has schema version \(metadata.schemaVersion); this app expects \(expected)")
+                .invalidSeed,
+                "\(path) has schema version \(metadata.schemaVersion), newer than the \(expected) this app expects")
         }
         return metadata
     }

@@ -16,7 +16,7 @@ final class LocalDatabase: Sendable {
     let path: String
     /// The metadata when the database was opened; the revision moves on (see ``revision()``).
     let metadata: SeedMetadata
-    private let queue: DatabaseQueue
+    let queue: DatabaseQueue
 
     private init(path: String, metadata: SeedMetadata, queue: DatabaseQueue) {
         self.path = path

@@ -15,9 +15,12 @@ extension ImportSession {
     /// their results are applied in one transaction before the change sets of the answer. When
     /// nothing is pushed, the next answer is requested and parsed while the current one is applied.
     ///
-    /// A token that may not push still catches up; the run then ends with
-    /// ``ImportError/Code/pushForbidden``, the change sets kept.
-    func catchUp(_ database: inout LocalDatabase, info: SchemaInfo) async throws {
+    /// A token that may not push still catches up, the change sets kept.
+    ///
+    /// - Returns: whether the server let the token push (the run then ends with
+    ///   ``ImportError/Code/pushForbidden``, see ``pushForbidden(_:)``).
+    @discardableResult
+    func catchUp(_ database: inout LocalDatabase, info: SchemaInfo) async throws -> Bool {
         let applier = ChangeApplier(schema: database.metadata.schema)
         let pending = PendingChanges(schema: database.metadata.schema)
         // Types the server has and the database left out (a seed built with --types) are dropped.
@@ -95,12 +98,15 @@ extension ImportSession {
         }
         report.pending = try await database.read { db in try Outbox.count(in: db) }
         emit(.caughtUp(revision: revision))
-        if !mayPush {
-            throw ImportError(
-                .pushForbidden,
-                "\(databasePath) is caught up at revision \(revision), but \(report.pending) local change sets are waiting: the server does not let this token push them; use a token with write access"
-            )
-        }
+        return mayPush
+    }
+
+    /// The end of a run whose token may not push: caught up, with local change sets waiting.
+    func pushForbidden(_ database: LocalDatabase) async throws -> ImportError {
+        ImportError(
+            .pushForbidden,
+            "\(databasePath) is caught up at revision \(try await database.revision()), but \(report.pending) local change sets are waiting: the server does not let this token push them; use a token with write access"
+        )
     }
 
     /// The next `/v1/sync` answer from `revision`, in the database's schema `version`: pushing
@@ -155,7 +161,7 @@ extension ImportSession {
         }
     }
 
-    private func record(_ applied: [AppliedChangeSet]) {
+    func record(_ applied: [AppliedChangeSet]) {
         for changeSet in applied {
             report.changeSets += 1
             report.inserted += changeSet.created

@@ -195,7 +195,7 @@ extension SchemaHistory {
         }
         do {
             return try SchemaHistory(old).upgrading(to: new, renaming: renames, at: 0).changes
-        } catch where error.code == .noChange {
+        } catch  where error.code == .noChange {
             return []
         }
     }

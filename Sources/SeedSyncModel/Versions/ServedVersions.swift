@@ -30,8 +30,10 @@ package struct ServedVersions: Sendable {
 
     /// The versions as `GET /v1/schema` lists them.
     package var kept: [SchemaInfo.KeptVersion] {
-        history.versions.map { SchemaInfo.KeptVersion(
-                schemaVersion: $0.number, revision: $0.revision, renames: $0.renames.isEmpty ? nil : $0.renames) }
+        history.versions.map {
+            SchemaInfo.KeptVersion(
+                schemaVersion: $0.number, revision: $0.revision, renames: $0.renames.isEmpty ? nil : $0.renames)
+        }
     }
 }
 

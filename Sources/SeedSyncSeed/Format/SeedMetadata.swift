@@ -118,6 +118,18 @@ public struct SeedMetadata: Sendable, Hashable {
             sql: "DELETE FROM \(SeedFormat.metadataTable) WHERE key = ?", arguments: [Key.contentSHA256.rawValue])
     }
 
+    /// Stores a new schema version (a migrated database): `dataset`, `schema_version`,
+    /// `schema_hash`, `schema` and `PRAGMA user_version`; the content digest goes, as with
+    /// ``save(revision:in:)``.
+    package static func save(schema: DatasetSchema, in db: Database) throws {
+        var metadata = SeedMetadata(schema: schema, revision: try storedRevision(db))
+        metadata.formatVersion = SeedFormat.version
+        try metadata.write(db)
+        try db.execute(
+            sql: "DELETE FROM \(SeedFormat.metadataTable) WHERE key = ?", arguments: [Key.contentSHA256.rawValue])
+        try db.execute(sql: "PRAGMA user_version = \(schema.schemaVersion)")
+    }
+
     /// Stores the content digest of the finished seed (see ``ContentDigest``).
     static func save(contentSHA256 digest: String, in db: Database) throws {
         try db.execute(

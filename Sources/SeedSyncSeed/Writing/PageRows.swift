@@ -1,15 +1,15 @@
-import SeedSyncModel
+package import SeedSyncModel
 
 /// The rows of one snapshot page, checked: each fits the schema, keys strictly increase from the
 /// cursor, no revision is above the page's, and `next` agrees with the last row.
-struct PageRows {
-    var rows: [(row: RowValues, revision: Int64)] = []
+package struct PageRows {
+    package var rows: [(row: RowValues, revision: Int64)] = []
     /// The last key, or `nil` for an empty page.
-    var last: JSONValue? { rows.last?.row.key }
+    package var last: JSONValue? { rows.last?.row.key }
     /// Whether the page says it is the type's last.
-    let isLast: Bool
+    package let isLast: Bool
 
-    init(_ page: SnapshotPage, type: EntityType, after: JSONValue?) throws {
+    package init(_ page: SnapshotPage, type: EntityType, after: JSONValue?) throws {
         isLast = page.next == .null
         rows.reserveCapacity(page.rows.count)
         var previous = after

@@ -99,9 +99,12 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         let limit = try Self.limit(
             query.get("limit").map { Int($0) ?? 0 }, default: configuration.defaultSnapshotLimit,
             max: configuration.maxSnapshotLimit)
-        let fields = query.get("fields").map { text in text.split(separator: ",", omittingEmptySubsequences: true).map(String.init) }
+        let fields = query.get("fields").map { text in
+            text.split(separator: ",", omittingEmptySubsequences: true).map(String.init)
+        }
         return Self.json(
-            try await store.snapshotPageJSON(of: type.name, after: after, limit: limit, version: version, fields: fields))
+            try await store.snapshotPageJSON(
+                of: type.name, after: after, limit: limit, version: version, fields: fields))
     }
 
     /// `POST /v1/sync`: applies the pushed change sets in order (a write token at least), then

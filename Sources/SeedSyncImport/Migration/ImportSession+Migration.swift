@@ -1,0 +1,121 @@
+import Foundation
+import SeedSyncClient
+import SeedSyncModel
+import SeedSyncSQL
+import SeedSyncSeed
+
+extension ImportSession {
+    /// Where a migration stages what it downloads (see ``MigrationStaging``).
+    var migrationPath: String { databasePath + ".migration" }
+
+    /// Rows per page of a migration's downloads.
+    static let migrationPageSize = 10_000
+
+    /// The version the database should be in: the one the app expects, else the newest the server
+    /// serves; `nil` when that is the database's, or the server does not serve it yet (the app is
+    /// ahead of the server: it goes on in the version it has).
+    func migrationTarget(for database: LocalDatabase, newest: SchemaInfo) -> Int? {
+        let wanted = configuration.expectedSchemaVersion ?? newest.schemaVersion
+        guard wanted > database.metadata.schemaVersion, newest.servedVersions.contains(wanted) else { return nil }
+        return wanted
+    }
+
+    /// Moves the database to schema version `version` in place, keeping its rows, its revision and
+    /// its local edits: downloads the new types whole and the new columns alone (keys and new
+    /// fields, paged), then the change sets from the database's revision in the new version, into
+    /// ``migrationPath``; then the database takes them in one transaction
+    /// (``LocalDatabase/migrated(from:to:changes:staging:)``). The catch-up that follows goes on
+    /// in the new version.
+    ///
+    /// Types the database left out (a seed built with `--types`) stay out; types the new version
+    /// adds come in.
+    ///
+    /// - Parameter server: the server's schema in the database's version.
+    func migrate(_ database: inout LocalDatabase, to version: Int, server: SchemaInfo, newest: SchemaInfo)
+        async throws
+    {
+        let old = database.metadata.schema
+        let excluded = Set(server.types.map(\.name)).subtracting(old.types.map(\.name))
+        var new = try await client.schema(version: version).schema
+        new.types.removeAll { excluded.contains($0.name) }
+        let changes: [SchemaChange]
+        do {
+            changes = try SchemaHistory.migration(
+                from: old, to: new, renames: newest.renames(after: old.schemaVersion, through: version))
+        } catch {
+            throw ImportError(
+                .mismatch,
+                "\(databasePath) cannot move from schema version \(old.schemaVersion) to \(version): \(error)")
+        }
+        emit(.migrating(from: old.schemaVersion, to: version))
+        let fromRevision = try await database.revision()
+        let bytesBefore = client.bytesReceived
+        let staging = try MigrationStaging(at: migrationPath, types: Self.stagedTypes(changes, from: old, to: new))
+        defer { SQLiteFiles.remove(at: migrationPath) }
+        let rows: Int
+        do {
+            rows = try await download(
+                into: staging, version: version, from: fromRevision, old: old, excluded: excluded)
+            try staging.close()
+        } catch {
+            try? staging.close()
+            throw error
+        }
+        let (migrated, applied, events) = try await database.migrated(
+            from: old, to: new, changes: changes, staging: staging)
+        database = migrated
+        record(applied)
+        record(events)
+        let migration = Migration(
+            fromVersion: old.schemaVersion, toVersion: version, fromRevision: fromRevision,
+            toRevision: try await database.revision(), changes: changes.map(\.description), rowsDownloaded: rows,
+            bytesDownloaded: client.bytesReceived - bytesBefore)
+        report.migration = migration
+        emit(.migrated(migration))
+    }
+
+    /// What a migration downloads: a new type whole, a type that gained fields as its key and
+    /// those fields.
+    private static func stagedTypes(_ changes: [SchemaChange], from old: DatasetSchema, to new: DatasetSchema)
+        -> [EntityType]
+    {
+        new.types.compactMap { type in
+            guard old.type(named: type.name) != nil else { return type }
+            let added = changes.compactMap { change -> String? in
+                if case .fieldAdded(type.name, let field) = change { field } else { nil }
+            }
+            guard !added.isEmpty else { return nil }
+            var columns = type
+            columns.fields = type.fields.filter { added.contains($0.name) }
+            return columns
+        }
+    }
+
+    /// The staged types' pages, then the change sets from `revision` until the server has no more,
+    /// in `version`, into `staging`.
+    ///
+    /// - Returns: the rows downloaded.
+    private func download(
+        into staging: MigrationStaging, version: Int, from revision: Int64, old: DatasetSchema, excluded: Set<String>
+    ) async throws -> Int {
+        var rows = 0
+        for type in staging.types.values.sorted(by: { $0.name < $1.name }) {
+            let isNew = old.type(named: type.name) == nil
+            var after: JSONValue?
+            let pages = client.snapshotPages(
+                of: type.name, after: nil, limit: Self.migrationPageSize, schemaVersion: version,
+                fields: isNew ? nil : type.fields.map(\.name))
+            for try await (page, _) in pages {
+                try Task.checkCancellation()
+                after = try staging.insert(page, after: after)
+                rows += page.rows.count
+            }
+        }
+        let feed = client.changeFeed(from: revision, limit: configuration.syncLimit, schemaVersion: version)
+        for try await response in feed {
+            try Task.checkCancellation()
+            try staging.append(response.changeSets.map { $0.removingChanges(ofTypes: excluded).removingOldIDs() })
+        }
+        return rows
+    }
+}

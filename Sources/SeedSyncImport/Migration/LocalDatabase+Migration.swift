@@ -1,0 +1,100 @@
+import Foundation
+import GRDB
+import SeedSyncModel
+import SeedSyncSQL
+import SeedSyncSeed
+
+extension LocalDatabase {
+    /// Moves the database from schema `old` to `new` in one transaction, from what `staging`
+    /// holds, and returns it reopened with what the staged change sets did:
+    ///
+    /// 1. the tables take the new shape (`SchemaAlteration`: new tables, renamed, added and
+    ///    dropped columns; rows take the new columns' defaults);
+    /// 2. the new types' rows are copied in, and the new columns take the server's values;
+    /// 3. the pending local change sets and their shadows are rewritten for the new schema
+    ///    (``Outbox/migrate(_:server:in:)``);
+    /// 4. the staged change sets, in the new version, are applied from the database's revision on
+    ///    (rows the column download read at a later revision are overwritten with what they were,
+    ///    then brought forward again), with the local edits kept as a sync keeps them;
+    /// 5. the metadata takes the new schema.
+    ///
+    /// Readers see the old version until it commits and the new one whole after; a process killed
+    /// before leaves the database as it was, never half-migrated.
+    func migrated(
+        from old: DatasetSchema, to new: DatasetSchema, changes: [SchemaChange], staging: MigrationStaging
+    ) async throws -> (database: LocalDatabase, applied: [AppliedChangeSet], events: [ImportEvent]) {
+        let path = self.path
+        let stagingPath = staging.path
+        let staged = staging.types
+        let outcome: ([AppliedChangeSet], [ImportEvent])
+        do {
+            outcome = try await queue.writeWithoutTransaction { db in
+                try db.execute(sql: "ATTACH DATABASE ? AS staging", arguments: [stagingPath])
+                defer { try? db.execute(sql: "DETACH DATABASE staging") }
+                return try SchemaAlteration.alter(db) { db in
+                    try SchemaAlteration.apply(changes, from: old, to: new, withoutRowID: true, in: db)
+                    for type in staged.values { try Self.copy(type, isNew: old.type(named: type.name) == nil, db) }
+                    try Outbox(schema: new).migrate(
+                        changes,
+                        server: { type, key in
+                            try Self.stagedRow(of: type, key: key, staged: staged, db)
+                        }, in: db)
+                    let applied = try ChangeApplier(schema: new).apply(MigrationStaging.changeSets(in: db), in: db)
+                    let events = try PendingChanges(schema: new).absorb(applied, in: db)
+                    try SeedMetadata.save(schema: new, in: db)
+                    return (applied, events)
+                }
+            }
+        } catch let error as ImportError {
+            throw error
+        } catch let error as SeedError {
+            throw ImportError(.invalidChangeSet, "the migration stopped: \(error); \(path) stays at its version")
+        } catch let error as DatabaseError {
+            throw ImportError(
+                SeedError.database(error, "migrate \(path)", file: path), otherwise: .invalidDatabase,
+                "\(path) stays at its version")
+        }
+        try await close()
+        guard let reopened = try Self.open(at: path) else {
+            throw ImportError(.invalidDatabase, "\(path) disappeared while it was migrated")
+        }
+        return (reopened, outcome.0, outcome.1)
+    }
+
+    /// The staged rows of `type` into the database: a new type's rows whole, another's new
+    /// columns into the rows it has (rows it does not have are the server's to send, or gone).
+    private static func copy(_ type: EntityType, isNew: Bool, _ db: Database) throws {
+        let table = TableSQL(type: type)
+        guard !isNew else {
+            try db.execute(
+                sql:
+                    "INSERT INTO main.\(table.table) (\(table.columns)) SELECT \(table.columns) FROM staging.\(table.table)"
+            )
+            return
+        }
+        guard !type.fields.isEmpty else { return }
+        let assignments = type.fields.map { "\(quote($0.name)) = s.\(quote($0.name))" }.joined(separator: ", ")
+        try db.execute(
+            sql: """
+                UPDATE main.\(table.table) SET \(assignments) FROM staging.\(table.table) AS s \
+                WHERE main.\(table.table).\(table.key) = s.\(table.key)
+                """)
+    }
+
+    /// The staged new fields of `type[key]`, or `nil` when the download did not have the row.
+    private static func stagedRow(of type: EntityType, key: String, staged: [String: EntityType], _ db: Database)
+        throws -> [String: JSONValue]?
+    {
+        guard let stagedType = staged[type.name], let keyValue = type.primaryKey.type.key(from: key) else {
+            return nil
+        }
+        let table = TableSQL(type: stagedType)
+        guard
+            let row = try Row.fetchOne(
+                db, sql: "SELECT \(table.columns) FROM staging.\(table.table) WHERE \(table.key) = ?",
+                arguments: [ValueMapping.databaseValue(key: keyValue)])
+        else { return nil }
+        let values = ValueMapping.jsonRow(row, of: stagedType)
+        return Dictionary(uniqueKeysWithValues: zip(stagedType.fields.map(\.name), values.dropFirst()))
+    }
+}

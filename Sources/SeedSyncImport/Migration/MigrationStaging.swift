@@ -1,0 +1,101 @@
+import Foundation
+import GRDB
+import SeedSyncModel
+import SeedSyncSQL
+import SeedSyncSeed
+
+/// What a migration downloads before it touches the database: a throwaway SQLite file beside it
+/// (`DATABASE.migration`) holding the new types' rows, the new columns of the types that gained
+/// some (a table of the key, the new fields and `revision`), and the change sets from the
+/// database's revision on, in the new version. The database then takes it all in one transaction
+/// (see ``LocalDatabase/migrated(from:to:changes:staging:)``); a killed download leaves the file,
+/// which the next run removes before it starts over.
+struct MigrationStaging {
+    let path: String
+    /// The tables the file holds, by type name: new types whole, other types as key and new fields.
+    let types: [String: EntityType]
+    private let queue: DatabaseQueue
+
+    /// The change sets table.
+    static let changesTable = "_seedsync_staged_changes"
+
+    /// Creates the file at `path` (replacing a leftover) with a table for each of `types`.
+    init(at path: String, types: [EntityType]) throws {
+        SQLiteFiles.remove(at: path)
+        self.path = path
+        self.types = Dictionary(uniqueKeysWithValues: types.map { ($0.name, $0) })
+        var configuration = Configuration()
+        // Rows arrive type by type; the database checks the references when it takes them in.
+        configuration.foreignKeysEnabled = false
+        configuration.prepareDatabase { db in
+            // A copy of what the server has, made again when lost: no journal, no sync.
+            try db.execute(sql: "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF")
+        }
+        do {
+            queue = try DatabaseQueue(path: path, configuration: configuration)
+            try queue.write { db in
+                for type in types { try db.execute(sql: TableSQL(type: type).createTable(withoutRowID: false)) }
+                try db.execute(
+                    sql:
+                        "CREATE TABLE \(Self.changesTable) (revision INTEGER PRIMARY KEY NOT NULL, change_set TEXT NOT NULL)"
+                )
+            }
+        } catch let error as DatabaseError {
+            throw ImportError(SeedError.database(error, "create \(path)", file: path), otherwise: .storage)
+        }
+    }
+
+    /// Stores the rows of `page`, checked against the staged type (keys in order after `after`).
+    ///
+    /// - Returns: the key to continue after, `nil` when the page was the type's last.
+    func insert(_ page: SnapshotPage, after: JSONValue?) throws -> JSONValue? {
+        guard let type = types[page.type] else {
+            throw ImportError(.invalidChangeSet, "the server sent a page of \(page.type), which was not asked for")
+        }
+        let rows: PageRows
+        do {
+            rows = try PageRows(page, type: type, after: after)
+        } catch {
+            throw ImportError(.invalidChangeSet, "the migration stopped: \(error)")
+        }
+        try write("store a page of \(type.name)") { db in
+            let insert = try db.cachedStatement(sql: TableSQL(type: type).insert)
+            for (row, revision) in rows.rows {
+                try StatementValues.execute(insert, row: row, of: type, revision: revision)
+            }
+        }
+        return rows.isLast ? nil : rows.last
+    }
+
+    /// Stores change sets, in order.
+    func append(_ changeSets: [ChangeSet]) throws {
+        try write("store \(changeSets.count) change sets") { db in
+            let insert = try db.cachedStatement(
+                sql: "INSERT INTO \(Self.changesTable) (revision, change_set) VALUES (?, ?)")
+            for changeSet in changeSets {
+                try insert.execute(
+                    arguments: [changeSet.revision, String(decoding: changeSet.jsonBytes(), as: UTF8.self)])
+            }
+        }
+    }
+
+    func close() throws {
+        try queue.close()
+    }
+
+    private func write(_ action: String, _ body: (Database) throws -> Void) throws {
+        do {
+            try queue.write(body)
+        } catch let error as DatabaseError {
+            throw ImportError(SeedError.database(error, action, file: path), otherwise: .storage)
+        }
+    }
+
+    /// The staged change sets, in order, read inside the database's migration transaction (the
+    /// staging file attached as `staging`).
+    static func changeSets(in db: Database) throws -> [ChangeSet] {
+        try Row.fetchAll(db, sql: "SELECT change_set FROM staging.\(changesTable) ORDER BY revision").map { row in
+            try ChangeSet(json: JSONParser.parse(Array((row[0] as String).utf8)))
+        }
+    }
+}

@@ -1,0 +1,177 @@
+import Foundation
+import GRDB
+import SeedSyncDemo
+import SeedSyncImport
+import SeedSyncModel
+import SeedSyncSeed
+import SeedSyncTesting
+import Testing
+
+/// An installed app database moving to a newer schema version in place: equal to a fresh seed of
+/// the new version, its local edits kept, never half-migrated.
+@Suite struct MigrationTests {
+    /// An app database on version 1, then the server upgraded to version 2 and changed in it.
+    func withUpgradedServer(_ body: @escaping @Sendable (ImportFixture) async throws -> Void) async throws {
+        try await withImportFixture { fixture in
+            try await fixture.importer().run()
+            try await fixture.served.store.upgrade(to: DemoDataset.schemaV2, renaming: DemoDataset.v2Renames)
+            try await fixture.mutate(40, seed: 31)
+            try await body(fixture)
+        }
+    }
+
+    @Test func anAppStaysOnItsVersionThenMigratesInPlaceEqualToAFreshSeed() async throws {
+        try await withUpgradedServer { fixture in
+            // An app that expects version 1 keeps syncing in it while the server serves 1 and 2.
+            let old = try await fixture.importer(expectedSchemaVersion: 1).run()
+            #expect(old.schemaVersion == 1 && old.migration == nil && old.changeSets == 40)
+            // Equal to the server in version 1, but for the dropped field: the server sends it as null
+            // (it has no value any more), the app keeps the values it had, and null for rows written since.
+            let server = try await Fixtures.contents(of: fixture.served.store, version: 1)
+            let local = try contents(ofSeed: fixture.database)
+            #expect(local.mapValues { $0.map(withoutDescription) } == server.mapValues { $0.map(withoutDescription) })
+            #expect(server["events"]?.allSatisfy { $0[7] == .null } == true)
+            #expect(local["events"]?.contains { $0[7] != .null } == true)
+            // The app update: version 2.
+            var events: [ImportEvent] = []
+            for try await event in fixture.importer().events() { events.append(event) }
+            guard case .finished(let report) = events.last, let migration = report.migration else {
+                Issue.record("no migration: \(events)")
+                return
+            }
+            #expect(events.contains(.migrating(from: 1, to: 2)))
+            #expect(report.schemaVersion == 2 && migration.fromVersion == 1 && migration.toVersion == 2)
+            #expect(
+                migration.changes == [
+                    "events.title renamed to name", "events.description dropped", "events.notes added",
+                    "events.venue_id added", "type venues added",
+                ])
+            let fresh = try await fixture.buildSeed("v2.sqlite")
+            let migrated = try contents(ofSeed: fixture.database)
+            #expect(migrated == (try contents(ofSeed: fresh)))
+            #expect(migrated == (try await Fixtures.contents(of: fixture.served.store)))
+            #expect(try revision(of: fixture.database) == revision(of: fresh))
+            // The column download brings the keys and the new fields, not the whole events.
+            let metadata = try SeedFile(path: fixture.database).metadata()
+            #expect(metadata.schema == DemoDataset.schemaV2 && metadata.schemaHash == DemoDataset.schemaV2.hash)
+            let again = try await fixture.importer().run()
+            #expect(again.migration == nil && again.changeSets == 0)
+            // More changes flow in version 2.
+            try await fixture.mutate(20, seed: 32)
+            try await fixture.importer().run()
+            #expect(try contents(ofSeed: fixture.database) == (try await Fixtures.contents(of: fixture.served.store)))
+        }
+    }
+
+    /// Edits waiting in the outbox (a token that may not push) go through the migration rewritten
+    /// for version 2, and are pushed as such later.
+    @Test func pendingLocalEditsAreCarriedThroughAMigration() async throws {
+        try await withImportFixture { fixture in
+            try await fixture.importer().run()
+            let event = try #require(try await fixture.served.store.keys(of: "events").first)
+            try await fixture.importer().write { changes in
+                try changes.update("events", key: event, ["title": "Renamed here", "description": "kept local"])
+                _ = try changes.create(
+                    "events",
+                    [
+                        "title": "New here", "starts_at": "2026-12-01T20:00:00Z", "capacity": 10, "cancelled": false,
+                    ])
+            }
+            try await fixture.served.store.upgrade(to: DemoDataset.schemaV2, renaming: DemoDataset.v2Renames)
+            await #expect { try await fixture.importer().run() } throws: {
+                ($0 as? ImportError)?.code == .pushForbidden
+            }
+            let row = try #require(try localRow(of: fixture.database, event: event))
+            #expect(row["name"] == "Renamed here" && row["notes"] == .null)
+            #expect(try outbox(of: fixture.database).contains("\"name\":\"Renamed here\""))
+            #expect(try outbox(of: fixture.database).contains("description") == false)
+            let pushed = try await fixture.importer(token: liveServerWriteToken).run()
+            #expect(pushed.pushed == 1 && pushed.pending == 0 && pushed.schemaVersion == 2)
+            let server = try await Fixtures.contents(of: fixture.served.store)
+            #expect(server["events"]?.contains { $0[0] == event && $0[1] == "Renamed here" } == true)
+            #expect(server["events"]?.contains { $0[1] == "New here" } == true)
+            #expect(try contents(ofSeed: fixture.database) == server)
+        }
+    }
+
+    /// A seed of the new version does not replace an installed database: it migrates. A seed newer
+    /// than the app expects is refused; an older one is installed, then migrated.
+    @Test func seedsOfOtherVersions() async throws {
+        try await withUpgradedServer { fixture in
+            let v2 = try await fixture.buildSeed("v2.sqlite")
+            let report = try await fixture.importer(seed: v2).run()
+            #expect(report.replacements.isEmpty && report.migration?.toVersion == 2)
+            let fresh = fixture.served.path("fresh/events.sqlite")
+            await #expect {
+                try await fixture.importer(seed: v2, database: fresh, expectedSchemaVersion: 1).run()
+            } throws: {
+                ($0 as? ImportError)?.code == .invalidSeed && "\($0)".contains("newer than the 1 this app expects")
+            }
+            #expect(!FileManager.default.fileExists(atPath: fresh))
+            let installed = try await fixture.importer(database: fresh, expectedSchemaVersion: 2).run()
+            #expect(installed.installed && installed.migration?.fromVersion == 1 && installed.schemaVersion == 2)
+            #expect(try contents(ofSeed: fresh) == (try await Fixtures.contents(of: fixture.served.store)))
+            // A database newer than the app expects is refused.
+            await #expect { try await fixture.importer(database: fresh, expectedSchemaVersion: 1).run() } throws: {
+                ($0 as? ImportError)?.code == .invalidDatabase && "\($0)".contains("newer than the 1 this app expects")
+            }
+        }
+    }
+
+    /// An app built for a version the server does not serve yet stays on the one it has.
+    @Test func anAppAheadOfTheServerStaysOnTheVersionItHas() async throws {
+        try await withImportFixture { fixture in
+            let report = try await fixture.importer(expectedSchemaVersion: 2).run()
+            #expect(report.installed && report.schemaVersion == 1 && report.migration == nil)
+        }
+    }
+
+    /// A migration that fails while it downloads leaves the database at its version, and the
+    /// staging file is gone; the next run starts over and finishes.
+    @Test func aFailedMigrationLeavesTheDatabaseAsItWas() async throws {
+        try await withUpgradedServer { fixture in
+            let before = try contents(ofSeed: fixture.database)
+            let version = try SeedFile(path: fixture.database).metadata().schemaVersion
+            #expect(version == 1)
+            // A token the server refuses fails the first request of the run, before anything.
+            await #expect { try await fixture.importer(token: "wrong").run() } throws: { _ in true }
+            #expect(try contents(ofSeed: fixture.database) == before)
+            #expect(!FileManager.default.fileExists(atPath: fixture.database + ".migration"))
+            try await fixture.importer().run()
+            #expect(try SeedFile(path: fixture.database).metadata().schemaVersion == 2)
+        }
+    }
+
+    /// An events row without `description` (index 7 in version 1); other types' rows as they are.
+    private func withoutDescription(_ row: [JSONValue]) -> [JSONValue] {
+        row.count == 9 ? Array(row[0..<7]) + [row[8]] : row
+    }
+
+    private func localRow(of database: String, event: JSONValue) throws -> [String: JSONValue]? {
+        let queue = try DatabaseQueue(path: database)
+        defer { try? queue.close() }
+        return try queue.read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM events WHERE id = ?", arguments: [event.intValue])
+            else { return nil }
+            var values: [String: JSONValue] = [:]
+            for (name, value) in row {
+                switch value.storage {
+                case .null: values[name] = .null
+                case .int64(let number): values[name] = .int(number)
+                case .double(let number): values[name] = .double(number)
+                case .string(let text): values[name] = .string(text)
+                case .blob: values[name] = .null
+                }
+            }
+            return values
+        }
+    }
+
+    private func outbox(of database: String) throws -> String {
+        let queue = try DatabaseQueue(path: database)
+        defer { try? queue.close() }
+        return try queue.read { db in
+            try String.fetchAll(db, sql: "SELECT change_set FROM _seedsync_outbox").joined(separator: "\n")
+        }
+    }
+}

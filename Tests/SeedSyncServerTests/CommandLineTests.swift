@@ -1,4 +1,5 @@
 import Foundation
+import SeedSyncDemo
 import SeedSyncModel
 import SeedSyncTesting
 import Testing
@@ -42,6 +43,43 @@ import FoundationNetworking
 
             let badFlag = try await Executables.run("seed-server", ["init", "--database", database])
             #expect(badFlag.status == 64)
+        }
+    }
+
+    /// `seed-server schema upgrade` and `schema versions` on an embedded store; a refused change is
+    /// one line and exit status 1, and changes nothing.
+    @Test func schemaUpgradeAndVersions() async throws {
+        try await withTemporaryDirectory { directory in
+            let database = directory.appendingPathComponent("server.sqlite").path
+            let created = try await Executables.run(
+                "seed-server", ["init", "--database", database, "--demo", "--events", "50", "--locations", "5"])
+            #expect(created.status == 0, "\(created.stderr)")
+            let schemaFile = directory.appendingPathComponent("v2.json")
+            try JSONEncoder().encode(DemoDataset.schemaV2).write(to: schemaFile)
+            let unstated = try await Executables.run(
+                "seed-server", ["schema", "upgrade", "--database", database, "--schema", schemaFile.path])
+            #expect(unstated.status == 1 && unstated.stderr.contains("events.title is dropped"), "\(unstated.stderr)")
+            let upgraded = try await Executables.run(
+                "seed-server",
+                [
+                    "schema", "upgrade", "--database", database, "--schema", schemaFile.path, "--rename",
+                    "events.title=name",
+                ])
+            #expect(upgraded.status == 0, "\(upgraded.stderr)")
+            #expect(
+                upgraded.stdout.contains(
+                    "schema version 2 from revision 1 on: events.title renamed to name, events.description dropped"))
+            let versions = try await Executables.run("seed-server", ["schema", "versions", "--database", database])
+            #expect(versions.status == 0, "\(versions.stderr)")
+            #expect(
+                versions.stdout
+                    == "version 1: from revision 0, 2 types\nversion 2: from revision 1, 3 types renames: events.title=name\n")
+            let badRename = try await Executables.run(
+                "seed-server",
+                ["schema", "upgrade", "--database", database, "--schema", schemaFile.path, "--rename", "title=name"])
+            #expect(badRename.status == 64)
+            let noFile = try await Executables.run("seed-server", ["schema", "upgrade", "--database", database])
+            #expect(noFile.status == 64 && noFile.stderr.contains("--schema FILE"))
         }
     }
 

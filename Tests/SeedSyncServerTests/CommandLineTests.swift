@@ -73,7 +73,8 @@ import FoundationNetworking
             #expect(versions.status == 0, "\(versions.stderr)")
             #expect(
                 versions.stdout
-                    == "version 1: from revision 0, 2 types\nversion 2: from revision 1, 3 types renames: events.title=name\n")
+                    == "version 1: from revision 0, 2 types\nversion 2: from revision 1, 3 types renames: events.title=name\n"
+            )
             let badRename = try await Executables.run(
                 "seed-server",
                 ["schema", "upgrade", "--database", database, "--schema", schemaFile.path, "--rename", "title=name"])

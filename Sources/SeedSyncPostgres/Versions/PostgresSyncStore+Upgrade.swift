@@ -113,7 +113,7 @@ extension PostgresSyncStore {
         for name in newTables {
             let read = try await Self.entityType(
                 name, tableSchema: tableSchema, served: served, on: connection, logger: logger)
-            types.append(try await withDefaults(read, fields: read.fields, on: connection))
+            types.append(try await withDefaults(read, fields: read.fields, required: false, on: connection))
         }
         return DatasetSchema(dataset: old.dataset, schemaVersion: schemaVersion ?? old.schemaVersion + 1, types: types)
     }
@@ -145,11 +145,11 @@ extension PostgresSyncStore {
         return type
     }
 
-    /// `type` with the column default of each of `fields` that is a constant; a new column that
-    /// is not nullable needs one.
-    private func withDefaults(_ type: EntityType, fields: [Field], on connection: PostgresConnection) async throws
-        -> EntityType
-    {
+    /// `type` with the column default of each of `fields` that is a constant; when `required` (new
+    /// columns of a served table, which its rows already have), a field that is not nullable needs one.
+    private func withDefaults(
+        _ type: EntityType, fields: [Field], required: Bool = true, on connection: PostgresConnection
+    ) async throws -> EntityType {
         let name = "\(tableSchema).\(type.name)"
         let columns = try await TableCheck.columns(
             of: "\(quote(tableSchema)).\(quote(type.name))", on: connection, logger: logger)
@@ -158,7 +158,7 @@ extension PostgresSyncStore {
             let field = type.fields[index]
             let expression = columns.first { $0.name == field.name }?.defaultExpression
             type.fields[index].default = expression.flatMap { ColumnDefault.constant($0, as: field.type) }
-            if !field.nullable, type.fields[index].default == nil {
+            if required, !field.nullable, type.fields[index].default == nil {
                 throw PostgresStoreError.tableMismatch(
                     "\(name).\(field.name) is NOT NULL and has \(expression.map { "the default \($0), which is not a constant" } ?? "no default"): clients need one value for the rows that existed before it. Give the column a constant default or make it nullable, or state the new version in a schema file"
                 )

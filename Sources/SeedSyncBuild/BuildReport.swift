@@ -1,3 +1,4 @@
+public import SeedSyncModel
 public import SeedSyncSeed
 
 /// What a finished build produced, as `seed-build --json` prints it.
@@ -17,4 +18,6 @@ public struct BuildReport: Codable, Sendable, Hashable {
     public var bytesDownloaded: Int64
     /// Seconds per step: `download`, `catchUp`, `finish`, `total`.
     public var seconds: [String: Double]
+    /// The server's record of the seed, when it was registered (``SeedBuilder/Options/register``).
+    public var registered: RegisteredSeed?
 }

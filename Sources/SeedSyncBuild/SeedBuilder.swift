@@ -13,6 +13,7 @@ import SeedSyncSeed
 ///    revision even when the server changed during the download.
 /// 4. Finishes the file (checks, `VACUUM INTO OUT.new`: compact, rollback journal), writes the `.gz`
 ///    copy when asked and the manifest, then renames them into place. Until then nothing exists at `OUT`.
+/// 5. With ``Options/register``, records the seed on the server (`POST /v1/admin/seeds`).
 ///
 /// ```swift
 /// let builder = SeedBuilder(client: client, options: .init(output: "Snapshots/demo.sqlite"))
@@ -39,10 +40,13 @@ public struct SeedBuilder: Sendable {
         public var resume: Bool
         /// The schema version to build, `nil` for the newest the server serves.
         public var schemaVersion: Int?
+        /// Register the finished seed with the server (`POST /v1/admin/seeds`, an admin token), so
+        /// that compaction keeps the history it needs to catch up.
+        public var register: Bool
 
         public init(
             output: String, types: [String]? = nil, pageSize: Int = 10_000, syncLimit: Int = 1000, gzip: Bool = false,
-            resume: Bool = false, schemaVersion: Int? = nil
+            resume: Bool = false, schemaVersion: Int? = nil, register: Bool = false
         ) {
             self.output = output
             self.types = types
@@ -51,6 +55,7 @@ public struct SeedBuilder: Sendable {
             self.gzip = gzip
             self.resume = resume
             self.schemaVersion = schemaVersion
+            self.register = register
         }
     }
 
@@ -105,11 +110,18 @@ public struct SeedBuilder: Sendable {
             throw explain(error, written: (finishedSize, finished), run: run, info: info, schema: schema)
         }
         run.mark("finish", since: start, clock: clock)
+        // Registered once it is published: a seed that is not there pins nothing.
+        let registered =
+            options.register
+            ? try await client.register(
+                SeedRegistration(
+                    sha256: manifest.sha256, revision: manifest.revision, schemaVersion: manifest.schemaVersion))
+            : nil
         run.seconds["total"] = (clock.now - start).seconds
         return BuildReport(
             output: options.output, manifestPath: SeedManifest.path(forSeed: options.output), manifest: manifest,
             startRevision: run.startRevision, resumed: run.resumed, pages: run.pages, changeSets: run.changeSets,
-            bytesDownloaded: client.bytesReceived - bytesBefore, seconds: run.seconds
+            bytesDownloaded: client.bytesReceived - bytesBefore, seconds: run.seconds, registered: registered
         )
     }
 

@@ -118,6 +118,21 @@ public final class SyncClient: Sendable {
         return page
     }
 
+    /// `POST /v1/admin/seeds` (an admin token): records a seed so that the server's compaction
+    /// keeps the history it needs to catch up.
+    public func register(_ seed: SeedRegistration) async throws -> RegisteredSeed {
+        let body = try JSONEncoder.stable().encode(seed)
+        return try await send(path: "v1/admin/seeds", body: body) { data, label in
+            try Self.decode(RegisteredSeed.self, from: data, label: label)
+        }
+    }
+
+    /// `GET /v1/seeds`: the registered seeds.
+    public func registeredSeeds() async throws -> [RegisteredSeed] {
+        try await send(path: "v1/seeds") { data, label in try Self.decode(SeedList.self, from: data, label: label) }
+            .seeds
+    }
+
     /// `POST /v1/sync` from `revision`, pushing `changeSets` (write-back) first, in schema version
     /// `schemaVersion` (the oldest the server serves when `nil`): the change sets come in it, and
     /// the pushed ones are read in it.

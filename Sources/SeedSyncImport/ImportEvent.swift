@@ -24,8 +24,13 @@ public enum ImportEvent: Sendable, Hashable {
     /// be read is reported on every run.) The database is kept and goes on syncing; `reason` says
     /// what is wrong.
     case seedRejected(reason: String)
+    /// The shipped seed is older than the server's history (its revision is before the server's
+    /// `minRevision`): it could not catch up, so it is not installed; a snapshot is downloaded and
+    /// installed instead (``downloadingSnapshot(minRevision:)`` follows). Registered seeds
+    /// (`seed-build --register`) never get here: the server keeps the history they need.
+    case seedSkipped(revision: Int64, minRevision: Int64)
     /// The server's history no longer reaches the database or the seed: a full snapshot download
-    /// starts, to replace the database when it is complete.
+    /// starts, to install it or replace the database when it is complete.
     case downloadingSnapshot(minRevision: Int64)
     /// The database starts moving from schema version `from` to `to` in place: the new types and
     /// columns download beside it, then it takes them in one transaction.

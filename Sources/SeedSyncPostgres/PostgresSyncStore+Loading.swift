@@ -74,10 +74,14 @@ extension PostgresSyncStore: MaintainedSyncStore {
     public func compact(keepingRevisions keep: Int64) async throws -> Compaction {
         precondition(keep >= 0, "keep must not be negative")
         return try await withTransaction { [self] connection in
+            let revision = try await query(
+                "SELECT revision FROM seedsync._state WHERE id = 1 FOR UPDATE", on: connection)[0].decode(Int64.self)
+            let pinned = try await PostgresSeedRecords.oldestPinned(on: connection, store: self)
+            let wanted = revision - keep
             var binds = PostgresBindings()
-            binds.append(keep)
+            binds.append(min(wanted, pinned?.revision ?? wanted))
             let state = try await query(
-                "UPDATE seedsync._state SET min_revision = greatest(min_revision, revision - $1) WHERE id = 1 RETURNING min_revision",
+                "UPDATE seedsync._state SET min_revision = greatest(min_revision, $1) WHERE id = 1 RETURNING min_revision",
                 binds, on: connection
             )
             let minRevision = try state[0].decode(Int64.self)
@@ -87,7 +91,9 @@ extension PostgresSyncStore: MaintainedSyncStore {
                 "WITH gone AS (DELETE FROM seedsync._changes WHERE revision <= $1 RETURNING revision) SELECT count(DISTINCT revision) FROM gone",
                 removal, on: connection
             )
-            return Compaction(removedChangeSets: Int(try removed[0].decode(Int64.self)), minRevision: minRevision)
+            return Compaction(
+                removedChangeSets: Int(try removed[0].decode(Int64.self)), minRevision: minRevision,
+                pinnedBy: pinned.flatMap { $0.revision < wanted ? $0 : nil })
         }
     }
 }

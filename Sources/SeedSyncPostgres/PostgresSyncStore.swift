@@ -96,6 +96,8 @@ public final class PostgresSyncStore: SyncStore {
                     _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
                 try await PostgresSchemaRecords.prepare(on: connection, logger: logger)
+                _ = try await connection.query(
+                    PostgresQuery(unsafeSQL: PostgresSeedRecords.createTable), logger: logger)
                 state.history = try await PostgresSchemaRecords.history(on: connection, logger: logger)
             } catch let error as PSQLError {
                 throw PostgresStoreError.connection(error, location: location)

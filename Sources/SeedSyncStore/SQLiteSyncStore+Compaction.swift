@@ -2,7 +2,8 @@ import GRDB
 public import SeedSyncModel
 
 extension SQLiteSyncStore {
-    /// Drops change sets older than the newest `keep` revisions and raises `minRevision` to match.
+    /// Drops change sets older than the newest `keep` revisions and raises `minRevision` to match,
+    /// never past a registered seed that is not retired.
     ///
     /// A client at revision `revision - keep` or newer can still sync; older clients get
     /// `history_expired` and download a new snapshot.
@@ -10,11 +11,15 @@ extension SQLiteSyncStore {
         precondition(keep >= 0, "keep must not be negative")
         return try await pool.write { db in
             let state = try StateRecord.fetch(db)
-            let minRevision = max(state.minRevision, state.revision - keep)
+            let pinned = try SeedRecords.oldestPinned(in: db)
+            let wanted = state.revision - keep
+            let minRevision = max(state.minRevision, min(wanted, pinned?.revision ?? wanted))
             try db.execute(sql: "DELETE FROM _seedsync_changes WHERE revision <= ?", arguments: [minRevision])
             let removed = db.changesCount
             try StateRecord.save(db, revision: state.revision, minRevision: minRevision)
-            return Compaction(removedChangeSets: removed, minRevision: minRevision)
+            return Compaction(
+                removedChangeSets: removed, minRevision: minRevision,
+                pinnedBy: pinned.flatMap { $0.revision < wanted ? $0 : nil })
         }
     }
 }

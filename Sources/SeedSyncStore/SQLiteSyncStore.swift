@@ -20,8 +20,9 @@ import SeedSyncSQL
 /// `_seedsync_state` (one row: format, the newest schema's JSON, revision, min_revision),
 /// `_seedsync_changes` (revision, change_set JSON, in the schema version it was written in),
 /// `_seedsync_schemas` (every schema version: number, the revision it was made at, schema JSON,
-/// renames JSON) and `_seedsync_pushes` (the first result of every pushed change set id); the last
-/// two are created when a file without them is opened.
+/// renames JSON), `_seedsync_pushes` (the first result of every pushed change set id) and
+/// `_seedsync_seeds` (the registered seeds); the last three are created when a file without them is
+/// opened.
 ///
 /// The tables have the newest version's shape. Every read checks the newest version number in
 /// the same transaction as its data and reloads the history when another process upgraded the
@@ -47,6 +48,7 @@ public final class SQLiteSyncStore: SyncStore {
             _ = try pool.read { db in try StateRecord.schema(db) }
             history = try pool.write { db in
                 try db.execute(sql: PushWriter.createRecords)
+                try db.execute(sql: SeedRecords.createTable)
                 return try SchemaRecords.prepare(db)
             }
         } catch let error as DatabaseError where error.resultCode == .SQLITE_ERROR || error.resultCode == .SQLITE_NOTADB

@@ -8,6 +8,8 @@ import SeedSyncServer
 public let liveServerToken = "live-test-token"
 /// The write token of ``withLiveServer(_:token:_:)``: it may push change sets.
 public let liveServerWriteToken = "live-write-token"
+/// The admin token of ``withLiveServer(_:token:_:)``: it may register seeds.
+public let liveServerAdminToken = "live-admin-token"
 
 /// Serves `store` on a free loopback port for the duration of `body`, which gets the base URL.
 ///
@@ -23,7 +25,8 @@ public func withLiveServer(
     _ body: @escaping @Sendable (URL) async throws -> Void
 ) async throws {
     var configuration = ServerConfiguration(
-        port: 0, tokens: TokenSet(readTokens: [token], writeTokens: [liveServerWriteToken], adminTokens: []))
+        port: 0,
+        tokens: TokenSet(readTokens: [token], writeTokens: [liveServerWriteToken], adminTokens: [liveServerAdminToken]))
     configure(&configuration)
     var logger = Logger(label: "seed-server")
     logger.logLevel = .notice  // a line for each request would bury the test output

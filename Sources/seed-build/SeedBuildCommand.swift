@@ -24,6 +24,11 @@ struct SeedBuildCommand: AsyncParsableCommand {
     @Option(help: "Seconds a request may wait for data.") var timeout: Double = 30
     @Option(help: "A file holding the bearer token (instead of SEED_TOKEN).") var tokenFile: String?
     @Flag(help: "Also write OUT.gz.") var gzip = false
+    @Option(help: "The schema version to build (default: the newest the server serves).") var schemaVersion: Int?
+    @Flag(
+        help:
+            "Register the seed with the server so compaction keeps the history it needs (the token must be an admin token)."
+    ) var register = false
     @Flag(help: "Continue OUT.partial from an interrupted build.") var resume = false
     @Flag(help: "Print a JSON summary on stdout.") var json = false
     @Flag(help: "Print nothing but errors.") var quiet = false
@@ -35,6 +40,7 @@ struct SeedBuildCommand: AsyncParsableCommand {
         guard pageSize > 0, syncLimit > 0, timeout > 0 else {
             throw ValidationError("--page-size, --sync-limit and --timeout must be positive")
         }
+        guard (schemaVersion ?? 1) >= 1 else { throw ValidationError("--schema-version must be 1 or more") }
         guard types.map({ !$0.split(separator: ",").isEmpty }) ?? true else {
             throw ValidationError("--types needs at least one type")
         }
@@ -58,7 +64,8 @@ struct SeedBuildCommand: AsyncParsableCommand {
         )
         let options = SeedBuilder.Options(
             output: out, types: types.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } },
-            pageSize: pageSize, syncLimit: syncLimit, gzip: gzip, resume: resume
+            pageSize: pageSize, syncLimit: syncLimit, gzip: gzip, resume: resume, schemaVersion: schemaVersion,
+            register: register
         )
         let report = try await SeedBuilder(client: client, options: options).build { progress.handle($0) }
         progress.end()
@@ -72,9 +79,12 @@ struct SeedBuildCommand: AsyncParsableCommand {
     static func summary(_ report: BuildReport) -> String {
         let manifest = report.manifest
         let rows = manifest.rowCounts.values.reduce(0, +)
+        let registered = report.registered.map {
+            "\nregistered with the server at revision \($0.revision), schema version \($0.schemaVersion) (since \($0.registeredAt))"
+        }
         return """
             wrote \(report.output): revision \(manifest.revision), \(rows) rows, \(manifest.size) bytes, sha256 \(manifest.sha256)
-            manifest \(report.manifestPath)\(manifest.gzip.map { "; gzip \($0.file), \($0.size) bytes" } ?? "")
+            manifest \(report.manifestPath)\(manifest.gzip.map { "; gzip \($0.file), \($0.size) bytes" } ?? "")\(registered ?? "")
             """
     }
 }

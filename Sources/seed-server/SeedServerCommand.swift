@@ -12,7 +12,7 @@ struct SeedServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "seed-server",
         abstract: "Serve SeedSync protocol v1 from an embedded SQLite file or a PostgreSQL database, and manage it.",
-        subcommands: [Init.self, Schema.self, Load.self, Mutate.self, Compact.self, Serve.self]
+        subcommands: [Init.self, Schema.self, Load.self, Mutate.self, Compact.self, Seeds.self, Serve.self]
     )
 }
 
@@ -153,7 +153,7 @@ extension SeedServerCommand {
 
     struct Compact: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Drop change history older than the newest K revisions.")
+            abstract: "Drop change history older than the newest K revisions, but none a registered seed needs.")
 
         @OptionGroup var options: DatabaseOption
         @Option(name: .customLong("keep-revisions"), help: "Number of newest revisions whose change sets stay.")
@@ -168,8 +168,58 @@ extension SeedServerCommand {
             let result = try await options.withStore(maximumConnections: 2) { store in
                 try await store.compact(keepingRevisions: keep)
             }
+            let pinned = result.pinnedBy.map {
+                "; kept back to revision \($0.revision) for the registered seed \($0.sha256) (retire it with `seed-server seeds retire`)"
+            }
             print(
-                "removed \(result.removedChangeSets) change sets; clients can sync from revision \(result.minRevision)")
+                "removed \(result.removedChangeSets) change sets; clients can sync from revision \(result.minRevision)\(pinned ?? "")"
+            )
+        }
+    }
+}
+
+extension SeedServerCommand {
+    struct Seeds: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "List the seeds registered with `seed-build --register`, or retire one so compaction may drop its history.",
+            subcommands: [List.self, Retire.self], defaultSubcommand: List.self)
+
+        struct List: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "List the registered seeds, oldest revision first.")
+
+            @OptionGroup var options: DatabaseOption
+
+            func run() async throws {
+                let seeds = try await options.withStore(maximumConnections: 2) { try await $0.registeredSeeds() }
+                for seed in seeds {
+                    let state = seed.retiredAt.map { "retired \($0)" } ?? "pins the history"
+                    print(
+                        "\(seed.sha256) revision \(seed.revision) schema version \(seed.schemaVersion) registered \(seed.registeredAt), \(state)"
+                    )
+                }
+                if seeds.isEmpty { print("no registered seeds") }
+            }
+        }
+
+        struct Retire: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Retire a registered seed: compaction no longer keeps history for it.")
+
+            @OptionGroup var options: DatabaseOption
+            @Option(help: "The seed's SHA-256, as its manifest and `seeds list` give it.") var sha256: String
+
+            func run() async throws {
+                let sha256 = self.sha256
+                guard
+                    let seed = try await options.withStore(
+                        maximumConnections: 2, { try await $0.retireSeed(sha256: sha256) })
+                else {
+                    throw CommandFailure(description: "no registered seed has the SHA-256 \(sha256)")
+                }
+                print("retired the seed \(seed.sha256) at revision \(seed.revision) (\(seed.retiredAt ?? "earlier"))")
+            }
         }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import SeedSyncDemo
 import SeedSyncModel
+import SeedSyncStore
 import SeedSyncTesting
 import Testing
 
@@ -81,6 +82,39 @@ import FoundationNetworking
             #expect(badRename.status == 64)
             let noFile = try await Executables.run("seed-server", ["schema", "upgrade", "--database", database])
             #expect(noFile.status == 64 && noFile.stderr.contains("--schema FILE"))
+        }
+    }
+
+    /// `seed-server seeds list|retire`, and `compact` saying which seed kept the history.
+    @Test func seedsPinCompactionUntilRetired() async throws {
+        try await withTemporaryDirectory { directory in
+            let database = directory.appendingPathComponent("server.sqlite").path
+            _ = try await Executables.run(
+                "seed-server", ["init", "--database", database, "--demo", "--events", "50", "--locations", "5"])
+            _ = try await Executables.run("seed-server", ["mutate", "--database", database, "--changes", "30"])
+            let sha = String(repeating: "ab", count: 32)
+            let store = try SQLiteSyncStore(path: database)
+            try await store.register(SeedRegistration(sha256: sha, revision: 10, schemaVersion: 1))
+            try store.close()
+            let listed = try await Executables.run("seed-server", ["seeds", "list", "--database", database])
+            #expect(
+                listed.stdout.contains("\(sha) revision 10 schema version 1")
+                    && listed.stdout.contains("pins the history"))
+            let compacted = try await Executables.run(
+                "seed-server", ["compact", "--database", database, "--keep-revisions", "5"])
+            #expect(
+                compacted.stdout.contains(
+                    "clients can sync from revision 10; kept back to revision 10 for the registered seed \(sha)"),
+                "\(compacted.stdout)")
+            let retired = try await Executables.run(
+                "seed-server", ["seeds", "retire", "--database", database, "--sha256", sha])
+            #expect(retired.status == 0 && retired.stdout.contains("retired the seed \(sha)"), "\(retired.stderr)")
+            let unknown = try await Executables.run(
+                "seed-server", ["seeds", "retire", "--database", database, "--sha256", "ff"])
+            #expect(unknown.status == 1 && unknown.stderr.contains("no registered seed"))
+            let free = try await Executables.run(
+                "seed-server", ["compact", "--database", database, "--keep-revisions", "5"])
+            #expect(free.stdout.contains("clients can sync from revision 26") && !free.stdout.contains("kept back"))
         }
     }
 

@@ -164,5 +164,7 @@ private final class UnavailableStore: SyncStore {
         throw down
     }
     func keys(of type: String) async throws -> [JSONValue] { throw down }
+    func register(_ seed: SeedRegistration) async throws -> RegisteredSeed { throw down }
+    func registeredSeeds() async throws -> [RegisteredSeed] { throw down }
     private var down: SyncStoreError { .storeUnavailable("the database restarts") }
 }

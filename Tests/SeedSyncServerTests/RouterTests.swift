@@ -610,4 +610,6 @@ private struct FailingStore: SyncStore {
         throw DiskOnFire()
     }
     func keys(of type: String) async throws -> [JSONValue] { throw DiskOnFire() }
+    func register(_ seed: SeedRegistration) async throws -> RegisteredSeed { throw DiskOnFire() }
+    func registeredSeeds() async throws -> [RegisteredSeed] { throw DiskOnFire() }
 }

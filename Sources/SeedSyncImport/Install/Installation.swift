@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import SeedSyncBuild
 import SeedSyncModel
 import SeedSyncSQL
 import SeedSyncSeed
@@ -25,20 +26,60 @@ extension ImportSession {
     /// The copy is switched before the rename, so the file at the database path is in WAL mode
     /// from its first moment: a kill can leave a hot rollback journal beside the copy, which the
     /// next run deletes with it, but never beside the database.
+    ///
+    /// A seed older than the server's history (its revision before `minRevision`) could not catch
+    /// up: it is not installed only to be thrown away, a snapshot is (``installSnapshot(seedRevision:server:)``).
     private func install(server: SchemaInfo?) async throws -> LocalDatabase {
-        if let server, let summary = seed.summary { try check(summary, against: server) }
+        if let server, let summary = seed.summary {
+            try check(summary, against: server)
+            if summary.revision < server.minRevision {
+                return try await installSnapshot(seedRevision: summary.revision, server: server)
+            }
+        }
         let metadata = try seed.copy(to: installingPath, expectedSchemaVersion: configuration.expectedSchemaVersion)
+        if let server, metadata.revision < server.minRevision {
+            SQLiteFiles.remove(at: installingPath)
+            return try await installSnapshot(seedRevision: metadata.revision, server: server)
+        }
+        let database = try place(installingPath, checking: metadata, against: server)
+        emit(.installed(revision: metadata.revision))
+        return database
+    }
+
+    /// Installs a snapshot of the server instead of a seed that could not catch up, in the
+    /// version the app wants when the server serves it (no migration to follow), else the seed's.
+    private func installSnapshot(seedRevision: Int64, server: SchemaInfo) async throws -> LocalDatabase {
+        let reason =
+            "the seed \(configuration.seed) is at revision \(seedRevision), older than the server's history (from revision \(server.minRevision)): it could not catch up, so a snapshot was installed instead"
+        report.seedProblem = reason
+        emit(.seedSkipped(revision: seedRevision, minRevision: server.minRevision))
+        emit(.downloadingSnapshot(minRevision: server.minRevision))
+        let wanted = configuration.expectedSchemaVersion ?? server.schemaVersion
+        let version = server.servedVersions.contains(wanted) ? wanted : seed.summary?.schemaVersion
+        let built = try await downloadSnapshot(types: nil, version: version)
+        defer { try? FileManager.default.removeItem(atPath: built.manifestPath) }
+        let metadata = try SeedFile.read(snapshotPath) { try $0.metadata() }
+        let database = try place(snapshotPath, checking: metadata, against: server)
+        emit(.installed(revision: built.manifest.revision))
+        return database
+    }
+
+    /// Puts the finished file at `source` in place as the database: checked against the server,
+    /// switched to WAL, renamed, its folder synced; `source` is removed when anything fails.
+    private func place(_ source: String, checking metadata: SeedMetadata, against server: SchemaInfo?) throws
+        -> LocalDatabase
+    {
         do {
             if let server { try check(metadata, against: server) }
-            try LocalDatabase.switchToWAL(at: installingPath)
+            try LocalDatabase.switchToWAL(at: source)
             // Journals of an older database that is gone would be replayed onto the new file.
             SQLiteFiles.removeJournals(of: databasePath)
-            try FileSystem.rename(installingPath, to: databasePath)
+            try FileSystem.rename(source, to: databasePath)
         } catch let error as SeedError {
-            SQLiteFiles.remove(at: installingPath)
+            SQLiteFiles.remove(at: source)
             throw ImportError(error, otherwise: .invalidDatabase, "the seed was not installed")
         } catch {
-            SQLiteFiles.remove(at: installingPath)
+            SQLiteFiles.remove(at: source)
             throw error
         }
         FileSystem.syncDirectory(of: databasePath)
@@ -46,7 +87,6 @@ extension ImportSession {
             throw ImportError(.invalidDatabase, "\(databasePath) disappeared right after it was installed")
         }
         report.installed = true
-        emit(.installed(revision: metadata.revision))
         return database
     }
 

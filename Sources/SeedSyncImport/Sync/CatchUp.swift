@@ -194,26 +194,29 @@ extension ImportSession {
 
     private func replaceWithSnapshot(_ database: LocalDatabase, minRevision: Int64) async throws -> LocalDatabase {
         emit(.downloadingSnapshot(minRevision: minRevision))
-        let builder = SeedBuilder(
-            client: client,
-            options: .init(
-                output: snapshotPath, types: database.metadata.schema.types.map(\.name),
-                syncLimit: configuration.syncLimit, schemaVersion: database.metadata.schemaVersion
-            ))
-        let built: BuildReport
-        do {
-            built = try await builder.build()
-        } catch let error as SeedError {
-            // The builder has removed its work file; the database is untouched.
-            throw ImportError(
-                error, otherwise: .invalidChangeSet, "cannot download the snapshot that replaces \(databasePath)")
-        }
+        let built = try await downloadSnapshot(
+            types: database.metadata.schema.types.map(\.name), version: database.metadata.schemaVersion)
         defer {
             try? FileManager.default.removeItem(atPath: snapshotPath)
             try? FileManager.default.removeItem(atPath: built.manifestPath)
         }
         return try await replace(
             database, with: snapshotPath, revision: built.manifest.revision, reason: .historyExpired, source: .snapshot)
+    }
+
+    /// Builds a snapshot of the server at ``snapshotPath`` (as `seed-build` does): `types` (all
+    /// when `nil`) in schema version `version` (the newest when `nil`).
+    func downloadSnapshot(types: [String]?, version: Int?) async throws -> BuildReport {
+        let builder = SeedBuilder(
+            client: client,
+            options: .init(
+                output: snapshotPath, types: types, syncLimit: configuration.syncLimit, schemaVersion: version))
+        do {
+            return try await builder.build()
+        } catch let error as SeedError {
+            // The builder has removed its work file; the database is untouched.
+            throw ImportError(error, otherwise: .invalidChangeSet, "cannot download the snapshot for \(databasePath)")
+        }
     }
 }
 

@@ -16,9 +16,16 @@ public protocol MaintainedSyncStore: SyncStore {
     ///   nothing is written then.
     func bulkLoad(_ loads: [BulkLoad]) async throws -> (revision: Int64, rows: [String: Int])
 
-    /// Drops change sets older than the newest `keep` revisions and raises `minRevision` to match.
-    /// A client at `revision - keep` or newer can still sync; older ones download a new snapshot.
+    /// Drops change sets older than the newest `keep` revisions and raises `minRevision` to match,
+    /// but never past the revision of a registered seed that is not retired (see
+    /// `SyncStore/register(_:)`): the result names the seed that held it back. A client at
+    /// `revision - keep` or newer can still sync; older ones download a new snapshot.
     func compact(keepingRevisions keep: Int64) async throws -> Compaction
+
+    /// Retires a registered seed: it no longer holds compaction back.
+    ///
+    /// - Returns: the seed retired, or `nil` when none has that SHA-256.
+    func retireSeed(sha256: String) async throws -> RegisteredSeed?
 
     /// Makes `schema` the store's newest version, at its current revision, without an outage:
     /// the tables take the new shape in one transaction, clients of every older version keep
@@ -51,9 +58,12 @@ public struct Compaction: Sendable, Hashable {
     public var removedChangeSets: Int
     /// The new oldest revision a client may sync from.
     public var minRevision: Int64
+    /// The registered seed that kept more history than asked for, when one did: the oldest not retired.
+    public var pinnedBy: RegisteredSeed?
 
-    public init(removedChangeSets: Int, minRevision: Int64) {
+    public init(removedChangeSets: Int, minRevision: Int64, pinnedBy: RegisteredSeed? = nil) {
         self.removedChangeSets = removedChangeSets
         self.minRevision = minRevision
+        self.pinnedBy = pinnedBy
     }
 }

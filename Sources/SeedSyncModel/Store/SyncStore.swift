@@ -64,6 +64,19 @@ public protocol SyncStore: Sendable {
 
     /// Every key of `type`, in key order (for mutation generators and tests).
     func keys(of type: String) async throws -> [JSONValue]
+
+    /// Records a seed a team ships: until it is retired, compaction keeps every change set after
+    /// its revision, so it can always catch up. Registering the same seed again returns the first
+    /// record.
+    ///
+    /// - Throws: ``SyncStoreError`` `historyExpired` when the history no longer reaches its
+    ///   revision, `revisionAhead` past the store's, `unknownSchemaVersion` for a version the store
+    ///   does not serve, `invalidRegistration` for a malformed SHA-256 or one registered with
+    ///   another revision or version.
+    func register(_ seed: SeedRegistration) async throws -> RegisteredSeed
+
+    /// Every registered seed, retired ones too, oldest revision first.
+    func registeredSeeds() async throws -> [RegisteredSeed]
 }
 
 extension SyncStore {
@@ -203,6 +216,8 @@ public struct SyncStoreError: Error, CustomStringConvertible, Sendable {
         public static let unknownSchemaVersion = Self("unknown_schema_version")
         /// A column download named a field its type does not have in the version asked for.
         public static let unknownField = Self("unknown_field")
+        /// A seed registration is malformed, or names a seed registered with other values.
+        public static let invalidRegistration = Self("invalid_registration")
 
         public var description: String { rawValue }
     }
@@ -256,6 +271,10 @@ public struct SyncStoreError: Error, CustomStringConvertible, Sendable {
 
     public static func unknownField(_ name: String, type: String) -> Self {
         Self(.unknownField, "\(type) has no field '\(name.clippedForMessage)' in the schema version asked for")
+    }
+
+    public static func invalidRegistration(_ detail: String) -> Self {
+        Self(.invalidRegistration, "cannot register the seed: \(detail)")
     }
 
     /// No kept version is numbered `number`; `kept` lists the ones there are.

@@ -64,6 +64,13 @@ public final class SeedFile: Sendable {
         }
     }
 
+    /// Opens the seed at `path` read-only, runs `body` with it, and closes it.
+    public static func read<T>(_ path: String, _ body: (SeedFile) throws -> T) throws -> T {
+        let file = try SeedFile(path: path)
+        defer { try? file.close() }
+        return try body(file)
+    }
+
     /// The metadata table.
     ///
     /// - Throws: ``SeedError`` when the file is not a seed of a supported format.

@@ -76,7 +76,7 @@ package struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable
         .historyExpired: .gone, .revisionAhead: .conflict, .unknownType: .notFound, .invalidKey: .badRequest,
         .invalidChangeSet: .unprocessableContent, .storeUnavailable: .serviceUnavailable,
         .schemaMismatch: .serviceUnavailable, .unknownSchemaVersion: .conflict,
-        .unknownField: .badRequest,
+        .unknownField: .badRequest, .invalidRegistration: .unprocessableContent,
     ]
 
     /// Seconds a client is asked to wait after a 503: long enough for a database restart.

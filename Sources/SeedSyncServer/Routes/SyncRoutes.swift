@@ -21,9 +21,13 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         reader.get("schema") { request, _ in try await schemaInfo(request) }
         reader.get("snapshot/:type") { request, context in try await snapshot(request, context) }
         reader.post("sync") { request, _ in try await sync(request) }
+        reader.get("seeds") { _, _ in
+            Self.json(try JSONEncoder.stable().encode(SeedList(seeds: try await store.registeredSeeds())))
+        }
         let admin = router.group("v1/admin").add(
             middleware: BearerAuthMiddleware(tokens: configuration.tokens, required: .admin))
         admin.post("changes") { request, _ in try await commit(request) }
+        admin.post("seeds") { request, _ in try await register(request) }
         let operators = router.group("metrics").add(
             middleware: BearerAuthMiddleware(tokens: configuration.tokens, required: .admin))
         operators.get { _, context in await exposition(context) }
@@ -165,6 +169,19 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         }
         let revision = try await store.commit(changeSet)
         return Self.json(try JSONEncoder.stable().encode(CommitResponse(revision: revision)))
+    }
+
+    /// `POST /v1/admin/seeds`: records a seed so compaction keeps the history it needs.
+    private func register(_ request: Request) async throws -> Response {
+        let body = try await request.collectBody(
+            decompressingUpTo: configuration.maxRequestBodySize, within: configuration.requestBodyTimeout)
+        let registration = try Self.parse(body, as: "seed registration") { json throws(JSONShapeError) in
+            let members = try JSONMembers(json, at: "")
+            return SeedRegistration(
+                sha256: try members.string("sha256"), revision: try members.int64("revision"),
+                schemaVersion: Int(try members.int64("schemaVersion")))
+        }
+        return Self.json(try JSONEncoder.stable().encode(try await store.register(registration)))
     }
 
     /// Reads a request body with the strict ``JSONParser`` (no duplicate members, integers apart

@@ -1,0 +1,106 @@
+package import Foundation
+
+/// A seed a team ships, as `seed-build --register` describes it to the server
+/// (`POST /v1/admin/seeds`), so that compaction keeps the history it needs to catch up.
+///
+/// ```json
+/// {"sha256": "9f86d0…", "revision": 41200, "schemaVersion": 2}
+/// ```
+public struct SeedRegistration: Codable, Sendable, Hashable {
+    /// The SHA-256 of the seed file (its manifest's `sha256`), lowercase hex.
+    public var sha256: String
+    /// The revision the seed is at.
+    public var revision: Int64
+    /// The seed's schema version.
+    public var schemaVersion: Int
+
+    public init(sha256: String, revision: Int64, schemaVersion: Int) {
+        self.sha256 = sha256
+        self.revision = revision
+        self.schemaVersion = schemaVersion
+    }
+
+    /// Whether `text` is a SHA-256 as seeds record it: 64 lowercase hexadecimal digits.
+    public static func isValidSHA256(_ text: String) -> Bool {
+        text.utf8.count == 64
+            && text.utf8.allSatisfy {
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+                    || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0)
+            }
+    }
+}
+
+/// A registered seed: what `GET /v1/seeds` lists and `seed-server seeds list` prints. Until it is
+/// retired, compaction keeps every change set after its revision.
+public struct RegisteredSeed: Codable, Sendable, Hashable {
+    public var sha256: String
+    public var revision: Int64
+    public var schemaVersion: Int
+    /// When it was registered, RFC 3339 in UTC.
+    public var registeredAt: String
+    /// When it was retired (`seed-server seeds retire`), or `nil` while it pins the history.
+    public var retiredAt: String?
+
+    public init(sha256: String, revision: Int64, schemaVersion: Int, registeredAt: String, retiredAt: String? = nil) {
+        self.sha256 = sha256
+        self.revision = revision
+        self.schemaVersion = schemaVersion
+        self.registeredAt = registeredAt
+        self.retiredAt = retiredAt
+    }
+}
+
+/// The answer of `GET /v1/seeds`: every registered seed, oldest revision first.
+public struct SeedList: Codable, Sendable, Hashable {
+    public var seeds: [RegisteredSeed]
+
+    public init(seeds: [RegisteredSeed]) {
+        self.seeds = seeds
+    }
+}
+
+extension SeedRegistration {
+    /// The rules every store checks a registration by, given its state: the SHA-256's form, a
+    /// version the store serves, a revision its history reaches, and the same values as an
+    /// `existing` record of the same seed.
+    ///
+    /// - Returns: `existing` when the seed is registered already (nothing to write).
+    /// - Throws: ``SyncStoreError`` naming the rule broken.
+    package func check(
+        revision current: Int64, minRevision: Int64, history: SchemaHistory, existing: RegisteredSeed?
+    ) throws(SyncStoreError) -> RegisteredSeed? {
+        guard Self.isValidSHA256(sha256) else {
+            throw .invalidRegistration("sha256 must be 64 lowercase hexadecimal digits")
+        }
+        if let existing {
+            guard existing.revision == revision, existing.schemaVersion == schemaVersion else {
+                throw .invalidRegistration(
+                    "seed \(sha256) is registered already at revision \(existing.revision), schema version \(existing.schemaVersion)"
+                )
+            }
+            return existing
+        }
+        guard history.version(schemaVersion) != nil else {
+            throw .unknownSchemaVersion(schemaVersion, kept: history.versions.map(\.number))
+        }
+        if revision < minRevision { throw .historyExpired(requested: revision, minRevision: minRevision) }
+        if revision > current { throw .revisionAhead(requested: revision, revision: current) }
+        return nil
+    }
+
+    /// The record of this seed, registered `now`.
+    package func record(at now: Date = Date()) -> RegisteredSeed {
+        RegisteredSeed(
+            sha256: sha256, revision: revision, schemaVersion: schemaVersion,
+            registeredAt: RegisteredSeed.timestamp(now))
+    }
+}
+
+extension RegisteredSeed {
+    /// `date` as the records write it: RFC 3339 in UTC, whole seconds.
+    package static func timestamp(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.string(from: date)
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import PostgresNIO
+public import SeedSyncModel
+
+extension PostgresSyncStore {
+    /// Registers a seed under the store's lock (the `_state` row), so a compaction cannot move
+    /// `min_revision` between the check and the record.
+    public func register(_ seed: SeedRegistration) async throws -> RegisteredSeed {
+        try await withTransaction { [self] connection in
+            let state = try await query(
+                "SELECT revision, min_revision, \(PostgresSchemaRecords.newestColumn) FROM seedsync._state WHERE id = 1 FOR UPDATE",
+                on: connection)
+            let (revision, minRevision, newest) = try state[0].decode((Int64, Int64, Int).self)
+            let history = try await served(newest: newest, on: connection).versions.history
+            let existing = try await PostgresSeedRecords.find(seed.sha256, on: connection, store: self)
+            if let existing = try seed.check(
+                revision: revision, minRevision: minRevision, history: history, existing: existing)
+            {
+                return existing
+            }
+            let record = seed.record()
+            var binds = PostgresBindings()
+            binds.append(record.sha256)
+            binds.append(record.revision)
+            binds.append(record.schemaVersion)
+            binds.append(record.registeredAt)
+            _ = try await query(
+                "INSERT INTO seedsync._seeds (sha256, revision, schema_version, registered_at) VALUES ($1, $2, $3, $4)",
+                binds, on: connection)
+            return record
+        }
+    }
+
+    public func registeredSeeds() async throws -> [RegisteredSeed] {
+        try await withConnection { [self] connection in
+            try await PostgresSeedRecords.seeds(
+                "\(PostgresSeedRecords.select) ORDER BY revision, sha256", on: connection, store: self)
+        }
+    }
+
+    public func retireSeed(sha256: String) async throws -> RegisteredSeed? {
+        try await withConnection { [self] connection in
+            var binds = PostgresBindings()
+            binds.append(RegisteredSeed.timestamp(Date()))
+            binds.append(sha256)
+            _ = try await query(
+                "UPDATE seedsync._seeds SET retired_at = $1 WHERE sha256 = $2 AND retired_at IS NULL", binds,
+                on: connection)
+            return try await PostgresSeedRecords.find(sha256, on: connection, store: self)
+        }
+    }
+}
+
+/// `seedsync._seeds`: the registered seeds, created when a store made before it is opened.
+enum PostgresSeedRecords {
+    static let createTable = """
+        CREATE TABLE IF NOT EXISTS seedsync._seeds (
+          sha256 text PRIMARY KEY, revision bigint NOT NULL, schema_version integer NOT NULL,
+          registered_at text NOT NULL, retired_at text
+        )
+        """
+
+    static let select = "SELECT sha256, revision, schema_version, registered_at, retired_at FROM seedsync._seeds"
+
+    static func find(_ sha256: String, on connection: PostgresConnection, store: PostgresSyncStore) async throws
+        -> RegisteredSeed?
+    {
+        var binds = PostgresBindings()
+        binds.append(sha256)
+        return try await seeds("\(select) WHERE sha256 = $1", binds, on: connection, store: store).first
+    }
+
+    /// The registered seed with the oldest revision that is not retired: what compaction keeps.
+    static func oldestPinned(on connection: PostgresConnection, store: PostgresSyncStore) async throws
+        -> RegisteredSeed?
+    {
+        try await seeds(
+            "\(select) WHERE retired_at IS NULL ORDER BY revision, sha256 LIMIT 1", on: connection, store: store
+        ).first
+    }
+
+    static func seeds(
+        _ sql: String, _ binds: PostgresBindings = PostgresBindings(), on connection: PostgresConnection,
+        store: PostgresSyncStore
+    ) async throws -> [RegisteredSeed] {
+        try await store.query(sql, binds, on: connection).map { row in
+            let (sha256, revision, version, registered, retired) = try row.decode(
+                (String, Int64, Int, String, String?).self)
+            return RegisteredSeed(
+                sha256: sha256, revision: revision, schemaVersion: version, registeredAt: registered,
+                retiredAt: retired)
+        }
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+import SeedSyncDemo
+import SeedSyncModel
+import SeedSyncTesting
+import Testing
+
+/// Registered seeds on every store: compaction keeps the history they need until they are retired.
+@Suite struct SeedRegistryTests {
+    static let sha = String(repeating: "ab", count: 32)
+    static let other = String(repeating: "cd", count: 32)
+
+    @Test(arguments: StoreBackend.allCases) func aRegisteredSeedPinsCompactionUntilRetired(backend: StoreBackend)
+        async throws
+    {
+        try await backend.withDemoStore(events: 40, locations: 5) { store in
+            try await ChangeGenerator.mutate(store, changes: 30, seed: 3)
+            let seed = try await store.register(SeedRegistration(sha256: Self.sha, revision: 11, schemaVersion: 1))
+            #expect(seed.revision == 11 && seed.retiredAt == nil && seed.registeredAt.hasSuffix("Z"))
+            #expect(
+                try await store.register(SeedRegistration(sha256: Self.sha, revision: 11, schemaVersion: 1)) == seed)
+            try await store.register(SeedRegistration(sha256: Self.other, revision: 20, schemaVersion: 1))
+            #expect(try await store.registeredSeeds().map(\.sha256) == [Self.sha, Self.other])
+            // Compaction asked to keep 5 revisions keeps everything after the oldest registered seed.
+            let compaction = try await store.compact(keepingRevisions: 5)
+            #expect(compaction.minRevision == 11 && compaction.pinnedBy == seed)
+            #expect(try await store.changeFeed(after: 11, limit: 100, byteBudget: 1 << 24).changeSets.count == 20)
+            // Retired, it no longer holds compaction back; the next seed does.
+            #expect(try await store.retireSeed(sha256: Self.sha)?.retiredAt != nil)
+            #expect(try await store.compact(keepingRevisions: 5).minRevision == 20)
+            try await store.retireSeed(sha256: Self.other)
+            let free = try await store.compact(keepingRevisions: 5)
+            #expect(free.minRevision == 26 && free.pinnedBy == nil)
+            #expect(try await store.retireSeed(sha256: String(repeating: "0", count: 64)) == nil)
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases) func registrationsTheHistoryCannotServeAreRefused(backend: StoreBackend)
+        async throws
+    {
+        try await backend.withDemoStore(events: 40, locations: 5) { store in
+            try await ChangeGenerator.mutate(store, changes: 10, seed: 3)
+            try await store.compact(keepingRevisions: 5)
+            let cases: [(SeedRegistration, SyncStoreError.Code)] = [
+                (SeedRegistration(sha256: "ABC", revision: 8, schemaVersion: 1), .invalidRegistration),
+                (SeedRegistration(sha256: Self.sha, revision: 2, schemaVersion: 1), .historyExpired),
+                (SeedRegistration(sha256: Self.sha, revision: 99, schemaVersion: 1), .revisionAhead),
+                (SeedRegistration(sha256: Self.sha, revision: 8, schemaVersion: 7), .unknownSchemaVersion),
+            ]
+            for (registration, code) in cases {
+                await #expect { try await store.register(registration) } throws: {
+                    ($0 as? SyncStoreError)?.code == code
+                }
+            }
+            try await store.register(SeedRegistration(sha256: Self.sha, revision: 8, schemaVersion: 1))
+            await #expect {
+                try await store.register(SeedRegistration(sha256: Self.sha, revision: 9, schemaVersion: 1))
+            } throws: {
+                ($0 as? SyncStoreError)?.code == .invalidRegistration && "\($0)".contains("registered already")
+            }
+        }
+    }
+}

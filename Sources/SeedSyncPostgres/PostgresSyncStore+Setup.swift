@@ -114,8 +114,9 @@ extension PostgresSyncStore {
                     PostgresQuery(
                         unsafeSQL: "INSERT INTO seedsync._state VALUES (1, $1, $2, $3, 0, 0)", binds: binds
                     ), logger: logger)
-                _ = try await connection.query(
-                    PostgresQuery(unsafeSQL: PostgresSchemaRecords.createTable), logger: logger)
+                for statement in [PostgresSchemaRecords.createTable, PostgresSeedRecords.createTable] {
+                    _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
                 try await PostgresSchemaRecords.insert(
                     SchemaVersion(schema: schema, revision: 0, renames: []), on: connection, logger: logger)
                 for table in tables {

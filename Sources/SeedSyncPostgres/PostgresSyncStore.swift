@@ -92,14 +92,18 @@ public final class PostgresSyncStore: SyncStore {
         let state = try await withConnection(to: location, logger: logger) { connection in
             var state = try await StoredState.read(on: connection, location: location, logger: logger)
             do {
-                for statement in CaptureSQL.pushRecords {
+                // The bookkeeping a store made before it lacks, made by one process at a time (two
+                // servers starting together would both try, and `IF NOT EXISTS` is no lock).
+                try await connection.query("BEGIN", logger: logger)
+                try await connection.query("SELECT pg_advisory_xact_lock(hashtext('seedsync.setup'))", logger: logger)
+                for statement in CaptureSQL.pushRecords + [PostgresSeedRecords.createTable] {
                     _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
                 try await PostgresSchemaRecords.prepare(on: connection, logger: logger)
-                _ = try await connection.query(
-                    PostgresQuery(unsafeSQL: PostgresSeedRecords.createTable), logger: logger)
+                try await connection.query("COMMIT", logger: logger)
                 state.history = try await PostgresSchemaRecords.history(on: connection, logger: logger)
             } catch let error as PSQLError {
+                _ = try? await connection.query("ROLLBACK", logger: logger)
                 throw PostgresStoreError.connection(error, location: location)
             }
             for type in state.history.newest.schema.types {

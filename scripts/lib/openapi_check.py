@@ -266,6 +266,25 @@ class Checker:
 # -- the requests ----------------------------------------------------------------------------
 
 
+# Version 2 of scripts/lib/openapi.sh's schema: events.notes added, a new type venues.
+SCHEMA_V2 = {"dataset": "openapi-check", "schemaVersion": 2, "types": [
+    {"name": "locations", "primaryKey": {"name": "id", "type": "integer"}, "fields": [
+        {"name": "name", "type": "text"}, {"name": "city", "type": "text"},
+        {"name": "latitude", "type": "real"}, {"name": "longitude", "type": "real"}]},
+    {"name": "events", "primaryKey": {"name": "id", "type": "integer"}, "fields": [
+        {"name": "title", "type": "text"}, {"name": "starts_at", "type": "timestamp"},
+        {"name": "ends_at", "type": "timestamp", "nullable": True},
+        {"name": "location_id", "type": "integer", "nullable": True, "references": "locations"},
+        {"name": "capacity", "type": "integer"}, {"name": "cancelled", "type": "boolean"},
+        {"name": "description", "type": "text", "nullable": True},
+        {"name": "notes", "type": "text", "nullable": True}]},
+    {"name": "tags", "primaryKey": {"name": "code", "type": "text"}, "fields": [
+        {"name": "label", "type": "text"}, {"name": "icon", "type": "blob", "nullable": True},
+        {"name": "location_id", "type": "integer", "nullable": True, "references": "locations"}]},
+    {"name": "venues", "primaryKey": {"name": "id", "type": "integer"}, "fields": [
+        {"name": "name", "type": "text"}, {"name": "seats", "type": "integer", "default": 0}]}]}
+
+
 def location(n):
     return {"name": f"Hall {n}", "city": "Oslo", "latitude": 59.9 + n / 100, "longitude": 10.7}
 
@@ -275,7 +294,7 @@ def event(n, location_id):
             "location_id": location_id, "capacity": 80 + n, "cancelled": n % 2 == 0, "description": None}
 
 
-def run(check, compact):
+def run(check, compact, upgrade):
     c = check
     # Health, authentication.
     health = c.send("health", "GET", "/health", 200)
@@ -435,6 +454,57 @@ def run(check, compact):
     c.expect("schema after compaction", info and info["minRevision"] == 5 and info["revision"] == 6 and info["rowCounts"] == {"locations": 6, "events": 11, "tags": 4},
              f"after compaction: {info and (info['revision'], info['minRevision'], info['rowCounts'])}")
 
+    # Registered seeds (the history now reaches back to revision 5).
+    sha = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+    seed = c.send("register a seed", "POST", "/v1/admin/seeds", 200, token="admin",
+                  body={"sha256": sha, "revision": 6, "schemaVersion": 1}, request_valid=True)
+    c.expect("register a seed", seed and seed["revision"] == 6 and "retiredAt" not in seed, f"registered {seed}")
+    c.send("register the same seed again", "POST", "/v1/admin/seeds", 200, token="admin",
+           body={"sha256": sha, "revision": 6, "schemaVersion": 1}, request_valid=True)
+    c.send("register with a read token", "POST", "/v1/admin/seeds", 403, token="read",
+           body={"sha256": sha, "revision": 6, "schemaVersion": 1}, request_valid=True)
+    c.send("register a malformed sha256", "POST", "/v1/admin/seeds", 422, token="admin",
+           body={"sha256": "nope", "revision": 6, "schemaVersion": 1}, request_valid=True)
+    c.send("register behind the history", "POST", "/v1/admin/seeds", 410, token="admin",
+           body={"sha256": "0" * 64, "revision": 1, "schemaVersion": 1}, request_valid=True)
+    c.send("register ahead of the server", "POST", "/v1/admin/seeds", 409, token="admin",
+           body={"sha256": "0" * 64, "revision": 99, "schemaVersion": 1}, request_valid=True)
+    c.send("register, revision missing", "POST", "/v1/admin/seeds", 400, token="admin",
+           body={"sha256": sha, "schemaVersion": 1}, request_valid=False)
+    c.send("register without a token", "POST", "/v1/admin/seeds", 401,
+           body={"sha256": sha, "revision": 6, "schemaVersion": 1}, request_valid=True)
+    c.send("register, unsupported encoding", "POST", "/v1/admin/seeds", 415, token="admin",
+           body={"sha256": sha, "revision": 6, "schemaVersion": 1}, headers={"Content-Encoding": "br"}, request_valid=False)
+    c.send("list seeds without a token", "GET", "/v1/seeds", 401)
+    seeds = c.send("list seeds", "GET", "/v1/seeds", 200, token="read")
+    c.expect("list seeds", seeds and [s["sha256"] for s in seeds["seeds"]] == [sha], f"listed {seeds}")
+
+    # Schema versions: version 2 adds events.notes and a type venues.
+    upgrade()
+    info = c.send("schema, newest", "GET", "/v1/schema", 200, token="read")
+    c.expect("schema, newest", info and info["schemaVersion"] == 2 and [v["schemaVersion"] for v in info["versions"]] == [1, 2],
+             f"versions {info and info.get('versions')}")
+    old = c.send("schema, version 1", "GET", "/v1/schema", 200, token="read", query={"version": "1"}, request_valid=True)
+    c.expect("schema, version 1", old and old["schemaVersion"] == 1 and "venues" not in old["rowCounts"], f"version 1: {old}")
+    c.send("schema, a version not served", "GET", "/v1/schema", 409, token="read", query={"version": "9"}, request_valid=True)
+    c.send("schema, version not a number", "GET", "/v1/schema", 400, token="read", query={"version": "x"}, request_valid=False)
+    page = c.send("snapshot in version 2", "GET", "/v1/snapshot/events", 200, token="read", query={"schemaVersion": "2"}, request_valid=True)
+    c.expect("snapshot in version 2", page and "notes" in page["columns"], f"columns {page and page['columns']}")
+    page = c.send("snapshot, oldest version by default", "GET", "/v1/snapshot/events", 200, token="read")
+    c.expect("snapshot, oldest version by default", page and "notes" not in page["columns"], f"columns {page and page['columns']}")
+    page = c.send("column download", "GET", "/v1/snapshot/events", 200, token="read",
+                  query={"schemaVersion": "2", "fields": "notes"}, request_valid=True)
+    c.expect("column download", page and page["columns"] == ["id", "notes", "revision"], f"columns {page and page['columns']}")
+    c.send("column download of an unknown field", "GET", "/v1/snapshot/events", 400, token="read",
+           query={"schemaVersion": "2", "fields": "nope"}, request_valid=True)
+    c.send("snapshot of a type version 1 lacks", "GET", "/v1/snapshot/venues", 404, token="read")
+    c.send("snapshot of a new type", "GET", "/v1/snapshot/venues", 200, token="read", query={"schemaVersion": "2"}, request_valid=True)
+    c.send("snapshot in a version not served", "GET", "/v1/snapshot/events", 409, token="read", query={"schemaVersion": "9"}, request_valid=True)
+    c.send("snapshot, schemaVersion 0", "GET", "/v1/snapshot/events", 400, token="read", query={"schemaVersion": "0"}, request_valid=False)
+    c.send("sync in version 2", "POST", "/v1/sync", 200, token="read", body={"maxRevision": 6, "schemaVersion": 2}, request_valid=True)
+    c.send("sync in a version not served", "POST", "/v1/sync", 409, token="read", body={"maxRevision": 6, "schemaVersion": 9}, request_valid=True)
+    c.send("sync, schemaVersion 0", "POST", "/v1/sync", 400, token="read", body={"maxRevision": 6, "schemaVersion": 0}, request_valid=False)
+
     # Metrics: admin only, Prometheus text.
     metrics = c.send("metrics", "GET", "/metrics", 200, token="admin")
     c.expect("metrics", metrics and "seedsync_pushes_total{result=\"applied\"} 4" in metrics,
@@ -470,8 +540,14 @@ def main():
         subprocess.run([f"{args.bin}/seed-server", "compact", "--database", args.database, "--keep-revisions", "1"],
                        check=True, stdout=subprocess.DEVNULL, timeout=60)
 
+    def upgrade():
+        with open(f"{args.database}.v2.json", "w", encoding="utf-8") as file:
+            json.dump(SCHEMA_V2, file)
+        subprocess.run([f"{args.bin}/seed-server", "schema", "upgrade", "--database", args.database,
+                        "--schema", f"{args.database}.v2.json"], check=True, stdout=subprocess.DEVNULL, timeout=60)
+
     try:
-        run(check, compact)
+        run(check, compact, upgrade)
     except Exception as error:  # noqa: BLE001 - a broken document or an answer the checks did not foresee
         where = traceback.extract_tb(error.__traceback__)[-1]
         check.fail("checker", f"stopped by {type(error).__name__} at line {where.lineno}: {str(error)[:500]}")

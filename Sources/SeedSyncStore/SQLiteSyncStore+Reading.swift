@@ -70,7 +70,7 @@ extension SQLiteSyncStore {
     }
 
     /// The logged change sets after `revision`: as logged when they were written in the version
-    /// asked for, else parsed and projected (``VersionProjection``).
+    /// asked for, else parsed and projected (`VersionProjection`).
     public func changeFeed(after revision: Int64, limit: Int, byteBudget: Int, version: Int?) async throws
         -> ChangeFeed
     {

@@ -91,7 +91,7 @@ extension SyncStore {
         return (info.revision, info.minRevision)
     }
 
-    /// A page of ``snapshotPageJSON(of:after:limit:version:)``, parsed: one mapping from stored
+    /// A page of ``snapshotPageJSON(of:after:limit:version:fields:)``, parsed: one mapping from stored
     /// values to wire values, so the two can never disagree.
     public func snapshotPage(
         of type: String, after: JSONValue?, limit: Int, version: Int? = nil, fields: [String]? = nil

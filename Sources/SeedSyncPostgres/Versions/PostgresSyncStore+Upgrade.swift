@@ -32,7 +32,10 @@ extension PostgresSyncStore {
     /// let upgrade = try await store.upgradeFromTables(renaming: [FieldRename("events.title=name")!])
     /// ```
     ///
-    /// - Parameter schemaVersion: the new version's number; the newest plus one by default.
+    /// - Parameters:
+    ///   - newTables: tables to serve as new types.
+    ///   - renames: the fields renamed since the newest version.
+    ///   - schemaVersion: the new version's number; the newest plus one by default.
     public func upgradeFromTables(
         adding newTables: [String] = [], renaming renames: [FieldRename] = [], schemaVersion: Int? = nil
     ) async throws -> SchemaUpgrade {

@@ -6,6 +6,11 @@
 #   3 incremental sync  seed-import --once of about --changes row changes: changes per second
 #   4 growth            seed-import --once of 400 change sets at 10,000 events and at --events
 #   5 seed size         the seed, gzipped, against the JSON and CSV exports of the same rows
+#   6 migration         one text column added to events: the installed app's in-place migration
+#                       (seed-import, the column downloaded) vs a full download of the new version
+#                       (seed-build): time and bytes received; targets: at most a fifth of each
+#   7 pinned seed       a seed 50,000 revisions behind, registered so compaction kept its history:
+#                       seed-import installs it and catches up by sync, no snapshot
 # Every measured command runs K times under /usr/bin/time -f '%e %M' with its output in OUT/runs/; the
 # MEDIAN wall time and median peak resident memory are reported, and ratios are taken of medians.
 # Prints an aligned table on stdout, progress on stderr, and writes every number to OUT/bench.json.
@@ -20,7 +25,7 @@
 #                  relative paths here are from the repository's root
 #   --bin DIR      folder with seed-server, seed-build, seed-import and seed-verify already built
 #                  (default: build them, release)
-#   --only CASES   comma-separated cases to run, such as 1,5 (default 1,2,3,4,5)
+#   --only CASES   comma-separated cases to run, such as 1,5 (default 1,2,3,4,5,6,7)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/setup.sh
@@ -33,7 +38,7 @@ repeat=3
 changes=100000
 out=.build/bench
 bin=
-only=1,2,3,4,5
+only=1,2,3,4,5,6,7
 while [ $# -gt 0 ]; do
     [ $# -ge 2 ] || { echo "$usage" >&2; exit 64; } # every option takes a value
     case $1 in
@@ -50,13 +55,15 @@ done
 for number in "$events" "$locations" "$repeat" "$changes"; do
     [[ $number =~ ^[1-9][0-9]*$ ]] || { echo "$usage" >&2; exit 64; }
 done
-if ! [[ $only =~ ^[1-5](,[1-5])*$ ]] || [ -z "$out" ]; then echo "$usage" >&2; exit 64; fi
+if ! [[ $only =~ ^[1-7](,[1-7])*$ ]] || [ -z "$out" ]; then echo "$usage" >&2; exit 64; fi
 
 # The growth case: its small dataset, and the change sets synced at both sizes (same --seed).
 GROWTH_EVENTS=10000
 GROWTH_LOCATIONS=1000
 GROWTH_CHANGE_SETS=400
 MUTATE_SEED=1
+# The pinned-seed case: change sets between the seed and the server.
+PINNED_CHANGE_SETS=50000
 
 # ---------------------------------------------------------------------------------------------------
 # Helpers
@@ -209,6 +216,7 @@ python=$(python3 -c 'import sys; print(sys.executable)') # the interpreter itsel
 # Everything this script makes in OUT, removed first; anything else in OUT is left alone.
 mkdir -p "$out"
 rm -rf "$out/data" "$out/runs" "$out/build" "$out/install" "$out/installed" "$out/incremental" "$out/growth" \
+    "$out/migration" "$out/pinned" \
     "$out/baseline" "$out/runs.tsv" "$out/results.tsv" "$out/facts.tsv" "$out/notes.txt" "$out/bench.json"
 remove_db "$out/server.sqlite"
 rm -f "$out/seed.sqlite" "$out"/seed.sqlite.*
@@ -274,7 +282,7 @@ fi
 
 # The seed installed by seed-import while the server is at the seed's revision, kept as it was when
 # seed-import exited: cases 3 and 4 start every run from a copy of it.
-if wants 3 || wants 4; then
+if wants 3 || wants 4 || wants 6; then
     step "installed app database (untimed)"
     install_or_sync "$out/seed.sqlite" "$out/installed/app.sqlite" >"$work/install.json"
     [ "$(json_field "$work/install.json" installed)" = True ] || { echo "seed-import did not install the seed" >&2; exit 1; }
@@ -478,6 +486,98 @@ if wants 5; then
     result "5 seed size" "" "seed.sqlite.gz: $(mb "$gz_bytes") MB" "" "" "gz / JSON" "$(ratio "$gz_bytes" "$json_bytes")"
     result "5 seed size" "" "JSON exports: $(mb "$json_bytes") MB" "" "" "" ""
     result "5 seed size" "" "CSV exports: $(mb "$csv_bytes") MB" "" "" "CSV / JSON" "$(ratio "$csv_bytes" "$json_bytes")"
+fi
+
+# ---------------------------------------------------------------------------------------------------
+# Case 6: migration. A copy of the server database is upgraded to a version 2 with one more text
+# field on events, `notes`, non-null with a default (every row has a value to download). The
+# installed app database (version 1, at the server's revision) migrates in place: seed-import
+# downloads the key and `notes` of every event; the baseline downloads the whole new version
+# (seed-build). Time and bytes received, each against the other.
+
+if wants 6; then
+    step "case 6: migration"
+    stop_server
+    mkdir -p "$out/migration"
+    copy_db "$out/server.sqlite" "$out/migration/server.sqlite"
+    "$python" - "$out/seed.sqlite" "$out/migration/schema-v2.json" <<'PY'
+import json, sqlite3, sys
+schema = json.loads(sqlite3.connect(sys.argv[1]).execute("SELECT value FROM _seedsync_seed WHERE key = 'schema'").fetchone()[0])
+schema["schemaVersion"] += 1
+events = next(t for t in schema["types"] if t["name"] == "events")
+events["fields"].append({"name": "notes", "type": "text", "nullable": False, "default": "no notes yet"})
+json.dump(schema, open(sys.argv[2], "w"))
+PY
+    "$bin/seed-server" schema upgrade --database "$out/migration/server.sqlite" --schema "$out/migration/schema-v2.json" >&2
+    serve "$out/migration/server.sqlite"
+    for ((run = 1; run <= repeat; run++)); do
+        copy_db "$out/installed/app.sqlite" "$out/migration/app.sqlite"
+        measure 6 seed-import-migrate "$run" "$bin/seed-import" --seed "$out/seed.sqlite" --database "$out/migration/app.sqlite" \
+            --server "$SERVER_URL" --token-file "$work/token" --once --json
+    done
+    [ "$(sqlite3 "$out/migration/app.sqlite" "PRAGMA user_version")" = 2 ] || { echo "case 6: the app was not migrated" >&2; exit 1; }
+    for ((run = 1; run <= repeat; run++)); do
+        rm -rf "$out/migration/build" && mkdir -p "$out/migration/build"
+        measure 6 seed-build-v2 "$run" "$bin/seed-build" --server "$SERVER_URL" --token-file "$work/token" \
+            --out "$out/migration/build/seed.sqlite" --json
+    done
+    stop_server
+    migrate_wall=$(median_wall seed-import-migrate)
+    migrate_bytes=$(report_median seed-import-migrate migration.bytesDownloaded)
+    build_wall=$(median_wall seed-build-v2)
+    build_bytes=$(report_median seed-build-v2 bytesDownloaded)
+    fact migration rowsDownloaded "$(json_field "$out/runs/seed-import-migrate.1.out" migration.rowsDownloaded)"
+    fact migration medianBytes "$migrate_bytes"
+    fact migration fullDownloadMedianBytes "$build_bytes"
+    contender "6 migration" seed-import-migrate "seed-import: migrate in place" "migrate / full (time)" \
+        "$(ratio "$migrate_wall" "$build_wall")" "<=" 0.2
+    result "6 migration" "" "  bytes received: $(mb "$migrate_bytes") MB" "" "" "migrate / full (bytes)" \
+        "$(ratio "$migrate_bytes" "$build_bytes")" "<=" 0.2
+    contender "6 migration" seed-build-v2 "seed-build of version 2 (full)"
+    result "6 migration" "" "  bytes received: $(mb "$build_bytes") MB" "" ""
+    note "case 6: version 2 adds events.notes (text, default 'no notes yet') to every one of $events events; the app database migrates from version 1 at the server's revision; the baseline is a full seed-build of version 2."
+fi
+
+# ---------------------------------------------------------------------------------------------------
+# Case 7: a pinned seed. $PINNED_CHANGE_SETS change sets after the reference seed, which is
+# registered; compaction asked to keep 1,000 revisions keeps its history instead. seed-import installs
+# the seed and catches up by sync (no snapshot download).
+
+if wants 7; then
+    step "case 7: pinned seed"
+    stop_server
+    mkdir -p "$out/pinned"
+    copy_db "$out/server.sqlite" "$out/pinned/server.sqlite"
+    new_token "$work/admin-token"
+    start_server "$bin" "$out/pinned/server.sqlite" "$work/token" "$work" "" "$work/admin-token"
+    sha=$(json_field "$out/seed.sqlite.manifest.json" sha256)
+    "$python" - "$SERVER_URL" "$(cat "$work/admin-token")" "$sha" "$revision" <<'PY'
+import json, sys, urllib.request
+url, token, sha, revision = sys.argv[1:]
+body = json.dumps({"sha256": sha, "revision": int(revision), "schemaVersion": 1}).encode()
+request = urllib.request.Request(url + "/v1/admin/seeds", data=body, headers={"Authorization": "Bearer " + token})
+urllib.request.urlopen(request, timeout=30).read()
+PY
+    stop_server
+    "$bin/seed-server" mutate --database "$out/pinned/server.sqlite" --changes "$PINNED_CHANGE_SETS" --seed "$MUTATE_SEED" >&2
+    "$bin/seed-server" compact --database "$out/pinned/server.sqlite" --keep-revisions 1000 >"$work/compact.txt"
+    grep -q "kept back to revision $revision" "$work/compact.txt" || { echo "case 7: compaction was not held back: $(cat "$work/compact.txt")" >&2; exit 1; }
+    serve "$out/pinned/server.sqlite"
+    for ((run = 1; run <= repeat; run++)); do
+        remove_db "$out/pinned/app.sqlite"
+        measure 7 seed-import-pinned "$run" "$bin/seed-import" --seed "$out/seed.sqlite" --database "$out/pinned/app.sqlite" \
+            --server "$SERVER_URL" --token-file "$work/token" --once --json
+    done
+    stop_server
+    report="$out/runs/seed-import-pinned.1.out"
+    if [ "$(json_field "$report" installed)" != True ] || [ "$(json_field "$report" changeSets)" != "$PINNED_CHANGE_SETS" ] ||
+        grep -q '"replacements":\[{' "$report"; then
+        echo "case 7: the pinned seed was not installed and caught up by sync: $(cat "$report")" >&2
+        exit 1
+    fi
+    fact pinned changeSets "$PINNED_CHANGE_SETS"
+    contender "7 pinned seed" seed-import-pinned "seed-import: install + $PINNED_CHANGE_SETS change sets" "snapshot downloads" "0"
+    note "case 7: the reference seed registered, $PINNED_CHANGE_SETS change sets written after it, compact --keep-revisions 1000 kept back to the seed's revision; every run installs the seed and syncs, none downloads a snapshot."
 fi
 
 # ---------------------------------------------------------------------------------------------------

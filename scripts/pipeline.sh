@@ -7,8 +7,12 @@
 # catch up, run seed-import again (nothing to do), prove the app database equals the server's tables row
 # by row, then show write-back (two more app folders edit locally, one creates a location and an event at
 # it with temporary keys, both update the same event; both sync, one conflict is reported, and both app
-# databases equal the server's tables row by row), stop the server, and print a summary. Any failure
-# stops it with a non-zero status.
+# databases equal the server's tables row by row), then a schema upgrade without an outage (on
+# PostgreSQL a column added by psql mid-run while an app syncs, then the rest of the change read
+# from the tables; on the embedded store from a schema file), an old app (expecting version 1) and a
+# new app syncing side by side, the new one migrating right after its install, and the old one
+# migrating in place on its "update", both equal to the server row by row; stop the server, and
+# print a summary. Any failure stops it with a non-zero status.
 #
 # Usage: scripts/pipeline.sh [--backend sqlite|postgres] [--events N] [--locations N] [--changes N] [--out DIR]
 #   --backend B    sqlite (default: nothing to install) or postgres
@@ -198,6 +202,77 @@ for app in app-a app-b; do
 done
 end
 
+begin "schema upgrade to version 2"
+if [ "$backend" = sqlite ]; then
+    cat >"$work/schema-v2.json" <<'JSON'
+{"dataset": "demo", "schemaVersion": 2, "types": [
+  {"name": "locations", "primaryKey": {"name": "id", "type": "integer"}, "fields": [
+    {"name": "name", "type": "text"}, {"name": "city", "type": "text"},
+    {"name": "latitude", "type": "real"}, {"name": "longitude", "type": "real"}]},
+  {"name": "events", "primaryKey": {"name": "id", "type": "integer"}, "fields": [
+    {"name": "name", "type": "text"}, {"name": "starts_at", "type": "timestamp"},
+    {"name": "ends_at", "type": "timestamp", "nullable": true},
+    {"name": "location_id", "type": "integer", "nullable": true, "references": "locations"},
+    {"name": "capacity", "type": "integer"}, {"name": "cancelled", "type": "boolean"},
+    {"name": "notes", "type": "text", "nullable": true},
+    {"name": "venue_id", "type": "integer", "nullable": true, "references": "venues"}]},
+  {"name": "venues", "primaryKey": {"name": "id", "type": "integer"}, "fields": [
+    {"name": "name", "type": "text"}, {"name": "seats", "type": "integer", "default": 0}]}]}
+JSON
+    "$bin/seed-server" schema upgrade --database "$database" --schema "$work/schema-v2.json" \
+        --rename events.title=name >"$work/upgrade.txt"
+else
+    # The team's migration, under the running server: a column added and written by psql while an
+    # app syncs (it is not served yet, and nothing fails), then the rest, then the upgrade read
+    # from the tables. Qualified names: the role is called seedsync, like the bookkeeping's schema.
+    psql -X -q -v ON_ERROR_STOP=1 -c "ALTER TABLE public.events ADD COLUMN notes text" \
+        -c "UPDATE public.events SET notes = 'added mid-run' WHERE id % 50 = 0"
+    SEED_TOKEN=$(cat "$work/token") "$bin/seed-import" --seed "$out/demo.sqlite.gz" --database "$out/app/demo.sqlite" \
+        --server "$SERVER_URL" --expect-schema-version 1 --json >"$work/mid-run.json"
+    psql -X -q -v ON_ERROR_STOP=1 <<'SQL'
+ALTER TABLE public.events RENAME COLUMN title TO name;
+ALTER TABLE public.events DROP COLUMN description;
+CREATE TABLE public.venues (id bigint PRIMARY KEY, name text NOT NULL, seats bigint NOT NULL DEFAULT 0);
+ALTER TABLE public.events ADD COLUMN venue_id bigint REFERENCES public.venues DEFERRABLE INITIALLY DEFERRED;
+SQL
+    "$bin/seed-server" schema upgrade --database "$database" --rename events.title=name --add-tables venues \
+        >"$work/upgrade.txt"
+fi
+cat "$work/upgrade.txt" >&2
+"$bin/seed-server" schema versions --database "$database" >&2
+"$bin/seed-server" mutate --database "$database" --changes 500 --seed 2 >&2
+end
+
+begin "old and new apps side by side"
+import_app() { # APP_FOLDER JSON_OUT [OPTION...]: seed-import into APP_FOLDER from the version 1 seed
+    local app=$1 json=$2
+    shift 2
+    SEED_TOKEN=$(cat "$work/token") "$bin/seed-import" --seed "$out/demo.sqlite.gz" --database "$out/$app/demo.sqlite" \
+        --server "$SERVER_URL" --json "$@" >"$work/$json.json"
+}
+version_of() { sqlite3 "$out/$1/demo.sqlite" "PRAGMA user_version"; }
+# The installed app, still built for version 1, syncs on in it.
+import_app app old-app --expect-schema-version 1
+[ "$(version_of app)" = 1 ] || { echo "the old app left schema version 1" >&2; exit 1; }
+# A new app (built for the newest version) installs the version 1 seed and migrates right after.
+rm -rf "${out:?}/app-new"
+import_app app-new new-app
+[ "$(version_of app-new)" = 2 ] || { echo "the new app is not at schema version 2" >&2; exit 1; }
+compare_app "$out/app-new/demo.sqlite" >"$work/compare-new.txt" || {
+    cat "$work/compare-new.txt" >&2
+    echo "the new app differs from the server" >&2
+    exit 1
+}
+# The old app's update: it migrates in place, keeping its rows and revision.
+import_app app updated-app
+[ "$(version_of app)" = 2 ] || { echo "the updated app is not at schema version 2" >&2; exit 1; }
+compare_app "$out/app/demo.sqlite" >"$work/compare-updated.txt" || {
+    cat "$work/compare-updated.txt" >&2
+    echo "the migrated app differs from the server" >&2
+    exit 1
+}
+end
+
 begin "stop server"
 stop_server
 end
@@ -206,7 +281,8 @@ manifest="$out/demo.sqlite.manifest.json"
 field() { sed -n "s/^  \"$1\" : \"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}$/\1/p" "$manifest" | head -n 1; }
 rows=$(sed -n '/"rowCounts"/,/}/s/^ *"\([a-z0-9_]*\)" : \([0-9]*\),\{0,1\}$/\1 \2/p' "$manifest" | tr '\n' ' ')
 gz_size=$(sed -n '/"gzip"/,/}/s/^ *"size" : \([0-9]*\),\{0,1\}$/\1/p' "$manifest")
-report() { sed -n "s/.*\"$2\" *: *\([a-z0-9.]*\).*/\1/p" <(tr ',' '\n' <"$work/import-$1.json") | head -n 1; }
+report() { report_of "import-$1" "$2"; }
+report_of() { sed -n "s/.*\"$2\" *: *\([a-z0-9.]*\).*/\1/p" <(tr ',{' '\n\n' <"$work/$1.json") | head -n 1; }
 second_changes=$(report 2 changeSets)
 if [ "$second_changes" != 0 ]; then
     echo "the second seed-import applied $second_changes change sets; expected none" >&2
@@ -226,6 +302,12 @@ SeedSync pipeline: done ($backend store)
              ($(report 1 inserted) inserted, $(report 1 updated) updated, $(report 1 deleted) deleted); second run: $second_changes change sets
   app db     $out/app/demo.sqlite, row by row equal to the server:
 $(sed 's/^/  /' "$work/compare.txt")
+  upgrade    $(cat "$work/upgrade.txt")
+  old app    stayed on version 1: revision $(report_of old-app fromRevision) -> $(report_of old-app toRevision), $(report_of old-app changeSets) change sets
+  new app    installed version 1, migrated to 2 ($(report_of new-app rowsDownloaded) rows, $(report_of new-app bytesDownloaded) bytes downloaded), equal to the server:
+$(sed 's/^  /    /' "$work/compare-new.txt")
+  old app, updated: migrated in place ($(report_of updated-app rowsDownloaded) rows, $(report_of updated-app bytesDownloaded) bytes downloaded), equal to the server:
+$(sed 's/^  /    /' "$work/compare-updated.txt")
   write-back app A: $(sed -n 's/^seed-import: //p' "$work/push-1.err" | head -n 1)
              app B: $(sed -n 's/^seed-import: //p' "$work/push-2.err" | head -n 1)
              both app databases row by row equal to the server:

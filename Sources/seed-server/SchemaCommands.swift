@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import SeedSyncModel
 import SeedSyncPostgres
 import SeedSyncStore
@@ -84,7 +85,12 @@ extension SeedServerCommand.Schema {
                 let location = try options.postgres()!
                 let tables = addTables?.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } ?? []
                 let version = schemaVersion
-                upgrade = try await PostgresSyncStore.withStore(at: location, maximumConnections: 2) { store in
+                // Opening the store reports the tables that changed since the version it serves: the
+                // very changes this command records, so not worth a line.
+                var quiet = Logger(label: "seed-server.postgres")
+                quiet.logLevel = .critical
+                upgrade = try await PostgresSyncStore.withStore(at: location, maximumConnections: 2, logger: quiet) {
+                    store in
                     try await store.upgradeFromTables(adding: tables, renaming: renames, schemaVersion: version)
                 }
             }

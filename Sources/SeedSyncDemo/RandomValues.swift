@@ -17,6 +17,10 @@ enum RandomValues {
                 UInt8.random(in: 0...255, using: &random)
             }
             return .string(Data(bytes).base64EncodedString())
+        case .json:
+            return .object([
+                "tag": .string(random.pick(Words.genres)), "score": .int(Int64.random(in: 0...100, using: &random)),
+            ])
         }
     }
 }

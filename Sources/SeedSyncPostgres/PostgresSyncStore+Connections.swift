@@ -117,11 +117,12 @@ extension PostgresBindings {
         }
     }
 
-    /// Binds a normalized wire value for a column of `type`: timestamps as text (the SQL casts
-    /// them), blobs as bytes.
+    /// Binds a normalized wire value for a column of `type`: timestamps and JSON as text (the SQL
+    /// casts them), blobs as bytes.
     mutating func append(_ value: JSONValue, as type: FieldType) {
         switch (value, type) {
         case (.null, _): appendNull()
+        case (_, .json): append(String(decoding: JSONWriter.bytes(of: value), as: UTF8.self))
         case (.bool(let flag), _): append(flag)
         case (.int(let number), .real): append(Double(number))
         case (.int(let number), _): append(number)

@@ -115,7 +115,9 @@ enum CopyText {
 
     private static func append(_ value: JSONValue, as type: FieldType, to buffer: inout ByteBuffer) {
         switch (value, type) {
-        case (.null, _), (.array, _), (.object, _): buffer.writeString("\\N")
+        case (.null, _): buffer.writeString("\\N")
+        case (_, .json): appendEscaped(String(decoding: JSONWriter.bytes(of: value), as: UTF8.self), to: &buffer)
+        case (.array, _), (.object, _): buffer.writeString("\\N")
         case (.bool(let flag), _): buffer.writeString(flag ? "t" : "f")
         case (.int(let number), .real): buffer.writeString("\(Double(number))")
         case (.int(let number), _): buffer.writeString(String(number))

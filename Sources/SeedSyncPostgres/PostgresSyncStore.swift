@@ -43,7 +43,7 @@ public final class PostgresSyncStore: SyncStore {
         self.client = client
         self.logger = logger
         tableSchema = state.tableSchema
-        servedTables = LockedValue(ServedPostgresTables(state.history, tableSchema: state.tableSchema))
+        servedTables = LockedValue(state.served)
     }
 
     /// The newest schema version's schema: the shape of the served tables.
@@ -55,8 +55,9 @@ public final class PostgresSyncStore: SyncStore {
     func served(newest: Int, on connection: PostgresConnection) async throws -> ServedPostgresTables {
         let current = servedTables.get()
         guard newest != current.versions.history.newest.number else { return current }
-        let fresh = ServedPostgresTables(
-            try await PostgresSchemaRecords.history(on: connection, logger: logger), tableSchema: tableSchema)
+        let fresh = try await ServedPostgresTables.read(
+            try await PostgresSchemaRecords.history(on: connection, logger: logger), tableSchema: tableSchema,
+            on: connection, logger: logger)
         servedTables.set(fresh)
         return fresh
     }
@@ -102,6 +103,8 @@ public final class PostgresSyncStore: SyncStore {
                 try await PostgresSchemaRecords.prepare(on: connection, logger: logger)
                 try await connection.query("COMMIT", logger: logger)
                 state.history = try await PostgresSchemaRecords.history(on: connection, logger: logger)
+                state.served = try await ServedPostgresTables.read(
+                    state.history, tableSchema: state.tableSchema, on: connection, logger: logger)
             } catch let error as PSQLError {
                 _ = try? await connection.query("ROLLBACK", logger: logger)
                 throw PostgresStoreError.connection(error, location: location)
@@ -199,6 +202,8 @@ struct LoggedChangeSets: Sendable {
 struct StoredState {
     var history: SchemaHistory
     var tableSchema: String
+    /// The versions with the catalog's columns, read once the bookkeeping is there.
+    var served: ServedPostgresTables
 
     static func read(on connection: PostgresConnection, location: PostgresLocation, logger: Logger) async throws
         -> StoredState
@@ -214,9 +219,10 @@ struct StoredState {
                         "\(location) holds a SeedSync store of format \(format); this seed-server reads format \(CaptureSQL.format)"
                     )
                 }
+                let history = SchemaHistory(try JSONDecoder().decode(DatasetSchema.self, from: Data(json.utf8)))
                 return StoredState(
-                    history: SchemaHistory(try JSONDecoder().decode(DatasetSchema.self, from: Data(json.utf8))),
-                    tableSchema: tableSchema)
+                    history: history, tableSchema: tableSchema,
+                    served: ServedPostgresTables(history, tableSchema: tableSchema))
             }
         } catch let error as PSQLError {
             if error.sqlState == "42P01" || error.sqlState == "3F000" {

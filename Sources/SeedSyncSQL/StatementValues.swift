@@ -72,7 +72,7 @@ package enum StatementValues {
         column index: Int32, of statement: Statement, as type: FieldType?, to writer: inout JSONWriter
     ) {
         let handle = statement.sqliteStatement
-        guard sqlite3_column_type(handle, index) == SQLITE_TEXT else {
+        guard sqlite3_column_type(handle, index) == SQLITE_TEXT, type != .json else {
             writer.value(ValueMapping.jsonValue(DatabaseValue(sqliteStatement: handle, index: index), as: type))
             return
         }

@@ -104,7 +104,7 @@ package struct TableSQL: Sendable {
         switch type {
         case .integer, .boolean: "INTEGER"
         case .real: "REAL"
-        case .text, .timestamp: "TEXT"
+        case .text, .timestamp, .json: "TEXT"
         case .blob: "BLOB"
         }
     }

@@ -13,6 +13,7 @@ package import SeedSyncModel
 /// | `boolean`   | INTEGER 0 or 1          | `true` or `false` |
 /// | `timestamp` | TEXT (RFC 3339)         | string            |
 /// | `blob`      | BLOB                    | base64 string     |
+/// | `json`      | TEXT, the compact JSON  | the JSON value    |
 /// | any, null   | NULL                    | `null`            |
 /// | key         | INTEGER or TEXT         | integer or string |
 ///
@@ -22,6 +23,7 @@ package enum ValueMapping {
     package static func databaseValue(_ value: JSONValue, as type: FieldType) -> DatabaseValue {
         switch (value, type) {
         case (.null, _): .null
+        case (_, .json): String(decoding: JSONWriter.bytes(of: value), as: UTF8.self).databaseValue
         case (.bool(let flag), _): (flag ? 1 : 0).databaseValue
         case (.int(let number), .real): Double(number).databaseValue
         case (.int(let number), _): number.databaseValue
@@ -44,6 +46,7 @@ package enum ValueMapping {
     package static func jsonValue(_ value: DatabaseValue, as type: FieldType?) -> JSONValue {
         switch (value.storage, type) {
         case (.null, _): .null
+        case (.string(let text), .json): (try? JSONParser.parse(Array(text.utf8))) ?? .null
         case (.int64(let number), .boolean): .bool(number != 0)
         case (.int64(let number), .real): .double(Double(number))
         case (.int64(let number), _): .int(number)

@@ -10,13 +10,16 @@ import Testing
 /// type and the edges of its values, both give the same JSON, byte for byte.
 @Suite struct WireRowTests {
     static let tables = """
+        CREATE TYPE mood AS ENUM ('calm', 'busy', 'très occupé');
         CREATE TABLE edges (
           id integer PRIMARY KEY,
           small smallint, big bigint,
           single real, double double precision, decimal numeric, money numeric(12, 4),
           words text, code varchar(10), flag boolean,
           at timestamptz, local timestamp,
-          data bytea
+          data bytea,
+          tag uuid, state mood, padded char(4), doc jsonb, raw json,
+          ints integer[], names text[], amounts numeric[], grid bigint[][], flags boolean[], ids uuid[]
         )
         """
 
@@ -30,18 +33,26 @@ import Testing
                     Field(name: "big", type: .integer, nullable: true),
                     Field(name: "single", type: .real, nullable: true),
                     Field(name: "double", type: .real, nullable: true),
-                    Field(name: "decimal", type: .real, nullable: true),
+                    Field(name: "decimal", type: .text, nullable: true),
                     Field(name: "money", type: .real, nullable: true),
                     Field(name: "words", type: .text, nullable: true), Field(name: "code", type: .text, nullable: true),
                     Field(name: "flag", type: .boolean, nullable: true),
                     Field(name: "at", type: .timestamp, nullable: true),
                     Field(name: "local", type: .timestamp, nullable: true),
                     Field(name: "data", type: .blob, nullable: true),
+                    Field(name: "tag", type: .text, nullable: true), Field(name: "state", type: .text, nullable: true),
+                    Field(name: "padded", type: .text, nullable: true), Field(name: "doc", type: .json, nullable: true),
+                    Field(name: "raw", type: .json, nullable: true), Field(name: "ints", type: .json, nullable: true),
+                    Field(name: "names", type: .json, nullable: true),
+                    Field(name: "amounts", type: .json, nullable: true),
+                    Field(name: "grid", type: .json, nullable: true), Field(name: "flags", type: .json, nullable: true),
+                    Field(name: "ids", type: .json, nullable: true),
                 ])
         ])
 
     /// Rows written after attach, so each is in the change log as `to_json` and in the table.
     static let rows = """
+        BEGIN;
         INSERT INTO edges VALUES
           (1, 32767, 9223372036854775807, 0.1, 0.1, 12.50, -0.0001, E'quote " backslash \\\\ tab \\t newline \\n ünïcödé 😀', '', true,
            '1969-12-31 23:59:59.999999+00', '2000-01-01 00:00:00', '\\x'),
@@ -51,7 +62,16 @@ import Testing
            '2026-11-22 10:15:00.25+00', '1999-12-31 23:59:59.5', decode(repeat('ab01', 700), 'hex')),
           (4, NULL, NULL, 16777217, 12, 100000000000000000000, 300, NULL, NULL, NULL, NULL, NULL, NULL),
           (5, 1, -1, 1.5, 5e-324, -7, 0.5, 'z', 'zz', true, '2000-02-29 12:00:00.000001+00', '1600-03-01 00:00:00', '\\xff'),
-          (6, NULL, NULL, -0.000123, -0.0, 0.10, 1, NULL, NULL, NULL, '2038-01-19 03:14:08+00', '1900-01-01 00:00:00.1', NULL)
+          (6, NULL, NULL, -0.000123, -0.0, 0.10, 1, NULL, NULL, NULL, '2038-01-19 03:14:08+00', '1900-01-01 00:00:00.1', NULL);
+        UPDATE edges SET tag = 'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11', state = 'très occupé', padded = 'ab',
+          doc = '{"b": [1, 2.50, "x", null], "a": {"deep": true}, "n": 12345678901234567890}',
+          raw = '{"z": 1,   "a": [ ]}', ints = '{1, NULL, -3}', names = '{"a b", "", "é\\"q"}',
+          amounts = '{12.50, 123456789012345678901234567890.123456789, -0}', grid = '{{1, 2}, {3, 4}}',
+          flags = '{true, false}', ids = '{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}' WHERE id = 1;
+        UPDATE edges SET doc = '"just text"', raw = '7', ints = '{}', state = 'calm' WHERE id = 2;
+        UPDATE edges SET doc = 'false' WHERE id = 3;
+        UPDATE edges SET doc = 'null' WHERE id = 4;
+        COMMIT
         """
 
     @Test func snapshotPagesAndTheChangeLogWriteEveryValueAlike() async throws {
@@ -78,8 +98,20 @@ import Testing
                 #expect(page.rows[2][10] == "2026-11-22T10:15:00.25Z" && page.rows[2][11] == "1999-12-31T23:59:59.5Z")
                 #expect(page.rows[4][10] == "2000-02-29T12:00:00.000001Z" && page.rows[4][11] == "1600-03-01T00:00:00Z")
                 #expect(page.rows[0][3] == .double(0.1) && page.rows[3][3] == .double(16_777_216))
-                #expect(page.rows[1][5] == .double(123456789012345678901234567890.123456789))
+                // A numeric without a declared precision, as text: every digit.
+                #expect(page.rows[1][5] == "123456789012345678901234567890.123456789" && page.rows[0][5] == "12.50")
                 #expect(page.rows[1][12] == "AP8Q" && page.rows[0][12] == "")
+                // uuid, an enum, char(n), jsonb, json and arrays.
+                let first = page.rows[0]
+                #expect(first[13] == "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11" && first[14] == "très occupé")
+                #expect(first[15] == "ab  ")
+                #expect(json(first[16]) == #"{"a":{"deep":true},"b":[1,2.5,"x",null],"n":1.2345678901234567e+19}"#)
+                #expect(json(first[17]) == #"{"a":[],"z":1}"#)
+                #expect(json(first[18]) == "[1,null,-3]" && json(first[19]) == #"["a b","","é\"q"]"#)
+                #expect(json(first[21]) == "[[1,2],[3,4]]" && json(first[22]) == "[true,false]")
+                #expect(json(first[23]) == #"["a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"]"#)
+                #expect(page.rows[1][16] == "just text" && page.rows[1][17] == 7 && page.rows[1][18] == .array([]))
+                #expect(page.rows[2][16] == false && page.rows[3][16] == .null, "JSON null is the field's null")
             }
         }
     }
@@ -87,7 +119,7 @@ import Testing
     @Test(arguments: [
         ("UPDATE edges SET double = 'NaN'", "double"),
         ("UPDATE edges SET single = '-Infinity'", "single"),
-        ("UPDATE edges SET decimal = 'NaN'", "decimal"),
+        ("UPDATE edges SET money = 'NaN'", "money"),
         ("UPDATE edges SET at = 'infinity'", "at"),
         ("UPDATE edges SET local = '0044-03-15 BC'", "local"),
     ])
@@ -101,6 +133,30 @@ import Testing
                 }
                 await #expect { try await store.changeFeed(after: 2, limit: 10, byteBudget: 1 << 20) } throws: {
                     ($0 as? SyncStoreError)?.code == .schemaMismatch && "\($0)".contains("edges[1].\(field)")
+                }
+            }
+        }
+    }
+
+    /// A real field over a numeric column without a declared precision: a value a double cannot
+    /// hold is refused on both paths, naming the row and column, never served rounded.
+    @Test func aDecimalARealWouldRoundIsRefusedNotRounded() async throws {
+        var changed = Self.schema
+        changed.types[0].fields[4].type = .real
+        let schema = changed
+        try await withTeamDatabase(Self.tables) { location in
+            try await PostgresSyncStore.attach(at: location, schema: schema)
+            try await psql("INSERT INTO edges (id, decimal) VALUES (1, 12.50), (2, 0.1)", on: location)
+            try await PostgresSyncStore.withStore(at: location) { store in
+                let page = try await store.snapshotPage(of: "edges", after: nil, limit: 10)
+                #expect(page.rows.map { $0[5] } == [12.5, 0.1])
+                try await psql("UPDATE edges SET decimal = 123456789012345678.5 WHERE id = 2", on: location)
+                await #expect { try await store.snapshotPage(of: "edges", after: nil, limit: 10) } throws: {
+                    ($0 as? SyncStoreError)?.code == .schemaMismatch && "\($0)".contains("edges[2].decimal")
+                }
+                await #expect { try await store.changeFeed(after: 2, limit: 10, byteBudget: 1 << 20) } throws: {
+                    ($0 as? SyncStoreError)?.code == .schemaMismatch && "\($0)".contains("edges[2].decimal")
+                        && "\($0)".contains("rounded")
                 }
             }
         }

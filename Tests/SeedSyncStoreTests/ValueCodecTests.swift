@@ -48,6 +48,13 @@ import Testing
         case .blob:
             let blobs = [Data(), Data([0]), Data([0, 1, 2, 255]), Data(0...255), Data("é".utf8)]
             return [null] + blobs.map { $0.base64EncodedString() }.map { Sample(.string($0), "blob", .string($0)) }
+        case .json:
+            let values: [JSONValue] = [
+                .object(["b": .array([1, 2.5, "x"]), "a": .object(["nested": true, "none": .null])]), .array([]),
+                "text",
+                "quote \" and ✓", 0, -7, 1e300, false,
+            ]
+            return [null] + values.map { Sample($0, "text", $0) }
         }
     }
 

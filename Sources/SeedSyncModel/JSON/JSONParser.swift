@@ -29,6 +29,22 @@ public enum JSONParser {
         }
         return try result.get()
     }
+
+    /// Parses one JSON document, and keeps the text of each number that is a member of the
+    /// top-level object, by member name: what a decimal column's exact value is when its row comes
+    /// as JSON (`{"price": 123456789012345678901234567890.5}` would lose digits as a `Double`).
+    ///
+    /// - Throws: ``JSONParseError`` with the byte offset of the first problem.
+    package static func parseKeepingNumberText(_ bytes: some ContiguousBytes) throws(JSONParseError) -> (
+        value: JSONValue, numbers: [String: String]
+    ) {
+        let result: Result<(JSONValue, [String: String]), JSONParseError> = bytes.withUnsafeBytes { raw in
+            var parser = Scanner(bytes: raw.bindMemory(to: UInt8.self))
+            parser.memberNumbers = [:]
+            return Result { () throws(JSONParseError) in (try parser.parseDocument(), parser.memberNumbers ?? [:]) }
+        }
+        return try result.get()
+    }
 }
 
 /// JSON text that ``JSONParser`` refused.
@@ -63,6 +79,8 @@ private struct Scanner {
     let bytes: UnsafeBufferPointer<UInt8>
     var index = 0
     var depth = 0
+    /// When set, the text of every number that is a member of the top-level object, by name.
+    var memberNumbers: [String: String]?
 
     init(bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
@@ -121,7 +139,17 @@ private struct Scanner {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == Byte.colon else { throw failure("expected ':'") }
             index += 1
-            guard members.updateValue(try parseValue(), forKey: name) == nil else {
+            skipWhitespace()
+            let valueStart = index
+            let value = try parseValue()
+            if depth == 1, memberNumbers != nil, case .int = value {
+                memberNumbers?[name] = String(
+                    decoding: UnsafeBufferPointer(rebasing: bytes[valueStart..<index]), as: UTF8.self)
+            } else if depth == 1, memberNumbers != nil, case .double = value {
+                memberNumbers?[name] = String(
+                    decoding: UnsafeBufferPointer(rebasing: bytes[valueStart..<index]), as: UTF8.self)
+            }
+            guard members.updateValue(value, forKey: name) == nil else {
                 throw JSONParseError(
                     code: .invalidSyntax, offset: start, reason: "duplicate member '\(name.clippedForMessage)'")
             }

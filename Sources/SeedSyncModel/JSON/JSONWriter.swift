@@ -19,6 +19,13 @@ package struct JSONWriter: Sendable {
         bytes.reserveCapacity(capacity)
     }
 
+    /// The compact JSON of `value` (object keys sorted): the canonical text of a `json` field.
+    package static func bytes(of value: JSONValue) -> [UInt8] {
+        var writer = JSONWriter(capacity: 64)
+        writer.value(value)
+        return writer.bytes
+    }
+
     package mutating func beginObject() {
         separate()
         bytes.append(UInt8(ascii: "{"))

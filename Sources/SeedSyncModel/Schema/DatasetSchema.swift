@@ -146,8 +146,9 @@ public struct Field: Codable, Sendable, Hashable {
 /// | `boolean` | `true` / `false` | INTEGER 0 / 1 |
 /// | `timestamp` | RFC 3339 string | TEXT |
 /// | `blob` | base64 string | BLOB |
+/// | `json` | any JSON value (object, array, string, number, boolean) | TEXT holding the compact JSON |
 public enum FieldType: String, Codable, Sendable, Hashable, CaseIterable {
-    case integer, real, text, boolean, timestamp, blob
+    case integer, real, text, boolean, timestamp, blob, json
 }
 
 /// `GET /v1/schema`: the schema plus the revisions a client needs to decide how to sync.

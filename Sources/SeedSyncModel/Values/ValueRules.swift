@@ -4,10 +4,12 @@ extension FieldType {
     /// The canonical form of `value` for a field of this type, or `nil` when it does not fit.
     ///
     /// `real` accepts integers and stores them as reals, `blob` accepts base64 and re-encodes it
-    /// canonically, `timestamp` accepts RFC 3339 text only. `null` is not handled here.
+    /// canonically, `timestamp` accepts RFC 3339 text only, `json` any value (numbers finite, as
+    /// JSON has them). `null` is not handled here.
     public func normalize(_ value: JSONValue) -> JSONValue? {
         switch (self, value) {
         case (.integer, .int), (.text, .string), (.boolean, .bool): return value
+        case (.json, _): return value.isFinite ? value : nil
         case (.real, .int(let number)): return .double(Double(number))
         case (.real, .double(let number)): return number.isFinite ? value : nil
         case (.timestamp, .string(let text)): return RFC3339.isValid(text) ? value : nil
@@ -26,6 +28,19 @@ extension FieldType {
         case .boolean: "true or false"
         case .timestamp: "an RFC 3339 timestamp string"
         case .blob: "a base64 string"
+        case .json: "a JSON value"
+        }
+    }
+}
+
+extension JSONValue {
+    /// Whether every number in the value is finite, as JSON can write it.
+    var isFinite: Bool {
+        switch self {
+        case .double(let number): number.isFinite
+        case .array(let values): values.allSatisfy(\.isFinite)
+        case .object(let members): members.values.allSatisfy(\.isFinite)
+        default: true
         }
     }
 }

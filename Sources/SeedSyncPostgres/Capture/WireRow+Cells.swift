@@ -76,19 +76,118 @@ extension WireRow {
         case (.real, .float4):
             guard let bits = bytes.readInteger(as: UInt32.self), Float(bitPattern: bits).isFinite else { return nil }
             return number(String(describing: Float(bitPattern: bits)), as: type)
-        case (.real, .numeric): return numericText(&bytes).flatMap { number($0, as: type) }
-        case (.text, .text), (.text, .varchar): return .string(bytes.readString(length: bytes.readableBytes) ?? "")
+        case (.real, .numeric):
+            return numericText(&bytes).flatMap { DecimalText.fitsDouble($0) ? number($0, as: type) : nil }
+        case (.text, .text), (.text, .varchar), (.text, .bpchar): return text(&bytes)
+        case (.text, .uuid): return uuidText(&bytes).map(JSONValue.string)
+        case (.text, .numeric): return numericText(&bytes).map(JSONValue.string)
+        case (.text, let other) where other.rawValue >= firstUserTypeID: return text(&bytes)  // an enum's label
         case (.boolean, .bool): return bytes.readInteger(as: UInt8.self).map { .bool($0 != 0) }
         case (.timestamp, .timestamptz), (.timestamp, .timestamp):
             return bytes.readInteger(as: Int64.self).flatMap(timestampText(microsecondsSince2000:)).map { .string($0) }
         case (.blob, .bytea): return .string(Data(bytes.readableBytesView).base64EncodedString())
+        case (.json, .json): return text(&bytes).flatMap(json)
+        case (.json, .jsonb):
+            guard bytes.readInteger(as: UInt8.self) == 1 else { return nil }  // jsonb's binary format version
+            return text(&bytes).flatMap(json)
+        case (.json, let array) where ArrayCell.types.contains(array): return ArrayCell.value(&bytes)
         default: return nil
         }
+    }
+
+    /// The first object id of types made in a database (enums among them), not built in.
+    private static let firstUserTypeID: UInt32 = 16_384
+
+    private static func text(_ bytes: inout ByteBuffer) -> JSONValue? {
+        bytes.readString(length: bytes.readableBytes).map(JSONValue.string)
+    }
+
+    /// The JSON value of a `json` field from JSON text (JSON's `null` is the field's null, as
+    /// `to_json` writes it too).
+    private static func json(_ text: JSONValue) -> JSONValue? {
+        guard case .string(let text) = text else { return nil }
+        return try? JSONParser.parse(Array(text.utf8))
     }
 
     /// `text` as the JSON form reads a number: the same parser, the same rules.
     private static func number(_ text: String, as type: FieldType) -> JSONValue? {
         (try? JSONParser.parse(Array(text.utf8))).flatMap(type.normalize)
+    }
+}
+
+/// A `uuid` in binary format as `uuid_out` writes it: `a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11`.
+func uuidText(_ bytes: inout ByteBuffer) -> String? {
+    guard let raw = bytes.readBytes(length: 16) else { return nil }
+    let hex = raw.map { byte in String(byte >> 4, radix: 16) + String(byte & 0xF, radix: 16) }
+    return [hex[0..<4], hex[4..<6], hex[6..<8], hex[8..<10], hex[10..<16]].map { $0.joined() }.joined(separator: "-")
+}
+
+/// A PostgreSQL array in binary format as the JSON `to_json` writes for it: nested arrays per
+/// dimension, elements as ``WireRow`` reads them (numbers, strings, booleans, `null`).
+enum ArrayCell {
+    /// The array types read: of the elements ``element(_:_:)`` reads (`TableCheck.arrayTypes`).
+    static let types: Set<PostgresDataType> = [
+        .int2Array, .int4Array, .int8Array, .float4Array, .float8Array, PostgresDataType(1231), .textArray,
+        .varcharArray, .bpcharArray, .boolArray, .uuidArray,
+    ]
+
+    /// The array's JSON, or nil for an array of an element type this does not read.
+    static func value(_ bytes: inout ByteBuffer) -> JSONValue? {
+        guard let dimensions = bytes.readInteger(as: Int32.self), bytes.readInteger(as: Int32.self) != nil,
+            let element = bytes.readInteger(as: UInt32.self), (0...6).contains(dimensions)
+        else { return nil }
+        var sizes: [Int] = []
+        for _ in 0..<dimensions {
+            guard let size = bytes.readInteger(as: Int32.self), bytes.readInteger(as: Int32.self) != nil, size >= 0
+            else { return nil }
+            sizes.append(Int(size))
+        }
+        guard !sizes.isEmpty else { return .array([]) }
+        return read(&bytes, sizes: sizes[...], element: PostgresDataType(element))
+    }
+
+    private static func read(_ bytes: inout ByteBuffer, sizes: ArraySlice<Int>, element: PostgresDataType) -> JSONValue?
+    {
+        var items: [JSONValue] = []
+        for _ in 0..<sizes.first! {
+            if sizes.count > 1 {
+                guard let nested = read(&bytes, sizes: sizes.dropFirst(), element: element) else { return nil }
+                items.append(nested)
+                continue
+            }
+            guard let length = bytes.readInteger(as: Int32.self) else { return nil }
+            guard length >= 0 else {
+                items.append(.null)
+                continue
+            }
+            guard var item = bytes.readSlice(length: Int(length)), let value = Self.element(&item, element) else {
+                return nil
+            }
+            items.append(value)
+        }
+        return .array(items)
+    }
+
+    /// One element as `to_json` writes it: a number's digits as its JSON number, text as a string.
+    private static func element(_ bytes: inout ByteBuffer, _ type: PostgresDataType) -> JSONValue? {
+        switch type {
+        case .int2: bytes.readInteger(as: Int16.self).map { .int(Int64($0)) }
+        case .int4: bytes.readInteger(as: Int32.self).map { .int(Int64($0)) }
+        case .int8: bytes.readInteger(as: Int64.self).map { .int($0) }
+        case .float8:
+            bytes.readInteger(as: UInt64.self).flatMap { bits in
+                Double(bitPattern: bits).isFinite ? .double(Double(bitPattern: bits)) : nil
+            }
+        case .float4:
+            bytes.readInteger(as: UInt32.self).flatMap { bits in
+                Float(bitPattern: bits).isFinite ? try? JSONParser.parse(Array("\(Float(bitPattern: bits))".utf8)) : nil
+            }
+        case .numeric: numericText(&bytes).flatMap { try? JSONParser.parse(Array($0.utf8)) }
+        case .text, .varchar, .bpchar: bytes.readString(length: bytes.readableBytes).map(JSONValue.string)
+        case .bool: bytes.readInteger(as: UInt8.self).map { .bool($0 != 0) }
+        case .uuid: uuidText(&bytes).map(JSONValue.string)
+        default: nil
+        }
     }
 }
 

@@ -23,7 +23,8 @@ struct WireRow {
     var values: [JSONValue]
 
     init(json bytes: some ContiguousBytes, of type: EntityType, table: String) throws(SyncStoreError) {
-        guard case .object(let members)? = try? JSONParser.parse(bytes) else {
+        guard let (value, numbers) = try? JSONParser.parseKeepingNumberText(bytes), case .object(let members) = value
+        else {
             throw .schemaMismatch("a row of \(table) could not be read")
         }
         guard let key = members[type.primaryKey.name], type.primaryKey.type.accepts(key) else {
@@ -35,7 +36,9 @@ struct WireRow {
             guard let value = members[field.name] else {
                 throw .schemaMismatch("\(table) has no column \(field.name) any more")
             }
-            values.append(try Self.wireValue(value, of: field.type, name: field.name, row: key, table: table))
+            values.append(
+                try Self.wireValue(
+                    value, text: numbers[field.name], of: field.type, name: field.name, row: key, table: table))
         }
         self.values = values
     }
@@ -46,7 +49,8 @@ struct WireRow {
     static func members(
         json bytes: some ContiguousBytes, key: PrimaryKey, fieldTypes: [String: FieldType], table: String
     ) throws(SyncStoreError) -> (key: JSONValue, attributes: [String: JSONValue]) {
-        guard case .object(let members)? = try? JSONParser.parse(bytes) else {
+        guard let (value, numbers) = try? JSONParser.parseKeepingNumberText(bytes), case .object(let members) = value
+        else {
             throw .schemaMismatch("a row of \(table) could not be read")
         }
         guard let keyValue = members[key.name], key.type.accepts(keyValue) else {
@@ -55,19 +59,26 @@ struct WireRow {
         var attributes = [String: JSONValue](minimumCapacity: members.count)
         for (name, value) in members {
             guard let type = fieldTypes[name] else { continue }
-            attributes[name] = try wireValue(value, of: type, name: name, row: keyValue, table: table)
+            attributes[name] = try wireValue(
+                value, text: numbers[name], of: type, name: name, row: keyValue, table: table)
         }
         return (keyValue, attributes)
     }
 
+    /// The wire value of a member of a logged row: `text` is the number's text when the member
+    /// is a number (a `numeric` column's exact digits).
     private static func wireValue(
-        _ value: JSONValue, of type: FieldType, name: String, row key: JSONValue, table: String
+        _ value: JSONValue, text: String?, of type: FieldType, name: String, row key: JSONValue, table: String
     ) throws(SyncStoreError) -> JSONValue {
         if value == .null { return .null }
+        if type == .real, let text, !DecimalText.fitsDouble(text) {
+            throw .schemaMismatch(DecimalText.roundingMessage(table: table, row: key, field: name))
+        }
         let converted: JSONValue? =
             switch (type, value) {
             case (.timestamp, .string(let text)): timestamp(text)
             case (.blob, .string(let text)): blob(text)
+            case (.text, .int), (.text, .double): text.map(JSONValue.string)
             default: type.normalize(value)
             }
         guard let converted else {
@@ -118,5 +129,39 @@ struct WireRow {
         case UInt8(ascii: "A")...UInt8(ascii: "F"): character - UInt8(ascii: "A") + 10
         default: nil
         }
+    }
+}
+
+/// Decimal text as `numeric` columns hold it, against a double.
+enum DecimalText {
+    /// Whether the decimal `text` is a double exactly as written: its digits are the shortest
+    /// ones of the double nearest it (`12.50`, `0.1`, `1e300` are; a 39-digit value is not).
+    static func fitsDouble(_ text: String) -> Bool {
+        guard let double = Double(text), double.isFinite else { return false }
+        return normalized(text) == normalized("\(double)")
+    }
+
+    /// Sign, significant digits and exponent of a decimal: `-12.50` and `-1.25e1` are alike.
+    private static func normalized(_ text: String) -> String? {
+        var rest = Substring(text)
+        let negative = rest.first == "-"
+        if negative { rest = rest.dropFirst() }
+        let mantissa = rest.prefix { $0 != "e" && $0 != "E" }
+        var exponent = Int(rest.dropFirst(mantissa.count).dropFirst()) ?? 0
+        let parts = mantissa.split(separator: ".", omittingEmptySubsequences: false)
+        guard (1...2).contains(parts.count) else { return nil }
+        let fraction = parts.count == 2 ? parts[1] : ""
+        exponent -= fraction.count
+        var digits = Substring(String(parts[0] + fraction)).drop { $0 == "0" }
+        while digits.last == "0" {
+            digits = digits.dropLast()
+            exponent += 1
+        }
+        if digits.isEmpty { return "0" }
+        return "\(negative ? "-" : "")\(digits)e\(exponent)"
+    }
+
+    static func roundingMessage(table: String, row key: JSONValue, field: String) -> String {
+        "\(table)[\(key.keyString ?? "?")].\(field) holds a decimal with more digits than a real keeps: it would be served rounded. Serve the column as an exact text field (a new field, a schema upgrade)"
     }
 }

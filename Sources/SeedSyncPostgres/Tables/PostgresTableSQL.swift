@@ -17,9 +17,14 @@ struct PostgresTableSQL: Sendable {
     static let maximumNameLength = 57
     /// `"id"`: the primary-key column.
     let key: String
+    /// The table's columns as the catalog described them when the store read it, by name: what a
+    /// written value is cast to (a `uuid`, an enum, a `jsonb`, an array). Empty for tables the store
+    /// creates, whose column types follow from the fields.
+    let columns: [String: TableCheck.Column]
 
-    init(type: EntityType, tableSchema: String) {
+    init(type: EntityType, tableSchema: String, columns: [TableCheck.Column] = []) {
         self.type = type
+        self.columns = Dictionary(columns.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         table = "\(quote(tableSchema)).\(quote(type.name))"
         revisions = "seedsync.\(quote("_rows_" + type.name))"
         captureFunction = "seedsync.\(quote("_log_" + type.name))"
@@ -64,19 +69,39 @@ struct PostgresTableSQL: Sendable {
         case .boolean: "boolean"
         case .timestamp: "timestamptz"
         case .blob: "bytea"
+        case .json: "jsonb"
         }
     }
 
-    /// How a bound wire value enters a column: timestamps as RFC 3339 text, cast by PostgreSQL.
-    private func placeholder(_ index: Int, _ type: FieldType) -> String {
-        type == .timestamp ? "CAST($\(index) AS timestamptz)" : "$\(index)"
+    /// How a bound wire value enters its column: timestamps as RFC 3339 text and JSON as its text,
+    /// cast by PostgreSQL; text into a `uuid`, an enum or an exact `numeric` column cast to it; a
+    /// JSON array into an array column element by element (one dimension).
+    private func placeholder(_ index: Int, _ field: Field) -> String {
+        let bound = "$\(index)"
+        guard let column = columns[field.name] else {
+            switch field.type {
+            case .timestamp: return "CAST(\(bound) AS timestamptz)"
+            case .json: return "CAST(\(bound) AS jsonb)"
+            default: return bound
+            }
+        }
+        switch (field.type, column.typeName) {
+        case (.timestamp, _): return "CAST(\(bound) AS timestamptz)"
+        case (.json, "json"), (.json, "jsonb"): return "CAST(\(bound) AS \(column.typeName))"
+        case (.json, _):
+            return
+                "(SELECT coalesce(array_agg(e), '{}') FROM jsonb_array_elements_text(CAST(\(bound) AS jsonb)) e)::\(column.formattedType)"
+        case (.text, "uuid"), (.text, "numeric"): return "CAST(\(bound) AS \(column.formattedType))"
+        case (.text, _) where column.isEnum: return "CAST(\(bound) AS \(column.formattedType))"
+        default: return bound
+        }
     }
 
     private var columnNames: [String] { ([type.primaryKey.name] + type.fields.map(\.name)).map(quote) }
 
     /// Key, then fields: `$1` … `$n`.
     var insert: String {
-        let values = ["$1"] + type.fields.enumerated().map { placeholder($0 + 2, $1.type) }
+        let values = ["$1"] + type.fields.enumerated().map { placeholder($0 + 2, $1) }
         return
             "INSERT INTO \(table) (\(columnNames.joined(separator: ", "))) VALUES (\(values.joined(separator: ", ")))"
     }
@@ -91,7 +116,7 @@ struct PostgresTableSQL: Sendable {
 
     /// Key `$1`, then fields.
     var update: String {
-        let assignments = type.fields.enumerated().map { "\(quote($1.name)) = \(placeholder($0 + 2, $1.type))" }
+        let assignments = type.fields.enumerated().map { "\(quote($1.name)) = \(placeholder($0 + 2, $1))" }
         guard !assignments.isEmpty else { return "UPDATE \(table) SET \(key) = \(key) WHERE \(key) = $1" }
         return "UPDATE \(table) SET \(assignments.joined(separator: ", ")) WHERE \(key) = $1"
     }

@@ -9,15 +9,41 @@ struct TableCheck {
     let table: PostgresTableSQL
     let tableSchema: String
 
-    /// The PostgreSQL types (`pg_type.typname`) each field type accepts.
+    /// The PostgreSQL types (`pg_type.typname`) each field type accepts; besides these, a `text`
+    /// field accepts an enum type's column (its label), and a `real` field a `numeric` column only
+    /// while its values keep their digits as a double (see ``WireRow``).
     static let acceptedTypes: [FieldType: Set<String>] = [
         .integer: ["int2", "int4", "int8"],
         .real: ["float4", "float8", "numeric"],
-        .text: ["text", "varchar"],
+        .text: ["text", "varchar", "bpchar", "uuid", "numeric"],
         .boolean: ["bool"],
         .timestamp: ["timestamptz", "timestamp"],
         .blob: ["bytea"],
+        .json: Set(["json", "jsonb"]).union(arrayTypes),
     ]
+
+    /// The one-dimensional or nested arrays a `json` field accepts: of the types whose elements
+    /// ``WireRow`` reads exactly as `to_json` writes them.
+    static let arrayTypes: Set<String> = [
+        "_int2", "_int4", "_int8", "_float4", "_float8", "_numeric", "_text", "_varchar", "_bpchar", "_bool", "_uuid",
+    ]
+
+    /// The columns a key can be: integers for `integer` keys, text for `text` keys.
+    static let keyTypes: Set<String> = ["int2", "int4", "int8", "text", "varchar"]
+
+    /// Whether `column` can hold a field of `type`.
+    static func accepts(_ column: Column, as type: FieldType) -> Bool {
+        acceptedTypes[type]!.contains(column.typeName) || (type == .text && column.isEnum)
+    }
+
+    /// The field type a column is served as when a schema is read from the tables: `numeric` as a
+    /// `real` when its declared precision fits a double (15 digits), else as exact `text`; `uuid`
+    /// and enums as `text`; `json`, `jsonb` and arrays as `json`. `nil` for a type no field maps.
+    static func fieldType(of column: Column) -> FieldType? {
+        if column.typeName == "numeric" { return (column.numericPrecision ?? 1000) <= 15 ? .real : .text }
+        if column.isEnum { return .text }
+        return FieldType.allCases.first { acceptedTypes[$0]!.contains(column.typeName) }
+    }
 
     /// A column as the catalog describes it.
     struct Column {
@@ -27,6 +53,16 @@ struct TableCheck {
         var notNull: Bool
         /// The column's default as PostgreSQL prints it (`'x'::text`, `0`, `now()`), if any.
         var defaultExpression: String? = nil
+        /// `pg_type.typtype`: `b` a base type, `e` an enum, `d` a domain, …
+        var typeKind: String = "b"
+
+        var isEnum: Bool { typeKind == "e" }
+
+        /// The declared precision of a `numeric(p, s)` column, `nil` when none is declared.
+        var numericPrecision: Int? {
+            guard typeName == "numeric", let open = formattedType.firstIndex(of: "(") else { return nil }
+            return Int(formattedType[formattedType.index(after: open)...].prefix { $0.isNumber })
+        }
     }
 
     /// Checks the table; with `allowingExtraColumns`, columns no field names (added by the team
@@ -53,8 +89,15 @@ struct TableCheck {
             guard let found = byName[column] else {
                 throw PostgresStoreError.tableMismatch("\(name) has no column \(column), which the schema names")
             }
-            guard Self.acceptedTypes[fieldType]!.contains(found.typeName) else {
-                let accepted = Self.acceptedTypes[fieldType]!.sorted().joined(separator: ", ")
+            if column == type.primaryKey.name, !Self.keyTypes.contains(found.typeName) {
+                throw PostgresStoreError.tableMismatch(
+                    "\(name).\(column) is \(found.formattedType), which cannot be a key (accepted: \(Self.keyTypes.sorted().joined(separator: ", ")))"
+                )
+            }
+            guard Self.accepts(found, as: fieldType) else {
+                let accepted =
+                    Self.acceptedTypes[fieldType]!.sorted().joined(separator: ", ")
+                    + (fieldType == .text ? ", enum types" : "")
                 throw PostgresStoreError.tableMismatch(
                     "\(name).\(column) is \(found.formattedType), which cannot hold a \(fieldType.rawValue) field (accepted: \(accepted))"
                 )
@@ -108,19 +151,19 @@ struct TableCheck {
         binds.append(table)
         let sql = """
             SELECT a.attname::text, t.typname::text, format_type(a.atttypid, a.atttypmod), a.attnotnull,
-              pg_get_expr(d.adbin, d.adrelid)
+              pg_get_expr(d.adbin, d.adrelid), t.typtype::text
             FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
             LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
             WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum
             """
         var columns: [Column] = []
-        for try await (name, typeName, formatted, notNull, defaultExpression) in try await connection.query(
+        for try await (name, typeName, formatted, notNull, defaultExpression, kind) in try await connection.query(
             PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger
-        ).decode((String, String, String, Bool, String?).self) {
+        ).decode((String, String, String, Bool, String?, String).self) {
             columns.append(
                 Column(
                     name: name, typeName: typeName, formattedType: formatted, notNull: notNull,
-                    defaultExpression: defaultExpression))
+                    defaultExpression: defaultExpression, typeKind: kind))
         }
         return columns
     }

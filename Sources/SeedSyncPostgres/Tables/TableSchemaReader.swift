@@ -54,12 +54,12 @@ extension PostgresSyncStore {
                 "\(tableSchema).\(name) needs a primary key of one column to be served")
         }
         let keyType: KeyType
-        switch fieldType(of: keyColumn) {
-        case .integer: keyType = .integer
-        case .text: keyType = .text
+        switch keyColumn.typeName {
+        case "int2", "int4", "int8": keyType = .integer
+        case "text", "varchar": keyType = .text
         default:
             throw PostgresStoreError.tableMismatch(
-                "\(tableSchema).\(name).\(keyColumn.name) is \(keyColumn.formattedType); a key must be an integer or text column"
+                "\(tableSchema).\(name).\(keyColumn.name) is \(keyColumn.formattedType); a key must be an integer or text column (smallint, integer, bigint, text, varchar)"
             )
         }
         let references = try await foreignKeys(of: table, on: connection, logger: logger)
@@ -77,7 +77,7 @@ extension PostgresSyncStore {
     }
 
     private static func fieldType(of column: TableCheck.Column) -> FieldType? {
-        TableCheck.acceptedTypes.first { $0.value.contains(column.typeName) }?.key
+        TableCheck.fieldType(of: column)
     }
 
     /// Single-column foreign keys of `table`: column name → referenced table name.

@@ -67,11 +67,13 @@ struct ServedPostgresTables: Sendable {
     /// members are read, whatever version they were written in.
     let memberTypes: [String: [String: FieldType]]
 
-    init(_ history: SchemaHistory, tableSchema: String) {
+    /// The versions of `history` and the SQL of its newest version's tables, whose `columns`
+    /// (by type, as the catalog has them) say what written values are cast to.
+    init(_ history: SchemaHistory, tableSchema: String, columns: [String: [TableCheck.Column]] = [:]) {
         versions = ServedVersions(history)
         tables = Dictionary(
             uniqueKeysWithValues: history.newest.schema.types.map {
-                ($0.name, PostgresTableSQL(type: $0, tableSchema: tableSchema))
+                ($0.name, PostgresTableSQL(type: $0, tableSchema: tableSchema, columns: columns[$0.name] ?? []))
             })
         var memberTypes: [String: [String: FieldType]] = [:]
         for version in history.versions {
@@ -83,4 +85,18 @@ struct ServedPostgresTables: Sendable {
     }
 
     var schema: DatasetSchema { versions.schema }
+}
+
+extension ServedPostgresTables {
+    /// The versions of `history` with the catalog's columns of its newest version's tables.
+    static func read(
+        _ history: SchemaHistory, tableSchema: String, on connection: PostgresConnection, logger: Logger
+    ) async throws -> ServedPostgresTables {
+        var columns: [String: [TableCheck.Column]] = [:]
+        for type in history.newest.schema.types {
+            let table = PostgresTableSQL(type: type, tableSchema: tableSchema).table
+            columns[type.name] = try await TableCheck.columns(of: table, on: connection, logger: logger)
+        }
+        return ServedPostgresTables(history, tableSchema: tableSchema, columns: columns)
+    }
 }

@@ -172,7 +172,8 @@ extension PostgresSyncStore {
 }
 
 /// Column defaults PostgreSQL prints that are constants, as wire values: `'text'::text`, `42`,
-/// `'1.5'::double precision`, `true`, `'2026-01-01 00:00:00+00'::timestamp with time zone`.
+/// `'1.5'::double precision`, `true`, `'2026-01-01 00:00:00+00'::timestamp with time zone`,
+/// `'{"a": 1}'::jsonb`, `'{}'::integer[]` (an empty array; other array literals are not read).
 enum ColumnDefault {
     /// The constant `expression` stands for, for a field of `type`, or `nil` when it is not a
     /// constant of that type (a function call such as `now()` or `nextval(…)`).
@@ -192,7 +193,11 @@ enum ColumnDefault {
             }
         }
         switch type {
-        case .text: return quoted ? .string(literal) : nil
+        case .text: return quoted || Double(literal) != nil ? .string(literal) : nil
+        case .json:
+            guard quoted else { return nil }
+            if literal == "{}" { return .array([]) }  // an empty array column
+            return (try? JSONParser.parse(Array(literal.utf8))).flatMap { $0 == .null ? nil : $0 }
         case .boolean: return literal == "true" ? .bool(true) : literal == "false" ? .bool(false) : nil
         case .integer: return Int64(literal).map(JSONValue.int)
         case .real: return Double(literal).flatMap { $0.isFinite ? .double($0) : nil }

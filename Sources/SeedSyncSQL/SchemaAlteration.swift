@@ -7,21 +7,32 @@ package import SeedSyncModel
 /// In order: new types get their tables, renamed fields `RENAME COLUMN`, new fields `ADD COLUMN`
 /// (rows that exist take the default; see ``TableSQL/addColumn(_:)``), dropped fields `DROP
 /// COLUMN`. A dropped reference, which SQLite cannot drop in place (a foreign key names it),
-/// rebuilds its table: SQLite's procedure, with foreign keys off, so ``alter(_:_:)`` runs it all
-/// outside any transaction the caller holds and checks every foreign key before it commits.
+/// rebuilds its table: SQLite's procedure, with foreign keys off for that transaction (set outside
+/// it, so ``alter(_:rebuilding:_:)`` runs it all outside any transaction the caller holds) and
+/// every foreign key checked before it commits. Otherwise the transaction keeps the connection's
+/// deferred foreign keys, which SQLite checks at the commit as it goes (no scan of every table).
 package enum SchemaAlteration {
-    /// Runs `body` in one transaction with foreign keys off, then checks them: one that `body`
-    /// left broken fails the transaction, which rolls back whole.
+    /// Whether `changes` from `old` rebuild a table: a dropped reference.
+    package static func rebuilds(_ changes: [SchemaChange], from old: DatasetSchema) -> Bool {
+        changes.contains { change in
+            guard case .fieldDropped(let type, let field) = change else { return false }
+            return old.type(named: type)?.field(named: field)?.references != nil
+        }
+    }
+
+    /// Runs `body` in one transaction; with `rebuilding`, foreign keys off and then every one
+    /// checked (see ``rebuilds(_:from:)``). A reference left broken fails the transaction, which
+    /// rolls back whole.
     ///
     /// - Throws: what `body` throws; a `DatabaseError` (`SQLITE_CONSTRAINT_FOREIGNKEY` for a broken
     ///   reference), which the caller maps to its own error.
-    package static func alter<T>(_ db: Database, _ body: (Database) throws -> T) throws -> T {
-        try db.execute(sql: "PRAGMA foreign_keys = OFF")
-        defer { try? db.execute(sql: "PRAGMA foreign_keys = ON") }
+    package static func alter<T>(_ db: Database, rebuilding: Bool, _ body: (Database) throws -> T) throws -> T {
+        if rebuilding { try db.execute(sql: "PRAGMA foreign_keys = OFF") }
+        defer { if rebuilding { try? db.execute(sql: "PRAGMA foreign_keys = ON") } }
         var result: T?
         try db.inTransaction {
             result = try body(db)
-            if let broken = try Row.fetchOne(db, sql: "PRAGMA foreign_key_check") {
+            if rebuilding, let broken = try Row.fetchOne(db, sql: "PRAGMA foreign_key_check") {
                 throw DatabaseError(
                     resultCode: .SQLITE_CONSTRAINT_FOREIGNKEY,
                     message: "the new shape leaves a broken reference in \(broken[0] as String)")
@@ -31,7 +42,7 @@ package enum SchemaAlteration {
         return result!
     }
 
-    /// The DDL of `changes`, from `old` to `new`, inside the transaction of ``alter(_:_:)``.
+    /// The DDL of `changes`, from `old` to `new`, inside the transaction of ``alter(_:rebuilding:_:)``.
     ///
     /// - Parameter withoutRowID: how new text-keyed tables are made (seeds and app databases use
     ///   `WITHOUT ROWID`, see ``TableSQL/createTable(withoutRowID:)``).

@@ -164,6 +164,32 @@ import Testing
         }
     }
 
+    /// A reference dropped: the embedded store rebuilds the table (SQLite cannot drop a column a
+    /// foreign key names); both stores go on serving version 4 with the field null.
+    @Test(arguments: StoreBackend.allCases) func aDroppedReferenceIsServedAsNull(backend: StoreBackend) async throws {
+        try await upgradedStore(backend) { store in
+            var v5 = Fixtures.catalogSchemaV4
+            v5.schemaVersion = 5
+            v5.types[1].fields.removeAll { $0.name == "publisher_id" }
+            let upgrade = try await backend.upgrade(
+                store, to: v5, alterations: "ALTER TABLE public.books DROP COLUMN publisher_id")
+            #expect(upgrade.changes == [.fieldDropped(type: "books", field: "publisher_id")])
+            let page = try await store.snapshotPage(of: "books", after: nil, limit: 10, version: 4)
+            #expect(page.rows.first?[7] == .null && page.rows.first?[6] == "An Ambiguous Utopia")
+            #expect(
+                try await store.snapshotPage(of: "books", after: nil, limit: 10).columns.contains("publisher_id")
+                    == false)
+            // The kept rows and references are whole: a book can still reference its author.
+            try await store.commit(
+                ChangeSet(changes: [
+                    TypeChanges(
+                        type: "books", create: [2],
+                        attributes: ["2": ["title": "Lathe", "author_code": "le-guin", "price": 9, "in_stock": true]])
+                ]))
+            #expect(try await store.snapshotPage(of: "books", after: nil, limit: 10).rows.count == 2)
+        }
+    }
+
     /// Another server on the same database serves the new version from its next request on.
     @Test(arguments: StoreBackend.allCases) func anotherServerSeesTheUpgradeAtOnce(backend: StoreBackend) async throws {
         try await backend.withStore { store in

@@ -8,8 +8,8 @@ extension ImportSession {
     /// Where a migration stages what it downloads (see ``MigrationStaging``).
     var migrationPath: String { databasePath + ".migration" }
 
-    /// Rows per page of a migration's downloads.
-    static let migrationPageSize = 10_000
+    /// Rows per page of a migration's downloads (the server caps it: 50,000 by default).
+    static let migrationPageSize = 50_000
 
     /// The version the database should be in: the one the app expects, else the newest the server
     /// serves; `nil` when that is the database's, or the server does not serve it yet (the app is

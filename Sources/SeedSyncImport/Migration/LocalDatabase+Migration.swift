@@ -31,7 +31,8 @@ extension LocalDatabase {
             outcome = try await queue.writeWithoutTransaction { db in
                 try db.execute(sql: "ATTACH DATABASE ? AS staging", arguments: [stagingPath])
                 defer { try? db.execute(sql: "DETACH DATABASE staging") }
-                return try SchemaAlteration.alter(db) { db in
+                let rebuilding = SchemaAlteration.rebuilds(changes, from: old)
+                return try SchemaAlteration.alter(db, rebuilding: rebuilding) { db in
                     try SchemaAlteration.apply(changes, from: old, to: new, withoutRowID: true, in: db)
                     for type in staged.values { try Self.copy(type, isNew: old.type(named: type.name) == nil, db) }
                     try Outbox(schema: new).migrate(
@@ -74,10 +75,13 @@ extension LocalDatabase {
         }
         guard !type.fields.isEmpty else { return }
         let assignments = type.fields.map { "\(quote($0.name)) = s.\(quote($0.name))" }.joined(separator: ", ")
+        // Rows whose new columns already hold the server's values (their default) are not written.
+        let differs = type.fields.map { "main.\(table.table).\(quote($0.name)) IS NOT s.\(quote($0.name))" }
+            .joined(separator: " OR ")
         try db.execute(
             sql: """
                 UPDATE main.\(table.table) SET \(assignments) FROM staging.\(table.table) AS s \
-                WHERE main.\(table.table).\(table.key) = s.\(table.key)
+                WHERE main.\(table.table).\(table.key) = s.\(table.key) AND (\(differs))
                 """)
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import SeedSyncBuild
 import SeedSyncDemo
 import SeedSyncImport
 import SeedSyncModel
@@ -60,6 +61,21 @@ import Testing
             try await fixture.mutate(20, seed: 32)
             try await fixture.importer().run()
             #expect(try contents(ofSeed: fixture.database) == (try await Fixtures.contents(of: fixture.served.store)))
+        }
+    }
+
+    /// Seeds of a newer version are byte-identical however they are paged, like any seed.
+    @Test func seedsOfTheNewVersionAreByteIdentical() async throws {
+        try await withUpgradedServer { fixture in
+            let small = try await fixture.served.builder("v2-small.sqlite", pageSize: 7).build()
+            let large = try await fixture.served.builder("v2-large.sqlite", pageSize: 500).build()
+            #expect(small.manifest.schemaVersion == 2 && small.manifest.sha256 == large.manifest.sha256)
+            // And a seed of the old version can still be built while the server serves both.
+            let old = try await SeedBuilder(
+                client: fixture.served.client(),
+                options: .init(output: fixture.served.path("v1.sqlite"), schemaVersion: 1)
+            ).build()
+            #expect(old.manifest.schemaVersion == 1 && old.manifest.revision == small.manifest.revision)
         }
     }
 

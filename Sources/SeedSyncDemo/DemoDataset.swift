@@ -55,32 +55,19 @@ public struct DemoDataset: Sendable {
     /// `events.title` renamed to `name` (see ``v2Renames``), `events.notes` added (nullable),
     /// `events.description` dropped, and a new type `venues` that `events.venue_id` (new,
     /// nullable) references.
-    public static let schemaV2 = DatasetSchema(
-        dataset: "demo",
-        schemaVersion: 2,
-        types: [
-            schema.types[0],
-            EntityType(
-                name: "events",
-                primaryKey: PrimaryKey(name: "id", type: .integer),
-                fields: [
-                    Field(name: "name", type: .text),
-                    Field(name: "starts_at", type: .timestamp),
-                    Field(name: "ends_at", type: .timestamp, nullable: true),
-                    Field(name: "location_id", type: .integer, nullable: true, references: "locations"),
-                    Field(name: "capacity", type: .integer),
-                    Field(name: "cancelled", type: .boolean),
-                    Field(name: "notes", type: .text, nullable: true),
-                    Field(name: "venue_id", type: .integer, nullable: true, references: "venues"),
-                ]
-            ),
-            EntityType(
-                name: "venues",
-                primaryKey: PrimaryKey(name: "id", type: .integer),
-                fields: [Field(name: "name", type: .text), Field(name: "seats", type: .integer, default: 0)]
-            ),
+    public static let schemaV2: DatasetSchema = {
+        var events = schema.types[1]
+        events.fields[0].name = "name"
+        events.fields.removeAll { $0.name == "description" }
+        events.fields += [
+            Field(name: "notes", type: .text, nullable: true),
+            Field(name: "venue_id", type: .integer, nullable: true, references: "venues"),
         ]
-    )
+        let venues = EntityType(
+            name: "venues", primaryKey: PrimaryKey(name: "id", type: .integer),
+            fields: [Field(name: "name", type: .text), Field(name: "seats", type: .integer, default: 0)])
+        return DatasetSchema(dataset: "demo", schemaVersion: 2, types: [schema.types[0], events, venues])
+    }()
 
     /// The rename ``schemaV2`` states.
     public static let v2Renames = [FieldRename(type: "events", from: "title", to: "name")]

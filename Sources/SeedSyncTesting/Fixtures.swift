@@ -121,39 +121,23 @@ extension Fixtures {
     /// `catalogSchema` upgraded to version 4: `authors.name` renamed to `full_name`, `authors.photo`
     /// dropped, `authors.country` added with a default, a new type `publishers`, and new nullable
     /// fields `books.subtitle` and `books.publisher_id` (a reference to it).
-    public static let catalogSchemaV4 = DatasetSchema(
-        dataset: "catalog",
-        schemaVersion: 4,
-        types: [
-            EntityType(
-                name: "authors",
-                primaryKey: PrimaryKey(name: "code", type: .text),
-                fields: [
-                    Field(name: "full_name", type: .text),
-                    Field(name: "born", type: .timestamp, nullable: true),
-                    Field(name: "country", type: .text, default: "unknown"),
-                ]
-            ),
-            EntityType(
-                name: "books",
-                primaryKey: PrimaryKey(name: "id", type: .integer),
-                fields: [
-                    Field(name: "title", type: .text),
-                    Field(name: "author_code", type: .text, nullable: true, references: "authors"),
-                    Field(name: "price", type: .real),
-                    Field(name: "in_stock", type: .boolean),
-                    Field(name: "pages", type: .integer, nullable: true),
-                    Field(name: "subtitle", type: .text, nullable: true),
-                    Field(name: "publisher_id", type: .integer, nullable: true, references: "publishers"),
-                ]
-            ),
-            EntityType(
-                name: "publishers",
-                primaryKey: PrimaryKey(name: "id", type: .integer),
-                fields: [Field(name: "name", type: .text)]
-            ),
+    public static let catalogSchemaV4: DatasetSchema = {
+        var schema = catalogSchema
+        schema.schemaVersion = 4
+        schema.types[0].fields = [
+            Field(name: "full_name", type: .text), Field(name: "born", type: .timestamp, nullable: true),
+            Field(name: "country", type: .text, default: "unknown"),
         ]
-    )
+        schema.types[1].fields += [
+            Field(name: "subtitle", type: .text, nullable: true),
+            Field(name: "publisher_id", type: .integer, nullable: true, references: "publishers"),
+        ]
+        schema.types.append(
+            EntityType(
+                name: "publishers", primaryKey: PrimaryKey(name: "id", type: .integer),
+                fields: [Field(name: "name", type: .text)]))
+        return schema
+    }()
 
     /// The rename `catalogSchemaV4` states.
     public static let catalogRenames = [FieldRename(type: "authors", from: "name", to: "full_name")]

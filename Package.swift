@@ -41,6 +41,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
     ],
     targets: [
@@ -97,6 +98,7 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: libraryFeatures
         ),
@@ -221,8 +223,8 @@ let package = Package(
         .testTarget(
             name: "SeedSyncServerTests",
             dependencies: [
-                "SeedSyncServer", "SeedSyncStore", "SeedSyncDemo", "SeedSyncTesting",
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                "SeedSyncServer", "SeedSyncStore", "SeedSyncPostgres", "SeedSyncClient", "SeedSyncDemo",
+                "SeedSyncTesting", .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]

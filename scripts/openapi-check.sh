@@ -24,7 +24,8 @@ ensure_python_tools openapi-spec-validator==0.9.0 openapi-schema-validator==0.9.
 work=$(mktemp -d)
 trap 'stop_server; rm -rf "$work"' EXIT
 
-# A body time limit of 2 s instead of 30 makes 408 cheap to produce.
-start_openapi_server "$bin" "$work" --body-timeout 2
+# A body time limit of 2 s instead of 30 makes 408 cheap to produce; a live sync wait of 1 s and one
+# held request at most make a held answer and 503 `too_many_waiting` cheap too.
+start_openapi_server "$bin" "$work" --body-timeout 2 --max-wait 1 --max-waiting-requests 1
 timeout 100 "$PYTHON" scripts/lib/openapi_check.py docs/openapi.yaml "$SERVER_URL" \
     --tokens "$work/tokens" --bin "$bin" --database "$work/server.sqlite"

@@ -36,7 +36,8 @@ final class BoundedLoader: NSObject, URLSessionDataDelegate, @unchecked Sendable
         super.init()
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = timeout
-        configuration.timeoutIntervalForResource = timeout * 4
+        // Room for a live sync request the server holds (at most a minute) besides the transfer.
+        configuration.timeoutIntervalForResource = timeout * 4 + 60
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         session = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
     }

@@ -140,6 +140,15 @@ public final class SyncClient: Sendable {
     /// A push is retried like any request: the server applies a change set once per id and
     /// answers a retry with the first result.
     ///
+    /// With `wait` (seconds), a client that is caught up asks the server to hold the request until
+    /// a newer revision commits (live sync): the answer comes as soon as one does, or with no
+    /// change set when the wait (capped by the server) ends. The request's timeout grows by `wait`.
+    ///
+    /// ```swift
+    /// var revision = try await client.sync(from: revision).maxRevision
+    /// let next = try await client.sync(from: revision, wait: 55)  // returns at the next commit
+    /// ```
+    ///
     /// - Throws: ``SyncClientError`` with ``SyncClientError/Code/historyExpired`` (and
     ///   `minRevision`) or ``SyncClientError/Code/revisionAhead`` when the server cannot serve
     ///   from `revision`, ``SyncClientError/Code/forbidden`` when the token may not push;
@@ -147,12 +156,13 @@ public final class SyncClient: Sendable {
     ///   `revision` without gaps, `hasMore` comes without any, or the results do not answer the
     ///   pushed change sets one by one.
     public func sync(
-        from revision: Int64, limit: Int? = nil, pushing changeSets: [PushedChangeSet] = [], schemaVersion: Int? = nil
+        from revision: Int64, limit: Int? = nil, pushing changeSets: [PushedChangeSet] = [], schemaVersion: Int? = nil,
+        wait: Int? = nil
     ) async throws -> SyncResponse {
         let request = SyncRequest(
-            maxRevision: revision, schemaVersion: schemaVersion, changeSets: changeSets, limit: limit)
+            maxRevision: revision, schemaVersion: schemaVersion, changeSets: changeSets, limit: limit, wait: wait)
         let body = Data(request.jsonBytes())
-        let response = try await send(path: "v1/sync", body: body) { data, label in
+        let response = try await send(path: "v1/sync", body: body, holdFor: wait ?? 0) { data, label in
             try Self.parse(data, label: label, as: SyncResponse.init(json:))
         }
         guard response.results.map(\.id) == changeSets.map(\.id) else {
@@ -199,10 +209,14 @@ public final class SyncClient: Sendable {
     }
 
     /// Sends a request, retrying what may pass, and reads a 200 answer with `read`.
+    /// `holdFor`: seconds the server may hold the request before it answers (live sync), added to
+    /// the request's timeout.
     private func send<T>(
-        path: String, query: [URLQueryItem] = [], body: Data? = nil, read: (Data, _ label: String) throws -> T
+        path: String, query: [URLQueryItem] = [], body: Data? = nil, holdFor: Int = 0,
+        read: (Data, _ label: String) throws -> T
     ) async throws -> T {
-        let request = try makeRequest(path: path, query: query, body: body)
+        var request = try makeRequest(path: path, query: query, body: body)
+        request.timeoutInterval += TimeInterval(max(0, holdFor))
         let label = "\(body == nil ? "GET" : "POST") /\(path)"
         var attempt = 1
         while true {

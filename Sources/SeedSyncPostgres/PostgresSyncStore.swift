@@ -97,7 +97,9 @@ public final class PostgresSyncStore: SyncStore {
                 // servers starting together would both try, and `IF NOT EXISTS` is no lock).
                 try await connection.query("BEGIN", logger: logger)
                 try await connection.query("SELECT pg_advisory_xact_lock(hashtext('seedsync.setup'))", logger: logger)
-                for statement in CaptureSQL.pushRecords + [PostgresSeedRecords.createTable] {
+                for statement in CaptureSQL.pushRecords + [
+                    PostgresSeedRecords.createTable, CaptureSQL.revisionFunction,
+                ] {
                     _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
                 try await PostgresSchemaRecords.prepare(on: connection, logger: logger)

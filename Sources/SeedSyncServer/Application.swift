@@ -3,8 +3,9 @@ public import Logging
 public import SeedSyncModel
 
 /// Builds the sync server: protocol v1 over `store`, with the middleware the protocol needs
-/// (a line of log per request, errors as JSON, gzip, bearer tokens) and `GET /metrics` for an
-/// admin token. Tests build the same application.
+/// (a line of log per request, errors as JSON, gzip, bearer tokens), `GET /metrics` for an
+/// admin token, and the store's revision watch that live sync requests wait on (`RevisionWatch`).
+/// Tests build the same application.
 ///
 /// ```swift
 /// let store = try SQLiteSyncStore(path: "server.sqlite")
@@ -29,13 +30,16 @@ public func buildApplication(
     router.add(middleware: AccessLogMiddleware(metrics: metrics))
     router.add(middleware: ErrorMiddleware(metrics: metrics))
     router.add(middleware: ResponseCompressionMiddleware(minimumSize: configuration.minimumCompressionSize))
-    SyncRoutes(store: store, versions: versions, configuration: configuration, metrics: metrics).add(to: router)
+    let signal = RevisionSignal(capacity: configuration.maxWaitingRequests)
+    SyncRoutes(store: store, versions: versions, configuration: configuration, metrics: metrics, signal: signal)
+        .add(to: router)
     let idleTimeout = configuration.idleTimeout.components
     return Application(
         router: router,
         server: .seedHTTP1(idleTimeout: .seconds(idleTimeout.seconds)),
         configuration: .init(
             address: .hostname(configuration.host, port: configuration.port), serverName: "seed-server"),
+        services: [RevisionWatch(store: store, signal: signal)],
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
         logger: logger
     )

@@ -29,6 +29,12 @@ public struct ServerConfiguration: Sendable {
     public var maxPushedChangeSets: Int
     /// How long the result of a pushed change set is kept for a retry with the same id: 7 days.
     public var pushRetention: Duration
+    /// The longest a caught-up sync request is held for a new revision (live sync, `"wait"`):
+    /// 55 seconds, under the minute after which proxies commonly give up on a silent request.
+    public var maxWait: Duration
+    /// The most sync requests held at once: 10,000. One more is answered 503 `too_many_waiting`
+    /// with `Retry-After`. Each holds a connection (a file descriptor: raise `ulimit -n` to match).
+    public var maxWaitingRequests: Int
 
     public init(
         host: String = "127.0.0.1",
@@ -44,7 +50,9 @@ public struct ServerConfiguration: Sendable {
         idleTimeout: Duration = .seconds(60),
         requestBodyTimeout: Duration = .seconds(30),
         maxPushedChangeSets: Int = 100,
-        pushRetention: Duration = .seconds(7 * 86_400)
+        pushRetention: Duration = .seconds(7 * 86_400),
+        maxWait: Duration = .seconds(55),
+        maxWaitingRequests: Int = 10_000
     ) {
         self.host = host
         self.port = port
@@ -60,5 +68,7 @@ public struct ServerConfiguration: Sendable {
         self.requestBodyTimeout = requestBodyTimeout
         self.maxPushedChangeSets = maxPushedChangeSets
         self.pushRetention = pushRetention
+        self.maxWait = maxWait
+        self.maxWaitingRequests = maxWaitingRequests
     }
 }

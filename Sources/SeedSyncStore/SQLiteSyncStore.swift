@@ -30,6 +30,8 @@ import SeedSyncSQL
 public final class SQLiteSyncStore: SyncStore {
     let pool: DatabasePool
     private let served: LockedValue<ServedTables>
+    /// Told of each revision this process commits (see ``watchRevisions(_:)``).
+    let watches = RevisionWatches()
 
     /// The file the store serves.
     public var path: String { pool.path }

@@ -23,6 +23,10 @@ extension SeedServerCommand {
         @Option(help: "Seconds a request body may take to arrive whole; slower ones get 408.") var bodyTimeout = 30
         @Option(help: "Days the result of a pushed change set is kept for a retry with the same id.")
         var pushRetentionDays = 7
+        @Option(help: "Longest a caught-up sync request asking to wait is held for a new revision, in seconds.")
+        var maxWait = 55
+        @Option(help: "Most sync requests held at once; more get 503 with Retry-After. Raise `ulimit -n` to match.")
+        var maxWaitingRequests = 10_000
         @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.", transform: Serve.level)
         var logLevel: Logger.Level = .info
         @Option(help: "Log lines as text, or as one JSON object per line (json) for log collectors.")
@@ -33,6 +37,8 @@ extension SeedServerCommand {
             guard maxBodySize > 0 else { throw ValidationError("--max-body-size must be positive") }
             guard bodyTimeout > 0 else { throw ValidationError("--body-timeout must be positive") }
             guard pushRetentionDays > 0 else { throw ValidationError("--push-retention-days must be positive") }
+            guard maxWait >= 0 else { throw ValidationError("--max-wait must be 0 or more") }
+            guard maxWaitingRequests >= 0 else { throw ValidationError("--max-waiting-requests must be 0 or more") }
         }
 
         func run() async throws {
@@ -59,7 +65,9 @@ extension SeedServerCommand {
                 tokens: tokens.isEmpty ? nil : tokens,
                 maxRequestBodySize: maxBodySize,
                 requestBodyTimeout: .seconds(bodyTimeout),
-                pushRetention: .seconds(pushRetentionDays * 86_400)
+                pushRetention: .seconds(pushRetentionDays * 86_400),
+                maxWait: .seconds(maxWait),
+                maxWaitingRequests: maxWaitingRequests
             )
             let host = self.host
             let log = logger

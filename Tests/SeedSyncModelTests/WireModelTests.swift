@@ -34,6 +34,19 @@ import Testing
         #expect(try JSONDecoder().decode(SyncRequest.self, from: JSONEncoder().encode(request)) == request)
     }
 
+    @Test func aLiveSyncRequestCarriesItsWait() throws {
+        let request = SyncRequest(maxRevision: 7, limit: 10, wait: 55)
+        #expect(String(decoding: request.jsonBytes(), as: UTF8.self) == #"{"maxRevision":7,"limit":10,"wait":55}"#)
+        #expect(try SyncRequest(json: JSONParser.parse(request.jsonBytes())) == request)
+        #expect(try SyncRequest(json: JSONParser.parse(Array(#"{"maxRevision": 7}"#.utf8))).wait == nil)
+        #expect(throws: JSONShapeError.self) {
+            try SyncRequest(json: JSONParser.parse(Array(#"{"maxRevision": 7, "wait": 1.5}"#.utf8)))
+        }
+        #expect(throws: JSONShapeError.self) {
+            try SyncRequest(json: JSONParser.parse(Array(#"{"maxRevision": 7, "wait": null}"#.utf8)))
+        }
+    }
+
     @Test func pushIDsAndResultsReadAndWriteTheirWireForm() throws {
         for bad in ["", String(repeating: "a", count: 65), "has space", "é"] {
             #expect(!PushedChangeSet.isValidID(bad), "\(bad)")

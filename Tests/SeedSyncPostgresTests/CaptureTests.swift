@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import PostgresNIO
 import SeedSyncModel
 import SeedSyncPostgres
@@ -259,6 +260,50 @@ extension PushCaptureTests {
                     truth["shows"]?.attributes["1"]?["seats"] == 1 && truth["shows"]?.attributes["1"]?["revision"] == 2)
             }
             #expect(try await Fixtures.contents(of: store)["shows"]?.first?[1] == "Opening")
+        }
+    }
+}
+
+extension PushCaptureTests {
+    /// A store whose `seedsync._revision()` predates live sync (no `NOTIFY`) gets the notifying
+    /// one when a server opens it, so its commits wake held requests at once.
+    @Test func openingAStoreMadeBeforeLiveSyncAddsTheNotification() async throws {
+        try await withTeamDatabase { location in
+            try await PostgresSyncStore.attach(at: location, schema: teamSchema)
+            let withoutNotify = """
+                CREATE OR REPLACE FUNCTION seedsync._revision() RETURNS bigint LANGUAGE plpgsql
+                  SET search_path = pg_catalog, pg_temp AS $$
+                DECLARE r bigint := nullif(current_setting('seedsync.revision', true), '')::bigint;
+                BEGIN
+                  IF r IS NULL THEN
+                    UPDATE seedsync._state SET revision = revision + 1 WHERE id = 1 RETURNING revision INTO r;
+                    PERFORM set_config('seedsync.revision', r::text, true);
+                  END IF;
+                  RETURN r;
+                END $$
+                """
+            try await TestPostgres.withConnection(to: location) { connection, logger in
+                try await connection.query(PostgresQuery(unsafeSQL: withoutNotify), logger: logger)
+            }
+            try await PostgresSyncStore.withStore(at: location) { store in
+                let revisions = NIOLockedValueBox<[Int64]>([])
+                let watch = Task {
+                    await store.watchRevisions { revision in revisions.withLockedValue { $0.append(revision) } }
+                }
+                defer { watch.cancel() }
+                // Two reports: the fallback read's and the listener's, made once it listens.
+                while revisions.withLockedValue({ $0.count < 2 }) { try await Task.sleep(for: .milliseconds(10)) }
+                let committed = ContinuousClock.now
+                try await psql("INSERT INTO venues VALUES ('late', 'Late')", on: location)
+                while !revisions.withLockedValue({ $0.contains(2) }), ContinuousClock.now - committed < .seconds(10) {
+                    try await Task.sleep(for: .milliseconds(10))
+                }
+                let elapsed = ContinuousClock.now - committed
+                let reported = revisions.withLockedValue { $0 }
+                #expect(reported.contains(2), "\(reported)")
+                #expect(elapsed < .milliseconds(2_500), "notified, not found by the 5 s read")
+                #expect(reported.first == 1)
+            }
         }
     }
 }

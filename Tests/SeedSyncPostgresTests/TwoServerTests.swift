@@ -59,6 +59,60 @@ import FoundationNetworking
         }
     }
 
+    /// Live sync across processes: a request held by one server is answered by a commit through
+    /// the other (its `NOTIFY`), and requests held by both by a write the psql program makes.
+    @Test func heldRequestsWakeForCommitsOfAnotherServerAndOfPsql() async throws {
+        try await withTeamDatabase { location in
+            try await PostgresSyncStore.attach(at: location, schema: teamSchema)
+            let (servers, urls) = try Self.startServers(
+                on: location, tokens: ["SEED_SERVER_ADMIN_TOKENS": Self.adminToken])
+            defer { for server in servers { server.terminate() } }
+            let clients = urls.map { url in
+                SyncClient(
+                    configuration: .init(serverURL: url, token: Self.readToken, requestTimeout: 10, retry: .none))
+            }
+            async let throughOther = clients[0].sync(from: 1, wait: 30)
+            try await Self.waitUntilHeld(on: urls[0])
+            var committed = ContinuousClock.now
+            try await Self.writeThroughAdmin(urls[1], writer: 1, changeSets: 1)
+            #expect(try await throughOther.changeSets.map(\.revision) == [2])
+            // Sooner than the fallback read (every 5 s) could: the notification woke it.
+            #expect(ContinuousClock.now - committed < .milliseconds(2_500))
+
+            async let first = clients[0].sync(from: 2, wait: 30)
+            async let second = clients[1].sync(from: 2, wait: 30)
+            for url in urls { try await Self.waitUntilHeld(on: url) }
+            let psql = Process()
+            psql.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            psql.arguments = [
+                "psql", location.description, "-v", "ON_ERROR_STOP=1", "-q", "-c",
+                "INSERT INTO venues VALUES ('psql', 'From psql')",
+            ]
+            committed = ContinuousClock.now
+            try psql.run()
+            psql.waitUntilExit()
+            #expect(psql.terminationStatus == 0)
+            for answer in [try await first, try await second] {
+                #expect(answer.changeSets.map(\.revision) == [3])
+                #expect(answer.changeSets.first?.changes.first?.create == ["psql"])
+            }
+            #expect(ContinuousClock.now - committed < .milliseconds(2_500))
+        }
+    }
+
+    /// Waits (10 s at most) until the server at `url` holds a sync request.
+    static func waitUntilHeld(on url: URL) async throws {
+        var request = URLRequest(url: url.appendingPathComponent("metrics"))
+        request.setValue("Bearer \(adminToken)", forHTTPHeaderField: "Authorization")
+        for _ in 0..<500 {
+            let (data, _) = try await URLSession.shared.data(for: request)
+            let text = String(decoding: data, as: UTF8.self)
+            if text.split(separator: "\n").contains(where: { $0.hasPrefix("seedsync_waiting_requests 1") }) { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw TestSetupError("\(url) held no sync request within 10 s")
+    }
+
     @Test func aPushSentThroughBothServersAtOnceIsAppliedOnce() async throws {
         try await withTeamDatabase { location in
             try await PostgresSyncStore.attach(at: location, schema: teamSchema)

@@ -20,6 +20,8 @@ import re
 import socket
 import subprocess
 import sys
+import threading
+import time
 import traceback
 import urllib.parse
 
@@ -396,6 +398,19 @@ def run(check, compact, upgrade):
     c.send("sync, limit 0", "POST", "/v1/sync", 400, token="read", body={"maxRevision": 0, "limit": 0}, request_valid=False)
     c.send("sync, changeSets null", "POST", "/v1/sync", 400, token="read", body={"maxRevision": 0, "changeSets": None}, request_valid=False)
     c.send("sync, unknown members ignored", "POST", "/v1/sync", 200, token="read", body={"maxRevision": 3, "client": "x"}, request_valid=True)
+    # Live sync (the server runs with --max-wait 1 --max-waiting-requests 1).
+    answer = c.send("sync, wait with change sets ready", "POST", "/v1/sync", 200, token="read", body={"maxRevision": 0, "wait": 30}, request_valid=True)
+    c.expect("sync, wait with change sets ready", answer and len(answer["changeSets"]) == 3, f"answered {answer}")
+    answer = c.send("sync, wait held to the cap", "POST", "/v1/sync", 200, token="read", body={"maxRevision": 3, "wait": 30}, request_valid=True)
+    c.expect("sync, wait held to the cap", answer and answer["changeSets"] == [] and answer["maxRevision"] == 3, f"answered {answer}")
+    c.send("sync, wait -1", "POST", "/v1/sync", 400, token="read", body={"maxRevision": 3, "wait": -1}, request_valid=False)
+    holder = threading.Thread(target=lambda: requests.post(
+        c.url + "/v1/sync", json={"maxRevision": 3, "wait": 30}, timeout=TIMEOUT,
+        headers={"Authorization": f"Bearer {c.tokens['read']}", "Accept-Encoding": "identity"}))
+    holder.start()
+    time.sleep(0.3)
+    c.send("sync, wait beyond the held requests", "POST", "/v1/sync", 503, token="read", body={"maxRevision": 3, "wait": 30}, request_valid=True)
+    holder.join()
     c.send("sync without a token", "POST", "/v1/sync", 401, body={"maxRevision": 0}, request_valid=True)
     c.send_raw("sync, broken chunked framing", "POST", "/v1/sync", 400,
                b"POST /v1/sync HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + c.tokens["read"].encode()

@@ -77,9 +77,37 @@ public protocol SyncStore: Sendable {
 
     /// Every registered seed, retired ones too, oldest revision first.
     func registeredSeeds() async throws -> [RegisteredSeed]
+
+    /// Reports the newest committed revision to `onRevision`, once when it starts and again each
+    /// time a commit raises it, whoever committed (this process, another one on the same store, a
+    /// psql session on PostgreSQL), until the calling task is cancelled. Live sync rests on it: a
+    /// server runs one watch and wakes every held request from it, so a commit costs one read
+    /// however many clients wait. Reports may repeat a revision or skip some; they never go back
+    /// unless the store does. A store that cannot be read for a while is watched again when it can.
+    ///
+    /// ```swift
+    /// let watch = Task { await store.watchRevisions { revision in signal.publish(revision) } }
+    /// ```
+    func watchRevisions(_ onRevision: @escaping @Sendable (Int64) -> Void) async
 }
 
 extension SyncStore {
+    /// Reads ``revisions()`` four times a second: a store with no notification of its own still
+    /// serves live sync, with up to a quarter of a second of delay.
+    public func watchRevisions(_ onRevision: @escaping @Sendable (Int64) -> Void) async {
+        await pollRevisions(every: .milliseconds(250), onRevision)
+    }
+
+    /// ``watchRevisions(_:)`` by reading ``revisions()`` every `interval`: for stores with no
+    /// notification of their own, and as the fallback of those that have one. A failed read is
+    /// tried again at the next tick.
+    public func pollRevisions(every interval: Duration, _ onRevision: @escaping @Sendable (Int64) -> Void) async {
+        while !Task.isCancelled {
+            if let revisions = try? await revisions() { onRevision(revisions.revision) }
+            try? await Task.sleep(for: interval)
+        }
+    }
+
     /// The newest version's schema information.
     public func schemaInfo() async throws -> SchemaInfo {
         try await schemaInfo(version: nil)

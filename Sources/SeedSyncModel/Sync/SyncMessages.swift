@@ -1,7 +1,7 @@
 /// The body of `POST /v1/sync`.
 ///
 /// ```json
-/// {"maxRevision": 17382, "schemaVersion": 2, "changeSets": [], "limit": 1000}
+/// {"maxRevision": 17382, "schemaVersion": 2, "changeSets": [], "limit": 1000, "wait": 55}
 /// ```
 public struct SyncRequest: Codable, Sendable, Hashable {
     /// The revision the client has.
@@ -13,17 +13,25 @@ public struct SyncRequest: Codable, Sendable, Hashable {
     public var changeSets: [PushedChangeSet]
     /// The most change sets the client wants in one answer; the server caps it.
     public var limit: Int?
+    /// Live sync: seconds the server may hold the request when no change set is newer than
+    /// ``maxRevision``, answering as soon as one commits (the server caps it). Absent or 0, the
+    /// server answers at once. A request that pushes is always answered at once.
+    public var wait: Int?
 
-    public init(maxRevision: Int64, schemaVersion: Int? = nil, changeSets: [PushedChangeSet] = [], limit: Int? = nil) {
+    public init(
+        maxRevision: Int64, schemaVersion: Int? = nil, changeSets: [PushedChangeSet] = [], limit: Int? = nil,
+        wait: Int? = nil
+    ) {
         self.maxRevision = maxRevision
         self.schemaVersion = schemaVersion
         self.changeSets = changeSets
         self.limit = limit
+        self.wait = wait
     }
 
     /// Reads a request from parsed JSON (see ``JSONParser``), strictly: `maxRevision` is an
     /// integer literal (`1.0` and `1e0` are not), `changeSets` is an array when present (absent
-    /// means none, `null` is an error), `limit` and `schemaVersion` are integers when present.
+    /// means none, `null` is an error), `limit`, `schemaVersion` and `wait` are integers when present.
     /// Other members are ignored.
     ///
     /// ```swift
@@ -40,6 +48,7 @@ public struct SyncRequest: Codable, Sendable, Hashable {
         }
         limit = members.members["limit"] == nil ? nil : Int(try members.int64("limit"))
         schemaVersion = members.members["schemaVersion"] == nil ? nil : Int(try members.int64("schemaVersion"))
+        wait = members.members["wait"] == nil ? nil : Int(clamping: try members.int64("wait"))
     }
 
     public init(from decoder: any Decoder) throws {
@@ -52,7 +61,7 @@ public struct SyncRequest: Codable, Sendable, Hashable {
     }
 
     /// The request as compact JSON: `maxRevision`, `schemaVersion` when set, `changeSets` when
-    /// there are any, `limit` when set.
+    /// there are any, `limit` and `wait` when set.
     public func jsonBytes() -> [UInt8] {
         var writer = JSONWriter()
         writer.beginObject()
@@ -71,6 +80,10 @@ public struct SyncRequest: Codable, Sendable, Hashable {
         if let limit {
             writer.key("limit")
             writer.value(.int(Int64(limit)))
+        }
+        if let wait {
+            writer.key("wait")
+            writer.value(.int(Int64(wait)))
         }
         writer.endObject()
         return writer.bytes

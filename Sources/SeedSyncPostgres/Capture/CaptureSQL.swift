@@ -73,17 +73,7 @@ enum CaptureSQL {
           RETURN NULL;
         END $$
         """,
-        """
-        CREATE FUNCTION seedsync._revision() RETURNS bigint LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
-        DECLARE r bigint := nullif(current_setting('seedsync.revision', true), '')::bigint;
-        BEGIN
-          IF r IS NULL THEN
-            UPDATE seedsync._state SET revision = revision + 1 WHERE id = 1 RETURNING revision INTO r;
-            PERFORM set_config('seedsync.revision', r::text, true);
-          END IF;
-          RETURN r;
-        END $$
-        """,
+        revisionFunction,
         """
         CREATE FUNCTION seedsync._bulk() RETURNS bigint LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
         DECLARE r bigint := seedsync._revision();
@@ -102,6 +92,27 @@ enum CaptureSQL {
         $$
         """,
     ]
+
+    /// The channel ``revisionFunction`` notifies with each new revision.
+    static let revisionChannel = "seedsync_revision"
+
+    /// Takes the transaction's revision on its first captured write: raises `_state.revision` and
+    /// notifies ``revisionChannel`` with the number, which PostgreSQL delivers when (and only if)
+    /// the transaction commits, so every listening `seed-server` wakes its held requests. `OR
+    /// REPLACE`: a store opened by a newer server gets the notification too.
+    static let revisionFunction = """
+        CREATE OR REPLACE FUNCTION seedsync._revision() RETURNS bigint LANGUAGE plpgsql
+          SET search_path = pg_catalog, pg_temp AS $$
+        DECLARE r bigint := nullif(current_setting('seedsync.revision', true), '')::bigint;
+        BEGIN
+          IF r IS NULL THEN
+            UPDATE seedsync._state SET revision = revision + 1 WHERE id = 1 RETURNING revision INTO r;
+            PERFORM set_config('seedsync.revision', r::text, true);
+            PERFORM pg_notify('\(revisionChannel)', r::text);
+          END IF;
+          RETURN r;
+        END $$
+        """
 
     /// The idempotency records of pushed change sets (the first result of every id, kept for the
     /// retention) and, per integer-keyed type without a sequence, the largest key deleted or given

@@ -43,6 +43,8 @@ package struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable
         package static let tooManyChangeSets = Code("too_many_change_sets")
         /// 415: a `Content-Encoding` other than `gzip` or `identity`.
         package static let unsupportedEncoding = Code("unsupported_encoding")
+        /// 503: the server holds as many live sync requests as it may; retry after `Retry-After`.
+        package static let tooManyWaiting = Code("too_many_waiting")
         /// 422: a change set that does not fit the schema.
         package static let invalidChangeSet = Code(SyncStoreError.Code.invalidChangeSet)
 
@@ -160,6 +162,17 @@ package struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable
     /// 400 `malformed_json`: `reason` says where and why, such as `maxRevision: expected an integer`.
     static func malformedJSON(_ what: String, reason: String) -> ServerError {
         ServerError(.badRequest, code: .malformedJSON, message: "the request body is not a valid \(what): \(reason)")
+    }
+
+    /// 503 `too_many_waiting`: `capacity` sync requests are held already.
+    static func tooManyWaiting(_ capacity: Int) -> ServerError {
+        var error = ServerError(
+            .serviceUnavailable, code: .tooManyWaiting,
+            message:
+                "the server already holds \(capacity) waiting sync requests; send the request again after Retry-After seconds, or without wait"
+        )
+        error.headers[.retryAfter] = "\(retryAfterSeconds)"
+        return error
     }
 
     static func invalidParameter(_ name: String, _ expectation: String) -> ServerError {

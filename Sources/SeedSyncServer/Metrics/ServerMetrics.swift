@@ -20,6 +20,7 @@ import SeedSyncModel
 /// | `store_up` | gauge | 1 when the scrape read the store's revisions, 0 when the store failed |
 /// | `revision`, `min_revision` | gauge | read from the store at each scrape (the last read, when it fails) |
 /// | `change_log_revisions` | gauge | the revisions a client can sync from: `revision - min_revision` |
+/// | `waiting_requests` | gauge | live sync requests held at the scrape |
 final class ServerMetrics: Sendable {
     private let registry = PrometheusCollectorRegistry()
     private let factory: PrometheusMetricsFactory
@@ -87,6 +88,11 @@ final class ServerMetrics: Sendable {
     /// Counts a failure of the store's database (unreachable, or tables that no longer fit).
     func record(_ error: SyncStoreError) {
         storeErrors[error.code]?.increment()
+    }
+
+    /// Records how many live sync requests are held, for the next scrape.
+    func recordWaiting(_ count: Int) {
+        gauge("seedsync_waiting_requests").record(count)
     }
 
     /// The metrics in Prometheus text format, with the store's revisions as read for this scrape

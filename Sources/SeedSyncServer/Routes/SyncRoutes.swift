@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import SeedSyncModel
+import ServiceLifecycle
 
 /// The endpoints of protocol v1 over one ``SyncStore``. See `docs/PROTOCOL.md`.
 struct SyncRoutes<Context: RequestContext>: Sendable {
@@ -12,6 +13,8 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
     let versions: LockedValue<SchemaHistory>
     let configuration: ServerConfiguration
     let metrics: ServerMetrics
+    /// What held sync requests wait on (see ``RevisionWatch``).
+    let signal: RevisionSignal
 
     func add(to router: Router<Context>) {
         router.get("health") { _, _ in Self.health }
@@ -37,6 +40,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
     /// is counted and logged, and the rest is still served (without the store's gauges).
     private func exposition(_ context: Context) async -> Response {
         var revisions: (revision: Int64, minRevision: Int64)?
+        metrics.recordWaiting(signal.waiting)
         do {
             revisions = try await store.revisions()
         } catch let error as SyncStoreError {
@@ -119,6 +123,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         let sync = try Self.parse(body, as: "sync request") { json throws(JSONShapeError) in try SyncRequest(json: json)
         }
         guard sync.maxRevision >= 0 else { throw ServerError.invalidParameter("maxRevision", "0 or more") }
+        if let wait = sync.wait, wait < 0 { throw ServerError.invalidParameter("wait", "0 or more seconds") }
         if let named = sync.schemaVersion, named < 1 {
             throw ServerError.invalidParameter("schemaVersion", "a whole number of 1 or more")
         }
@@ -129,9 +134,34 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
             _ = try await store.changeFeed(after: sync.maxRevision, limit: 1, byteBudget: 0, version: version)
         }
         let results = try await push(sync.changeSets, version: version)
-        let feed = try await store.changeFeed(
-            after: sync.maxRevision, limit: limit, byteBudget: configuration.syncByteBudget, version: version)
+        let read = { @Sendable in
+            try await store.changeFeed(
+                after: sync.maxRevision, limit: limit, byteBudget: configuration.syncByteBudget, version: version)
+        }
+        var feed = try await read()
+        if feed.changeSets.isEmpty, sync.changeSets.isEmpty, let wait = sync.wait, wait > 0,
+            try await hold(after: sync.maxRevision, seconds: wait)
+        {
+            feed = try await read()
+        }
         return Self.json(Self.encode(feed, results: sync.changeSets.isEmpty ? nil : results))
+    }
+
+    /// Live sync: holds a caught-up request until a revision after `revision` commits (true), or
+    /// for `seconds` capped by ``ServerConfiguration/maxWait`` (false). A graceful shutdown ends
+    /// every hold at once.
+    ///
+    /// - Throws: 503 `too_many_waiting` when ``ServerConfiguration/maxWaitingRequests`` are held.
+    private func hold(after revision: Int64, seconds: Int) async throws(ServerError) -> Bool {
+        let deadline = ContinuousClock.now + min(.seconds(seconds), configuration.maxWait)
+        let signal = signal
+        let outcome = await withGracefulShutdownHandler {
+            await signal.wait(after: revision, until: deadline)
+        } onGracefulShutdown: {
+            signal.close()
+        }
+        if outcome == .full { throw ServerError.tooManyWaiting(signal.capacity) }
+        return outcome == .newer
     }
 
     /// Applies pushed change sets one by one; each is its own transaction, so a failure of

@@ -7,11 +7,13 @@ extension SQLiteSyncStore {
     @discardableResult
     public func commit(_ changeSet: ChangeSet) async throws -> Int64 {
         do {
-            return try await pool.write { db in
+            let revision = try await pool.write { db in
                 let served = try self.served(db)
                 let changes = try served.schema.validateCommit(changeSet)
                 return try ChangeWriter(served).commit(changes, in: db)
             }
+            watches.publish(revision)
+            return revision
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_FOREIGNKEY {
             throw SyncStoreError.invalidChangeSet(
                 ChangeSetError(.brokenReference, "the change set leaves a reference to a missing row"))

@@ -1,0 +1,152 @@
+import NIOConcurrencyHelpers
+
+/// The newest revision the server knows of, and the sync requests held until a newer one.
+///
+/// One watch of the store (``SyncStore/watchRevisions(_:)``) calls ``publish(_:)``; each held
+/// request calls ``wait(after:until:)``. A publish that raises the revision wakes every request
+/// waiting for less in one pass, so a commit costs one read of the store however many clients
+/// wait. A held request costs a slot in a dictionary and one sleeping child task.
+///
+/// ```swift
+/// switch await signal.wait(after: 41, until: .now + .seconds(55)) {
+/// case .newer: // read the change feed again
+/// case .timedOut, .closed: // answer with no change set
+/// case .full: // 503
+/// }
+/// ```
+final class RevisionSignal: Sendable {
+    /// How a wait ended.
+    enum Outcome: Equatable, Sendable {
+        /// A revision after the one waited on committed.
+        case newer
+        /// The deadline passed first (or the request was cancelled).
+        case timedOut
+        /// The server is shutting down: every wait ends at once.
+        case closed
+        /// ``capacity`` requests already wait; this one was not held.
+        case full
+    }
+
+    /// A wait as it starts: answered at once, or held in a slot.
+    private enum Admission {
+        case answered(Outcome)
+        case held(UInt64)
+    }
+
+    private enum Slot {
+        case pending
+        case waiting(CheckedContinuation<Void, Never>)
+        case released
+    }
+
+    private struct State {
+        /// The newest revision published; -1 until the watch first reports.
+        var revision: Int64 = -1
+        var slots: [UInt64: (after: Int64, slot: Slot)] = [:]
+        var nextID: UInt64 = 0
+        var isClosed = false
+    }
+
+    /// The most requests held at once.
+    let capacity: Int
+    private let state = NIOLockedValueBox(State())
+
+    init(capacity: Int) {
+        self.capacity = capacity
+    }
+
+    /// The requests held now.
+    var waiting: Int { state.withLockedValue { $0.slots.count } }
+
+    /// Records that `revision` committed and wakes every request waiting for an earlier one.
+    func publish(_ revision: Int64) {
+        let woken = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
+            guard revision > state.revision else { return [] }
+            state.revision = revision
+            return Self.release(in: &state) { $0 < revision }
+        }
+        for continuation in woken { continuation.resume() }
+    }
+
+    /// Ends every wait now and every later one at once: the server is shutting down.
+    func close() {
+        let woken = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
+            state.isClosed = true
+            return Self.release(in: &state) { _ in true }
+        }
+        for continuation in woken { continuation.resume() }
+    }
+
+    /// Waits until a revision after `revision` is published, `deadline` passes, the signal closes
+    /// or the task is cancelled; returns at once when one of them already happened, or with
+    /// ``Outcome/full`` when ``capacity`` requests wait.
+    func wait(after revision: Int64, until deadline: ContinuousClock.Instant) async -> Outcome {
+        let admitted = state.withLockedValue { state -> Admission in
+            if state.isClosed { return .answered(.closed) }
+            if state.revision > revision { return .answered(.newer) }
+            if state.slots.count >= capacity { return .answered(.full) }
+            let id = state.nextID
+            state.nextID += 1
+            state.slots[id] = (revision, .pending)
+            return .held(id)
+        }
+        guard case .held(let id) = admitted else {
+            if case .answered(let outcome) = admitted { return outcome }
+            return .timedOut
+        }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                try? await Task.sleep(until: deadline, clock: .continuous)
+                self.release(id)
+            }
+            await withCheckedContinuation { continuation in hold(id, continuation) }
+            group.cancelAll()
+        }
+        return state.withLockedValue { state in
+            state.isClosed ? .closed : state.revision > revision ? .newer : .timedOut
+        }
+    }
+
+    /// Parks `continuation` in slot `id`, or resumes it at once when the slot was released first.
+    private func hold(_ id: UInt64, _ continuation: CheckedContinuation<Void, Never>) {
+        let parked = state.withLockedValue { state -> Bool in
+            guard let entry = state.slots[id], case .pending = entry.slot else {
+                state.slots[id] = nil
+                return false
+            }
+            state.slots[id] = (entry.after, .waiting(continuation))
+            return true
+        }
+        if !parked { continuation.resume() }
+    }
+
+    /// Ends the wait of slot `id` (its deadline passed or its request was cancelled).
+    private func release(_ id: UInt64) {
+        state.withLockedValue { state in Self.release(id, in: &state) }?.resume()
+    }
+
+    /// Releases the slots whose `after` matches (see ``release(_:in:)``) and returns the
+    /// continuations to resume.
+    private static func release(
+        in state: inout State, where matches: (Int64) -> Bool
+    ) -> [CheckedContinuation<Void, Never>] {
+        let ids = state.slots.compactMap { id, entry in matches(entry.after) ? id : nil }
+        return ids.compactMap { id in release(id, in: &state) }
+    }
+
+    /// Releases slot `id`: a parked continuation is removed and returned for resuming; a pending
+    /// slot is marked so its ``hold(_:_:)`` returns at once.
+    private static func release(_ id: UInt64, in state: inout State) -> CheckedContinuation<Void, Never>? {
+        guard let entry = state.slots[id] else { return nil }
+        switch entry.slot {
+        case .waiting(let continuation):
+            state.slots[id] = nil
+            return continuation
+        case .pending:
+            state.slots[id] = (entry.after, .released)
+            return nil
+        case .released:
+            return nil
+        }
+    }
+}

@@ -1,0 +1,227 @@
+import Foundation
+import SeedSyncClient
+import SeedSyncModel
+import SeedSyncPostgres
+import SeedSyncServer
+import SeedSyncStore
+import SeedSyncTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Live sync (`"wait"` in `POST /v1/sync`) on a real server on loopback, both stores: a held
+/// request answered by the next commit, whoever makes it; the server's cap on the wait; the bound
+/// on held requests; pushes never held; many clients woken by one commit.
+@Suite struct LiveSyncTests {
+    @Test(arguments: StoreBackend.allCases)
+    func aHeldRequestIsAnsweredByTheNextCommit(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            let first = try await store.commit(Fixtures.catalogCreation())
+            try await withLiveServer(store) { url in
+                let client = Self.client(url)
+                async let answer = client.sync(from: first, wait: 30)
+                try await Self.waitUntilHeld(1, on: url)
+                let second = try await store.commit(Fixtures.catalogCreation(author: "tolkien", book: 2))
+                // Caught up when it was sent: only holding it can bring the new change set.
+                #expect(try await answer.changeSets.map(\.revision) == [second])
+            }
+        }
+    }
+
+    /// Another process's writer: a second store on the SQLite file (seen by the watch's read), a
+    /// psql-like session on PostgreSQL (seen through `NOTIFY`).
+    @Test(arguments: StoreBackend.allCases)
+    func aCommitByAnotherWriterWakesHeldRequests(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            let first = try await store.commit(Fixtures.catalogCreation())
+            try await withLiveServer(store) { url in
+                async let answer = Self.client(url).sync(from: first, wait: 30)
+                try await Self.waitUntilHeld(1, on: url)
+                try await Self.commitAsAnotherWriter(to: store)
+                let changeSets = try await answer.changeSets
+                #expect(changeSets.map(\.revision) == [first + 1])
+                #expect(changeSets.first?.changes.map(\.type) == ["authors"])
+            }
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func oneCommitWakesEveryWaitingClient(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            let first = try await store.commit(Fixtures.catalogCreation())
+            try await withLiveServer(store) { url in
+                try await withThrowingTaskGroup(of: [Int64].self) { group in
+                    for _ in 0..<100 {
+                        // A client each: one URLSession opens a few connections to a host at most.
+                        group.addTask {
+                            try await Self.client(url).sync(from: first, wait: 30).changeSets.compactMap(\.revision)
+                        }
+                    }
+                    try await Self.waitUntilHeld(100, on: url)
+                    let second = try await store.commit(Fixtures.catalogCreation(author: "b", book: 2))
+                    var answered = 0
+                    for try await revisions in group {
+                        #expect(revisions == [second])
+                        answered += 1
+                    }
+                    #expect(answered == 100)
+                }
+            }
+        }
+    }
+
+    @Test func aWaitEndsAtTheServersCapWithNoChangeSet() async throws {
+        try await StoreBackend.sqlite.withStore { store in
+            let first = try await store.commit(Fixtures.catalogCreation())
+            try await withLiveServer(store, configure: { $0.maxWait = .seconds(1) }) { url in
+                let start = ContinuousClock.now
+                let answer = try await Self.client(url).sync(from: first, wait: 30)
+                let held = ContinuousClock.now - start
+                #expect(answer.changeSets.isEmpty)
+                #expect(answer.maxRevision == first)
+                #expect(!answer.hasMore)
+                #expect(held >= .milliseconds(900), "held until the cap")
+                #expect(held < .seconds(20), "not for the 30 s asked")
+                // No wait, or a wait of 0: today's answer, at once.
+                #expect(try await Self.client(url).sync(from: first).changeSets.isEmpty)
+                #expect(try await Self.client(url).sync(from: first, wait: 0).changeSets.isEmpty)
+            }
+        }
+    }
+
+    @Test func aClientBehindIsAnsweredAtOnceAndAPushIsNeverHeld() async throws {
+        try await StoreBackend.sqlite.withStore { store in
+            let first = try await store.commit(Fixtures.catalogCreation())
+            try await withLiveServer(store) { url in
+                let start = ContinuousClock.now
+                #expect(try await Self.client(url).sync(from: 0, wait: 50).changeSets.map(\.revision) == [first])
+                let pushed = PushedChangeSet(
+                    id: "live-push",
+                    changeSet: ChangeSet(changes: [
+                        TypeChanges(type: "authors", create: [.string("new")], attributes: ["new": ["name": "New"]])
+                    ]))
+                let answer = try await Self.client(url, token: liveServerWriteToken)
+                    .sync(from: first, pushing: [pushed], wait: 50)
+                #expect(answer.results.map(\.id) == ["live-push"])
+                #expect(answer.changeSets.count == 1)
+                #expect(ContinuousClock.now - start < .seconds(30), "neither request was held for its 50 s")
+            }
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func requestsBeyondTheBoundAreRefusedWithRetryAfter(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            let first = try await store.commit(Fixtures.catalogCreation())
+            try await withLiveServer(store, configure: { $0.maxWaitingRequests = 2 }) { url in
+                let client = Self.client(url)
+                async let held1 = client.sync(from: first, wait: 30)
+                async let held2 = client.sync(from: first, wait: 30)
+                try await Self.waitUntilHeld(2, on: url)
+                let (status, headers, body) = try await Self.post(
+                    url, #"{"maxRevision": \#(first), "wait": 30}"#)
+                #expect(status == 503)
+                #expect(headers["Retry-After"] == "2")
+                #expect(body.contains(#""code":"too_many_waiting""#), "\(body)")
+                #expect(body.contains("2 waiting sync requests"), "\(body)")
+                // Without a wait, the same client is served as ever.
+                #expect(try await Self.post(url, #"{"maxRevision": \#(first)}"#).status == 200)
+                let second = try await store.commit(Fixtures.catalogCreation(author: "b", book: 2))
+                #expect(try await held1.changeSets.map(\.revision) == [second])
+                #expect(try await held2.changeSets.map(\.revision) == [second])
+                try await Self.waitUntilHeld(0, on: url)
+            }
+        }
+    }
+
+    @Test func aNegativeWaitIsRefused() async throws {
+        try await StoreBackend.sqlite.withStore { store in
+            try await withLiveServer(store) { url in
+                let (status, _, body) = try await Self.post(url, #"{"maxRevision": 0, "wait": -1}"#)
+                #expect(status == 400)
+                #expect(body.contains("wait must be 0 or more seconds"), "\(body)")
+                let (fraction, _, _) = try await Self.post(url, #"{"maxRevision": 0, "wait": 1.5}"#)
+                #expect(fraction == 400)
+            }
+        }
+    }
+
+    /// `seed-server serve` stopped with SIGTERM answers the request it holds at once (with no
+    /// change set), then exits.
+    @Test func shutdownAnswersHeldRequestsAtOnce() async throws {
+        try await withTemporaryDirectory { directory in
+            let database = directory.appendingPathComponent("server.sqlite").path
+            _ = try await Executables.run(
+                "seed-server", ["init", "--database", database, "--demo", "--events", "10", "--locations", "2"])
+            let server = try Executables.start(
+                "seed-server", ["serve", "--database", database, "--port", "0", "--log-level", "warning"],
+                environment: ["SEED_SERVER_TOKENS": liveServerToken, "SEED_SERVER_ADMIN_TOKENS": liveServerAdminToken])
+            defer { if server.isRunning { server.terminate() } }
+            let url = URL(string: try #require(Executables.listeningAddress(of: server)))!
+            async let answer = Self.client(url).sync(from: 1, wait: 55)
+            try await Self.waitUntilHeld(1, on: url)
+            let stop = ContinuousClock.now
+            server.terminate()
+            let response = try await answer
+            #expect(response.changeSets.isEmpty)
+            #expect(response.maxRevision == 1)
+            #expect(ContinuousClock.now - stop < .seconds(20), "answered at shutdown, not after its 55 s")
+            server.waitUntilExit()
+            #expect(server.terminationStatus == 0)
+        }
+    }
+
+    // MARK: - Support
+
+    static func client(_ url: URL, token: String = liveServerToken) -> SyncClient {
+        SyncClient(configuration: .init(serverURL: url, token: token, requestTimeout: 10, retry: .none))
+    }
+
+    /// Waits (10 s at most) until the server's `/metrics` shows `count` held requests.
+    static func waitUntilHeld(_ count: Int, on url: URL) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        var request = URLRequest(url: url.appendingPathComponent("metrics"))
+        request.setValue("Bearer \(liveServerAdminToken)", forHTTPHeaderField: "Authorization")
+        while ContinuousClock.now < deadline {
+            let (data, _) = try await URLSession.shared.data(for: request)
+            let held = String(decoding: data, as: UTF8.self).split(separator: "\n").first {
+                $0.hasPrefix("seedsync_waiting_requests ")
+            }
+            if let held, Double(held.split(separator: " ")[1]) == Double(count) { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw TestSetupError("the server did not hold \(count) requests within 10 s")
+    }
+
+    /// `POST /v1/sync` with `json`: the status, headers and body.
+    static func post(_ url: URL, _ json: String) async throws -> (status: Int, headers: [String: String], body: String)
+    {
+        var request = URLRequest(url: url.appendingPathComponent("v1/sync"), timeoutInterval: 60)
+        request.httpMethod = "POST"
+        request.httpBody = Data(json.utf8)
+        request.setValue("Bearer \(liveServerToken)", forHTTPHeaderField: "Authorization")
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let http = response as! HTTPURLResponse
+        let headers = http.allHeaderFields.reduce(into: [String: String]()) { fields, field in
+            fields["\(field.key)"] = "\(field.value)"
+        }
+        return (http.statusCode, headers, String(decoding: data, as: UTF8.self))
+    }
+
+    /// Commits an author the way a writer outside this server would.
+    static func commitAsAnotherWriter(to store: any SyncStore) async throws {
+        if let sqlite = store as? SQLiteSyncStore {
+            let other = try SQLiteSyncStore(path: sqlite.path)
+            defer { try? other.close() }
+            try await other.commit(
+                ChangeSet(changes: [
+                    TypeChanges(type: "authors", create: [.string("other")], attributes: ["other": ["name": "Other"]])
+                ]))
+        } else if let postgres = store as? PostgresSyncStore {
+            try await TestPostgres.runScript(
+                "INSERT INTO authors (code, name) VALUES ('other', 'Other')", on: postgres.location)
+        }
+    }
+}

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Load test on loopback: wrk against POST /v1/sync (clients 100 revisions behind) and
 # GET /v1/snapshot/events, 64 connections, bounded in time, for each store and for two servers on
-# one PostgreSQL; then, on PostgreSQL, the write rate of 8 concurrent writers (pgbench) on an
-# attached table against the same table without capture in the same run. Prints requests/s, p50,
-# p99 and errors per case, and writes them to .build/load/load.json. Changes nothing in the repository.
+# one PostgreSQL; live sync latency (scripts/bench/live_latency.py: 1, 100 and 10,000 clients
+# holding `"wait"` requests, the time from a commit until each has the new revision, and the
+# server's memory per held request), with admin writes and, on PostgreSQL, psql writes; then, on
+# PostgreSQL, the write rate of 8 concurrent writers (pgbench) on an attached table against the
+# same table without capture in the same run. Prints requests/s, p50, p99 and errors per case, and
+# writes them to .build/load/load.json. Changes nothing in the repository.
 #
-# Usage: scripts/load.sh [--backend sqlite|postgres|all] [--seconds S] [--events N]
-#   --backend B   which store(s) to load (default all)
-#   --seconds S   length of each wrk and pgbench run (default 15)
-#   --events N    demo events in the served database (default 100000; 2000 locations)
+# Usage: scripts/load.sh [--backend sqlite|postgres|all] [--seconds S] [--events N] [--live-clients "1 100 10000"]
+#   --backend B        which store(s) to load (default all)
+#   --seconds S        length of each wrk and pgbench run (default 15)
+#   --events N         demo events in the served database (default 100000; 2000 locations)
+#   --live-clients L   the numbers of waiting clients of the live sync cases (default "1 100 10000")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/setup.sh
@@ -18,12 +22,14 @@ source scripts/lib/postgres.sh
 backend=all
 seconds=15
 events=100000
+live_clients="1 100 10000"
 while [ $# -gt 0 ]; do
     case $1 in
         --backend) backend=$2; shift 2 ;;
         --seconds) seconds=$2; shift 2 ;;
         --events) events=$2; shift 2 ;;
-        *) echo "usage: scripts/load.sh [--backend sqlite|postgres|all] [--seconds S] [--events N]" >&2; exit 64 ;;
+        --live-clients) live_clients=$2; shift 2 ;;
+        *) echo "usage: scripts/load.sh [--backend sqlite|postgres|all] [--seconds S] [--events N] [--live-clients L]" >&2; exit 64 ;;
     esac
 done
 case $backend in sqlite | postgres | all) ;; *) echo "--backend must be sqlite, postgres or all" >&2; exit 64 ;; esac
@@ -43,6 +49,9 @@ swift build -c release --product seed-server >&2
 bin=$(swift build -c release --show-bin-path)
 new_token "$work/token"
 token=$(cat "$work/token")
+new_token "$work/admin-token"
+# 10,000 held requests need as many descriptors in the server and in the clients.
+ulimit -n "$(ulimit -Hn)"
 
 # wrk_run NAME URL... : wrk with 64 connections split over the URLs, for S seconds; records the
 # requests/s (summed), the worst p50 and p99 (ms) and the errors (socket errors and non-2xx).
@@ -109,6 +118,23 @@ load_server() {
     wrk_run "$name snapshot" "/v1/snapshot/events?limit=100" "$work/snapshot.lua" "$@"
 }
 
+# live_cases NAME WRITER URL...: live sync latency with each number of waiting clients, spread
+# over the servers at URL...; the first server (SERVER_PID) is the one whose memory is read.
+live_cases() {
+    local name=$1 writer=$2 clients rounds
+    shift 2
+    for clients in $live_clients; do
+        rounds=5
+        [ "$clients" -ge 1000 ] && rounds=3
+        echo "==> $name: live sync, $clients waiting clients, $writer writes" >&2
+        python3 scripts/bench/live_latency.py --urls "$@" --clients "$clients" --rounds "$rounds" --writer "$writer" \
+            --database "${SEEDSYNC_POSTGRES_URL:-}" --token "$token" --admin-token "$(cat "$work/admin-token")" \
+            --pid "$SERVER_PID" \
+            | python3 -c 'import json, sys; row = json.load(sys.stdin); row["case"] = sys.argv[1]; print(json.dumps(row))' \
+                "$name live sync, $clients clients, $writer writes" | tee -a "$work/results.jsonl" >&2
+    done
+}
+
 # prepare DATABASE: the demo dataset, then 1,000 change sets (so clients can be 100 behind).
 prepare() {
     "$bin/seed-server" init --database "$1" --demo --events "$events" --locations 2000 >&2
@@ -118,8 +144,9 @@ prepare() {
 if [ "$backend" != postgres ]; then
     echo "==> SQLite store" >&2
     prepare "$work/server.sqlite"
-    start_server "$bin" "$work/server.sqlite" "$work/token" "$work"
+    start_server "$bin" "$work/server.sqlite" "$work/token" "$work" "" "$work/admin-token"
     load_server sqlite "$SERVER_URL"
+    live_cases sqlite admin "$SERVER_URL"
     stop_server
 fi
 
@@ -127,14 +154,16 @@ if [ "$backend" != sqlite ]; then
     echo "==> PostgreSQL store" >&2
     POSTGRES_DURABLE=1 start_postgres
     prepare "$SEEDSYNC_POSTGRES_URL"
-    start_server "$bin" "$SEEDSYNC_POSTGRES_URL" "$work/token" "$work"
+    start_server "$bin" "$SEEDSYNC_POSTGRES_URL" "$work/token" "$work" "" "$work/admin-token"
     load_server postgres "$SERVER_URL"
     first_pid=$SERVER_PID first_url=$SERVER_URL
     mkdir -p "$work/second"
-    start_server "$bin" "$SEEDSYNC_POSTGRES_URL" "$work/token" "$work/second"
-    second_pid=$SERVER_PID
+    start_server "$bin" "$SEEDSYNC_POSTGRES_URL" "$work/token" "$work/second" "" "$work/admin-token"
+    second_pid=$SERVER_PID second_url=$SERVER_URL
     SERVER_PID=$first_pid
-    load_server "postgres, two servers" "$first_url" "$SERVER_URL"
+    load_server "postgres, two servers" "$first_url" "$second_url"
+    live_cases "postgres, two servers" admin "$first_url" "$second_url"
+    live_cases "postgres, two servers" psql "$first_url" "$second_url"
     kill "$second_pid"
     second_pid=
 
@@ -167,7 +196,9 @@ report = {"seconds": int(sys.argv[3]), "events": int(sys.argv[4]), "cores": os.c
 json.dump(report, open(sys.argv[2], "w"), indent=2)
 print(f"\nSeedSync load test ({report['cores']} cores, {report['seconds']} s per run, {report['events']} events)")
 for row in rows:
-    if "requests_per_second" in row:
+    if "clients" in row:
+        print(f"  {row['case']:<58} p50 {row['p50_ms']:7.1f} ms  p99 {row['p99_ms']:7.1f} ms  errors {row['errors']}  {row['server_kib_per_held_request']} KiB per held request")
+    elif "requests_per_second" in row:
         print(f"  {row['case']:<34} {row['requests_per_second']:>8} req/s  p50 {row['p50_ms']:7.2f} ms  p99 {row['p99_ms']:7.2f} ms  errors {row['errors']}")
     elif "transactions_per_second" in row:
         print(f"  {row['case']:<52} {row['transactions_per_second']:>10} tx/s  avg {row['latency_average_ms']} ms  errors {row['errors']}")

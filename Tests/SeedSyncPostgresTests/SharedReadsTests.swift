@@ -1,7 +1,6 @@
 import NIOConcurrencyHelpers
+import SeedSyncModel
 import Testing
-
-@testable import SeedSyncPostgres
 
 /// Requests share reads, but none gets a read that began before it asked. The reads here wait
 /// for the test to release them, so nothing depends on timing.

@@ -15,6 +15,8 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
     let metrics: ServerMetrics
     /// What held sync requests wait on (see ``RevisionWatch``).
     let signal: RevisionSignal
+    /// The change feeds of requests woken by one commit: one read for the crowd, not one each.
+    let wokenReads = SharedReads<FeedRead, ChangeFeed>()
 
     func add(to router: Router<Context>) {
         router.get("health") { _, _ in Self.health }
@@ -142,7 +144,8 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         if feed.changeSets.isEmpty, sync.changeSets.isEmpty, let wait = sync.wait, wait > 0,
             try await hold(after: sync.maxRevision, seconds: wait)
         {
-            feed = try await read()
+            let key = FeedRead(after: sync.maxRevision, limit: limit, version: version)
+            feed = try await wokenReads.value(for: key, read: read)
         }
         return Self.json(Self.encode(feed, results: sync.changeSets.isEmpty ? nil : results))
     }
@@ -296,4 +299,11 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
             body: .init(byteBuffer: ByteBuffer(bytes: bytes))
         )
     }
+}
+
+/// The change feed a sync request reads: requests that agree on it may share one read.
+struct FeedRead: Hashable, Sendable {
+    var after: Int64
+    var limit: Int
+    var version: Int
 }

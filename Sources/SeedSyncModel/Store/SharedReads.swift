@@ -1,4 +1,4 @@
-import NIOConcurrencyHelpers
+import Foundation
 
 /// Concurrent reads of the same thing, shared without serving anything older than a request.
 ///
@@ -7,7 +7,8 @@ import NIOConcurrencyHelpers
 /// before (a commit it may already know of would be missing). A crowd of callers then costs two
 /// reads, not one each: the one running when they came, and one for all of them. The store
 /// shares its state read this way (every `/v1/sync` needs one) and the log reads of a revision
-/// range (after a commit, every client asks for the same new revisions at once).
+/// range (after a commit, every client asks for the same new revisions at once); the server
+/// shares the change feed its woken live sync requests read.
 ///
 /// ```swift
 /// let reads = SharedReads<Int, LogState>()
@@ -16,26 +17,27 @@ import NIOConcurrencyHelpers
 ///
 /// A read runs in a task of its own: a caller cancelled while others wait for its read cancels
 /// nothing of theirs.
-final class SharedReads<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+package final class SharedReads<Key: Hashable & Sendable, Value: Sendable>: @unchecked Sendable {
     private enum Turn: Sendable {
         case read
         case done(Result<Value, any Error>)
     }
 
     /// For each key with a read running, the callers waiting for the next read.
-    private let waiting = NIOLockedValueBox<[Key: [CheckedContinuation<Turn, Never>]]>([:])
+    private var waiting: [Key: [CheckedContinuation<Turn, Never>]] = [:]
+    private let lock = NSLock()
 
-    init() {}
+    package init() {}
 
     /// The callers of `key` waiting for the next read (for tests).
-    func waiters(for key: Key) -> Int {
-        waiting.withLockedValue { $0[key]?.count ?? 0 }
+    package func waiters(for key: Key) -> Int {
+        lock.withLock { waiting[key]?.count ?? 0 }
     }
 
     /// The value of a `read` of `key` that started after this call.
-    func value(for key: Key, read: @escaping @Sendable () async throws -> Value) async throws -> Value {
+    package func value(for key: Key, read: @escaping @Sendable () async throws -> Value) async throws -> Value {
         let turn = await withCheckedContinuation { (continuation: CheckedContinuation<Turn, Never>) in
-            let idle = waiting.withLockedValue { waiting in
+            let idle = lock.withLock {
                 guard waiting[key] != nil else {
                     waiting[key] = []
                     return true
@@ -47,10 +49,10 @@ final class SharedReads<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
         if case .done(let result) = turn { return try result.get() }
         // Whoever waits now asked before this read starts: it is theirs too.
-        let sharers = waiting.withLockedValue { waiting in waiting.updateValue([], forKey: key)! }
+        let sharers = lock.withLock { waiting.updateValue([], forKey: key)! }
         let result = await Task { try await read() }.result
         for sharer in sharers { sharer.resume(returning: .done(result)) }
-        let next = waiting.withLockedValue { waiting -> CheckedContinuation<Turn, Never>? in
+        let next = lock.withLock { () -> CheckedContinuation<Turn, Never>? in
             guard let first = waiting[key]?.first else {
                 waiting[key] = nil
                 return nil

@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""Live sync latency: commit to client, with N clients waiting.
+
+Opens N keep-alive connections spread over the server URLs given, each holding one
+`POST /v1/sync {"maxRevision": R, "wait": 55}` (waits until every server's `/metrics` shows them
+held), then commits one change set (`--writer admin`: `POST /v1/admin/changes` to the first server;
+`--writer psql`: an INSERT through the psql program) and times, for every client, from just
+before the commit is sent until the whole answer carrying the new revision has arrived. Repeats
+for `--rounds` commits, holding every client again each round. Reads the first server's resident
+memory (`/proc/PID/status`) with nothing held and with every client held.
+
+Prints one JSON object: clients, rounds, p50/p99/max milliseconds over every client of every
+round, answers that lacked the revision (errors), and the server's memory per held request.
+The clients run in this one asyncio process; their own scheduling is part of what is measured.
+"""
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import time
+import urllib.parse
+
+
+def memory_kib(pid):
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+class Client:
+    """One keep-alive HTTP/1.1 connection holding a sync request at a time."""
+
+    def __init__(self, url, token):
+        self.url = urllib.parse.urlsplit(url)
+        self.token = token
+        self.reader = self.writer = None
+
+    async def connect(self):
+        self.reader, self.writer = await asyncio.open_connection(self.url.hostname, self.url.port)
+
+    def send(self, revision):
+        body = json.dumps({"maxRevision": revision, "wait": 55}).encode()
+        head = (f"POST /v1/sync HTTP/1.1\r\nHost: {self.url.netloc}\r\nAuthorization: Bearer {self.token}\r\n"
+                f"Content-Type: application/json\r\nAccept-Encoding: identity\r\nContent-Length: {len(body)}\r\n\r\n")
+        self.writer.write(head.encode() + body)
+
+    async def answer(self):
+        """The status and body of one answer, and the monotonic time it was complete."""
+        status_line = await self.reader.readline()
+        length = 0
+        while True:
+            line = await self.reader.readline()
+            if line in (b"\r\n", b""):
+                break
+            name, _, value = line.decode().partition(":")
+            if name.lower() == "content-length":
+                length = int(value)
+        body = await self.reader.readexactly(length)
+        return int(status_line.split()[1]), body, time.monotonic()
+
+
+async def http(url, method, path, token, body=None):
+    """One request on a connection of its own: status and body."""
+    client = Client(url, token)
+    await client.connect()
+    data = b"" if body is None else json.dumps(body).encode()
+    head = (f"{method} {path} HTTP/1.1\r\nHost: {client.url.netloc}\r\nAuthorization: Bearer {token}\r\n"
+            f"Content-Type: application/json\r\nAccept-Encoding: identity\r\nConnection: close\r\n"
+            f"Content-Length: {len(data)}\r\n\r\n")
+    client.writer.write(head.encode() + data)
+    status, body, _ = await client.answer()
+    client.writer.close()
+    return status, body
+
+
+async def held(url, admin):
+    status, body = await http(url, "GET", "/metrics", admin)
+    for line in body.decode().splitlines():
+        if line.startswith("seedsync_waiting_requests "):
+            return int(float(line.split()[1]))
+    return 0
+
+
+async def wait_until_held(urls, admin, counts):
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if all([await held(url, admin) >= count for url, count in zip(urls, counts)]):
+            return
+        await asyncio.sleep(0.05)
+    sys.exit(f"live_latency: the servers did not hold {counts} requests within 120 s")
+
+
+async def revision(url, token):
+    status, body = await http(url, "GET", "/v1/schema", token)
+    return json.loads(body)["revision"]
+
+
+async def commit(args, revision_before):
+    key = 900_000_000 + revision_before
+    if args.writer == "psql":
+        process = await asyncio.create_subprocess_exec(
+            "psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", args.database, "-c",
+            f"INSERT INTO locations (id, name, city, latitude, longitude) VALUES ({key}, 'Live', 'Oslo', 59.9, 10.7)")
+        if await process.wait() != 0:
+            sys.exit("live_latency: psql failed")
+        return
+    status, body = await http(args.urls[0], "POST", "/v1/admin/changes", args.admin_token, {
+        "types": ["locations"],
+        "locations": {"create": [key], "attributes": {str(key): {
+            "name": "Live", "city": "Oslo", "latitude": 59.9, "longitude": 10.7}}}})
+    if status != 200:
+        sys.exit(f"live_latency: the admin commit answered {status}: {body[:200]!r}")
+
+
+async def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--urls", nargs="+", required=True)
+    parser.add_argument("--clients", type=int, required=True)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--writer", choices=["admin", "psql"], default="admin")
+    parser.add_argument("--database", help="PostgreSQL URL for --writer psql")
+    parser.add_argument("--token", required=True)
+    parser.add_argument("--admin-token", required=True)
+    parser.add_argument("--pid", type=int, required=True, help="the first server's process id")
+    args = parser.parse_args()
+
+    idle_kib = memory_kib(args.pid)
+    clients = [Client(args.urls[index % len(args.urls)], args.token) for index in range(args.clients)]
+    for start in range(0, len(clients), 500):
+        await asyncio.gather(*(client.connect() for client in clients[start:start + 500]))
+    counts = [len(clients[index::len(args.urls)]) for index in range(len(args.urls))]
+    latencies, errors, held_kib = [], 0, 0
+    current = await revision(args.urls[0], args.token)
+    for round_number in range(args.rounds):
+        for client in clients:
+            client.send(current)
+        answers = [asyncio.ensure_future(client.answer()) for client in clients]
+        await wait_until_held(args.urls, args.admin_token, counts)
+        if round_number == 0:
+            held_kib = memory_kib(args.pid)
+        started = time.monotonic()
+        await commit(args, current)
+        for status, body, finished in await asyncio.gather(*answers):
+            answer = json.loads(body) if status == 200 else {}
+            if status != 200 or answer.get("maxRevision") != current + 1 or not answer.get("changeSets"):
+                errors += 1
+                continue
+            latencies.append((finished - started) * 1000)
+        current += 1
+    latencies.sort()
+    def percentile(p):
+        return round(latencies[min(len(latencies) - 1, int(len(latencies) * p))], 1) if latencies else None
+    print(json.dumps({
+        "clients": args.clients, "rounds": args.rounds, "writer": args.writer, "servers": len(args.urls),
+        "p50_ms": percentile(0.50), "p99_ms": percentile(0.99), "max_ms": round(latencies[-1], 1) if latencies else None,
+        "mean_ms": round(statistics.mean(latencies), 1) if latencies else None, "errors": errors,
+        "server_rss_idle_mib": round(idle_kib / 1024, 1), "server_rss_held_mib": round(held_kib / 1024, 1),
+        "server_kib_per_held_request": round((held_kib - idle_kib) / max(1, counts[0]), 1),
+    }))
+
+
+asyncio.run(main())

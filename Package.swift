@@ -216,8 +216,8 @@ let package = Package(
             name: "SeedSyncImportTests",
             dependencies: [
                 "SeedSyncImport", "SeedSyncBuild", "SeedSyncSeed", "SeedSyncClient", "SeedSyncStore", "SeedSyncDemo",
-                "SeedSyncTesting", "SeedSyncModel", .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "Hummingbird", package: "hummingbird"),
+                "SeedSyncServer", "SeedSyncTesting", "SeedSyncModel", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(

@@ -35,6 +35,10 @@ struct SyncCommand: AsyncParsableCommand {
     @Flag(help: "Catch up once and exit (the default).") var once = false
     @Flag(help: "Keep catching up, every --interval seconds, until interrupted.") var watch = false
     @Option(help: "With --watch: seconds between runs.") var interval: Double = 60
+    @Flag(
+        help:
+            "Keep the database current until SIGINT or SIGTERM: catch up, then hold a live sync request until the server has something newer (a line per applied change set on stdout)."
+    ) var live = false
     @Option(help: "A file holding the bearer token (instead of SEED_TOKEN).") var tokenFile: String?
     @Option(
         help:
@@ -52,7 +56,9 @@ struct SyncCommand: AsyncParsableCommand {
         guard let url = URL(string: server), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
             throw ValidationError("--server must be an http or https URL, such as http://127.0.0.1:8080")
         }
-        guard !(once && watch) else { throw ValidationError("--once and --watch exclude each other") }
+        guard [once, watch, live].filter({ $0 }).count <= 1 else {
+            throw ValidationError("--once, --watch and --live exclude each other")
+        }
         guard (expectSchemaVersion ?? 1) >= 1 else {
             throw ValidationError("--expect-schema-version must be 1 or more")
         }
@@ -81,6 +87,10 @@ struct SyncCommand: AsyncParsableCommand {
                 expectedSchemaVersion: expectSchemaVersion, reseedIfNewer: !noReseed, syncLimit: syncLimit,
                 lockTimeout: lockTimeout
             ))
+        guard !live else {
+            try await runLive(importer.configuration)
+            return
+        }
         let progress = ImportProgress(enabled: !quiet && ImportProgress.stderrIsTerminal)
         guard watch else {
             try await runOnce(importer, progress: progress)
@@ -96,6 +106,61 @@ struct SyncCommand: AsyncParsableCommand {
             }
             try await Task.sleep(for: .milliseconds(Int(interval * 1000)))
         }
+    }
+
+    /// `--live`: a ``SyncEngine`` until SIGINT or SIGTERM, which stop it cleanly (exit 0); a
+    /// failure a retry cannot fix stops it with that error. A line per applied change set on
+    /// stdout (JSON with `--json`), the engine's states on stderr.
+    private func runLive(_ configuration: SeedImporter.Configuration) async throws {
+        let json = self.json
+        let quiet = self.quiet
+        let engine = SyncEngine(configuration: configuration) { event in
+            guard case .applied(let changeSet) = event else { return }
+            FileHandle.standardOutput.write(Data((Self.line(for: changeSet, json: json) + "\n").utf8))
+        }
+        let signals = [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number)
+            source.setEventHandler { Task { await engine.stop() } }
+            source.resume()
+            return source
+        }
+        defer { for source in signals { source.cancel() } }
+        let states = engine.states()
+        await engine.start()
+        for await state in states {
+            if !quiet { FileHandle.standardError.write(Data("seed-import: \(state)\n".utf8)) }
+            if case .failed(let error) = state {
+                await engine.stop()
+                throw error
+            }
+        }
+    }
+
+    /// One applied change set: `revision 42: events 1 created, 2 updated, 0 deleted`, or its keys as JSON.
+    static func line(for changeSet: AppliedChangeSet, json: Bool) -> String {
+        let types = changeSet.types.sorted { $0.key < $1.key }
+        guard json else {
+            let counts = types.map { name, keys in
+                "\(name) \(keys.created.count) created, \(keys.updated.count) updated, \(keys.deleted.count) deleted"
+            }
+            return "revision \(changeSet.revision): " + (counts.isEmpty ? "no rows" : counts.joined(separator: "; "))
+        }
+        let object: JSONValue = .object([
+            "revision": .int(changeSet.revision),
+            "types": .object(
+                Dictionary(
+                    uniqueKeysWithValues: types.map { name, keys in
+                        (
+                            name,
+                            JSONValue.object([
+                                "created": .array(keys.created), "updated": .array(keys.updated),
+                                "deleted": .array(keys.deleted),
+                            ])
+                        )
+                    })),
+        ])
+        return String(decoding: (try? JSONEncoder.stable().encode(object)) ?? Data(), as: UTF8.self)
     }
 
     private func runOnce(_ importer: SeedImporter, progress: ImportProgress) async throws {

@@ -1,0 +1,288 @@
+public import Foundation
+public import SeedSyncClient
+import SeedSyncModel
+
+/// A long-lived sync engine for an app: start it once, and it keeps the database current.
+///
+/// It installs or replaces the database as ``SeedImporter`` does, then loops: push the local
+/// edits and catch up (one ``SeedImporter/run(onEvent:)``), then hold a live sync request
+/// (`"wait"`, see `docs/PROTOCOL.md`) until the server has something newer, and again. A server
+/// change reaches the app within the time the server takes to answer its held request, not at
+/// the next poll. When the server cannot be reached (or fails), the engine backs off with jitter
+/// (1 s doubling to 60 s by default) and says when it tries again; a failure a retry cannot fix (a
+/// refused token, a database that does not fit the server) waits for ``syncNow()``.
+///
+/// The steps are the transitions of `EngineMachine`; the engine runs them and lets the app
+/// steer: ``syncNow()`` (a user's refresh: it ends a wait or a backoff at once, and follows a
+/// run going on with another), ``pause()`` and ``resume()``, ``stop()``. Its ``State`` is an
+/// `AsyncSequence` a screen can show (``states()``).
+///
+/// ```swift
+/// let engine = SyncEngine(configuration: .init(seed: seedPath, database: databasePath, server: server))
+/// await engine.start()
+/// Task { for await state in engine.states() { statusLabel = "\(state)" } }
+/// // pull to refresh
+/// await engine.syncNow()
+/// // the app goes to the background
+/// await engine.stop()
+/// ```
+public actor SyncEngine {
+    /// What the engine is doing, as an app shows it.
+    public enum State: Sendable, CustomStringConvertible {
+        /// Not started.
+        case idle
+        /// Installing, pushing or catching up.
+        case syncing
+        /// Caught up, holding a live sync request for the next change.
+        case waiting
+        /// Paused by ``SyncEngine/pause()``.
+        case paused
+        /// The server could not be reached (or failed); the next attempt is at `retryAt`.
+        case offline(retryAt: Date)
+        /// A failure a retry cannot fix; ``SyncEngine/syncNow()`` tries again.
+        case failed(any Error)
+        /// Stopped by ``SyncEngine/stop()``: the database is closed.
+        case stopped
+
+        public var description: String {
+            switch self {
+            case .idle: "idle"
+            case .syncing: "syncing"
+            case .waiting: "waiting"
+            case .paused: "paused"
+            case .offline(let retryAt): "offline, retrying at \(retryAt.formatted(.iso8601))"
+            case .failed(let error): "failed: \(error)"
+            case .stopped: "stopped"
+            }
+        }
+    }
+
+    /// How the engine waits and backs off.
+    public struct Options: Sendable {
+        /// Seconds the server may hold a live sync request (it caps it; 55 by default).
+        public var wait: Int
+        /// The delays between attempts while the server cannot be reached; `maxAttempts` is ignored:
+        /// the engine tries until it is stopped.
+        public var backoff: RetryPolicy
+
+        public init(wait: Int = 55, backoff: RetryPolicy = RetryPolicy(maxAttempts: 1, baseDelay: 1, maxDelay: 60)) {
+            self.wait = wait
+            self.backoff = backoff
+        }
+    }
+
+    public nonisolated let importer: SeedImporter
+    public nonisolated let options: Options
+    private let onEvent: @Sendable (ImportEvent) -> Void
+    /// The client of the live sync requests: no retry of its own (the engine backs off).
+    private let waiter: SyncClient
+    private var machine = EngineMachine()
+    private var state: State = .idle
+    private var watchers: [UUID: AsyncStream<State>.Continuation] = [:]
+    private var loop: Task<Void, Never>?
+    /// The step going on (a run, a wait, a backoff), cancelled to interrupt it.
+    private var step: Task<StepOutcome, Never>?
+    private var interrupted = false
+    /// The loop, parked while nothing is to be done (paused, failed), until an event.
+    private var parked: CheckedContinuation<EngineMachine.Action, Never>?
+
+    /// An engine over `configuration`; `onEvent` gets every ``ImportEvent`` of every run (an
+    /// ``ImportEvent/applied(_:)`` per committed change set).
+    public init(
+        configuration: SeedImporter.Configuration, options: Options = Options(),
+        onEvent: @escaping @Sendable (ImportEvent) -> Void = { _ in }
+    ) {
+        importer = SeedImporter(configuration: configuration)
+        self.options = options
+        self.onEvent = onEvent
+        var server = configuration.server
+        server.retry = .none
+        waiter = SyncClient(configuration: server)
+    }
+
+    /// Starts the loop; a second call does nothing.
+    public func start() {
+        guard loop == nil else { return }
+        let first = machine.start()
+        loop = Task { await self.run(from: first) }
+    }
+
+    /// A user-initiated sync: ends a wait, a backoff or a failure at once; a run going on is
+    /// followed by another at once.
+    public func syncNow() {
+        if machine.syncNow() { interrupt() }
+        unpark()
+    }
+
+    /// Stops applying: a run going on stops after its current transaction (the database stays at
+    /// its last good revision); nothing runs until ``resume()``.
+    public func pause() {
+        if machine.pause() { interrupt() }
+        unpark()
+    }
+
+    /// Runs again after ``pause()``.
+    public func resume() {
+        _ = machine.resume()
+        unpark()
+    }
+
+    /// Stops the engine and returns once its last run has closed the database.
+    public func stop() async {
+        if machine.stop() { interrupt() }
+        unpark()
+        if loop == nil { publish(.stopped) }
+        await loop?.value
+    }
+
+    /// The engine's states as they change, starting with the current one; ends after ``State/stopped``.
+    public nonisolated func states() -> AsyncStream<State> {
+        let (stream, continuation) = AsyncStream.makeStream(of: State.self, bufferingPolicy: .bufferingNewest(16))
+        let id = UUID()
+        Task { await self.watch(id, continuation) }
+        continuation.onTermination = { _ in Task { await self.unwatch(id) } }
+        return stream
+    }
+
+    /// The current state.
+    public var currentState: State { state }
+
+    // MARK: - The loop
+
+    private enum StepOutcome: Sendable {
+        case ran(ImportReport)
+        case waited
+        case slept
+        case failed(any Error)
+    }
+
+    private func run(from first: EngineMachine.Action) async {
+        var action = first
+        while true {
+            switch action {
+            case .stop:
+                publish(.stopped)
+                for watcher in watchers.values { watcher.finish() }
+                watchers = [:]
+                return
+            case .idle:
+                if machine.phase == .paused { publish(.paused) }
+                action = await withCheckedContinuation { parked = $0 }
+            case .sync:
+                publish(.syncing)
+                action = await perform(sync())
+            case .wait(let revision, let version):
+                publish(.waiting)
+                action = await perform(wait(after: revision, schemaVersion: version))
+            case .sleep(let attempt):
+                let delay = options.backoff.delay(afterAttempt: attempt, retryAfter: nil)
+                publish(.offline(retryAt: Date().addingTimeInterval(delay)))
+                action = await perform(sleep(delay))
+            }
+        }
+    }
+
+    /// Runs `work` as the interruptible step, then feeds its outcome to the machine.
+    private func perform(_ work: @escaping @Sendable () async -> StepOutcome) async -> EngineMachine.Action {
+        interrupted = false
+        let task = Task(operation: work)
+        step = task
+        let outcome = await task.value
+        step = nil
+        if interrupted {
+            interrupted = false
+            return machine.next
+        }
+        switch outcome {
+        case .ran(let report):
+            return machine.runSucceeded(revision: report.toRevision, schemaVersion: report.schemaVersion)
+        case .waited:
+            return machine.waitEnded()
+        case .slept:
+            return machine.backoffEnded()
+        case .failed(let error):
+            let retryable = Self.isRetryable(error)
+            let next = machine.failed(retryable: retryable)
+            if !retryable, machine.phase == .failed { publish(.failed(error)) }
+            return next
+        }
+    }
+
+    private func sync() -> @Sendable () async -> StepOutcome {
+        { [importer, onEvent] in
+            do {
+                return .ran(try await importer.run(onEvent: onEvent))
+            } catch {
+                return .failed(error)
+            }
+        }
+    }
+
+    /// A held live sync request; its change sets are left to the next run, which applies them
+    /// with everything else from the database's revision (nothing is applied twice).
+    private func wait(after revision: Int64, schemaVersion: Int?) -> @Sendable () async -> StepOutcome {
+        { [waiter, options] in
+            do {
+                let start = ContinuousClock.now
+                let answer = try await waiter.sync(
+                    from: revision, limit: 1, schemaVersion: schemaVersion, wait: options.wait)
+                // A server that does not hold requests (one older than live sync, or `--max-wait 0`)
+                // answers an empty wait at once: poll it every `wait` seconds instead of in a loop.
+                let elapsed = ContinuousClock.now - start
+                if answer.changeSets.isEmpty, elapsed < .seconds(1) {
+                    try? await Task.sleep(for: .seconds(options.wait) - elapsed)
+                }
+                return .waited
+            } catch let error as SyncClientError where Self.isRetryable(error) {
+                return .failed(error)
+            } catch {
+                // Anything else (the history compacted past the revision, say) is the next run's to handle.
+                return .waited
+            }
+        }
+    }
+
+    private func sleep(_ seconds: Double) -> @Sendable () async -> StepOutcome {
+        {
+            try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+            return .slept
+        }
+    }
+
+    /// A failure that may pass: the server unreachable, or failing (5xx, 429).
+    static func isRetryable(_ error: any Error) -> Bool {
+        guard let error = error as? SyncClientError else { return false }
+        return error.code == .unreachable || error.code == .serverError
+    }
+
+    private func interrupt() {
+        interrupted = step != nil
+        step?.cancel()
+    }
+
+    private func unpark() {
+        guard let parked else { return }
+        self.parked = nil
+        parked.resume(returning: machine.next)
+    }
+
+    // MARK: - States
+
+    private func publish(_ new: State) {
+        state = new
+        for watcher in watchers.values { watcher.yield(new) }
+    }
+
+    private func watch(_ id: UUID, _ continuation: AsyncStream<State>.Continuation) {
+        continuation.yield(state)
+        if case .stopped = state {
+            continuation.finish()
+            return
+        }
+        watchers[id] = continuation
+    }
+
+    private func unwatch(_ id: UUID) {
+        watchers[id] = nil
+    }
+}

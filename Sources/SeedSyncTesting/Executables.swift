@@ -74,9 +74,18 @@ public enum Executables {
             .merging(environment) { $1 }
         process.standardOutput = Pipe()
         process.standardError = Pipe()
-        try process.run()
+        try launch(process)
         return process
     }
+
+    /// Runs `process`, one spawn at a time: Foundation's `Process.run()` on Linux crashed (in
+    /// `memmove`, inside `run()`) when tests started processes from several threads at once.
+    /// Every test starts its processes through this.
+    public static func launch(_ process: Process) throws {
+        try spawning.withLock { try process.run() }
+    }
+
+    private static let spawning = NSLock()
 
     /// The `http://host:port` from a `seed-server serve --port 0` process's "listening on" line,
     /// read within 30 seconds.

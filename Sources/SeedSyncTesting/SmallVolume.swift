@@ -68,7 +68,7 @@ public struct SmallVolume: Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: tool)
         process.arguments = arguments
-        try process.run()
+        try Executables.launch(process)
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
             throw CocoaError(

@@ -85,7 +85,7 @@ import Testing
             process.arguments = [script, "--out", directory.path, "--bin", Executables.productsDirectory.path]
             process.standardOutput = Pipe()
             process.standardError = Pipe()
-            try process.run()
+            try Executables.launch(process)
             let errors = (process.standardError as! Pipe).fileHandleForReading.readDataToEndOfFile()
             process.waitUntilExit()
             #expect(process.terminationStatus == 0, "\(String(decoding: errors, as: UTF8.self))")

@@ -16,7 +16,7 @@ import Darwin
 /// ``SyncEngine`` against a real server on loopback: a server change reaches the app's database
 /// while the engine waits (no polling), the server going away and coming back, pause and resume,
 /// stop.
-@Suite struct SyncEngineTests {
+@Suite(.timeLimit(.minutes(3))) struct SyncEngineTests {
     @Test func aServerChangeReachesTheDatabaseWhileTheEngineWaits() async throws {
         try await withImportFixture { fixture in
             let engine = SyncEngine(configuration: fixture.importer().configuration, options: .init(wait: 55))
@@ -191,7 +191,7 @@ func freePort() throws -> Int {
 
 /// `seed-import sync --live`: a JSON line per change set the server commits while it runs, until
 /// SIGTERM, which ends it cleanly.
-@Suite struct LiveCommandTests {
+@Suite(.timeLimit(.minutes(3))) struct LiveCommandTests {
     @Test func printsALinePerCommittedChangeSetUntilSIGTERM() async throws {
         try await withImportFixture { fixture in
             let process = try Executables.start(
@@ -230,5 +230,103 @@ func freePort() throws -> Int {
                 decoding: (process.standardError as! Pipe).fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             #expect(stderr.contains("seed-import: waiting") && stderr.hasSuffix("seed-import: stopped\n"), "\(stderr)")
         }
+    }
+}
+
+/// Observation through a running ``SyncEngine``: rows and types, after server change sets, local
+/// writes (a temporary key followed to the real one) and a replacement.
+@Suite(.timeLimit(.minutes(3))) struct EngineObservationTests {
+    @Test func aRowObserverSeesTheRowNowThenEachServerChangeThenItsDeletion() async throws {
+        try await withImportFixture { fixture in
+            let engine = SyncEngine(configuration: fixture.importer().configuration, options: .init(wait: 55))
+            await engine.start()
+            try await SyncEngineTests.until(engine, "waiting") { if case .waiting = $0 { true } else { false } }
+            let (key, row) = try await Self.firstEvent(of: fixture)
+            var rows = await engine.observe(type: "events", key: key).makeAsyncIterator()
+            #expect(await rows.next()?.fields?["title"] == row["title"], "the row as it is now")
+            var changes = await engine.observe(type: "events").makeAsyncIterator()
+
+            var renamed = row
+            renamed["title"] = "Renamed by the server"
+            let updated = try await fixture.served.store.commit(
+                ChangeSet(changes: [TypeChanges(type: "events", update: [key], attributes: [key.keyString!: renamed])]))
+            let seen = await rows.next()
+            #expect(seen?.fields?["title"] == "Renamed by the server")
+            #expect(seen?.fields?["revision"] == .int(updated))
+            #expect(await changes.next() == Self.changes(updated: [key]))
+
+            _ = try await fixture.served.store.commit(
+                ChangeSet(changes: [TypeChanges(type: "events", delete: [key])]))
+            #expect(await rows.next() == ObservedRow(key: key, fields: nil), "nil once deleted")
+            #expect(await changes.next() == Self.changes(deleted: [key]))
+            await engine.stop()
+            #expect(await rows.next() == nil, "observations end when the engine stops")
+        }
+    }
+
+    @Test func aRowCreatedLocallyIsFollowedToTheKeyTheServerGivesIt() async throws {
+        try await withImportFixture { fixture in
+            let engine = SyncEngine(
+                configuration: fixture.importer(token: liveServerWriteToken).configuration, options: .init(wait: 55))
+            await engine.start()
+            try await SyncEngineTests.until(engine, "waiting") { if case .waiting = $0 { true } else { false } }
+            var changes = await engine.observe(type: "locations").makeAsyncIterator()
+            let temporary = try await engine.write { changes in
+                try changes.create("locations", ["name": "Pier", "city": "Oslo", "latitude": 59.9, "longitude": 10.7])
+            }
+            #expect(temporary == -1)
+            var rows = await engine.observe(type: "locations", key: temporary).makeAsyncIterator()
+            let local = await changes.next()
+            #expect(local?.inserted == [temporary], "the local write, at once")
+            var row = await rows.next()
+            // The first value is the local row, unless the push was quicker: then the real one.
+            if row?.key == temporary {
+                #expect(row?.fields?["name"] == "Pier")
+                row = await rows.next()
+            }
+            let real = try #require(row?.key)
+            #expect(real.intValue.map { $0 > 0 } == true, "the server's key: \(real)")
+            #expect(row?.fields?["name"] == "Pier")
+            let pushed = await changes.next()
+            #expect(pushed?.rekeyed[temporary] == real)
+            #expect(pushed?.inserted.contains(real) == true)
+            let serverRow = try await fixture.served.store.snapshotPage(
+                of: "locations", after: .int(real.intValue! - 1), limit: 1)
+            #expect(serverRow.rows.first?.first == real)
+            await engine.stop()
+        }
+    }
+
+    @Test func aReplacementTellsTypeObserversToReload() async throws {
+        try await withImportFixture { fixture in
+            let (_, newer, newerRevision) = try await fixture.installThenBuildNewerSeed(after: 5)
+            let engine = SyncEngine(
+                configuration: fixture.importer(seed: newer).configuration, options: .init(wait: 55))
+            var changes = await engine.observe(type: "events").makeAsyncIterator()
+            await engine.start()
+            let first = await changes.next()
+            #expect(first?.isReload == true, "\(String(describing: first))")
+            try await SyncEngineTests.until(engine, "waiting") { if case .waiting = $0 { true } else { false } }
+            #expect(try revision(of: fixture.database) >= newerRevision)
+            await engine.stop()
+        }
+    }
+
+    static func changes(updated: [JSONValue] = [], deleted: [JSONValue] = []) -> ObservedChanges {
+        var changes = ObservedChanges()
+        changes.updated = updated
+        changes.deleted = deleted
+        return changes
+    }
+
+    /// The first event on the server that no other row references, as a key and its fields (`revision` left out).
+    static func firstEvent(of fixture: ImportFixture) async throws -> (JSONValue, [String: JSONValue]) {
+        let page = try await fixture.served.store.snapshotPage(of: "events", after: nil, limit: 1)
+        let values = try #require(page.rows.first)
+        var fields: [String: JSONValue] = [:]
+        for (column, value) in zip(page.columns, values).dropFirst() where column != "revision" {
+            fields[column] = value
+        }
+        return (values[0], fields)
     }
 }

@@ -89,8 +89,8 @@ import FoundationNetworking
                 "INSERT INTO venues VALUES ('psql', 'From psql')",
             ]
             committed = ContinuousClock.now
-            try psql.run()
-            psql.waitUntilExit()
+            try Executables.launch(psql)
+            try await offPool { psql.waitUntilExit() }
             #expect(psql.terminationStatus == 0)
             for answer in [try await first, try await second] {
                 #expect(answer.changeSets.map(\.revision) == [3])

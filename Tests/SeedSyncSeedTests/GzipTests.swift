@@ -54,7 +54,7 @@ import Testing
         process.arguments = ["gzip", "-dc", path]
         let output = Pipe()
         process.standardOutput = output
-        try process.run()
+        try Executables.launch(process)
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)

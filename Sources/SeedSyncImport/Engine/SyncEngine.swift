@@ -1,6 +1,6 @@
 public import Foundation
 public import SeedSyncClient
-import SeedSyncModel
+public import SeedSyncModel
 
 /// A long-lived sync engine for an app: start it once, and it keeps the database current.
 ///
@@ -73,7 +73,11 @@ public actor SyncEngine {
 
     public nonisolated let importer: SeedImporter
     public nonisolated let options: Options
+    /// The app's handler, then the observers' queue: every event of every run, in order.
     private let onEvent: @Sendable (ImportEvent) -> Void
+    private nonisolated let observers: Observers
+    private nonisolated let observed: AsyncStream<Observed>.Continuation
+    private var observing: Task<Void, Never>?
     /// The client of the live sync requests: no retry of its own (the engine backs off).
     private let waiter: SyncClient
     private var machine = EngineMachine()
@@ -94,7 +98,23 @@ public actor SyncEngine {
     ) {
         importer = SeedImporter(configuration: configuration)
         self.options = options
-        self.onEvent = onEvent
+        let observers = Observers(database: configuration.database)
+        let (stream, observed) = AsyncStream.makeStream(of: Observed.self)
+        self.observers = observers
+        self.observed = observed
+        self.onEvent = { event in
+            onEvent(event)
+            observed.yield(.event(event))
+        }
+        observing = Task {
+            for await item in stream {
+                switch item {
+                case .event(let event): await observers.handle(event)
+                case .local(let changes): await observers.handle(changes)
+                }
+            }
+            await observers.finish()
+        }
         var server = configuration.server
         server.retry = .none
         waiter = SyncClient(configuration: server)
@@ -147,7 +167,61 @@ public actor SyncEngine {
     /// The current state.
     public var currentState: State { state }
 
+    // MARK: - Observation and local writes
+
+    /// The changes to the rows of `type`, from this call on: one ``ObservedChanges`` per committed
+    /// transaction that touched them (a batch of server change sets, a push's results, a local write), or that may
+    /// have touched any row (an install, a replacement, a migration: ``ObservedChanges/isReload``).
+    /// Ends when the engine stops.
+    ///
+    /// ```swift
+    /// for await changes in await engine.observe(type: "events") {
+    ///     reload(changes.inserted + changes.updated); remove(changes.deleted)
+    /// }
+    /// ```
+    public nonisolated func observe(type: String) async -> AsyncStream<ObservedChanges> {
+        let (stream, continuation) = AsyncStream.makeStream(of: ObservedChanges.self)
+        let id = UUID()
+        await observers.add(id, type: type, continuation)
+        continuation.onTermination = { [observers] _ in Task { await observers.remove(id) } }
+        return stream
+    }
+
+    /// The row `type[key]`: as it is now, then again after each committed transaction that
+    /// changed it (its fields `nil` once it is deleted). A row created locally with a temporary
+    /// key is followed to the real key the server gives it (``ObservedRow/key``). Ends when the
+    /// engine stops.
+    ///
+    /// ```swift
+    /// for await row in await engine.observe(type: "events", key: 42) {
+    ///     show(row.fields)  // nil once deleted
+    /// }
+    /// ```
+    public nonisolated func observe(type: String, key: JSONValue) async -> AsyncStream<ObservedRow> {
+        let (stream, continuation) = AsyncStream.makeStream(of: ObservedRow.self)
+        let id = UUID()
+        await observers.add(id, type: type, key: key, continuation)
+        continuation.onTermination = { [observers] _ in Task { await observers.remove(id) } }
+        return stream
+    }
+
+    /// ``SeedImporter/write(_:)`` through the engine: the edits are applied and queued at once,
+    /// the observers are told, and the engine pushes them without waiting for the next commit.
+    @discardableResult
+    public func write<T: Sendable>(_ body: @escaping @Sendable (LocalChanges) throws -> T) async throws -> T {
+        let (result, changes) = try await importer.writeRecording(body)
+        observed.yield(.local(changes))
+        syncNow()
+        return result
+    }
+
     // MARK: - The loop
+
+    /// What the observers' queue carries.
+    private enum Observed: Sendable {
+        case event(ImportEvent)
+        case local([RowChange])
+    }
 
     private enum StepOutcome: Sendable {
         case ran(ImportReport)
@@ -161,6 +235,8 @@ public actor SyncEngine {
         while true {
             switch action {
             case .stop:
+                observed.finish()
+                await observing?.value
                 publish(.stopped)
                 for watcher in watchers.values { watcher.finish() }
                 watchers = [:]

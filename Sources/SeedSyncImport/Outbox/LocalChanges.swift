@@ -151,6 +151,19 @@ public final class LocalChanges {
         if try outbox.shadow(of: row, in: db) == nil { try outbox.setShadow(of: row, to: current, in: db) }
     }
 
+    /// The rows this write changed for an observer: created, updated or deleted (a row created
+    /// and deleted again in it is not there).
+    var changedRows: [RowChange] {
+        order.compactMap { row in
+            switch states[row] {
+            case .created?: RowChange(row: row, kind: .inserted)
+            case .updated?: RowChange(row: row, kind: .updated)
+            case .deleted?: RowChange(row: row, kind: .deleted)
+            case nil: nil
+            }
+        }
+    }
+
     private func record(_ row: RowID, _ state: State) {
         states[row] = state
         if !order.contains(row) { order.append(row) }

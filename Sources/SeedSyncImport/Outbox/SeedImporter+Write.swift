@@ -27,6 +27,13 @@ extension SeedImporter {
     ///   when it names a row that does not exist.
     @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (LocalChanges) throws -> T) async throws -> T {
+        try await writeRecording(body).result
+    }
+
+    /// ``write(_:)``, with the rows it changed (for a ``SyncEngine``'s observers).
+    func writeRecording<T: Sendable>(_ body: @escaping @Sendable (LocalChanges) throws -> T) async throws -> (
+        result: T, changes: [RowChange]
+    ) {
         let path = configuration.database
         let deadline = ContinuousClock.now + .milliseconds(Int(configuration.lockTimeout * 1000))
         while true {
@@ -36,9 +43,9 @@ extension SeedImporter {
                     "there is no database at \(path) to write to: run the importer once to install the seed")
             }
             let outbox = Outbox(schema: database.metadata.schema)
-            let result: T?
+            let result: (T, [RowChange])?
             do {
-                result = try await database.write("write local changes to \(path)") { db -> T? in
+                result = try await database.write("write local changes to \(path)") { db -> (T, [RowChange])? in
                     // Wait while it is replaced; open it again when it was, possibly with another schema.
                     guard try !Self.isBeingReplaced(path, db),
                         try SeedMetadata.storedSchemaHash(db) == database.metadata.schemaHash
@@ -47,14 +54,14 @@ extension SeedImporter {
                     let changes = LocalChanges(db: db, outbox: outbox)
                     let result = try body(changes)
                     _ = try changes.finish()
-                    return result
+                    return (result, changes.changedRows)
                 }
             } catch {
                 try? await database.close()
                 throw error
             }
             try await database.close()
-            if let result { return result }
+            if let result { return (result.0, result.1) }
             guard ContinuousClock.now < deadline else {
                 throw ImportError(
                     .locked,

@@ -127,6 +127,22 @@ import Darwin
         }
     }
 
+    @Test func stoppingAnEngineNeverStartedEndsItsStatesAndObservations() async throws {
+        let engine = SyncEngine(
+            configuration: .init(
+                seed: "/nonexistent/seed.sqlite", database: "/nonexistent/app.sqlite",
+                server: .init(serverURL: URL(string: "http://127.0.0.1:1")!, token: nil)))
+        let changes = await engine.observe(type: "events")
+        let states = engine.states()
+        await engine.stop()
+        var seen: [String] = []
+        for await state in states { seen.append("\(state)") }
+        #expect(seen.last == "stopped")
+        var observed = 0
+        for await _ in changes { observed += 1 }
+        #expect(observed == 0)
+    }
+
     // MARK: - Support
 
     /// Waits (60 s at most: the whole suite shares two cores) until the engine's state matches.

@@ -151,8 +151,11 @@ public actor SyncEngine {
     public func stop() async {
         if machine.stop() { interrupt() }
         unpark()
-        if loop == nil { publish(.stopped) }
-        await loop?.value
+        guard let loop else {
+            await finish()  // never started
+            return
+        }
+        await loop.value
     }
 
     /// The engine's states as they change, starting with the current one; ends after ``State/stopped``.
@@ -235,11 +238,7 @@ public actor SyncEngine {
         while true {
             switch action {
             case .stop:
-                observed.finish()
-                await observing?.value
-                publish(.stopped)
-                for watcher in watchers.values { watcher.finish() }
-                watchers = [:]
+                await finish()
                 return
             case .idle:
                 if machine.phase == .paused { publish(.paused) }
@@ -256,6 +255,15 @@ public actor SyncEngine {
                 action = await perform(sleep(delay))
             }
         }
+    }
+
+    /// Ends the observations and the state sequences, with ``State/stopped`` last.
+    private func finish() async {
+        observed.finish()
+        await observing?.value
+        publish(.stopped)
+        for watcher in watchers.values { watcher.finish() }
+        watchers = [:]
     }
 
     /// Runs `work` as the interruptible step, then feeds its outcome to the machine.

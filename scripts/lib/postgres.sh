@@ -35,7 +35,9 @@ as_postgres() {
 run_postgres() {
     local user=()
     [ "$(id -u)" -eq 0 ] && user=(runuser -u postgres --)
-    local settings=(-c max_connections=200)
+    # The test suite runs many stores at once, each with a pool of up to 20 connections and, when
+    # served, one more that listens for new revisions (live sync).
+    local settings=(-c max_connections=600)
     [ "${POSTGRES_DURABLE:-0}" = 1 ] || settings+=(-c fsync=off -c synchronous_commit=off -c full_page_writes=off)
     "${user[@]}" "$PG_BIN/postgres" -D "$POSTGRES_DIR/data" -h 127.0.0.1 -p "$1" -k "$POSTGRES_DIR" "${settings[@]}" \
         >>"$POSTGRES_DIR/server.log" 2>&1 </dev/null &

@@ -19,9 +19,7 @@ import Darwin
 @Suite(.timeLimit(.minutes(3))) struct SyncEngineTests {
     @Test func aServerChangeReachesTheDatabaseWhileTheEngineWaits() async throws {
         try await withImportFixture { fixture in
-            let engine = SyncEngine(configuration: fixture.importer().configuration, options: .init(wait: 55))
-            await engine.start()
-            try await Self.until(engine, "waiting") { if case .waiting = $0 { true } else { false } }
+            let engine = try await SyncEngineTests.waitingEngine(fixture.importer().configuration)
             #expect(try revision(of: fixture.database) == (try await fixture.serverRevision()))
             let committed = ContinuousClock.now
             try await fixture.mutate(1, seed: 99)
@@ -145,6 +143,14 @@ import Darwin
 
     // MARK: - Support
 
+    /// An engine over `configuration`, started and caught up: holding a live sync request (55 s).
+    static func waitingEngine(_ configuration: SeedImporter.Configuration) async throws -> SyncEngine {
+        let engine = SyncEngine(configuration: configuration, options: .init(wait: 55))
+        await engine.start()
+        try await until(engine, "waiting") { if case .waiting = $0 { true } else { false } }
+        return engine
+    }
+
     /// Waits (60 s at most: the whole suite shares two cores) until the engine's state matches.
     static func until(_ engine: SyncEngine, _ what: String, _ matches: @escaping (SyncEngine.State) -> Bool)
         async throws
@@ -254,9 +260,7 @@ func freePort() throws -> Int {
 @Suite(.timeLimit(.minutes(3))) struct EngineObservationTests {
     @Test func aRowObserverSeesTheRowNowThenEachServerChangeThenItsDeletion() async throws {
         try await withImportFixture { fixture in
-            let engine = SyncEngine(configuration: fixture.importer().configuration, options: .init(wait: 55))
-            await engine.start()
-            try await SyncEngineTests.until(engine, "waiting") { if case .waiting = $0 { true } else { false } }
+            let engine = try await SyncEngineTests.waitingEngine(fixture.importer().configuration)
             let (key, row) = try await Self.firstEvent(of: fixture)
             var rows = await engine.observe(type: "events", key: key).makeAsyncIterator()
             #expect(await rows.next()?.fields?["title"] == row["title"], "the row as it is now")
@@ -282,10 +286,8 @@ func freePort() throws -> Int {
 
     @Test func aRowCreatedLocallyIsFollowedToTheKeyTheServerGivesIt() async throws {
         try await withImportFixture { fixture in
-            let engine = SyncEngine(
-                configuration: fixture.importer(token: liveServerWriteToken).configuration, options: .init(wait: 55))
-            await engine.start()
-            try await SyncEngineTests.until(engine, "waiting") { if case .waiting = $0 { true } else { false } }
+            let engine = try await SyncEngineTests.waitingEngine(
+                fixture.importer(token: liveServerWriteToken).configuration)
             var changes = await engine.observe(type: "locations").makeAsyncIterator()
             let temporary = try await engine.write { changes in
                 try changes.create("locations", ["name": "Pier", "city": "Oslo", "latitude": 59.9, "longitude": 10.7])

@@ -91,6 +91,22 @@ import FoundationNetworking
         }
     }
 
+    /// The client's request timeout grows by the wait it asks for: a held request outlasting the
+    /// plain timeout is not given up on.
+    @Test func aHeldRequestOutlastsTheClientsRequestTimeout() async throws {
+        try await StoreBackend.sqlite.withStore { store in
+            let first = try await store.commit(Fixtures.catalogCreation())
+            try await withLiveServer(store, configure: { $0.maxWait = .seconds(3) }) { url in
+                let client = SyncClient(
+                    configuration: .init(serverURL: url, token: liveServerToken, requestTimeout: 1, retry: .none))
+                let start = ContinuousClock.now
+                let answer = try await client.sync(from: first, wait: 3)
+                #expect(answer.changeSets.isEmpty)
+                #expect(ContinuousClock.now - start >= .milliseconds(2_900), "held past the 1 s timeout")
+            }
+        }
+    }
+
     @Test func aClientBehindIsAnsweredAtOnceAndAPushIsNeverHeld() async throws {
         try await StoreBackend.sqlite.withStore { store in
             let first = try await store.commit(Fixtures.catalogCreation())

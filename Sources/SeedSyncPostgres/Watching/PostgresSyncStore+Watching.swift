@@ -29,8 +29,7 @@ extension PostgresSyncStore {
                 try await Self.withConnection(to: location, logger: logger) { connection in
                     try await connection.listen(on: CaptureSQL.revisionChannel) { notifications in
                         // What committed before the `LISTEN` took effect.
-                        let rows = try await query("SELECT revision FROM seedsync._state WHERE id = 1", on: connection)
-                        onRevision(try rows[0].decode(Int64.self))
+                        onRevision(try await revisions().revision)
                         delay = .milliseconds(250)
                         for try await notification in notifications {
                             if let revision = Int64(notification.payload) { onRevision(revision) }

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import SeedSyncBuild
 import SeedSyncClient
 import SeedSyncModel
@@ -8,6 +9,8 @@ import SeedSyncSeed
 /// One run of a ``SeedImporter``, under its lock: the state the steps share.
 final class ImportSession {
     let configuration: SeedImporter.Configuration
+    /// The app's own connection to the database, when it handed one over.
+    let appDatabase: (any DatabaseWriter)?
     let client: SyncClient
     let seed: ShippedSeed
     let emit: @Sendable (ImportEvent) -> Void
@@ -20,8 +23,12 @@ final class ImportSession {
     /// Where a full snapshot is downloaded after a 410.
     var snapshotPath: String { databasePath + ".snapshot" }
 
-    init(configuration: SeedImporter.Configuration, emit: @escaping @Sendable (ImportEvent) -> Void) {
+    init(
+        configuration: SeedImporter.Configuration, appDatabase: (any DatabaseWriter)?,
+        emit: @escaping @Sendable (ImportEvent) -> Void
+    ) {
         self.configuration = configuration
+        self.appDatabase = appDatabase
         self.emit = emit
         seed = ShippedSeed(path: configuration.seed)
         client = SyncClient(configuration: configuration.server) { attempt, error, delay in

@@ -1,4 +1,5 @@
 import Foundation
+public import GRDB
 public import SeedSyncClient
 import SeedSyncModel
 import SeedSyncSeed
@@ -78,9 +79,36 @@ public struct SeedImporter: Sendable {
     }
 
     public let configuration: Configuration
+    /// The app's own connection to the database, when it handed one over (``init(configuration:database:)``).
+    public let database: (any DatabaseWriter)?
 
+    /// An importer that opens the database at ``Configuration/database`` itself, for each run and
+    /// each write, and closes it after.
     public init(configuration: Configuration) {
         self.configuration = configuration
+        database = nil
+    }
+
+    /// An importer that writes through the app's own GRDB connection, so that the app's
+    /// `ValueObservation` and `DatabaseRegionObservation` see every synced change, install and
+    /// replacement. ``Configuration/database`` becomes `database.path`.
+    ///
+    /// The app may open its `DatabasePool` before the seed is installed: an empty database (no
+    /// table) takes the seed, copied into it page by page. The importer never closes the
+    /// connection, and needs its foreign keys on (GRDB's default).
+    ///
+    /// ```swift
+    /// let pool = try DatabasePool(path: appSupport.appendingPathComponent("events.sqlite").path)
+    /// let importer = SeedImporter(configuration: .init(seed: seedPath, database: pool.path, server: server), database: pool)
+    /// let titles = ValueObservation.tracking { db in try String.fetchAll(db, sql: "SELECT title FROM events") }
+    /// // titles.values(in: pool) yields again after each change set the importer commits
+    /// try await importer.run()
+    /// ```
+    public init(configuration: Configuration, database: any DatabaseWriter) {
+        var configuration = configuration
+        configuration.database = database.path
+        self.configuration = configuration
+        self.database = database
     }
 
     /// Installs when needed and catches up.
@@ -97,6 +125,7 @@ public struct SeedImporter: Sendable {
     /// ``ImportEvent/finished(_:)``.
     @discardableResult
     public func run(onEvent: @escaping @Sendable (ImportEvent) -> Void) async throws -> ImportReport {
+        if let database { _ = try LocalDatabase.file(of: database) }
         do {
             try FileSystem.createFolder(for: configuration.database)
         } catch let error as SeedError {
@@ -104,7 +133,7 @@ public struct SeedImporter: Sendable {
         }
         let lock = try await ImportLock.acquire(for: configuration.database, timeout: configuration.lockTimeout)
         defer { lock.release() }
-        let session = ImportSession(configuration: configuration, emit: onEvent)
+        let session = ImportSession(configuration: configuration, appDatabase: database, emit: onEvent)
         let report = try await session.run()
         onEvent(.finished(report))
         return report

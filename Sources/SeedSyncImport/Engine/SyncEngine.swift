@@ -1,4 +1,5 @@
 public import Foundation
+public import GRDB
 public import SeedSyncClient
 public import SeedSyncModel
 
@@ -96,7 +97,30 @@ public actor SyncEngine {
         configuration: SeedImporter.Configuration, options: Options = Options(),
         onEvent: @escaping @Sendable (ImportEvent) -> Void = { _ in }
     ) {
-        importer = SeedImporter(configuration: configuration)
+        self.init(importer: SeedImporter(configuration: configuration), options: options, onEvent: onEvent)
+    }
+
+    /// An engine that writes through the app's own GRDB `DatabasePool` or `DatabaseQueue` (see
+    /// ``SeedImporter/init(configuration:database:)``): the app's `ValueObservation`s see every
+    /// change set, replacement and ``write(_:)`` with no code of SeedSync's.
+    ///
+    /// ```swift
+    /// let pool = try DatabasePool(path: databasePath)
+    /// let engine = SyncEngine(configuration: .init(seed: seedPath, database: pool.path, server: server), database: pool)
+    /// await engine.start()
+    /// ```
+    public init(
+        configuration: SeedImporter.Configuration, database: any DatabaseWriter, options: Options = Options(),
+        onEvent: @escaping @Sendable (ImportEvent) -> Void = { _ in }
+    ) {
+        self.init(
+            importer: SeedImporter(configuration: configuration, database: database), options: options,
+            onEvent: onEvent)
+    }
+
+    private init(importer: SeedImporter, options: Options, onEvent: @escaping @Sendable (ImportEvent) -> Void) {
+        self.importer = importer
+        let configuration = importer.configuration
         self.options = options
         let observers = Observers(database: configuration.database)
         let (stream, observed) = AsyncStream.makeStream(of: Observed.self)

@@ -9,7 +9,7 @@ extension ImportSession {
     /// Opens the database, installing the seed when there is none and replacing the database when
     /// the seed is newer.
     func prepareDatabase(server: SchemaInfo?) async throws -> LocalDatabase {
-        guard let database = try LocalDatabase.open(at: databasePath) else {
+        guard let database = try await LocalDatabase.open(at: databasePath, app: appDatabase) else {
             return try await install(server: server)
         }
         guard configuration.reseedIfNewer else { return database }
@@ -41,7 +41,7 @@ extension ImportSession {
             SQLiteFiles.remove(at: installingPath)
             return try await installSnapshot(seedRevision: metadata.revision, server: server)
         }
-        let database = try place(installingPath, checking: metadata, against: server)
+        let database = try await place(installingPath, checking: metadata, against: server)
         emit(.installed(revision: metadata.revision))
         return database
     }
@@ -59,22 +59,26 @@ extension ImportSession {
         let built = try await downloadSnapshot(types: nil, version: version)
         defer { try? FileManager.default.removeItem(atPath: built.manifestPath) }
         let metadata = try SeedFile.read(snapshotPath) { try $0.metadata() }
-        let database = try place(snapshotPath, checking: metadata, against: server)
+        let database = try await place(snapshotPath, checking: metadata, against: server)
         emit(.installed(revision: built.manifest.revision))
         return database
     }
 
-    /// Puts the finished file at `source` in place as the database: checked against the server,
-    /// switched to WAL, renamed, its folder synced; `source` is removed when anything fails.
-    private func place(_ source: String, checking metadata: SeedMetadata, against server: SchemaInfo?) throws
+    /// Puts the finished file at `source` in place as the database, checked against the server:
+    /// switched to WAL, renamed, its folder synced; or, into the app's own database, copied page by
+    /// page (``LocalDatabase/install(_:into:)``). `source` is removed in any case.
+    private func place(_ source: String, checking metadata: SeedMetadata, against server: SchemaInfo?) async throws
         -> LocalDatabase
     {
+        let database: LocalDatabase
         do {
             if let server { try check(metadata, against: server) }
-            try LocalDatabase.switchToWAL(at: source)
-            // Journals of an older database that is gone would be replayed onto the new file.
-            SQLiteFiles.removeJournals(of: databasePath)
-            try FileSystem.rename(source, to: databasePath)
+            if let appDatabase {
+                defer { SQLiteFiles.remove(at: source) }
+                database = try await LocalDatabase.install(source, into: appDatabase)
+            } else {
+                database = try rename(source)
+            }
         } catch let error as SeedError {
             SQLiteFiles.remove(at: source)
             throw ImportError(error, otherwise: .invalidDatabase, "the seed was not installed")
@@ -82,11 +86,20 @@ extension ImportSession {
             SQLiteFiles.remove(at: source)
             throw error
         }
+        report.installed = true
+        return database
+    }
+
+    /// The file at `source`, switched to WAL, renamed to the database path, its folder synced, and opened.
+    private func rename(_ source: String) throws -> LocalDatabase {
+        try LocalDatabase.switchToWAL(at: source)
+        // Journals of an older database that is gone would be replayed onto the new file.
+        SQLiteFiles.removeJournals(of: databasePath)
+        try FileSystem.rename(source, to: databasePath)
         FileSystem.syncDirectory(of: databasePath)
         guard let database = try LocalDatabase.open(at: databasePath) else {
             throw ImportError(.invalidDatabase, "\(databasePath) disappeared right after it was installed")
         }
-        report.installed = true
         return database
     }
 

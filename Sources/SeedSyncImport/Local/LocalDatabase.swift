@@ -6,22 +6,38 @@ import SeedSyncSeed
 
 /// The app's database: an installed seed in WAL mode, moved forward by change sets.
 ///
-/// One connection, in WAL mode so that the app's readers are never blocked by the importer.
-/// (GRDB's `DatabasePool` is not used: it writes a throwaway table into the file each time it opens
-/// one without a `-wal`, so a run with nothing to apply would still change the file.) Foreign keys
-/// are enforced (the seed tables declare them deferred, so a batch of change sets is checked when
-/// it commits) and `synchronous = NORMAL`: a power loss may take back the last transactions, but
+/// The importer writes through one connection, which is either its own (``open(at:)``: given only
+/// a path) or the app's GRDB `DatabasePool` or `DatabaseQueue` (``adopt(_:)``), so that the app's
+/// `ValueObservation` and `DatabaseRegionObservation` see every synced change as their own. The
+/// two differ only where the file itself changes hands:
+/// - the importer's own connection is a `DatabaseQueue` in WAL mode, never a pool: GRDB's pool
+///   writes a throwaway table into a file it opens without a `-wal`, so a run with nothing to
+///   apply would still change the file. A new database is installed by renaming the checked seed
+///   into place;
+/// - the app's connection is never closed by the importer, and the file it has open is never
+///   renamed over: the seed is installed and replaced by copying its pages into it (SQLite's backup
+///   API, one transaction that the app's readers see whole), after which the app's observers are
+///   told that every table changed. An app that opened its pool on a path with no database yet hands
+///   over an empty database, which the seed is installed into.
+///
+/// Foreign keys are enforced (the seed tables declare them deferred, so a batch of change sets is
+/// checked when it commits; an app's connection with them off is refused) and the importer's own
+/// connection uses `synchronous = NORMAL`: a power loss may take back the last transactions, but
 /// never part of one, and the stored revision goes back with them, so the next sync applies them again.
 final class LocalDatabase: Sendable {
     let path: String
     /// The metadata when the database was opened; the revision moves on (see ``revision()``).
     let metadata: SeedMetadata
-    let queue: DatabaseQueue
+    /// The connection every write goes through.
+    let writer: any DatabaseWriter
+    /// Whether the app handed the connection over (``adopt(_:)``): the importer never closes it.
+    let isAppDatabase: Bool
 
-    private init(path: String, metadata: SeedMetadata, queue: DatabaseQueue) {
+    init(path: String, metadata: SeedMetadata, writer: any DatabaseWriter, isAppDatabase: Bool) {
         self.path = path
         self.metadata = metadata
-        self.queue = queue
+        self.writer = writer
+        self.isAppDatabase = isAppDatabase
     }
 
     /// The importer connection's page cache: 32 MiB, so updates scattered over a large database
@@ -61,7 +77,8 @@ final class LocalDatabase: Sendable {
         }
         do {
             return LocalDatabase(
-                path: path, metadata: metadata, queue: try DatabaseQueue(path: path, configuration: configuration))
+                path: path, metadata: metadata, writer: try DatabaseQueue(path: path, configuration: configuration),
+                isAppDatabase: false)
         } catch let error as DatabaseError {
             throw ImportError(SeedError.database(error, "open \(path) for writing"), otherwise: .invalidDatabase)
         }
@@ -69,7 +86,7 @@ final class LocalDatabase: Sendable {
 
     /// The revision the rows are at.
     func revision() async throws -> Int64 {
-        try await queue.read { db in try SeedMetadata.storedRevision(db) }
+        try await writer.read { db in try SeedMetadata.storedRevision(db) }
     }
 
     /// Switches the file at `path`, which no one else has open, to WAL mode, and closes it.
@@ -125,7 +142,11 @@ final class LocalDatabase: Sendable {
     ///   ``ImportError/Code/invalidDatabase`` for other SQLite errors. Nothing is written then.
     func write<T: Sendable>(_ action: String, _ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
-            return try await queue.write(body)
+            return try await writer.write { db in
+                let result = try body(db)
+                try notifyApp(ofChangesTo: nil, in: db)
+                return result
+            }
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_FOREIGNKEY {
             throw ImportError(
                 .invalidChangeSet, "\(action) would leave a reference to a missing row; nothing was written to \(path)")
@@ -135,10 +156,25 @@ final class LocalDatabase: Sendable {
         }
     }
 
+    /// Tells the app's observers (``isAppDatabase``) that the tables of `types` (every type when
+    /// `nil`) changed in the transaction going on.
+    ///
+    /// GRDB's observation sees the statements GRDB runs; the importer writes rows through
+    /// SQLite's C API (`StatementValues`, several times faster), which it does not see. So each
+    /// transaction names what it wrote, by table (GRDB's precision for notified changes): an
+    /// app's `ValueObservation` of a table fetches again after a transaction that wrote it, and
+    /// only then.
+    func notifyApp(ofChangesTo types: [String]?, in db: Database) throws {
+        guard isAppDatabase else { return }
+        for name in Set(types ?? metadata.schema.types.map(\.name)) {
+            try db.notifyChanges(in: Table(name))
+        }
+    }
+
     /// Runs `body` in one read transaction.
     func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
-            return try await queue.read(body)
+            return try await writer.read(body)
         } catch let error as DatabaseError {
             throw ImportError(SeedError.database(error, "read \(path)", file: path), otherwise: .invalidDatabase)
         }
@@ -153,9 +189,12 @@ final class LocalDatabase: Sendable {
         [AppliedChangeSet], [ImportEvent]
     ) {
         do {
-            return try await queue.write { db in
+            return try await writer.write { db in
                 let applied = try applier.apply(changeSets, in: db)
-                return (applied, try pending.absorb(applied, in: db))
+                let events = try pending.absorb(applied, in: db)
+                // Repairing references may write rows of other types.
+                try notifyApp(ofChangesTo: events.isEmpty ? applied.flatMap(\.types.keys) : nil, in: db)
+                return (applied, events)
             }
         } catch let error as SeedError {
             throw ImportError(
@@ -180,19 +219,21 @@ final class LocalDatabase: Sendable {
     /// database that others have open would let its old `-wal` frames be replayed onto the new
     /// file. Readers with the database open keep working; their next transaction sees the new rows.
     func replaced(with source: String) async throws -> LocalDatabase {
-        var configuration = Configuration()
-        configuration.readonly = true
-        do {
-            let seed = try DatabaseQueue(path: source, configuration: configuration)
-            try seed.backup(to: queue)
-            try seed.close()
-        } catch let error as DatabaseError {
-            let failure = SeedError.database(error, "copy \(source) over \(path)", file: path)
-            throw ImportError(failure, otherwise: .invalidDatabase, "\(path) was not replaced and keeps its rows")
+        try await Self.copy(source, into: writer, at: path, "\(path) was not replaced and keeps its rows")
+        return try await reopened()
+    }
+
+    /// The database opened again after its schema or its whole content changed under this value.
+    func reopened() async throws -> LocalDatabase {
+        if isAppDatabase {
+            guard let adopted = try await Self.adopt(writer) else {
+                throw ImportError(.invalidDatabase, "\(path) was emptied while the importer had it open")
+            }
+            return adopted
         }
         try await close()
         guard let reopened = try Self.open(at: path) else {
-            throw ImportError(.invalidDatabase, "\(path) disappeared while it was replaced")
+            throw ImportError(.invalidDatabase, "\(path) disappeared while the importer had it open")
         }
         return reopened
     }
@@ -204,7 +245,9 @@ final class LocalDatabase: Sendable {
     /// for the whole busy timeout, only to give up. What is not copied stays in the WAL, where it
     /// is just as committed, and a later checkpoint copies it. A failure of the checkpoint itself
     /// (an I/O error) is reported.
+    /// The app's connection is left open, as the app handed it over.
     func close() async throws {
+        guard !isAppDatabase, let queue = writer as? DatabaseQueue else { return }
         do {
             _ = try await queue.writeWithoutTransaction { db in try db.checkpoint(.passive) }
             try queue.close()

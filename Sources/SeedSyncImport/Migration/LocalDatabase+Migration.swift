@@ -28,7 +28,7 @@ extension LocalDatabase {
         let staged = staging.types
         let outcome: ([AppliedChangeSet], [ImportEvent])
         do {
-            outcome = try await queue.writeWithoutTransaction { db in
+            outcome = try await writer.writeWithoutTransaction { db in
                 try db.execute(sql: "ATTACH DATABASE ? AS staging", arguments: [stagingPath])
                 defer { try? db.execute(sql: "DETACH DATABASE staging") }
                 let rebuilding = SchemaAlteration.rebuilds(changes, from: old)
@@ -55,11 +55,8 @@ extension LocalDatabase {
                 SeedError.database(error, "migrate \(path)", file: path), otherwise: .invalidDatabase,
                 "\(path) stays at its version")
         }
-        try await close()
-        guard let reopened = try Self.open(at: path) else {
-            throw ImportError(.invalidDatabase, "\(path) disappeared while it was migrated")
-        }
-        return (reopened, outcome.0, outcome.1)
+        if isAppDatabase { try await Self.notifyEveryTable(of: writer) }
+        return (try await reopened(), outcome.0, outcome.1)
     }
 
     /// The staged rows of `type` into the database: a new type's rows whole, another's new

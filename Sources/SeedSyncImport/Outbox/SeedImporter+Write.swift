@@ -37,7 +37,7 @@ extension SeedImporter {
         let path = configuration.database
         let deadline = ContinuousClock.now + .milliseconds(Int(configuration.lockTimeout * 1000))
         while true {
-            guard let database = try LocalDatabase.open(at: path) else {
+            guard let database = try await LocalDatabase.open(at: path, app: self.database) else {
                 throw ImportError(
                     .invalidDatabase,
                     "there is no database at \(path) to write to: run the importer once to install the seed")
@@ -83,7 +83,7 @@ extension SeedImporter {
 
     /// The local change sets waiting to be pushed; 0 when there is no database.
     public func pendingChangeSets() async throws -> Int {
-        guard let database = try LocalDatabase.open(at: configuration.database) else { return 0 }
+        guard let database = try await LocalDatabase.open(at: configuration.database, app: database) else { return 0 }
         let count: Int
         do {
             count = try await database.read { db in try Outbox.count(in: db) }

@@ -43,6 +43,18 @@ public struct SeedMetadata: Sendable, Hashable {
         case contentSHA256 = "content_sha256"
     }
 
+    /// Reads the metadata of the seed-format database `db` (the file at `path`).
+    ///
+    /// - Throws: ``SeedError/Code/notASeed`` when its application id is not SeedSync's, else what
+    ///   ``read(_:path:)`` throws.
+    package static func read(seedIn db: Database, path: String) throws -> SeedMetadata {
+        let applicationID = try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0
+        guard applicationID == SeedFormat.applicationID else {
+            throw SeedError.notASeed(path, "its application id is \(applicationID), not \(SeedFormat.applicationID)")
+        }
+        return try read(db, path: path)
+    }
+
     /// Reads the metadata table.
     ///
     /// - Throws: ``SeedError`` naming the missing or invalid key.

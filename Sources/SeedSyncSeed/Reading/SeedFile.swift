@@ -76,14 +76,7 @@ public final class SeedFile: Sendable {
     /// - Throws: ``SeedError`` when the file is not a seed of a supported format.
     public func metadata() throws -> SeedMetadata {
         let path = self.path
-        return try read { db in
-            let applicationID = try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0
-            guard applicationID == SeedFormat.applicationID else {
-                throw SeedError.notASeed(
-                    path, "its application id is \(applicationID), not \(SeedFormat.applicationID)")
-            }
-            return try SeedMetadata.read(db, path: path)
-        }
+        return try read { db in try SeedMetadata.read(seedIn: db, path: path) }
     }
 
     /// The number of rows of each type's table.

@@ -54,6 +54,14 @@ public enum ImportEvent: Sendable, Hashable {
     /// the app's rows are back to them (and to what later local change sets wrote), the rows it
     /// created are removed, and it left the outbox.
     case conflict(id: String, changeSet: ChangeSet)
+    /// A server change met a pending local edit of the same row, and the configured
+    /// ``ConflictResolution`` resolved it: the local change set now pushes `pushing` (the row's
+    /// fields), rebased on the server's revision, and the app's row shows it.
+    case merged(Conflict, pushing: [String: JSONValue])
+    /// A server change overwrote a pending local edit of the same row: the app's row is the
+    /// server's, and the local change set will conflict when pushed. `conflict.local` is the version
+    /// that lost, for an app that offers to keep it (by writing it again).
+    case overwritten(Conflict)
     /// A local change set was not applied and left the outbox: the server refused it (`code`
     /// `invalid_change_set`), or it was dropped here because it references a row that no longer
     /// exists (`broken_reference`: it depended on a change set that was not applied, or the

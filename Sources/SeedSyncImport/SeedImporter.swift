@@ -56,6 +56,9 @@ public struct SeedImporter: Sendable {
         public var maxRowsPerTransaction: Int
         /// Seconds to wait for another importer of the same database before giving up.
         public var lockTimeout: Double
+        /// What a server change to a row with a pending local edit does to the edit (the server
+        /// wins by default; see ``ConflictResolution``).
+        public var conflicts: ConflictResolution
 
         public init(
             seed: String,
@@ -65,7 +68,8 @@ public struct SeedImporter: Sendable {
             reseedIfNewer: Bool = true,
             syncLimit: Int = 1000,
             maxRowsPerTransaction: Int = 5000,
-            lockTimeout: Double = 30
+            lockTimeout: Double = 30,
+            conflicts: ConflictResolution = .serverWins
         ) {
             self.seed = seed
             self.database = database
@@ -75,6 +79,7 @@ public struct SeedImporter: Sendable {
             self.syncLimit = syncLimit
             self.maxRowsPerTransaction = maxRowsPerTransaction
             self.lockTimeout = lockTimeout
+            self.conflicts = conflicts
         }
     }
 

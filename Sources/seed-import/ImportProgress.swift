@@ -51,7 +51,7 @@ final class ImportProgress: @unchecked Sendable {
             "\rthe seed (revision \(revision)) is older than the server's history (from \(minRevision)): it is not installed\u{1B}[K\n"
         case .seedRejected:
             nil  // printed as a warning by the command, whatever the terminal
-        case .applied, .finished, .pushed, .conflict, .rejected:
+        case .applied, .finished, .pushed, .conflict, .rejected, .merged, .overwritten:
             nil  // outcomes of pushes are printed by the command, whatever the terminal
         }
     }

@@ -49,6 +49,10 @@ struct SyncCommand: AsyncParsableCommand {
     @Option(help: "Change sets per sync request.") var syncLimit = 1000
     @Option(help: "Seconds a request may wait for data.") var timeout: Double = 30
     @Option(help: "Seconds to wait for another seed-import of the same database.") var lockTimeout: Double = 30
+    @Option(
+        help:
+            "What a server change to a row with a pending local edit does to the edit: server-wins (the edit is dropped) or merge-fields (rebased on the server's row when they changed different fields)."
+    ) var conflicts: ConflictPolicy = .serverWins
     @Flag(help: "Print a JSON summary on stdout (one line per run with --watch).") var json = false
     @Flag(help: "Print nothing but errors.") var quiet = false
 
@@ -85,7 +89,7 @@ struct SyncCommand: AsyncParsableCommand {
                     serverURL: URL(string: server)!, token: try SyncClient.token(file: tokenFile),
                     requestTimeout: timeout),
                 expectedSchemaVersion: expectSchemaVersion, reseedIfNewer: !noReseed, syncLimit: syncLimit,
-                lockTimeout: lockTimeout
+                lockTimeout: lockTimeout, conflicts: conflicts.resolution
             ))
         guard !live else {
             try await runLive(importer.configuration)
@@ -233,8 +237,27 @@ struct SyncCommand: AsyncParsableCommand {
                 "conflict: change set \(id) was not applied, the server's rows were kept: \(rows.joined(separator: ", "))"
         case .rejected(let id, let code, let message):
             return "rejected (\(code)): change set \(id): \(message)"
+        case .merged(let conflict, _):
+            return
+                "merged: the server changed \(conflict.type)[\(conflict.key.keyString ?? "?")], the local edit was rebased on it and will be pushed"
+        case .overwritten(let conflict):
+            return
+                "overwritten: the server changed \(conflict.type)[\(conflict.key.keyString ?? "?")], its pending local edit lost"
         default:
             return nil
+        }
+    }
+}
+
+/// `--conflicts`: the ``ConflictResolution`` a command line can name.
+enum ConflictPolicy: String, ExpressibleByArgument, CaseIterable {
+    case serverWins = "server-wins"
+    case mergeFields = "merge-fields"
+
+    var resolution: ConflictResolution {
+        switch self {
+        case .serverWins: .serverWins
+        case .mergeFields: .mergeFields
         }
     }
 }

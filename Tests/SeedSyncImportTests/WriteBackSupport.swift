@@ -21,26 +21,28 @@ struct WriteBackFixture: Sendable {
         directory.appendingPathComponent("\(app)/events.sqlite").path
     }
 
-    func importer(_ app: String, token: String = liveServerWriteToken, seed: String? = nil, lockTimeout: Double = 5)
-        -> SeedImporter
-    {
+    func importer(
+        _ app: String, token: String = liveServerWriteToken, seed: String? = nil, lockTimeout: Double = 5,
+        conflicts: ConflictResolution = .serverWins
+    ) -> SeedImporter {
         SeedImporter(
             configuration: .init(
                 seed: seed ?? self.seed, database: database(app),
                 server: .init(serverURL: url, token: token, requestTimeout: 10, retry: .none),
-                syncLimit: 50, lockTimeout: lockTimeout
+                syncLimit: 50, lockTimeout: lockTimeout, conflicts: conflicts
             ))
     }
 
     /// One run of `app`'s importer: its report and the outcomes of its pushes.
     @discardableResult
-    func sync(_ app: String, token: String = liveServerWriteToken, seed: String? = nil) async throws -> (
-        report: ImportReport, outcomes: [ImportEvent]
-    ) {
+    func sync(
+        _ app: String, token: String = liveServerWriteToken, seed: String? = nil,
+        conflicts: ConflictResolution = .serverWins
+    ) async throws -> (report: ImportReport, outcomes: [ImportEvent]) {
         let outcomes = Locked<[ImportEvent]>([])
-        let report = try await importer(app, token: token, seed: seed).run { event in
+        let report = try await importer(app, token: token, seed: seed, conflicts: conflicts).run { event in
             switch event {
-            case .pushed, .conflict, .rejected: outcomes.update { $0.append(event) }
+            case .pushed, .conflict, .rejected, .merged, .overwritten: outcomes.update { $0.append(event) }
             default: break
             }
         }

@@ -220,7 +220,7 @@ public final class LocalChanges {
     }
 
     /// 32 random lowercase hex digits.
-    private static func newID() -> String {
+    static func newID() -> String {
         var generator = SystemRandomNumberGenerator()
         return (0..<2).map { _ in String(generator.next() as UInt64, radix: 16).leftPadded(to: 16) }.joined()
     }

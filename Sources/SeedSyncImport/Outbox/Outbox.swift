@@ -96,8 +96,10 @@ struct Outbox: Sendable {
     }
 
     func save(_ entry: OutboxEntry, in db: Database) throws {
-        try db.cachedStatement(sql: "UPDATE _seedsync_outbox SET change_set = ? WHERE position = ?")
-            .execute(arguments: [String(decoding: entry.changeSet.jsonBytes(), as: UTF8.self), entry.position])
+        try db.cachedStatement(sql: "UPDATE _seedsync_outbox SET id = ?, change_set = ? WHERE position = ?")
+            .execute(arguments: [
+                entry.id, String(decoding: entry.changeSet.jsonBytes(), as: UTF8.self), entry.position,
+            ])
     }
 
     func remove(_ entry: OutboxEntry, in db: Database) throws {

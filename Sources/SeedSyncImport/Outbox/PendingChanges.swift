@@ -19,14 +19,17 @@ import SeedSyncSeed
 ///   (``ImportEvent/rejected(id:code:message:)`` with code `broken_reference`), until none is.
 struct PendingChanges: Sendable {
     let outbox: Outbox
+    /// What a server change does to a pending edit of the same row (see ``ConflictResolution``).
+    let resolution: ConflictResolution
     /// Change sets per push; the server accepts at most 100.
     static let maxPerPush = 100
     /// Bytes of change sets per push, and the largest change set a local write may queue: half
     /// the server's default body limit (8 MiB).
     static let maxPushBytes = 4 << 20
 
-    init(schema: DatasetSchema) {
+    init(schema: DatasetSchema, resolution: ConflictResolution = .serverWins) {
         outbox = Outbox(schema: schema)
+        self.resolution = resolution
     }
 
     /// The change sets to push next: the oldest ones, at most `limit` and ``maxPushBytes``, up to
@@ -61,10 +64,19 @@ struct PendingChanges: Sendable {
     }
 
     /// Applies the server's answers to pushed change sets, in order.
-    func handle(_ results: [PushResult], in db: Database) throws -> [ImportEvent] {
+    ///
+    /// A conflicting entry is kept rather than dropped when conflicts may be resolved, the server's
+    /// rows are newer than the database and the entry is not in `retried`: the catch-up brings
+    /// those rows and resolves the conflict in ``absorb(_:in:)``; `kept` gives the revision the
+    /// database must reach before the entry is pushed again.
+    func handle(_ results: [PushResult], retried: Set<String> = [], in db: Database) throws -> (
+        events: [ImportEvent], kept: [String: Int64]
+    ) {
         var entries = try outbox.entries(in: db)
         var events: [ImportEvent] = []
+        var kept: [String: Int64] = [:]
         var collided = false
+        let stored = try SeedMetadata.storedRevision(db)
         for result in results {
             // Not in the outbox (never for results this client's own pushes answer): nothing to do.
             guard let entry = entries.first(where: { $0.id == result.id }) else { continue }
@@ -73,6 +85,12 @@ struct PendingChanges: Sendable {
                 collided = try apply(entry, revision: revision, keys: keys, entries: &entries, in: db) || collided
                 events.append(.pushed(id: entry.id, revision: revision, keys: keys))
             case .conflict(let truth):
+                if resolution.resolves, !retried.contains(entry.id), let latest = Self.latestRevision(in: truth),
+                    latest > stored
+                {
+                    kept[entry.id] = latest
+                    continue
+                }
                 // The server's rows are at its latest revision and may reference rows this
                 // database does not have yet: they are reported, and the rows go back to their
                 // shadows (the server's state at this database's revision); the catch-up of the
@@ -87,9 +105,14 @@ struct PendingChanges: Sendable {
         // Applying keeps every reference whole, unless a real key was known here already (a lost
         // answer replayed); dropping may break one.
         guard collided || events.contains(where: { if case .pushed = $0 { false } else { true } }) else {
-            return events
+            return (events, kept)
         }
-        return events + (try repairReferences(in: db))
+        return (events + (try repairReferences(in: db)), kept)
+    }
+
+    /// The newest revision of the rows in a `conflict` answer.
+    private static func latestRevision(in truth: ChangeSet) -> Int64? {
+        truth.changes.flatMap { $0.attributes.values.compactMap { $0[SchemaNames.revisionColumn]?.intValue } }.max()
     }
 
     /// Removes `entry` and writes every row it touched as the other entries, or the server, have it.
@@ -217,7 +240,7 @@ struct PendingChanges: Sendable {
     func absorb(_ applied: [AppliedChangeSet], in db: Database) throws -> [ImportEvent] {
         let shadowed = Set(try outbox.shadowedRows(in: db))
         guard !shadowed.isEmpty else { return [] }
-        let entries = try outbox.entries(in: db)
+        var entries = try outbox.entries(in: db)
         var written = Set<RowID>()
         for changeSet in applied {
             for (type, keys) in changeSet.types {
@@ -229,20 +252,59 @@ struct PendingChanges: Sendable {
                 }
             }
         }
+        var events: [ImportEvent] = []
         for row in written.sorted() {
-            let known = try outbox.shadow(of: row, in: db)??[SchemaNames.revisionColumn]
+            let base = try outbox.shadow(of: row, in: db)
+            let known = base??[SchemaNames.revisionColumn]
             let current = try outbox.localRow(row, in: db)
             try outbox.setShadow(of: row, to: current, in: db)
             if let known, known == current?[SchemaNames.revisionColumn] {
                 try outbox.recompute(row, entries: entries, in: db)
+            } else if let event = try resolve(row, base: base ?? nil, server: current, entries: &entries, in: db) {
+                events.append(event)
             }
         }
         // A server change set breaks a pending row's reference only by deleting its target, by
         // writing a row the pending one edits, or by referencing a row a pending change set deleted.
         let serverDeletes = applied.contains { $0.types.values.contains { !$0.deleted.isEmpty } }
         let pendingDeletes = entries.contains { $0.changeSet.changes.contains { !$0.delete.isEmpty } }
-        guard serverDeletes || !written.isEmpty || pendingDeletes else { return [] }
-        return try repairReferences(in: db)
+        guard serverDeletes || !written.isEmpty || pendingDeletes else { return events }
+        return events + (try repairReferences(in: db))
+    }
+
+    /// The server changed `row`, which pending entries change too: the ``resolution`` decides.
+    /// Resolved, every entry's version of the row becomes the resolved row on the server's
+    /// revision (under a new id), and so does the app's row; else the server's row stays and the edit is reported lost.
+    private func resolve(
+        _ row: RowID, base: [String: JSONValue]?, server: [String: JSONValue]?, entries: inout [OutboxEntry],
+        in db: Database
+    ) throws -> ImportEvent? {
+        guard let version = entries.last(where: { $0.version(of: row) != nil })?.version(of: row) else { return nil }
+        func fields(_ row: [String: JSONValue]?) -> [String: JSONValue]? {
+            row.map { $0.filter { $0.key != SchemaNames.revisionColumn } }
+        }
+        let conflict = Conflict(
+            type: row.type, key: try outbox.key(of: row), local: fields(version), base: fields(base),
+            server: fields(server))
+        guard let server, let resolved = resolution.resolution(of: conflict) else { return .overwritten(conflict) }
+        let key = try outbox.type(row.type).primaryKey.name
+        let pushing = resolved.filter { $0.key != SchemaNames.revisionColumn && $0.key != key }
+        // The server has the row as resolved already (a push whose answer was lost, say): the
+        // entry is left as it is, so that its id gets the server's first answer again.
+        guard pushing != conflict.server else { return nil }
+        var attributes = pushing
+        attributes[SchemaNames.revisionColumn] = server[SchemaNames.revisionColumn]
+        for index in entries.indices where entries[index].version(of: row) != nil {
+            guard let changes = entries[index].changeSet.changes.firstIndex(where: { $0.type == row.type }) else {
+                continue
+            }
+            entries[index].changeSet.changes[changes].attributes[row.key] = attributes
+            // Another change set: the server answers an id it has seen with what it answered then.
+            entries[index].id = LocalChanges.newID()
+            try outbox.save(entries[index], in: db)
+        }
+        try outbox.put(row, attributes, in: db)
+        return .merged(conflict, pushing: pushing)
     }
 
     /// Drops the latest pending change set behind each pending row that references a missing row,

@@ -22,7 +22,7 @@ extension ImportSession {
     @discardableResult
     func catchUp(_ database: inout LocalDatabase, info: SchemaInfo) async throws -> Bool {
         let applier = ChangeApplier(schema: database.metadata.schema)
-        let pending = PendingChanges(schema: database.metadata.schema)
+        let pending = PendingChanges(schema: database.metadata.schema, resolution: configuration.conflicts)
         // Types the server has and the database left out (a seed built with --types) are dropped.
         let excluded = Set(info.types.map(\.name)).subtracting(database.metadata.schema.types.map(\.name))
         var revision = try await database.revision()
@@ -33,8 +33,12 @@ extension ImportSession {
         var feed: PrefetchingSequence<SyncResponse, Int64>.Iterator?
         /// The next push when the end of the last round read it already.
         var queued: [OutboxEntry]?
+        /// Conflicting entries kept for the catch-up to resolve, pushed again once the database
+        /// reaches the revision (and dropped if they conflict again).
+        var retried = Set<String>()
+        var retryAt: Int64 = 0
         func nextPush() async throws -> [OutboxEntry] {
-            guard mayPush else { return [] }
+            guard mayPush, revision >= retryAt else { return [] }
             let limit = pushLimit
             return try await database.read { db in try pending.nextPush(limit: limit, in: db) }
         }
@@ -78,10 +82,13 @@ extension ImportSession {
             }
             if !push.isEmpty {
                 let results = response.results
-                record(
-                    try await database.write("apply the results of \(push.count) pushed change sets") { db in
-                        try pending.handle(results, in: db)
-                    })
+                let again = retried
+                let (events, kept) = try await database.write("apply the results of \(push.count) pushed change sets") {
+                    db in try pending.handle(results, retried: again, in: db)
+                }
+                record(events)
+                retried.formUnion(kept.keys)
+                retryAt = kept.values.max() ?? retryAt
             }
             let changeSets = response.changeSets.map { $0.removingChanges(ofTypes: excluded).removingOldIDs() }
             for batch in batches(of: changeSets) {
@@ -94,7 +101,8 @@ extension ImportSession {
             }
             if response.hasMore { continue }
             queued = try await nextPush()
-            if queued?.isEmpty ?? true { break }
+            // A kept push waits for a revision the answers have not reached yet: one more round.
+            if queued?.isEmpty ?? true, revision >= retryAt || changeSets.isEmpty { break }
         }
         report.pending = try await database.read { db in try Outbox.count(in: db) }
         emit(.caughtUp(revision: revision))

@@ -348,3 +348,48 @@ func freePort() throws -> Int {
         return (values[0], fields)
     }
 }
+
+/// Edit sessions: the engine applies nothing while one is open, and the edit is pushed first when it commits.
+@Suite(.timeLimit(.minutes(3))) struct EditSessionTests {
+    @Test func anEditHoldsServerChangesBackUntilItIsCommittedThenPushesFirst() async throws {
+        try await withImportFixture { fixture in
+            let engine = try await SyncEngineTests.waitingEngine(
+                fixture.importer(token: liveServerWriteToken).configuration)
+            let (key, _) = try await EngineObservationTests.firstEvent(of: fixture)
+            let before = try revision(of: fixture.database)
+            let edit = await engine.beginEdit()
+            #expect("\(await engine.currentState)" == "paused", "the held request ended: nothing will be applied")
+            try await fixture.mutate(2, seed: 77)
+            // The engine woke in under 30 ms before (live sync); half a second shows it holds back.
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(try revision(of: fixture.database) == before, "no server change lands during the edit")
+            try await edit.commit { try $0.update("events", key: key, ["title": "Edited in a session"]) }
+            #expect(edit.hasEnded)
+            try await SyncEngineTests.eventually("the edit pushed and the server's changes applied") {
+                let server = try await fixture.serverContents()
+                let local = try contents(ofSeed: fixture.database)
+                return server["events"]?.first { $0[0] == key }?[1] == "Edited in a session" && local == server
+            }
+            await #expect(throws: ImportError.self) { try await edit.commit { _ in } }
+            await engine.stop()
+        }
+    }
+
+    @Test func theClosureFormCancelsAnEditItDidNotCommit() async throws {
+        try await withImportFixture { fixture in
+            let engine = try await SyncEngineTests.waitingEngine(fixture.importer().configuration)
+            let pending = try await engine.edit { _ in
+                #expect("\(await engine.currentState)" == "paused")
+                return try await fixture.importer().pendingChangeSets()
+            }
+            #expect(pending == 0)
+            try await SyncEngineTests.until(engine, "waiting again") { if case .waiting = $0 { true } else { false } }
+            // An app's own pause outlasts an edit.
+            await engine.pause()
+            try await engine.edit { _ in }
+            try await Task.sleep(for: .milliseconds(100))
+            #expect("\(await engine.currentState)" == "paused")
+            await engine.stop()
+        }
+    }
+}

@@ -90,6 +90,12 @@ public actor SyncEngine {
     private var interrupted = false
     /// The loop, parked while nothing is to be done (paused, failed), until an event.
     private var parked: CheckedContinuation<EngineMachine.Action, Never>?
+    /// Open edit sessions, and whether the engine runs again when the last one ends (it was not
+    /// paused by the app when the first began).
+    private var edits = 0
+    private var resumesAfterEdits = false
+    /// Edit sessions waiting for the loop to park.
+    private var quiet: [CheckedContinuation<Void, Never>] = []
 
     /// An engine over `configuration`; `onEvent` gets every ``ImportEvent`` of every run (an
     /// ``ImportEvent/applied(_:)`` per committed change set).
@@ -147,8 +153,31 @@ public actor SyncEngine {
     /// Starts the loop; a second call does nothing.
     public func start() {
         guard loop == nil else { return }
-        let first = machine.start()
+        var first = machine.start()
+        if edits > 0, machine.pause() { first = machine.next }
         loop = Task { await self.run(from: first) }
+    }
+
+    /// Opens an edit session (see ``EditSession``): returns once the engine's current
+    /// transaction has ended, and the engine applies nothing until the session is committed or
+    /// cancelled.
+    public func beginEdit() async -> EditSession {
+        edits += 1
+        if edits == 1 {
+            resumesAfterEdits = machine.phase != .paused
+            pause()
+        }
+        if loop != nil, parked == nil, machine.phase == .paused {
+            await withCheckedContinuation { quiet.append($0) }
+        }
+        return EditSession(engine: self)
+    }
+
+    /// An edit session ended: the last one lets the engine run again, unless the app paused it.
+    func endEdit() {
+        edits -= 1
+        guard edits == 0, resumesAfterEdits else { return }
+        resume()
     }
 
     /// A user-initiated sync: ends a wait, a backoff or a failure at once; a run going on is
@@ -236,9 +265,15 @@ public actor SyncEngine {
     /// the observers are told, and the engine pushes them without waiting for the next commit.
     @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (LocalChanges) throws -> T) async throws -> T {
+        let result = try await writeLocally(body)
+        syncNow()
+        return result
+    }
+
+    /// ``SeedImporter/write(_:)``, told to the observers.
+    func writeLocally<T: Sendable>(_ body: @escaping @Sendable (LocalChanges) throws -> T) async throws -> T {
         let (result, changes) = try await importer.writeRecording(body)
         observed.yield(.local(changes))
-        syncNow()
         return result
     }
 
@@ -266,6 +301,7 @@ public actor SyncEngine {
                 return
             case .idle:
                 if machine.phase == .paused { publish(.paused) }
+                releaseQuiet()
                 action = await withCheckedContinuation { parked = $0 }
             case .sync:
                 publish(.syncing)
@@ -281,8 +317,15 @@ public actor SyncEngine {
         }
     }
 
+    /// Lets the edit sessions waiting for the loop to park go on.
+    private func releaseQuiet() {
+        for waiter in quiet { waiter.resume() }
+        quiet = []
+    }
+
     /// Ends the observations and the state sequences, with ``State/stopped`` last.
     private func finish() async {
+        releaseQuiet()
         observed.finish()
         await observing?.value
         publish(.stopped)

@@ -1,0 +1,78 @@
+import Foundation
+
+/// A user's edit in progress in a ``SyncEngine``: while it is open the engine applies nothing, so
+/// no server change lands on the rows the user is looking at, and nothing competes with the edit
+/// for the database.
+///
+/// ``SyncEngine/beginEdit()`` returns once the engine's current transaction has ended (a run going
+/// on stops after it: transactions are bounded by ``SeedImporter/Configuration/maxRowsPerTransaction``).
+/// The edit's changes are written by ``commit(_:)``, in one transaction and one local change set;
+/// the engine then runs at once, pushing them first. ``cancel()`` writes nothing. Either ends the
+/// session and lets the engine go on (unless the app paused it, or other sessions are open).
+///
+/// ```swift
+/// let edit = await engine.beginEdit()
+/// // the user edits the form; server changes wait
+/// try await edit.commit { changes in try changes.update("events", key: 5, ["title": title]) }
+/// ```
+public final class EditSession: Sendable {
+    private let engine: SyncEngine
+    private let ended = NSLock()
+    nonisolated(unsafe) private var isEnded = false
+
+    init(engine: SyncEngine) {
+        self.engine = engine
+    }
+
+    /// Writes the edit (see ``SeedImporter/write(_:)``) and ends the session. When `body` or
+    /// the write fails, nothing is written and the session stays open: commit again, or cancel.
+    ///
+    /// - Throws: ``ImportError/Code/invalidChangeSet`` when the session has ended already, else
+    ///   what ``SyncEngine/write(_:)`` throws.
+    @discardableResult
+    public func commit<T: Sendable>(_ body: @escaping @Sendable (LocalChanges) throws -> T) async throws -> T {
+        guard !hasEnded else { throw ImportError(.invalidChangeSet, "the edit session has ended: begin another") }
+        let result = try await engine.writeLocally(body)
+        if end() { await engine.endEdit() }
+        return result
+    }
+
+    /// Ends the session without writing anything.
+    public func cancel() async {
+        if end() { await engine.endEdit() }
+    }
+
+    /// Whether ``commit(_:)`` or ``cancel()`` ended the session.
+    public var hasEnded: Bool { ended.withLock { isEnded } }
+
+    /// Marks the session ended; `false` when it was already.
+    private func end() -> Bool {
+        ended.withLock {
+            defer { isEnded = true }
+            return !isEnded
+        }
+    }
+}
+
+extension SyncEngine {
+    /// Runs `body` in an edit session (``beginEdit()``), cancelled when `body` ends without
+    /// committing it (or throws).
+    ///
+    /// ```swift
+    /// try await engine.edit { edit in
+    ///     let title = try await form.submitted()
+    ///     try await edit.commit { try $0.update("events", key: 5, ["title": title]) }
+    /// }
+    /// ```
+    public func edit<T: Sendable>(_ body: (EditSession) async throws -> T) async throws -> T {
+        let session = await beginEdit()
+        do {
+            let result = try await body(session)
+            await session.cancel()
+            return result
+        } catch {
+            await session.cancel()
+            throw error
+        }
+    }
+}

@@ -6,14 +6,11 @@ import SeedSyncSQL
 import SeedSyncSeed
 
 extension ImportSession {
-    /// The most whole-database recoveries (410) in one run: a server whose history keeps
-    /// expiring under the importer is an error, not a loop.
-    private static let maxRecoveries = 2
-
     /// `/v1/sync` from the database's revision until `hasMore` is false and the outbox has nothing
     /// left to push. Each request pushes the next local change sets (``PendingChanges/nextPush(in:)``);
     /// their results are applied in one transaction before the change sets of the answer. When
     /// nothing is pushed, the next answer is requested and parsed while the current one is applied.
+    /// What comes next after each answer or failure is ``CatchUpMachine``'s to decide.
     ///
     /// A token that may not push still catches up, the change sets kept.
     ///
@@ -25,70 +22,51 @@ extension ImportSession {
         let pending = PendingChanges(schema: database.metadata.schema, resolution: configuration.conflicts)
         // Types the server has and the database left out (a seed built with --types) are dropped.
         let excluded = Set(info.types.map(\.name)).subtracting(database.metadata.schema.types.map(\.name))
-        var revision = try await database.revision()
-        var recoveries = 0
-        var mayPush = true
-        var pushLimit = PendingChanges.maxPerPush
+        var machine = CatchUpMachine(revision: try await database.revision())
         /// The answers when nothing is pushed, one ahead (`nil` after a push or a failure).
         var feed: PrefetchingSequence<SyncResponse, Int64>.Iterator?
         /// The next push when the end of the last round read it already.
         var queued: [OutboxEntry]?
-        /// Conflicting entries kept for the catch-up to resolve, pushed again once the database
-        /// reaches the revision (and dropped if they conflict again).
-        var retried = Set<String>()
-        var retryAt: Int64 = 0
-        func nextPush() async throws -> [OutboxEntry] {
-            guard mayPush, revision >= retryAt else { return [] }
-            let limit = pushLimit
-            return try await database.read { db in try pending.nextPush(limit: limit, in: db) }
-        }
         while true {
             try Task.checkCancellation()
             let push: [OutboxEntry]
-            if let queued { push = queued } else { push = try await nextPush() }
+            if let queued {
+                push = queued
+            } else {
+                push = try await nextPush(of: pending, limit: machine.pushAllowance, in: database)
+            }
             queued = nil
             if !push.isEmpty { feed = nil }
             let response: SyncResponse
             do {
                 response = try await next(
-                    from: revision, pushing: push, version: database.metadata.schemaVersion, feed: &feed)
-            } catch let error as SyncClientError where error.code == .historyExpired && recoveries < Self.maxRecoveries
-            {
+                    from: machine.revision, pushing: push, version: database.metadata.schemaVersion, feed: &feed)
+            } catch let error as SyncClientError {
                 feed = nil
-                recoveries += 1
-                database = try await recover(database, minRevision: error.minRevision ?? info.minRevision)
-                revision = try await database.revision()
-                continue
-            } catch let error as SyncClientError where error.code == .revisionAhead {
-                throw ImportError(
-                    .revisionAhead,
-                    "\(databasePath) is at revision \(revision), which the server has not reached (\(error)); was the server reset? Delete the database to install the seed again"
-                )
-            } catch let error as SyncClientError where error.code == .forbidden && !push.isEmpty {
-                mayPush = false
-                continue
-            } catch let error as SyncClientError where error.status == 413 && !push.isEmpty {
-                // Too many or too large for this server: half as many, down to one, which then goes.
-                guard push.count == 1 else {
-                    pushLimit = push.count / 2
-                    continue
+                switch machine.requestFailed(CatchUpMachine.Failure(error), pushed: push.count) {
+                case .recover(let minRevision):
+                    database = try await recover(database, minRevision: minRevision ?? info.minRevision)
+                    machine.reached(try await database.revision())
+                case .retry:
+                    break
+                case .dropPushed:
+                    let entry = push[0]
+                    record(
+                        try await database.write("drop change set \(entry.id)") { db in
+                            try pending.dropTooLarge(entry, reason: "\(error)", in: db)
+                        })
+                case .fail:
+                    throw failure(error, at: machine.revision)
                 }
-                let entry = push[0]
-                record(
-                    try await database.write("drop change set \(entry.id)") { db in
-                        try pending.dropTooLarge(entry, reason: "\(error)", in: db)
-                    })
                 continue
             }
             if !push.isEmpty {
-                let results = response.results
-                let again = retried
+                let (results, retried) = (response.results, machine.retried)
                 let (events, kept) = try await database.write("apply the results of \(push.count) pushed change sets") {
-                    db in try pending.handle(results, retried: again, in: db)
+                    db in try pending.handle(results, retried: retried, in: db)
                 }
                 record(events)
-                retried.formUnion(kept.keys)
-                retryAt = kept.values.max() ?? retryAt
+                machine.pushAnswered(kept: kept)
             }
             let changeSets = response.changeSets.map { $0.removingChanges(ofTypes: excluded).removingOldIDs() }
             for batch in batches(of: changeSets) {
@@ -96,17 +74,33 @@ extension ImportSession {
                 let (applied, events) = try await database.apply(Array(batch), with: applier, pending: pending)
                 record(applied)
                 record(events)
-                revision = applied.last?.revision ?? revision
-                emit(.progress(revision: revision, serverRevision: max(info.revision, revision)))
+                machine.reached(applied.last?.revision ?? machine.revision)
+                emit(.progress(revision: machine.revision, serverRevision: max(info.revision, machine.revision)))
             }
             if response.hasMore { continue }
-            queued = try await nextPush()
-            // A kept push waits for a revision the answers have not reached yet: one more round.
-            if queued?.isEmpty ?? true, revision >= retryAt || changeSets.isEmpty { break }
+            queued = try await nextPush(of: pending, limit: machine.pushAllowance, in: database)
+            if machine.isFinished(nextPush: queued?.count ?? 0, answerHadChangeSets: !changeSets.isEmpty) { break }
         }
         report.pending = try await database.read { db in try Outbox.count(in: db) }
-        emit(.caughtUp(revision: revision))
-        return mayPush
+        emit(.caughtUp(revision: machine.revision))
+        return machine.mayPush
+    }
+
+    /// The next local change sets to push, at most `limit` (none when it is 0).
+    private func nextPush(of pending: PendingChanges, limit: Int, in database: LocalDatabase) async throws
+        -> [OutboxEntry]
+    {
+        guard limit > 0 else { return [] }
+        return try await database.read { db in try pending.nextPush(limit: limit, in: db) }
+    }
+
+    /// The error a failed request ends the catch-up with, the database at `revision`.
+    private func failure(_ error: SyncClientError, at revision: Int64) -> any Error {
+        guard error.code == .revisionAhead else { return error }
+        return ImportError(
+            .revisionAhead,
+            "\(databasePath) is at revision \(revision), which the server has not reached (\(error)); was the server reset? Delete the database to install the seed again"
+        )
     }
 
     /// The end of a run whose token may not push: caught up, with local change sets waiting.

@@ -274,7 +274,8 @@ struct PendingChanges: Sendable {
 
     /// The server changed `row`, which pending entries change too: the ``resolution`` decides.
     /// Resolved, every entry's version of the row becomes the resolved row on the server's
-    /// revision (under a new id), and so does the app's row; else the server's row stays and the edit is reported lost.
+    /// revision (under a new id), and so does the app's row; else the server's row stays and the
+    /// edit is reported lost.
     private func resolve(
         _ row: RowID, base: [String: JSONValue]?, server: [String: JSONValue]?, entries: inout [OutboxEntry],
         in db: Database
@@ -286,6 +287,8 @@ struct PendingChanges: Sendable {
         let conflict = Conflict(
             type: row.type, key: try outbox.key(of: row), local: fields(version), base: fields(base),
             server: fields(server))
+        // The server's row is the local version (a push whose answer was lost): nothing was lost.
+        guard conflict.local != conflict.server else { return nil }
         guard let server, let resolved = resolution.resolution(of: conflict) else { return .overwritten(conflict) }
         let key = try outbox.type(row.type).primaryKey.name
         let pushing = resolved.filter { $0.key != SchemaNames.revisionColumn && $0.key != key }

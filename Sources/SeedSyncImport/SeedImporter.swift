@@ -59,6 +59,11 @@ public struct SeedImporter: Sendable {
         /// What a server change to a row with a pending local edit does to the edit (the server
         /// wins by default; see ``ConflictResolution``).
         public var conflicts: ConflictResolution
+        /// Called before a batch of server change sets that writes rows with pending local edits
+        /// is committed (see ``MergeNotice``); the batch waits until it returns.
+        public var beforeMerge: (@Sendable (MergeNotice) async -> Void)?
+        /// Seconds a batch waits for ``beforeMerge`` at most; the batch is then applied.
+        public var mergeNoticeTimeout: Double
 
         public init(
             seed: String,
@@ -69,7 +74,9 @@ public struct SeedImporter: Sendable {
             syncLimit: Int = 1000,
             maxRowsPerTransaction: Int = 5000,
             lockTimeout: Double = 30,
-            conflicts: ConflictResolution = .serverWins
+            conflicts: ConflictResolution = .serverWins,
+            beforeMerge: (@Sendable (MergeNotice) async -> Void)? = nil,
+            mergeNoticeTimeout: Double = 30
         ) {
             self.seed = seed
             self.database = database
@@ -80,6 +87,8 @@ public struct SeedImporter: Sendable {
             self.maxRowsPerTransaction = maxRowsPerTransaction
             self.lockTimeout = lockTimeout
             self.conflicts = conflicts
+            self.beforeMerge = beforeMerge
+            self.mergeNoticeTimeout = mergeNoticeTimeout
         }
     }
 

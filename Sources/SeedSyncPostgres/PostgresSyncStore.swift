@@ -12,7 +12,7 @@ public import SeedSyncModel
 /// change log and the row revisions are all in PostgreSQL, and triggers capture every write, so
 /// several servers and direct SQL writers can run at once.
 ///
-/// The store lives inside ``withStore(at:maximumConnections:logger:_:)``, which runs its
+/// The store lives inside ``withStore(at:maximumConnections:leaseTimeout:logger:_:)``, which runs its
 /// connection pool for the duration:
 ///
 /// ```swift
@@ -30,7 +30,7 @@ public final class PostgresSyncStore: SyncStore {
     /// a newer version (an upgrade by this process, another one, or `seed-server schema upgrade`).
     let servedTables: LockedValue<ServedPostgresTables>
     /// The longest a request waits for a pooled connection before it fails as unavailable.
-    let leaseTimeout: Duration = .seconds(5)
+    let leaseTimeout: Duration
     /// Change sets already assembled, served again without reading their rows: 64 MiB at most.
     let changeSets = ChangeSetCache(capacity: 64 << 20)
     /// The state reads of concurrent requests, shared (one key: there is one state).
@@ -38,8 +38,11 @@ public final class PostgresSyncStore: SyncStore {
     /// The log reads of concurrent requests for the same revisions, shared.
     let logReads = SharedReads<LogRange, LoggedChangeSets>()
 
-    private init(location: PostgresLocation, client: PostgresClient, logger: Logger, state: StoredState) {
+    private init(
+        location: PostgresLocation, client: PostgresClient, logger: Logger, state: StoredState, leaseTimeout: Duration
+    ) {
         self.location = location
+        self.leaseTimeout = leaseTimeout
         self.client = client
         self.logger = logger
         tableSchema = state.tableSchema
@@ -78,6 +81,13 @@ public final class PostgresSyncStore: SyncStore {
 
     /// Opens the store at `location` and runs `body` with it; the pool stops when `body` returns.
     ///
+    /// - Parameters:
+    ///   - location: the database holding the store.
+    ///   - maximumConnections: the pool's connections at most.
+    ///   - leaseTimeout: the longest a request waits for a pooled connection (while PostgreSQL is
+    ///     down or every connection is busy) before it fails as `storeUnavailable` (503).
+    ///   - logger: where the pool and the store log.
+    ///   - body: what runs with the store.
     /// - Throws: ``PostgresStoreError`` with code `unreachable` when PostgreSQL cannot be reached
     ///   or refuses the login, `notInitialized` when the database holds no SeedSync store,
     ///   `tableMismatch` when a served table no longer matches the schema (a column added, dropped
@@ -85,6 +95,7 @@ public final class PostgresSyncStore: SyncStore {
     public static func withStore<T: Sendable>(
         at location: PostgresLocation,
         maximumConnections: Int = 20,
+        leaseTimeout: Duration = .seconds(5),
         logger: Logger = Logger(label: "seed-server.postgres"),
         _ body: @Sendable (PostgresSyncStore) async throws -> T
     ) async throws -> T {
@@ -120,7 +131,9 @@ public final class PostgresSyncStore: SyncStore {
             return state
         }
         return try await withClient(at: location, maximumConnections: maximumConnections, logger: logger) { client in
-            try await body(PostgresSyncStore(location: location, client: client, logger: logger, state: state))
+            try await body(
+                PostgresSyncStore(
+                    location: location, client: client, logger: logger, state: state, leaseTimeout: leaseTimeout))
         }
     }
 

@@ -33,7 +33,11 @@ public enum StoreBackend: String, CaseIterable, Sendable, CustomStringConvertibl
         case .postgres:
             try await TestPostgres.withDatabase { location in
                 try await PostgresSyncStore.create(at: location, schema: schema)
-                try await PostgresSyncStore.withStore(at: location) { store in try await body(store) }
+                // Requests in tests are not timed: a pooled connection may take long to come when
+                // the whole suite shares two cores (a private PostgreSQL starting, say).
+                try await PostgresSyncStore.withStore(at: location, leaseTimeout: .seconds(30)) { store in
+                    try await body(store)
+                }
             }
         }
     }

@@ -21,15 +21,22 @@ import Testing
             #"{"types": ["events"], "events": {"update": [5], "attributes": {"5": {"title": "Server side", "starts_at": "\#(startsAt)", "capacity": \#(capacity), "cancelled": \#(cancelled)}}}}"#
     }
 
+    /// `app` synced, a pending local edit of event 5 with `fields`, then the server's title change
+    /// (``serverTitle(_:app:)``) committed.
+    static func pendingEdit(_ fields: [String: JSONValue], meetsServerChangeIn fixture: WriteBackFixture)
+        async throws
+    {
+        try await fixture.sync("app")
+        let change = try serverTitle(fixture)
+        try await fixture.importer("app").write { try $0.update("events", key: 5, fields) }
+        try await fixture.commit(change)
+    }
+
     @Test(arguments: StoreBackend.allCases) func mergeFieldsRebasesAnEditOfOtherFieldsAndPushesIt(
         backend: StoreBackend
     ) async throws {
         try await withWriteBack(backend) { fixture in
-            try await fixture.sync("app")
-            let change = try Self.serverTitle(fixture)
-            try await fixture.importer("app").write { try $0.update("events", key: 5, ["capacity": 90]) }
-            // The server keeps the capacity at 1 but changes the title: the fields do not overlap.
-            try await fixture.commit(change)
+            try await Self.pendingEdit(["capacity": 90], meetsServerChangeIn: fixture)
             let (report, outcomes) = try await fixture.sync("app", conflicts: .mergeFields)
             #expect(report.pushed == 1 && report.conflicts == 0 && report.pending == 0, "\(outcomes)")
             guard case .merged(let conflict, let pushing)? = outcomes.first else {
@@ -48,10 +55,7 @@ import Testing
 
     @Test func mergeFieldsLetsTheServerWinARealOverlapAndReportsTheLosingVersion() async throws {
         try await withWriteBack(.sqlite) { fixture in
-            try await fixture.sync("app")
-            let change = try Self.serverTitle(fixture)
-            try await fixture.importer("app").write { try $0.update("events", key: 5, ["title": "Mine"]) }
-            try await fixture.commit(change)
+            try await Self.pendingEdit(["title": "Mine"], meetsServerChangeIn: fixture)
             let (report, outcomes) = try await fixture.sync("app", conflicts: .mergeFields)
             #expect(report.pushed == 0 && report.conflicts == 1 && report.pending == 0, "\(outcomes)")
             guard case .overwritten(let conflict)? = outcomes.first, case .conflict? = outcomes.last else {
@@ -68,12 +72,7 @@ import Testing
 
     @Test func aClosureResolvesAnOverlapWithTheRowToPush() async throws {
         try await withWriteBack(.sqlite) { fixture in
-            try await fixture.sync("app")
-            let change = try Self.serverTitle(fixture)
-            try await fixture.importer("app").write {
-                try $0.update("events", key: 5, ["title": "Mine", "capacity": 7])
-            }
-            try await fixture.commit(change)
+            try await Self.pendingEdit(["title": "Mine", "capacity": 7], meetsServerChangeIn: fixture)
             let keepMyTitle = ConflictResolution.custom { conflict in
                 ["title": conflict.local?["title"] ?? .null]
             }
@@ -91,10 +90,7 @@ import Testing
     /// shows both changes), and the later push applies with no conflict.
     @Test func theCatchUpRebasesAPendingEditBeforeItIsPushed() async throws {
         try await withWriteBack(.sqlite) { fixture in
-            try await fixture.sync("app")
-            let change = try Self.serverTitle(fixture)
-            try await fixture.importer("app").write { try $0.update("events", key: 5, ["capacity": 90]) }
-            try await fixture.commit(change)
+            try await Self.pendingEdit(["capacity": 90], meetsServerChangeIn: fixture)
             await #expect(throws: ImportError.self) {
                 try await fixture.sync("app", token: liveServerToken, conflicts: .mergeFields)
             }

@@ -71,6 +71,7 @@ extension ImportSession {
             let changeSets = response.changeSets.map { $0.removingChanges(ofTypes: excluded).removingOldIDs() }
             for batch in batches(of: changeSets) {
                 try Task.checkCancellation()
+                try await noticeBeforeMerge(Array(batch), pending: pending, in: database)
                 let (applied, events) = try await database.apply(Array(batch), with: applier, pending: pending)
                 record(applied)
                 record(events)

@@ -1,0 +1,57 @@
+public import SeedSyncModel
+
+/// A batch of server change sets about to be committed that writes or deletes rows with pending
+/// local edits (see ``SeedImporter/Configuration/beforeMerge``): which rows, and what the server sends.
+///
+/// The batch is not applied before the handler returns, so an app can let it go at once, or
+/// first end an edit of those rows (an open form committed or closed), up to
+/// ``SeedImporter/Configuration/mergeNoticeTimeout`` seconds.
+///
+/// ```swift
+/// configuration.beforeMerge = { notice in
+///     guard let keys = notice.rows["events"], keys.contains(openEvent) else { return }
+///     await editor.finish()  // the batch waits for the user's edit to end
+/// }
+/// ```
+public struct MergeNotice: Sendable, Hashable {
+    /// The keys of the rows with pending local edits that the batch writes or deletes, by type.
+    public var rows: [String: [JSONValue]]
+    /// The server's change sets, in order.
+    public var changeSets: [ChangeSet]
+
+    public init(rows: [String: [JSONValue]], changeSets: [ChangeSet]) {
+        self.rows = rows
+        self.changeSets = changeSets
+    }
+}
+
+extension ImportSession {
+    /// Tells ``SeedImporter/Configuration/beforeMerge`` about `batch` when it writes rows with
+    /// pending local edits, and waits for it to return, at most
+    /// ``SeedImporter/Configuration/mergeNoticeTimeout`` seconds (the handler is then cancelled).
+    func noticeBeforeMerge(_ batch: [ChangeSet], pending: PendingChanges, in database: LocalDatabase) async throws {
+        guard let handler = configuration.beforeMerge else { return }
+        let shadowed = Set(try await database.read { db in try pending.outbox.shadowedRows(in: db) })
+        guard !shadowed.isEmpty else { return }
+        var rows: [String: [JSONValue]] = [:]
+        var seen = Set<RowID>()
+        for changes in batch.flatMap(\.changes) {
+            for key in changes.create + changes.update + changes.delete {
+                guard let string = key.keyString, case let row = RowID(type: changes.type, key: string),
+                    shadowed.contains(row), seen.insert(row).inserted
+                else { continue }
+                rows[changes.type, default: []].append(key)
+            }
+        }
+        guard !rows.isEmpty else { return }
+        let notice = MergeNotice(rows: rows, changeSets: batch)
+        let timeout = configuration.mergeNoticeTimeout
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await handler(notice) }
+            group.addTask { try? await Task.sleep(for: .milliseconds(Int(timeout * 1000))) }
+            await group.next()
+            group.cancelAll()
+        }
+        try Task.checkCancellation()
+    }
+}

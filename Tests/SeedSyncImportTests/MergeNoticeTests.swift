@@ -1,0 +1,56 @@
+import Foundation
+import GRDB
+import SeedSyncImport
+import SeedSyncModel
+import SeedSyncTesting
+import Testing
+
+/// ``SeedImporter/Configuration/beforeMerge``: told before a batch that writes rows with pending
+/// local edits is committed, the batch waiting for it (bounded).
+@Suite struct MergeNoticeTests {
+    @Test func aBatchWritingARowWithAPendingEditWaitsForTheNotice() async throws {
+        try await withWriteBack(.sqlite) { fixture in
+            try await ConflictResolutionTests.pendingEdit(["capacity": 90], meetsServerChangeIn: fixture)
+            try await fixture.commit(
+                #"{"types": ["locations"], "locations": {"create": [70], "attributes": {"70": {"name": "Annex", "city": "Lyon", "latitude": 1.0, "longitude": 2.0}}}}"#
+            )
+            let before = try Self.revision(of: fixture, "app")
+            let notices = Locked<[(MergeNotice, Int64)]>([])
+            var configuration = fixture.importer("app", token: liveServerToken).configuration
+            configuration.beforeMerge = { notice in
+                // The batch waits: the database is still where it was.
+                let revision = (try? Self.revision(of: fixture, "app")) ?? -1
+                notices.update { $0.append((notice, revision)) }
+                try? await Task.sleep(for: .milliseconds(300))
+            }
+            await #expect(throws: ImportError.self, "a read token: pushForbidden at the end") {
+                try await SeedImporter(configuration: configuration).run()
+            }
+            let seen = notices.value
+            #expect(seen.count == 1, "one batch writes the pending row")
+            #expect(seen.first?.0.rows == ["events": [5]], "only the row with a pending edit")
+            #expect(seen.first?.0.changeSets.contains { $0["events"]?.update.contains(5) == true } == true)
+            #expect(seen.first?.1 == before, "nothing of the batch was committed while the app was told")
+            #expect(try Self.revision(of: fixture, "app") == (try await fixture.store.schemaInfo().revision))
+        }
+    }
+
+    @Test func aHandlerThatNeverReturnsHoldsTheBatchBackOnlyUntilTheTimeout() async throws {
+        try await withWriteBack(.sqlite) { fixture in
+            try await ConflictResolutionTests.pendingEdit(["capacity": 90], meetsServerChangeIn: fixture)
+            var configuration = fixture.importer("app", token: liveServerToken).configuration
+            configuration.mergeNoticeTimeout = 0.5
+            configuration.beforeMerge = { _ in try? await Task.sleep(for: .seconds(3600)) }
+            let started = ContinuousClock.now
+            await #expect(throws: ImportError.self) { try await SeedImporter(configuration: configuration).run() }
+            #expect(ContinuousClock.now - started < .seconds(30))
+            #expect(try Self.revision(of: fixture, "app") == (try await fixture.store.schemaInfo().revision))
+        }
+    }
+
+    static func revision(of fixture: WriteBackFixture, _ app: String) throws -> Int64 {
+        try fixture.query(app) { db in
+            try Int64(String.fetchOne(db, sql: "SELECT value FROM _seedsync_seed WHERE key = 'revision'") ?? "") ?? -1
+        }
+    }
+}

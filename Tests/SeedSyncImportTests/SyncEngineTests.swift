@@ -364,7 +364,7 @@ func freePort() throws -> Int {
             try await Task.sleep(for: .milliseconds(500))
             #expect(try revision(of: fixture.database) == before, "no server change lands during the edit")
             try await edit.commit { try $0.update("events", key: key, ["title": "Edited in a session"]) }
-            #expect(edit.hasEnded)
+            #expect(await edit.hasEnded)
             try await SyncEngineTests.eventually("the edit pushed and the server's changes applied") {
                 let server = try await fixture.serverContents()
                 let local = try contents(ofSeed: fixture.database)

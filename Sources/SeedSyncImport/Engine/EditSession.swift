@@ -17,11 +17,12 @@ import Foundation
 /// ```
 public final class EditSession: Sendable {
     private let engine: SyncEngine
-    private let ended = NSLock()
-    nonisolated(unsafe) private var isEnded = false
+    /// The session's name in the engine, which keeps whether it is open.
+    private let id: UUID
 
-    init(engine: SyncEngine) {
+    init(engine: SyncEngine, id: UUID) {
         self.engine = engine
+        self.id = id
     }
 
     /// Writes the edit (see ``SeedImporter/write(_:)``) and ends the session. When `body` or
@@ -31,26 +32,22 @@ public final class EditSession: Sendable {
     ///   what ``SyncEngine/write(_:)`` throws.
     @discardableResult
     public func commit<T: Sendable>(_ body: @escaping @Sendable (LocalChanges) throws -> T) async throws -> T {
-        guard !hasEnded else { throw ImportError(.invalidChangeSet, "the edit session has ended: begin another") }
+        guard !(await hasEnded) else {
+            throw ImportError(.invalidChangeSet, "the edit session has ended: begin another")
+        }
         let result = try await engine.writeLocally(body)
-        if end() { await engine.endEdit() }
+        await engine.endEdit(id)
         return result
     }
 
     /// Ends the session without writing anything.
     public func cancel() async {
-        if end() { await engine.endEdit() }
+        await engine.endEdit(id)
     }
 
     /// Whether ``commit(_:)`` or ``cancel()`` ended the session.
-    public var hasEnded: Bool { ended.withLock { isEnded } }
-
-    /// Marks the session ended; `false` when it was already.
-    private func end() -> Bool {
-        ended.withLock {
-            defer { isEnded = true }
-            return !isEnded
-        }
+    public var hasEnded: Bool {
+        get async { await !engine.isEditing(id) }
     }
 }
 

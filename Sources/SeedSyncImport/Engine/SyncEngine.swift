@@ -92,7 +92,7 @@ public actor SyncEngine {
     private var parked: CheckedContinuation<EngineMachine.Action, Never>?
     /// Open edit sessions, and whether the engine runs again when the last one ends (it was not
     /// paused by the app when the first began).
-    private var edits = 0
+    private var edits: Set<UUID> = []
     private var resumesAfterEdits = false
     /// Edit sessions waiting for the loop to park.
     private var quiet: [CheckedContinuation<Void, Never>] = []
@@ -154,7 +154,7 @@ public actor SyncEngine {
     public func start() {
         guard loop == nil else { return }
         var first = machine.start()
-        if edits > 0, machine.pause() { first = machine.next }
+        if !edits.isEmpty, machine.pause() { first = machine.next }
         loop = Task { await self.run(from: first) }
     }
 
@@ -162,21 +162,25 @@ public actor SyncEngine {
     /// transaction has ended, and the engine applies nothing until the session is committed or
     /// cancelled.
     public func beginEdit() async -> EditSession {
-        edits += 1
-        if edits == 1 {
+        let id = UUID()
+        edits.insert(id)
+        if edits.count == 1 {
             resumesAfterEdits = machine.phase != .paused
             pause()
         }
         if loop != nil, parked == nil, machine.phase == .paused {
             await withCheckedContinuation { quiet.append($0) }
         }
-        return EditSession(engine: self)
+        return EditSession(engine: self, id: id)
     }
 
-    /// An edit session ended: the last one lets the engine run again, unless the app paused it.
-    func endEdit() {
-        edits -= 1
-        guard edits == 0, resumesAfterEdits else { return }
+    /// Whether the edit session `id` is open.
+    func isEditing(_ id: UUID) -> Bool { edits.contains(id) }
+
+    /// Ends the edit session `id` (once): the last one lets the engine run again, unless the app paused it.
+    func endEdit(_ id: UUID) {
+        guard edits.remove(id) != nil else { return }
+        guard edits.isEmpty, resumesAfterEdits else { return }
         resume()
     }
 

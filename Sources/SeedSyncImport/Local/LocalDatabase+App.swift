@@ -62,7 +62,7 @@ extension LocalDatabase {
     /// Installs the checked seed at `source` into the app's empty database, in one transaction,
     /// and returns it adopted.
     static func install(_ source: String, into writer: any DatabaseWriter) async throws -> LocalDatabase {
-        try await copy(source, into: writer, at: writer.path, onlyIfEmpty: true, "nothing was installed")
+        try await copy(source, into: writer, onlyIfEmpty: true, "nothing was installed")
         guard let database = try await adopt(writer) else {
             throw ImportError(.invalidDatabase, "\(writer.path) is still empty after the seed was copied into it")
         }
@@ -79,9 +79,9 @@ extension LocalDatabase {
     ///     app that creates one meanwhile keeps it).
     ///   - otherwise: what the error says became of the database.
     static func copy(
-        _ source: String, into writer: any DatabaseWriter, at path: String, onlyIfEmpty: Bool = false,
-        _ otherwise: String
+        _ source: String, into writer: any DatabaseWriter, onlyIfEmpty: Bool = false, _ otherwise: String
     ) async throws {
+        let path = writer.path
         var configuration = Configuration()
         configuration.readonly = true
         do {

@@ -219,7 +219,7 @@ final class LocalDatabase: Sendable {
     /// database that others have open would let its old `-wal` frames be replayed onto the new
     /// file. Readers with the database open keep working; their next transaction sees the new rows.
     func replaced(with source: String) async throws -> LocalDatabase {
-        try await Self.copy(source, into: writer, at: path, "\(path) was not replaced and keeps its rows")
+        try await Self.copy(source, into: writer, "\(path) was not replaced and keeps its rows")
         return try await reopened()
     }
 

@@ -1,5 +1,5 @@
 import Foundation
-public import SeedSyncModel
+import SeedSyncModel
 
 extension SQLiteSyncStore {
     /// How often ``watchRevisions(_:)`` reads the file for commits of other processes.

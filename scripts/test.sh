@@ -4,20 +4,23 @@
 # format (`swift format lint`, .swift-format), builds once, runs `swift test`. Without a PostgreSQL
 # those tests fail: they are never skipped. Then the checks that need the build: the public API
 # against api/, the DocC documentation without warnings, real answers against docs/openapi.yaml,
-# and 30 seconds of schemathesis.
+# and 30 seconds of schemathesis. The tests have 15 minutes (SEEDSYNC_TEST_SECONDS): a run that
+# hangs fails with the tests that did not end and the test process's stacks (scripts/lib/watchdog.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/setup.sh
 source scripts/lib/postgres.sh
+source scripts/lib/watchdog.sh
 
 ensure_system_packages
 ensure_swift
+command -v gdb >/dev/null 2>&1 || install_packages gdb
 trap stop_postgres EXIT
 start_postgres
 
 swift format lint --strict --recursive Sources Tests Package.swift
 swift build --build-tests
-swift test --skip-build "$@"
+run_bounded "${SEEDSYNC_TEST_SECONDS:-900}" swift test --skip-build "$@"
 bash scripts/api-check.sh
 bash scripts/docs.sh
 bash scripts/openapi-check.sh .build/debug

@@ -22,6 +22,7 @@ final class BoundedLoader: NSObject, URLSessionDataDelegate, @unchecked Sendable
         var response: HTTPURLResponse?
         var failure: Failure?
         let continuation: CheckedContinuation<(HTTPURLResponse, Data), any Error>
+        let deadline: DispatchWorkItem
     }
 
     private let lock = NSLock()
@@ -48,16 +49,38 @@ final class BoundedLoader: NSObject, URLSessionDataDelegate, @unchecked Sendable
     }
 
     /// The response and its whole body, or a ``Failure``.
+    ///
+    /// The load ends whatever the transport does: when the calling task is cancelled (even before
+    /// the request started), and at the latest 4 × the request's timeout + 60 s after it began
+    /// (`URLError.timedOut`), besides the session's own timeouts.
     func load(_ request: URLRequest, limit: Int) async throws -> (HTTPURLResponse, Data) {
         let task = session.dataTask(with: request)
+        let id = task.taskIdentifier
+        let deadline = DispatchWorkItem { [weak self] in self?.end(task, with: URLError(.timedOut)) }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                lock.withLock { pending[task.taskIdentifier] = Pending(limit: limit, continuation: continuation) }
-                task.resume()
+                lock.withLock {
+                    pending[id] = Pending(limit: limit, continuation: continuation, deadline: deadline)
+                }
+                if Task.isCancelled {
+                    end(task, with: URLError(.cancelled))
+                } else {
+                    DispatchQueue.global().asyncAfter(
+                        deadline: .now() + request.timeoutInterval * 4 + 60, execute: deadline)
+                    task.resume()
+                }
             }
         } onCancel: {
-            task.cancel()
+            end(task, with: URLError(.cancelled))
         }
+    }
+
+    /// Fails the load of `task` with `error`, if it is still waiting, and cancels the task.
+    private func end(_ task: URLSessionTask, with error: URLError) {
+        let state = lock.withLock { pending.removeValue(forKey: task.taskIdentifier) }
+        state?.deadline.cancel()
+        state?.continuation.resume(throwing: Failure.transport(error))
+        task.cancel()
     }
 
     func urlSession(
@@ -95,6 +118,7 @@ final class BoundedLoader: NSObject, URLSessionDataDelegate, @unchecked Sendable
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         guard let state = lock.withLock({ pending.removeValue(forKey: task.taskIdentifier) }) else { return }
+        state.deadline.cancel()
         if let failure = state.failure {
             state.continuation.resume(throwing: failure)
         } else if let error {

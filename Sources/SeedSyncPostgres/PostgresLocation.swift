@@ -63,14 +63,21 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
     /// `postgres://USER@HOST:PORT/DATABASE`, never with the password.
     public var description: String { "postgres://\(username)@\(host):\(port)/\(database)" }
 
+    /// The settings of every session: the capture's, the application name, and a transaction left
+    /// open (a task that never got to its COMMIT or ROLLBACK) ended within a minute instead of
+    /// holding its locks against every other writer.
+    static let sessionParameters =
+        CaptureSQL.sessionSettings + [
+            ("application_name", "seed-server"), ("idle_in_transaction_session_timeout", "60s"),
+        ]
+
     /// One connection's configuration, with the same settings as the pool's.
     func connectionConfiguration() -> PostgresConnection.Configuration {
         var configuration = PostgresConnection.Configuration(
             host: host, port: port, username: username, password: password, database: database, tls: .disable
         )
         configuration.options.connectTimeout = .seconds(5)
-        configuration.options.additionalStartupParameters =
-            CaptureSQL.sessionSettings + [("application_name", "seed-server")]
+        configuration.options.additionalStartupParameters = Self.sessionParameters
         return configuration
     }
 
@@ -82,8 +89,7 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
         )
         configuration.options.maximumConnections = maximumConnections
         configuration.options.connectTimeout = .seconds(5)
-        configuration.options.additionalStartupParameters =
-            CaptureSQL.sessionSettings + [("application_name", "seed-server")]
+        configuration.options.additionalStartupParameters = Self.sessionParameters
         return configuration
     }
 }

@@ -157,6 +157,27 @@ import Testing
         }
     }
 
+    /// A request ends as soon as its task is cancelled, whatever the transport does: also when
+    /// the task was cancelled before the request started.
+    @Test(arguments: [false, true]) func aCancelledRequestEndsAtOnce(cancelledBeforeItStarts: Bool) async throws {
+        let stub = MisbehavingServer()
+        try await stub.run { url in
+            stub.plan([.slow(seconds: 8)])
+            let client = client(url, timeout: 60)
+            let started = ContinuousClock.now
+            let request = Task {
+                if cancelledBeforeItStarts { withUnsafeCurrentTask { $0?.cancel() } }
+                return try await client.schema()
+            }
+            if !cancelledBeforeItStarts {
+                try await Task.sleep(for: .milliseconds(300))
+                request.cancel()
+            }
+            await #expect(throws: (any Error).self) { try await request.value }
+            #expect(ContinuousClock.now - started < .seconds(5), "not the 8 s of the answer")
+        }
+    }
+
     @Test func tokensComeFromTheEnvironmentOrAFile() async throws {
         try await withTemporaryDirectory { directory in
             #expect(try SyncClient.token(environment: ["SEED_TOKEN": " abc \n"]) == "abc")

@@ -45,13 +45,29 @@ extension ImportSession {
         }
         guard !rows.isEmpty else { return }
         let notice = MergeNotice(rows: rows, changeSets: batch)
-        let timeout = configuration.mergeNoticeTimeout
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await handler(notice) }
-            group.addTask { try? await Task.sleep(for: .milliseconds(Int(timeout * 1000))) }
-            await group.next()
-            group.cancelAll()
-        }
+        await Self.wait(for: handler, notice, seconds: configuration.mergeNoticeTimeout)
         try Task.checkCancellation()
+    }
+
+    /// Waits until `handler(notice)` returns, `seconds` pass or this task is cancelled, whichever
+    /// comes first; then cancels the handler without waiting for it: a handler that ignores
+    /// cancellation never holds the batch past its time.
+    static func wait(
+        for handler: @escaping @Sendable (MergeNotice) async -> Void, _ notice: MergeNotice, seconds: Double
+    ) async {
+        let (ended, end) = AsyncStream<Void>.makeStream()
+        let handling = Task {
+            await handler(notice)
+            end.yield()
+        }
+        let timing = Task {
+            try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+            end.yield()
+        }
+        var first = ended.makeAsyncIterator()
+        _ = await first.next()
+        handling.cancel()
+        timing.cancel()
+        end.finish()
     }
 }

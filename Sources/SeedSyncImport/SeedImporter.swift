@@ -59,11 +59,15 @@ public struct SeedImporter: Sendable {
         /// What a server change to a row with a pending local edit does to the edit (the server
         /// wins by default; see ``ConflictResolution``).
         public var conflicts: ConflictResolution
-        /// Called before a batch of server change sets that writes rows with pending local edits
-        /// is committed (see ``MergeNotice``); the batch waits until it returns.
+        /// Called before a batch of server change sets that writes rows with pending local edits,
+        /// or rows a ``SyncEngine`` observer marks as being edited, is committed (see
+        /// ``MergeNotice``); the batch waits until it returns.
         public var beforeMerge: (@Sendable (MergeNotice) async -> Void)?
         /// Seconds a batch waits for ``beforeMerge`` at most; the batch is then applied.
         public var mergeNoticeTimeout: Double
+        /// The rows a ``SyncEngine``'s observers mark as being edited, which a batch that writes
+        /// them tells ``beforeMerge`` about as it does rows with pending edits.
+        var rowsBeingEdited: (@Sendable () async -> Set<RowID>)?
 
         public init(
             seed: String,

@@ -125,6 +125,23 @@ import Darwin
         }
     }
 
+    /// A token that may read but not push: the engine keeps the database current and waits, the
+    /// local edit kept queued, instead of failing.
+    @Test func aTokenThatMayNotPushKeepsTheDatabaseCurrentAndTheEditQueued() async throws {
+        try await withImportFixture { fixture in
+            let importer = fixture.importer()
+            try await importer.run()
+            let (key, _) = try await EngineObservationTests.firstEvent(of: fixture)
+            try await importer.write { try $0.update("events", key: key, ["title": "Kept"]) }
+            let engine = try await Self.waitingEngine(importer.configuration)
+            try await fixture.mutate(2, seed: 12)
+            let target = try await fixture.serverRevision()
+            try await Self.eventually("revision \(target)") { try revision(of: fixture.database) == target }
+            #expect(try await importer.pendingChangeSets() == 1)
+            await engine.stop()
+        }
+    }
+
     @Test func stoppingAnEngineNeverStartedEndsItsStatesAndObservations() async throws {
         let engine = SyncEngine(
             configuration: .init(
@@ -337,10 +354,13 @@ func freePort() throws -> Int {
         return changes
     }
 
-    /// The first event on the server that no other row references, as a key and its fields (`revision` left out).
-    static func firstEvent(of fixture: ImportFixture) async throws -> (JSONValue, [String: JSONValue]) {
-        let page = try await fixture.served.store.snapshotPage(of: "events", after: nil, limit: 1)
-        let values = try #require(page.rows.first)
+    /// The first event on the server (or the one after `skipping` others), which no other row
+    /// references, as a key and its fields (`revision` left out).
+    static func firstEvent(of fixture: ImportFixture, skipping: Int = 0) async throws -> (
+        JSONValue, [String: JSONValue]
+    ) {
+        let page = try await fixture.served.store.snapshotPage(of: "events", after: nil, limit: skipping + 1)
+        let values = try #require(page.rows.last)
         var fields: [String: JSONValue] = [:]
         for (column, value) in zip(page.columns, values).dropFirst() where column != "revision" {
             fields[column] = value

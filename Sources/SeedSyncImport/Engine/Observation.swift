@@ -17,7 +17,7 @@ public struct ObservedChanges: Sendable, Hashable {
     public init() {}
 }
 
-/// The state of one observed row, for ``SyncEngine/observe(type:key:)``: its key (the real one
+/// The state of one observed row, for ``SyncEngine/observe(type:key:editing:)``: its key (the real one
 /// once a pushed row gets it) and its fields and `revision`, or `nil` once it is deleted.
 public struct ObservedRow: Sendable, Hashable {
     public var key: JSONValue

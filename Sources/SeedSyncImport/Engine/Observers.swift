@@ -19,6 +19,8 @@ actor Observers {
         var type: String
         var key: JSONValue
         var last: ObservedRow?
+        /// Whether the app marked the row as being edited (see ``SyncEngine/observe(type:key:editing:)``).
+        var editing: Bool
         var continuation: AsyncStream<ObservedRow>.Continuation
     }
 
@@ -46,9 +48,18 @@ actor Observers {
     }
 
     /// Adds a row observer and gives it the row as it is now.
-    func add(_ id: UUID, type: String, key: JSONValue, _ continuation: AsyncStream<ObservedRow>.Continuation) async {
-        rows[id] = RowObserver(type: type, key: key, last: nil, continuation: continuation)
+    func add(
+        _ id: UUID, type: String, key: JSONValue, editing: Bool, _ continuation: AsyncStream<ObservedRow>.Continuation
+    ) async {
+        rows[id] = RowObserver(type: type, key: key, last: nil, editing: editing, continuation: continuation)
         await refresh([id])
+    }
+
+    /// The rows observers mark as being edited, by their current keys.
+    func rowsBeingEdited() -> Set<RowID> {
+        Set(
+            rows.values.filter(\.editing).compactMap { row in row.key.keyString.map { RowID(type: row.type, key: $0) } }
+        )
     }
 
     func remove(_ id: UUID) {

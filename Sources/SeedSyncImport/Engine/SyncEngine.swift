@@ -11,7 +11,8 @@ public import SeedSyncModel
 /// change reaches the app within the time the server takes to answer its held request, not at
 /// the next poll. When the server cannot be reached (or fails), the engine backs off with jitter
 /// (1 s doubling to 60 s by default) and says when it tries again; a failure a retry cannot fix (a
-/// refused token, a database that does not fit the server) waits for ``syncNow()``.
+/// refused token, a database that does not fit the server) waits for ``syncNow()``. A token that
+/// may read but not push keeps the database current; the local edits stay queued.
 ///
 /// The steps are the transitions of `EngineMachine`; the engine runs them and lets the app
 /// steer: ``syncNow()`` (a user's refresh: it ends a wait or a backoff at once, and follows a
@@ -103,7 +104,7 @@ public actor SyncEngine {
         configuration: SeedImporter.Configuration, options: Options = Options(),
         onEvent: @escaping @Sendable (ImportEvent) -> Void = { _ in }
     ) {
-        self.init(importer: SeedImporter(configuration: configuration), options: options, onEvent: onEvent)
+        self.init(configuration: configuration, app: nil, options: options, onEvent: onEvent)
     }
 
     /// An engine that writes through the app's own GRDB `DatabasePool` or `DatabaseQueue` (see
@@ -119,16 +120,21 @@ public actor SyncEngine {
         configuration: SeedImporter.Configuration, database: any DatabaseWriter, options: Options = Options(),
         onEvent: @escaping @Sendable (ImportEvent) -> Void = { _ in }
     ) {
-        self.init(
-            importer: SeedImporter(configuration: configuration, database: database), options: options,
-            onEvent: onEvent)
+        self.init(configuration: configuration, app: database, options: options, onEvent: onEvent)
     }
 
-    private init(importer: SeedImporter, options: Options, onEvent: @escaping @Sendable (ImportEvent) -> Void) {
-        self.importer = importer
-        let configuration = importer.configuration
+    private init(
+        configuration: SeedImporter.Configuration, app: (any DatabaseWriter)?, options: Options,
+        onEvent: @escaping @Sendable (ImportEvent) -> Void
+    ) {
+        let observers = Observers(database: app?.path ?? configuration.database)
+        var configuration = configuration
+        configuration.rowsBeingEdited = { await observers.rowsBeingEdited() }
+        importer =
+            if let app { SeedImporter(configuration: configuration, database: app) } else {
+                SeedImporter(configuration: configuration)
+            }
         self.options = options
-        let observers = Observers(database: configuration.database)
         let (stream, observed) = AsyncStream.makeStream(of: Observed.self)
         self.observers = observers
         self.observed = observed
@@ -252,15 +258,22 @@ public actor SyncEngine {
     /// key is followed to the real key the server gives it (``ObservedRow/key``). Ends when the
     /// engine stops.
     ///
+    /// With `editing`, the row counts as being edited for as long as the observation lasts (a
+    /// form open on it): a batch of server change sets that writes it waits for
+    /// ``SeedImporter/Configuration/beforeMerge`` (see ``MergeNotice``), as a row with a pending
+    /// local edit does.
+    ///
     /// ```swift
-    /// for await row in await engine.observe(type: "events", key: 42) {
+    /// for await row in await engine.observe(type: "events", key: 42, editing: true) {
     ///     show(row.fields)  // nil once deleted
     /// }
     /// ```
-    public nonisolated func observe(type: String, key: JSONValue) async -> AsyncStream<ObservedRow> {
+    public nonisolated func observe(type: String, key: JSONValue, editing: Bool = false) async
+        -> AsyncStream<ObservedRow>
+    {
         let (stream, continuation) = AsyncStream.makeStream(of: ObservedRow.self)
         let id = UUID()
-        await observers.add(id, type: type, key: key, continuation)
+        await observers.add(id, type: type, key: key, editing: editing, continuation)
         continuation.onTermination = { [observers] _ in Task { await observers.remove(id) } }
         return stream
     }
@@ -291,6 +304,7 @@ public actor SyncEngine {
 
     private enum StepOutcome: Sendable {
         case ran(ImportReport)
+        case caughtUpWithoutPushing(revision: Int64)
         case waited
         case slept
         case failed(any Error)
@@ -351,6 +365,8 @@ public actor SyncEngine {
         switch outcome {
         case .ran(let report):
             return machine.runSucceeded(revision: report.toRevision, schemaVersion: report.schemaVersion)
+        case .caughtUpWithoutPushing(let revision):
+            return machine.runSucceeded(revision: revision, schemaVersion: nil)
         case .waited:
             return machine.waitEnded()
         case .slept:
@@ -363,10 +379,20 @@ public actor SyncEngine {
         }
     }
 
+    /// One run. A token that may not push (``ImportError/Code/pushForbidden``) still caught up:
+    /// the engine goes on waiting from there, the local change sets kept for a token that may.
     private func sync() -> @Sendable () async -> StepOutcome {
         { [importer, onEvent] in
+            let caughtUp = LockedValue<Int64?>(nil)
             do {
-                return .ran(try await importer.run(onEvent: onEvent))
+                return .ran(
+                    try await importer.run { event in
+                        if case .caughtUp(let revision) = event { caughtUp.set(revision) }
+                        onEvent(event)
+                    })
+            } catch let error as ImportError where error.code == .pushForbidden {
+                guard let revision = caughtUp.get() else { return .failed(error) }
+                return .caughtUpWithoutPushing(revision: revision)
             } catch {
                 return .failed(error)
             }

@@ -249,7 +249,13 @@ final class LocalDatabase: Sendable {
     func close() async throws {
         guard !isAppDatabase, let queue = writer as? DatabaseQueue else { return }
         do {
-            _ = try await queue.writeWithoutTransaction { db in try db.checkpoint(.passive) }
+            try await queue.writeWithoutTransaction { db in
+                do {
+                    _ = try db.checkpoint(.passive)
+                } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY {
+                    // Another connection is checkpointing the same WAL: it copies the frames.
+                }
+            }
             try queue.close()
         } catch let error as DatabaseError {
             try? queue.close()

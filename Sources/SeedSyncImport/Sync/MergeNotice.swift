@@ -1,7 +1,8 @@
 public import SeedSyncModel
 
 /// A batch of server change sets about to be committed that writes or deletes rows with pending
-/// local edits (see ``SeedImporter/Configuration/beforeMerge``): which rows, and what the server sends.
+/// local edits, or rows a ``SyncEngine`` observer marks as being edited (see
+/// ``SeedImporter/Configuration/beforeMerge``): which rows, and what the server sends.
 ///
 /// The batch is not applied before the handler returns, so an app can let it go at once, or
 /// first end an edit of those rows (an open form committed or closed), up to
@@ -14,7 +15,8 @@ public import SeedSyncModel
 /// }
 /// ```
 public struct MergeNotice: Sendable, Hashable {
-    /// The keys of the rows with pending local edits that the batch writes or deletes, by type.
+    /// The keys of the rows with pending local edits, or being edited, that the batch writes or
+    /// deletes, by type.
     public var rows: [String: [JSONValue]]
     /// The server's change sets, in order.
     public var changeSets: [ChangeSet]
@@ -27,11 +29,12 @@ public struct MergeNotice: Sendable, Hashable {
 
 extension ImportSession {
     /// Tells ``SeedImporter/Configuration/beforeMerge`` about `batch` when it writes rows with
-    /// pending local edits, and waits for it to return, at most
+    /// pending local edits or rows being edited, and waits for it to return, at most
     /// ``SeedImporter/Configuration/mergeNoticeTimeout`` seconds (the handler is then cancelled).
     func noticeBeforeMerge(_ batch: [ChangeSet], pending: PendingChanges, in database: LocalDatabase) async throws {
         guard let handler = configuration.beforeMerge else { return }
         let shadowed = Set(try await database.read { db in try pending.outbox.shadowedRows(in: db) })
+            .union(await configuration.rowsBeingEdited?() ?? [])
         guard !shadowed.isEmpty else { return }
         var rows: [String: [JSONValue]] = [:]
         var seen = Set<RowID>()

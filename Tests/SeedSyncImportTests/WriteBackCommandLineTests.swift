@@ -158,6 +158,73 @@ import Darwin
         }
     }
 
+    /// `seed-import --live` killed with SIGKILL at random moments, 12 times, each after queueing a
+    /// new chain, while the server commits changes of its own: pushing, catching up, or holding
+    /// its live request. After a restart each local change set is on the server once, nothing
+    /// queued is lost, and the app's database equals the server's tables.
+    @Test func aKilledLiveSyncNeverAppliesTwiceOrLosesAChangeSet() async throws {
+        try await withImportFixture { fixture in
+            let arguments = CommandLineTests.arguments(fixture, database: fixture.database)
+            let folder = fixture.served.directory.path
+            #expect(try await Executables.run("seed-import", arguments, environment: Self.environment).status == 0)
+            // How long a run that pushes a chain takes, start to end.
+            _ = try await Self.write(
+                Self.chain("reference", count: 4), to: fixture.database, in: folder, name: "reference")
+            let start = ContinuousClock.now
+            #expect(try await Executables.run("seed-import", arguments, environment: Self.environment).status == 0)
+            let window = (ContinuousClock.now - start) / .seconds(1)
+            let (event, fields) = try await EngineObservationTests.firstEvent(of: fixture)
+            var random = SplitMix64(seed: 23)
+            var outcomes: [String: Int] = [:]
+            let (iterations, perChain) = (12, 4)
+            for iteration in 0..<iterations {
+                let written = try await Self.write(
+                    Self.chain("live\(iteration)", count: perChain), to: fixture.database, in: folder,
+                    name: "live\(iteration)")
+                #expect(written.status == 0, "\(written.stderr)")
+                let queued = try Self.pending(in: fixture.database)
+                // Even iterations are killed within the time a run that pushes takes, odd ones at any point.
+                let fraction = Double(random.next() % 1000) / 1000
+                let killAt = iteration % 2 == 0 ? window * fraction : 1.5 * fraction
+                let commitAt = Double(random.next() % 1000) / 1000
+                let process = try Executables.start(
+                    "seed-import", arguments + ["--live"], environment: Self.environment)
+                // A server change of its own meanwhile: the live request it holds ends, and the engine catches up.
+                var renamed = fields
+                renamed["title"] = .string("Renamed by the server \(iteration)")
+                let commit = Task {
+                    try await Task.sleep(for: .milliseconds(Int(commitAt * 1000)))
+                    return try await fixture.served.store.commit(
+                        ChangeSet(changes: [
+                            TypeChanges(type: "events", update: [event], attributes: [event.keyString!: renamed])
+                        ]))
+                }
+                try await Task.sleep(for: .milliseconds(Int(killAt * 1000)))
+                #expect(process.isRunning, "seed-import --live runs until it is stopped")
+                kill(process.processIdentifier, SIGKILL)
+                try await offPool { process.waitUntilExit() }
+                _ = try await commit.value
+                let left = try Self.pending(in: fixture.database)
+                outcomes[left == 0 ? "after-push" : left == queued ? "before-push" : "mid-push", default: 0] += 1
+            }
+            let restart = try await Executables.run("seed-import", arguments, environment: Self.environment)
+            #expect(restart.status == 0, "\(restart.stderr)")
+            print("live crash test: \(outcomes), window \(window) s")
+
+            let server = try await fixture.serverContents()
+            let names = (server["locations"] ?? []).compactMap(\.[1].stringValue)
+            for iteration in 0..<iterations {
+                for index in 0..<perChain {
+                    #expect(
+                        names.filter { $0 == "live\(iteration)-\(index)" }.count == 1,
+                        "location live\(iteration)-\(index) is on the server once")
+                }
+            }
+            #expect(try Self.pending(in: fixture.database) == 0)
+            #expect(try contents(ofSeed: fixture.database) == server)
+        }
+    }
+
     static func pending(in database: String) throws -> Int {
         let queue = try DatabaseQueue(path: database)
         defer { try? queue.close() }

@@ -66,11 +66,11 @@ public final class SyncClient: Sendable {
     ) {
         self.configuration = configuration
         self.onRetry = onRetry
-        loader = BoundedLoader(timeout: configuration.requestTimeout)
+        loader = BoundedLoader()
     }
 
     deinit {
-        loader.invalidate()
+        loader.cancelAll()
     }
 
     /// Body bytes received so far, over every request of this client (after gzip decompression).

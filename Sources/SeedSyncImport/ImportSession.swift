@@ -67,6 +67,8 @@ final class ImportSession {
             throw error
         }
         try await database.close()
+        // A run that caught up has no use for a snapshot download an earlier run left unfinished.
+        SQLiteFiles.remove(at: snapshotPath + ".partial")
         report.seconds = (ContinuousClock.now - start).seconds
         return report
     }
@@ -98,9 +100,12 @@ final class ImportSession {
         return try await client.schema(version: version)
     }
 
-    /// Files a killed run may leave beside the database: an unfinished copy, snapshot or migration download.
+    /// Files a killed run may leave beside the database: an unfinished copy, snapshot or migration
+    /// download. An unfinished snapshot download (`.snapshot.partial`) is kept: the snapshot, the
+    /// lowest-priority work of a run, yields to an edit session or a stop (see ``SyncEngine``), and
+    /// the next download goes on from its last whole page (``downloadSnapshot(types:version:)``).
     private func removeLeftovers() {
-        for path in [installingPath, snapshotPath, snapshotPath + ".partial", snapshotPath + ".new", migrationPath] {
+        for path in [installingPath, snapshotPath, snapshotPath + ".new", migrationPath] {
             SQLiteFiles.remove(at: path)
         }
         try? FileManager.default.removeItem(atPath: SeedManifest.path(forSeed: snapshotPath))

@@ -1,10 +1,16 @@
 import Foundation
 import GRDB
+import SeedSyncBuild
+import SeedSyncClient
 import SeedSyncImport
 import SeedSyncModel
 import SeedSyncSeed
 import SeedSyncTesting
 import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 /// A newer shipped seed, and the server's history expiring under the database.
 @Suite struct ReplacementTests {
@@ -102,5 +108,49 @@ import Testing
             let folder = URL(fileURLWithPath: fixture.database).deletingLastPathComponent().path
             #expect(files(in: folder).allSatisfy { !$0.contains("snapshot") && !$0.contains("installing") })
         }
+    }
+
+    /// A snapshot download cut short (a stopped, cancelled or killed run leaves its `.partial`)
+    /// goes on from its last whole page at the next run instead of starting over.
+    @Test func anInterruptedSnapshotDownloadGoesOnWhereItStopped() async throws {
+        try await withImportFixture(events: 25_000, locations: 100, changesAfter: 10) { fixture in
+            try await fixture.importer().run()
+            try await fixture.mutate(20, seed: 21)
+            _ = try await fixture.served.store.compact(keepingRevisions: 5)
+            let client = SyncClient(configuration: fixture.importer().configuration.server)
+            let whole = try await Self.snapshotRequests(on: fixture.served.url) {
+                _ = try await SeedBuilder(client: client, options: .init(output: fixture.served.path("whole.sqlite")))
+                    .build()
+            }
+            let snapshot = fixture.database + ".snapshot"
+            await #expect(throws: (any Error).self) {
+                try await SeedBuilder(client: client, options: .init(output: snapshot)).build { event in
+                    if case .page(type: "events", _, _) = event { throw CancellationError() }
+                }
+            }
+            #expect(FileManager.default.fileExists(atPath: snapshot + ".partial"))
+
+            let resumed = try await Self.snapshotRequests(on: fixture.served.url) { try await fixture.importer().run() }
+            #expect(
+                resumed > 0 && resumed < whole, "\(resumed) snapshot pages requested, \(whole) for a whole download")
+            #expect(try contents(ofSeed: fixture.database) == (try await fixture.serverContents()))
+            #expect(!FileManager.default.fileExists(atPath: snapshot + ".partial"))
+        }
+    }
+
+    /// The snapshot pages the server at `url` answered while `work` ran (its `/metrics`).
+    static func snapshotRequests(on url: URL, during work: () async throws -> Void) async throws -> Int {
+        func count() async throws -> Int {
+            var request = URLRequest(url: url.appendingPathComponent("metrics"))
+            request.setValue("Bearer \(liveServerAdminToken)", forHTTPHeaderField: "Authorization")
+            let (data, _) = try await URLSession.shared.data(for: request)
+            return String(decoding: data, as: UTF8.self).split(separator: "\n")
+                .filter { $0.hasPrefix("seedsync_http_requests_total{") && $0.contains("/v1/snapshot/") }
+                .compactMap { $0.split(separator: " ").last.flatMap { Double($0) }.map { Int($0) } }
+                .reduce(0, +)
+        }
+        let before = try await count()
+        try await work()
+        return try await count() - before
     }
 }

@@ -272,6 +272,46 @@ func freePort() throws -> Int {
     }
 }
 
+#if os(Linux)
+extension LiveCommandTests {
+    /// A live engine runs for days, a run after each server commit: its runs leave no file
+    /// descriptor behind (each kept its HTTP session's, about four, before the sessions were shared).
+    @Test func runAfterRunLeavesNoFileDescriptorBehind() async throws {
+        try await withImportFixture { fixture in
+            let process = try Executables.start(
+                "seed-import",
+                CommandLineTests.arguments(fixture, database: fixture.database, ["--live", "--json"]),
+                environment: CommandLineTests.environment)
+            defer { if process.isRunning { process.terminate() } }
+            let lines = Locked<[String]>([])
+            let output = (process.standardOutput as! Pipe).fileHandleForReading
+            output.readabilityHandler = { handle in
+                let text = String(decoding: handle.availableData, as: UTF8.self)
+                lines.update { $0 += text.split(separator: "\n").map(String.init) }
+            }
+            func commitAndWait(seed: UInt64) async throws {
+                try await fixture.mutate(1, seed: seed)
+                let revision = try await fixture.serverRevision()
+                try await SyncEngineTests.eventually("a line for revision \(revision)") {
+                    lines.value.contains { $0.hasPrefix(#"{"revision":\#(revision),"#) }
+                }
+            }
+            func descriptors() throws -> Int {
+                try FileManager.default.contentsOfDirectory(atPath: "/proc/\(process.processIdentifier)/fd").count
+            }
+            try await commitAndWait(seed: 500)
+            let before = try descriptors()
+            for run in 0..<30 { try await commitAndWait(seed: 501 + UInt64(run)) }
+            let after = try descriptors()
+            #expect(after - before < 10, "\(before) file descriptors, then \(after) after 30 more runs")
+            process.terminate()
+            try await offPool { process.waitUntilExit() }
+            output.readabilityHandler = nil
+        }
+    }
+}
+#endif
+
 /// Observation through a running ``SyncEngine``: rows and types, after server change sets, local
 /// writes (a temporary key followed to the real one) and a replacement.
 @Suite(.timeLimit(.minutes(3))) struct EngineObservationTests {

@@ -207,15 +207,25 @@ extension ImportSession {
             database, with: snapshotPath, revision: built.manifest.revision, reason: .historyExpired, source: .snapshot)
     }
 
-    /// Builds a snapshot of the server at ``snapshotPath`` (as `seed-build` does): `types` (all
-    /// when `nil`) in schema version `version` (the newest when `nil`).
+    /// Builds a snapshot of the server at ``snapshotPath`` (as `seed-build --resume` does): `types`
+    /// (all when `nil`) in schema version `version` (the newest when `nil`), going on from the
+    /// download an interrupted run left, unless it cannot (another schema or type selection, or
+    /// history the server no longer has): then from the start.
     func downloadSnapshot(types: [String]?, version: Int?) async throws -> BuildReport {
-        let builder = SeedBuilder(
-            client: client,
-            options: .init(
-                output: snapshotPath, types: types, syncLimit: configuration.syncLimit, schemaVersion: version))
+        func build(resuming: Bool) async throws -> BuildReport {
+            try await SeedBuilder(
+                client: client,
+                options: .init(
+                    output: snapshotPath, types: types, syncLimit: configuration.syncLimit, resume: resuming,
+                    schemaVersion: version)
+            ).build()
+        }
         do {
-            return try await builder.build()
+            do {
+                return try await build(resuming: true)
+            } catch let error as SeedError where error.code == .notResumable {
+                return try await build(resuming: false)
+            }
         } catch let error as SeedError {
             // The builder has removed its work file; the database is untouched.
             throw ImportError(error, otherwise: .invalidChangeSet, "cannot download the snapshot for \(databasePath)")

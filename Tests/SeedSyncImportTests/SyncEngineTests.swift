@@ -233,26 +233,12 @@ func freePort() throws -> Int {
 @Suite(.timeLimit(.minutes(3))) struct LiveCommandTests {
     @Test func printsALinePerCommittedChangeSetUntilSIGTERM() async throws {
         try await withImportFixture { fixture in
-            let process = try Executables.start(
-                "seed-import",
-                CommandLineTests.arguments(fixture, database: fixture.database, ["--live", "--json"]),
-                environment: CommandLineTests.environment)
+            let (process, output, lines) = try Self.startLive(fixture)
             defer { if process.isRunning { process.terminate() } }
-            let lines = Locked<[String]>([])
-            let output = (process.standardOutput as! Pipe).fileHandleForReading
-            output.readabilityHandler = { handle in
-                let text = String(decoding: handle.availableData, as: UTF8.self)
-                lines.update { $0 += text.split(separator: "\n").map(String.init) }
-            }
-            let caughtUp = try await fixture.serverRevision()
-            try await SyncEngineTests.eventually("the catch-up") {
-                lines.value.contains { $0.hasPrefix(#"{"revision":\#(caughtUp),"#) }
-            }
+            try await Self.waitForLine(of: try await fixture.serverRevision(), in: lines)
             try await fixture.mutate(1, seed: 123)
             let next = try await fixture.serverRevision()
-            try await SyncEngineTests.eventually("a line for revision \(next)") {
-                lines.value.contains { $0.hasPrefix(#"{"revision":\#(next),"#) }
-            }
+            try await Self.waitForLine(of: next, in: lines)
             process.terminate()
             try await offPool { process.waitUntilExit() }
             output.readabilityHandler = nil
@@ -272,29 +258,41 @@ func freePort() throws -> Int {
     }
 }
 
+extension LiveCommandTests {
+    /// `seed-import --live --json` on the fixture's database: the process, its output and the
+    /// lines it printed so far.
+    static func startLive(_ fixture: ImportFixture) throws -> (Process, FileHandle, Locked<[String]>) {
+        let process = try Executables.start(
+            "seed-import", CommandLineTests.arguments(fixture, database: fixture.database, ["--live", "--json"]),
+            environment: CommandLineTests.environment)
+        let lines = Locked<[String]>([])
+        let output = (process.standardOutput as! Pipe).fileHandleForReading
+        output.readabilityHandler = { handle in
+            let text = String(decoding: handle.availableData, as: UTF8.self)
+            lines.update { $0 += text.split(separator: "\n").map(String.init) }
+        }
+        return (process, output, lines)
+    }
+
+    /// Waits (60 s at most) for the line of change set `revision`.
+    static func waitForLine(of revision: Int64, in lines: Locked<[String]>) async throws {
+        try await SyncEngineTests.eventually("a line for revision \(revision)") {
+            lines.value.contains { $0.hasPrefix(#"{"revision":\#(revision),"#) }
+        }
+    }
+}
+
 #if os(Linux)
 extension LiveCommandTests {
     /// A live engine runs for days, a run after each server commit: its runs leave no file
     /// descriptor behind (each kept its HTTP session's, about four, before the sessions were shared).
     @Test func runAfterRunLeavesNoFileDescriptorBehind() async throws {
         try await withImportFixture { fixture in
-            let process = try Executables.start(
-                "seed-import",
-                CommandLineTests.arguments(fixture, database: fixture.database, ["--live", "--json"]),
-                environment: CommandLineTests.environment)
+            let (process, output, lines) = try Self.startLive(fixture)
             defer { if process.isRunning { process.terminate() } }
-            let lines = Locked<[String]>([])
-            let output = (process.standardOutput as! Pipe).fileHandleForReading
-            output.readabilityHandler = { handle in
-                let text = String(decoding: handle.availableData, as: UTF8.self)
-                lines.update { $0 += text.split(separator: "\n").map(String.init) }
-            }
             func commitAndWait(seed: UInt64) async throws {
                 try await fixture.mutate(1, seed: seed)
-                let revision = try await fixture.serverRevision()
-                try await SyncEngineTests.eventually("a line for revision \(revision)") {
-                    lines.value.contains { $0.hasPrefix(#"{"revision":\#(revision),"#) }
-                }
+                try await Self.waitForLine(of: try await fixture.serverRevision(), in: lines)
             }
             func descriptors() throws -> Int {
                 try FileManager.default.contentsOfDirectory(atPath: "/proc/\(process.processIdentifier)/fd").count

@@ -4,6 +4,10 @@ import Logging
 import SeedSyncModel
 import SeedSyncServer
 
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
 /// The read token of ``withLiveServer(_:token:_:)``.
 public let liveServerToken = "live-test-token"
 /// The write token of ``withLiveServer(_:token:_:)``: it may push change sets.
@@ -34,4 +38,16 @@ public func withLiveServer(
     try await app.test(.live) { client in
         try await body(URL(string: "http://127.0.0.1:\(client.port!)")!)
     }
+}
+
+/// The requests the server at `url` answered on routes whose pattern contains `route` (such as
+/// `/v1/snapshot/`), from its `/metrics` (admin token): a test counts what a client asked for.
+public func answeredRequests(_ route: String, on url: URL) async throws -> Int {
+    var request = URLRequest(url: url.appendingPathComponent("metrics"))
+    request.setValue("Bearer \(liveServerAdminToken)", forHTTPHeaderField: "Authorization")
+    let (data, _) = try await URLSession.shared.data(for: request)
+    return String(decoding: data, as: UTF8.self).split(separator: "\n")
+        .filter { $0.hasPrefix("seedsync_http_requests_total{") && $0.contains("route=\"\(route)") }
+        .compactMap { $0.split(separator: " ").last.flatMap { Double($0) }.map { Int($0) } }
+        .reduce(0, +)
 }

@@ -138,19 +138,10 @@ import FoundationNetworking
         }
     }
 
-    /// The snapshot pages the server at `url` answered while `work` ran (its `/metrics`).
+    /// The snapshot pages the server at `url` answered while `work` ran.
     static func snapshotRequests(on url: URL, during work: () async throws -> Void) async throws -> Int {
-        func count() async throws -> Int {
-            var request = URLRequest(url: url.appendingPathComponent("metrics"))
-            request.setValue("Bearer \(liveServerAdminToken)", forHTTPHeaderField: "Authorization")
-            let (data, _) = try await URLSession.shared.data(for: request)
-            return String(decoding: data, as: UTF8.self).split(separator: "\n")
-                .filter { $0.hasPrefix("seedsync_http_requests_total{") && $0.contains("/v1/snapshot/") }
-                .compactMap { $0.split(separator: " ").last.flatMap { Double($0) }.map { Int($0) } }
-                .reduce(0, +)
-        }
-        let before = try await count()
+        let before = try await answeredRequests("/v1/snapshot/", on: url)
         try await work()
-        return try await count() - before
+        return try await answeredRequests("/v1/snapshot/", on: url) - before
     }
 }

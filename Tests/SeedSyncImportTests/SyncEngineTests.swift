@@ -142,6 +142,28 @@ import Darwin
         }
     }
 
+    /// A server that does not hold requests (`--max-wait 0`, or one older than live sync) answers a
+    /// wait at once: the engine asks again every `wait` seconds, not in a loop, and still follows it.
+    @Test func aServerThatHoldsNoRequestIsAskedEveryWaitSeconds() async throws {
+        try await withImportFixture { fixture in
+            try await withLiveServer(fixture.served.store, configure: { $0.maxWait = .zero }) { url in
+                var configuration = fixture.importer().configuration
+                configuration.server.serverURL = url
+                let engine = SyncEngine(configuration: configuration, options: .init(wait: 1))
+                await engine.start()
+                try await Self.until(engine, "waiting") { if case .waiting = $0 { true } else { false } }
+                let before = try await answeredRequests("/v1/sync", on: url)
+                try await Task.sleep(for: .seconds(3))
+                let asked = try await answeredRequests("/v1/sync", on: url) - before
+                #expect((1...6).contains(asked), "\(asked) sync requests in 3 s with a wait of 1 s")
+                try await fixture.mutate(1, seed: 64)
+                let target = try await fixture.serverRevision()
+                try await Self.eventually("revision \(target)") { try revision(of: fixture.database) == target }
+                await engine.stop()
+            }
+        }
+    }
+
     @Test func stoppingAnEngineNeverStartedEndsItsStatesAndObservations() async throws {
         let engine = SyncEngine(
             configuration: .init(

@@ -20,12 +20,6 @@ start_postgres
 
 swift format lint --strict --recursive Sources Tests Package.swift
 swift build --build-tests
-# Foundation's Process.run() on Linux lists /proc/self/fd and copies each entry's whole 256-byte
-# name out of readdir's buffer; when that buffer ends a mapped heap, the copy reads past it and the
-# test process crashes (once in about a dozen runs of the suite here, which starts hundreds of
-# processes with thousands of descriptors open). Buffers of 16 KiB and more mapped on their own
-# have room behind them.
-export GLIBC_TUNABLES=glibc.malloc.mmap_threshold=16384
 run_bounded "${SEEDSYNC_TEST_SECONDS:-900}" swift test --skip-build "$@"
 bash scripts/api-check.sh
 bash scripts/docs.sh

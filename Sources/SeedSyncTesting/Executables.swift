@@ -50,8 +50,10 @@ public enum Executables {
             } else {
                 try start(name, arguments, environment: environment)
             }
+        // Both pipes read at once: a child that fills one while the other is read to its end would wait forever.
+        let errors = ReadToEnd((process.standardError as! Pipe).fileHandleForReading)
         let stdout = (process.standardOutput as! Pipe).fileHandleForReading.readDataToEndOfFile()
-        let stderr = (process.standardError as! Pipe).fileHandleForReading.readDataToEndOfFile()
+        let stderr = errors.data()
         process.waitUntilExit()
         return Result(
             status: process.terminationStatus,
@@ -61,26 +63,21 @@ public enum Executables {
     }
 
     /// Starts `name arguments…` (a product, or an absolute path) with piped output; the caller
-    /// waits for or terminates it.
+    /// waits for or terminates it. Its environment is the test process's without `SEED_*`
+    /// variables, plus `environment`.
     public static func start(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws
-        -> Process
+        -> ChildProcess
     {
-        let process = Process()
-        process.executableURL =
-            name.hasPrefix("/") ? URL(fileURLWithPath: name) : productsDirectory.appendingPathComponent(name)
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment
-            .filter { !$0.key.hasPrefix("SEED_") }
-            .merging(environment) { $1 }
-        process.standardOutput = Pipe()
-        process.standardError = Pipe()
-        try launch(process)
-        return process
+        try ChildProcess(
+            executable: name.hasPrefix("/") ? name : productsDirectory.appendingPathComponent(name).path,
+            arguments: arguments,
+            environment: ProcessInfo.processInfo.environment
+                .filter { !$0.key.hasPrefix("SEED_") }
+                .merging(environment) { $1 })
     }
 
-    /// Runs `process`, one spawn at a time: Foundation's `Process.run()` on Linux crashed (in
-    /// `memmove`, inside `run()`) when tests started processes from several threads at once.
-    /// Every test starts its processes through this.
+    /// Runs a Foundation `Process` a test builds itself, one spawn at a time (see ``ChildProcess``
+    /// for why the package's own tools are started without `Process`).
     public static func launch(_ process: Process) throws {
         try spawning.withLock { try process.run() }
     }
@@ -89,7 +86,7 @@ public enum Executables {
 
     /// The `http://host:port` from a `seed-server serve --port 0` process's "listening on" line,
     /// read within 30 seconds.
-    public static func listeningAddress(of server: Process) -> String? {
+    public static func listeningAddress(of server: ChildProcess) -> String? {
         let output = (server.standardOutput as! Pipe).fileHandleForReading
         let deadline = Date().addingTimeInterval(30)
         var text = ""
@@ -114,5 +111,24 @@ public enum Executables {
 public func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         Thread { continuation.resume(with: Result { try work() }) }.start()
+    }
+}
+
+/// A pipe read to its end on a thread of its own.
+private final class ReadToEnd: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private var read = Data()
+
+    init(_ handle: FileHandle) {
+        Thread {
+            self.read = handle.readDataToEndOfFile()
+            self.done.signal()
+        }.start()
+    }
+
+    /// Everything read, once the writer has closed the pipe.
+    func data() -> Data {
+        done.wait()
+        return read
     }
 }

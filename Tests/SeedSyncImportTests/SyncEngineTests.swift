@@ -283,7 +283,7 @@ func freePort() throws -> Int {
 extension LiveCommandTests {
     /// `seed-import --live --json` on the fixture's database: the process, its output and the
     /// lines it printed so far.
-    static func startLive(_ fixture: ImportFixture) throws -> (Process, FileHandle, Locked<[String]>) {
+    static func startLive(_ fixture: ImportFixture) throws -> (ChildProcess, FileHandle, Locked<[String]>) {
         let process = try Executables.start(
             "seed-import", CommandLineTests.arguments(fixture, database: fixture.database, ["--live", "--json"]),
             environment: CommandLineTests.environment)

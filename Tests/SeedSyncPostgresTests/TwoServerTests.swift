@@ -151,7 +151,8 @@ import FoundationNetworking
 
     /// Two `seed-server serve` processes on `location`, with the read token and `tokens`, and
     /// their addresses; the caller terminates them.
-    static func startServers(on location: PostgresLocation, tokens: [String: String]) throws -> ([Process], [URL]) {
+    static func startServers(on location: PostgresLocation, tokens: [String: String]) throws -> ([ChildProcess], [URL])
+    {
         let environment = tokens.merging(["SEED_SERVER_TOKENS": readToken]) { given, _ in given }
         let servers = try (0..<2).map { _ in
             try Executables.start(

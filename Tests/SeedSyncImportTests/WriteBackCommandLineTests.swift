@@ -108,11 +108,7 @@ import Darwin
             var outcomes: [String: Int] = [:]
             let iterations = 22
             for iteration in 0..<iterations {
-                let written = try await Self.write(
-                    Self.chain("crash\(iteration)", count: perChain), to: fixture.database, in: folder,
-                    name: "crash\(iteration)")
-                #expect(written.status == 0, "\(written.stderr)")
-                let queued = try Self.pending(in: fixture.database)
+                let queued = try await Self.queue("crash\(iteration)", count: perChain, in: fixture)
                 let delay = window * (Double(random.next() % 1000) / 1000)
                 let environment = Self.environment
                 let finished = try await offPool { () -> Bool in
@@ -124,9 +120,7 @@ import Darwin
                     process.waitUntilExit()
                     return !running
                 }
-                let left = try Self.pending(in: fixture.database)
-                let outcome =
-                    finished ? "finished" : left == 0 ? "after-push" : left == queued ? "before-push" : "mid-push"
+                let outcome = finished ? "finished" : try Self.outcome(of: fixture, queued: queued)
                 outcomes[outcome, default: 0] += 1
             }
             let restart = try await Executables.run(
@@ -136,16 +130,7 @@ import Darwin
             #expect(outcomes["mid-push", default: 0] > 0, "no kill landed while pushing: \(outcomes)")
 
             let server = try await fixture.serverContents()
-            let names = (server["locations"] ?? []).compactMap { row -> String? in
-                if case .string(let name) = row[1] { name } else { nil }
-            }
-            for iteration in 0..<iterations {
-                for index in 0..<perChain {
-                    #expect(
-                        names.filter { $0 == "crash\(iteration)-\(index)" }.count == 1,
-                        "location crash\(iteration)-\(index) is on the server once")
-                }
-            }
+            Self.expectEachLocationOnce(on: server, prefix: "crash", iterations: iterations, perChain: perChain)
             let crashLocations = Set(
                 (server["locations"] ?? []).filter { $0[1].stringValue?.hasPrefix("crash") ?? false }.map { $0[0] })
             let events = (server["events"] ?? []).filter { crashLocations.contains($0[4]) }
@@ -178,11 +163,7 @@ import Darwin
             var outcomes: [String: Int] = [:]
             let (iterations, perChain) = (12, 4)
             for iteration in 0..<iterations {
-                let written = try await Self.write(
-                    Self.chain("live\(iteration)", count: perChain), to: fixture.database, in: folder,
-                    name: "live\(iteration)")
-                #expect(written.status == 0, "\(written.stderr)")
-                let queued = try Self.pending(in: fixture.database)
+                let queued = try await Self.queue("live\(iteration)", count: perChain, in: fixture)
                 // Even iterations are killed within the time a run that pushes takes, odd ones at any point.
                 let fraction = Double(random.next() % 1000) / 1000
                 let killAt = iteration % 2 == 0 ? window * fraction : 1.5 * fraction
@@ -204,24 +185,45 @@ import Darwin
                 kill(process.processIdentifier, SIGKILL)
                 try await offPool { process.waitUntilExit() }
                 _ = try await commit.value
-                let left = try Self.pending(in: fixture.database)
-                outcomes[left == 0 ? "after-push" : left == queued ? "before-push" : "mid-push", default: 0] += 1
+                outcomes[try Self.outcome(of: fixture, queued: queued), default: 0] += 1
             }
             let restart = try await Executables.run("seed-import", arguments, environment: Self.environment)
             #expect(restart.status == 0, "\(restart.stderr)")
             print("live crash test: \(outcomes), window \(window) s")
 
             let server = try await fixture.serverContents()
-            let names = (server["locations"] ?? []).compactMap(\.[1].stringValue)
-            for iteration in 0..<iterations {
-                for index in 0..<perChain {
-                    #expect(
-                        names.filter { $0 == "live\(iteration)-\(index)" }.count == 1,
-                        "location live\(iteration)-\(index) is on the server once")
-                }
-            }
+            Self.expectEachLocationOnce(on: server, prefix: "live", iterations: iterations, perChain: perChain)
             #expect(try Self.pending(in: fixture.database) == 0)
             #expect(try contents(ofSeed: fixture.database) == server)
+        }
+    }
+
+    /// Queues a chain of `count` change sets named `name` in the fixture's database; returns how
+    /// many change sets wait in all.
+    static func queue(_ name: String, count: Int, in fixture: ImportFixture) async throws -> Int {
+        let written = try await write(
+            chain(name, count: count), to: fixture.database, in: fixture.served.directory.path, name: name)
+        #expect(written.status == 0, "\(written.stderr)")
+        return try pending(in: fixture.database)
+    }
+
+    /// Where a kill left the push of `queued` change sets: before, during or after it.
+    static func outcome(of fixture: ImportFixture, queued: Int) throws -> String {
+        let left = try pending(in: fixture.database)
+        return left == 0 ? "after-push" : left == queued ? "before-push" : "mid-push"
+    }
+
+    /// Each location of the chains `prefix0`… is on the server exactly once.
+    static func expectEachLocationOnce(
+        on server: [String: [[JSONValue]]], prefix: String, iterations: Int, perChain: Int
+    ) {
+        let names = (server["locations"] ?? []).compactMap(\.[1].stringValue)
+        for iteration in 0..<iterations {
+            for index in 0..<perChain {
+                #expect(
+                    names.filter { $0 == "\(prefix)\(iteration)-\(index)" }.count == 1,
+                    "location \(prefix)\(iteration)-\(index) is on the server once")
+            }
         }
     }
 

@@ -45,7 +45,14 @@ final class BoundedLoader: @unchecked Sendable {
 }
 
 /// The one `URLSession` of the process and its delegate: each task's answer goes to the load
-/// that started it, by task identifier.
+/// that started it.
+///
+/// No `URLSession` method is called on the caller's thread. On Linux, `dataTask(with:)`,
+/// `resume()` and `cancel()` wait (`DispatchQueue.sync`) for the session's work queue; a task of
+/// Swift's cooperative pool waiting there holds one of its few threads (two on a small machine),
+/// and the test suite stalled for tens of seconds when they all waited. Those calls run on
+/// ``calls``, a serial queue of this session's own, and a load waits for its answer without
+/// holding a thread.
 private final class SharedSession: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     static let shared = SharedSession()
 
@@ -57,11 +64,17 @@ private final class SharedSession: NSObject, URLSessionDataDelegate, @unchecked 
         let continuation: CheckedContinuation<(HTTPURLResponse, Data), any Error>
         let deadline: DispatchWorkItem
         let loader: BoundedLoader
-        let task: URLSessionTask
+        /// The session's task, once ``calls`` has created it.
+        var task: URLSessionTask?
     }
 
     private let lock = NSLock()
+    /// The loads waiting for their answer, by load number.
     private var pending: [Int: Pending] = [:]
+    /// The load number of each running task, by task identifier.
+    private var loads: [Int: Int] = [:]
+    private var lastLoad = 0
+    private let calls = DispatchQueue(label: "SeedSyncClient.SharedSession.calls")
     private var session: URLSession!
 
     private override init() {
@@ -73,43 +86,66 @@ private final class SharedSession: NSObject, URLSessionDataDelegate, @unchecked 
         // Held live sync requests each keep a connection: many clients of one process may wait on one server.
         configuration.httpMaximumConnectionsPerHost = 100_000
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        // Answers are data to apply, never to reuse: no cache, no cookies, no stored credentials.
+        configuration.urlCache = nil
+        configuration.httpCookieStorage = nil
+        configuration.urlCredentialStorage = nil
         session = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
     }
 
     func load(_ request: URLRequest, limit: Int, for loader: BoundedLoader) async throws -> (HTTPURLResponse, Data) {
-        let task = session.dataTask(with: request)
-        let id = task.taskIdentifier
-        let deadline = DispatchWorkItem { [weak self] in self?.end(id, with: URLError(.timedOut)) }
+        let number = lock.withLock {
+            lastLoad += 1
+            return lastLoad
+        }
+        let deadline = DispatchWorkItem { [weak self] in self?.end(number, with: URLError(.timedOut)) }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 lock.withLock {
-                    pending[id] = Pending(
-                        limit: limit, continuation: continuation, deadline: deadline, loader: loader, task: task)
+                    pending[number] = Pending(
+                        limit: limit, continuation: continuation, deadline: deadline, loader: loader)
                 }
-                if Task.isCancelled {
-                    end(id, with: URLError(.cancelled))
-                } else {
-                    DispatchQueue.global().asyncAfter(
-                        deadline: .now() + request.timeoutInterval * 4 + 60, execute: deadline)
-                    task.resume()
-                }
+                if Task.isCancelled { return end(number, with: URLError(.cancelled)) }
+                DispatchQueue.global().asyncAfter(
+                    deadline: .now() + request.timeoutInterval * 4 + 60, execute: deadline)
+                calls.async { self.start(number, request) }
             }
         } onCancel: {
-            end(id, with: URLError(.cancelled))
+            end(number, with: URLError(.cancelled))
         }
     }
 
-    func cancelAll(of loader: BoundedLoader) {
-        let ids = lock.withLock { pending.filter { $0.value.loader === loader }.map(\.key) }
-        for id in ids { end(id, with: URLError(.cancelled)) }
+    /// Creates and resumes the task of load `number`, unless the load has ended already (on ``calls``).
+    private func start(_ number: Int, _ request: URLRequest) {
+        guard lock.withLock({ pending[number] != nil }) else { return }
+        let task = session.dataTask(with: request)
+        let started: Bool = lock.withLock {
+            guard pending[number] != nil else { return false }
+            pending[number]!.task = task
+            loads[task.taskIdentifier] = number
+            return true
+        }
+        if started { task.resume() }
     }
 
-    /// Fails the load of task `id` with `error`, if it is still waiting, and cancels the task.
-    private func end(_ id: Int, with error: URLError) {
-        guard let state = lock.withLock({ pending.removeValue(forKey: id) }) else { return }
+    func cancelAll(of loader: BoundedLoader) {
+        let numbers = lock.withLock { pending.filter { $0.value.loader === loader }.map(\.key) }
+        for number in numbers { end(number, with: URLError(.cancelled)) }
+    }
+
+    /// Fails load `number` with `error`, if it is still waiting, and cancels its task.
+    private func end(_ number: Int, with error: URLError) {
+        guard let state = lock.withLock({ removeLoad(number) }) else { return }
         state.deadline.cancel()
         state.continuation.resume(throwing: BoundedLoader.Failure.transport(error))
-        state.task.cancel()
+        if let task = state.task { calls.async { task.cancel() } }
+    }
+
+    /// Takes load `number` out of the tables (under ``lock``).
+    private func removeLoad(_ number: Int) -> Pending? {
+        guard let state = pending.removeValue(forKey: number) else { return nil }
+        if let task = state.task { loads[task.taskIdentifier] = nil }
+        return state
     }
 
     func urlSession(
@@ -119,34 +155,38 @@ private final class SharedSession: NSObject, URLSessionDataDelegate, @unchecked 
         completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
     ) {
         let allowed: Bool = lock.withLock {
-            guard var state = pending[dataTask.taskIdentifier] else { return false }
-            state.response = response as? HTTPURLResponse
-            if response.expectedContentLength > Int64(state.limit) { state.failure = .tooLarge(limit: state.limit) }
-            pending[dataTask.taskIdentifier] = state
-            return state.failure == nil
+            guard let number = loads[dataTask.taskIdentifier], let limit = pending[number]?.limit else { return false }
+            pending[number]!.response = response as? HTTPURLResponse
+            if response.expectedContentLength > Int64(limit) { pending[number]!.failure = .tooLarge(limit: limit) }
+            return pending[number]!.failure == nil
         }
         completionHandler(allowed ? .allow : .cancel)
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        // Mutated in place: copying `Pending` out would copy its body on every chunk.
+        // Mutated in place, with no copy of `Pending` alive: a copy would share the body, and
+        // appending to a shared body copies all of it, on every chunk.
         let (loader, overLimit): (BoundedLoader?, Bool) = lock.withLock {
-            let id = dataTask.taskIdentifier
-            guard let state = pending[id], state.failure == nil else { return (nil, false) }
-            if state.data.count + data.count > state.limit {
-                pending[id]!.failure = .tooLarge(limit: state.limit)
-                pending[id]!.data = Data()
-                return (state.loader, true)
+            guard let number = loads[dataTask.taskIdentifier], let loader = pending[number]?.loader,
+                pending[number]?.failure == nil, let limit = pending[number]?.limit,
+                let received = pending[number]?.data.count
+            else { return (nil, false) }
+            if received + data.count > limit {
+                pending[number]!.failure = .tooLarge(limit: limit)
+                pending[number]!.data = Data()
+                return (loader, true)
             }
-            pending[id]!.data.append(data)
-            return (state.loader, false)
+            pending[number]!.data.append(data)
+            return (loader, false)
         }
         loader?.count(data.count)
         if overLimit { dataTask.cancel() }
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        guard let state = lock.withLock({ pending.removeValue(forKey: task.taskIdentifier) }) else { return }
+        guard
+            let state = lock.withLock({ loads[task.taskIdentifier].flatMap { removeLoad($0) } })
+        else { return }
         state.deadline.cancel()
         if let failure = state.failure {
             state.continuation.resume(throwing: failure)

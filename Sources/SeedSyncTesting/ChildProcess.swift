@@ -42,9 +42,19 @@ public final class ChildProcess: @unchecked Sendable {
     /// Whether the child has not exited yet.
     public var isRunning: Bool { reaped() == nil }
 
-    /// Waits until the child has exited (polling: the tests wait on threads of their own).
+    /// Waits until the child has exited, blocking the calling thread (polling).
+    ///
+    /// Only for a thread of the test's own (``offPool(_:)``): in a task, await the other
+    /// `waitUntilExit()`, which holds no thread while it waits.
+    @available(*, noasync, message: "await waitUntilExit(): a blocked pool thread starves the in-process servers")
     public func waitUntilExit() {
         while reaped() == nil { usleep(5_000) }
+    }
+
+    /// Waits until the child has exited, sleeping between polls: the two threads of Swift's
+    /// cooperative pool on a small CI machine also answer the servers the tests run in process.
+    public func waitUntilExit() async throws {
+        while reaped() == nil { try await Task.sleep(for: .milliseconds(5)) }
     }
 
     /// SIGTERM.

@@ -18,11 +18,16 @@ public enum Executables {
     /// The outcome of a finished command.
     public struct Result: Sendable {
         public var status: Int32
-        public var stdout: String
+        /// Everything the command wrote to its standard output.
+        public var output: Data
         public var stderr: String
+
+        /// The standard output as text.
+        public var stdout: String { String(decoding: output, as: UTF8.self) }
     }
 
-    /// Runs `name arguments…` to completion and returns its status and output.
+    /// Runs `name arguments…` (a product, or an absolute path) to completion and returns its
+    /// status and output.
     ///
     /// The wait happens on a thread of its own (see ``offPool(_:)``): a child that talks to a server
     /// running inside the test process must not hold one of the pool's threads while it waits.
@@ -36,8 +41,10 @@ public enum Executables {
         }
     }
 
-    private static func runBlocking(
-        _ name: String, _ arguments: [String], environment: [String: String], fileSizeLimitKiB: Int?
+    /// ``run(_:_:environment:fileSizeLimitKiB:)`` on the calling thread, for code that is not in a task.
+    @available(*, noasync, message: "await run(): a blocked pool thread starves the in-process servers")
+    public static func runBlocking(
+        _ name: String, _ arguments: [String], environment: [String: String] = [:], fileSizeLimitKiB: Int? = nil
     ) throws -> Result {
         let process =
             if let limit = fileSizeLimitKiB {
@@ -52,14 +59,11 @@ public enum Executables {
             }
         // Both pipes read at once: a child that fills one while the other is read to its end would wait forever.
         let errors = ReadToEnd((process.standardError as! Pipe).fileHandleForReading)
-        let stdout = (process.standardOutput as! Pipe).fileHandleForReading.readDataToEndOfFile()
+        let output = (process.standardOutput as! Pipe).fileHandleForReading.readDataToEndOfFile()
         let stderr = errors.data()
         process.waitUntilExit()
         return Result(
-            status: process.terminationStatus,
-            stdout: String(decoding: stdout, as: UTF8.self),
-            stderr: String(decoding: stderr, as: UTF8.self)
-        )
+            status: process.terminationStatus, output: output, stderr: String(decoding: stderr, as: UTF8.self))
     }
 
     /// Starts `name arguments…` (a product, or an absolute path) with piped output; the caller
@@ -76,17 +80,13 @@ public enum Executables {
                 .merging(environment) { $1 })
     }
 
-    /// Runs a Foundation `Process` a test builds itself, one spawn at a time (see ``ChildProcess``
-    /// for why the package's own tools are started without `Process`).
-    public static func launch(_ process: Process) throws {
-        try spawning.withLock { try process.run() }
+    /// The `http://host:port` from a `seed-server serve --port 0` process's "listening on" line,
+    /// read within 30 seconds (on a thread of its own).
+    public static func listeningAddress(of server: ChildProcess) async -> String? {
+        try? await offPool { readListeningAddress(of: server) }
     }
 
-    private static let spawning = NSLock()
-
-    /// The `http://host:port` from a `seed-server serve --port 0` process's "listening on" line,
-    /// read within 30 seconds.
-    public static func listeningAddress(of server: ChildProcess) -> String? {
+    private static func readListeningAddress(of server: ChildProcess) -> String? {
         let output = (server.standardOutput as! Pipe).fileHandleForReading
         let deadline = Date().addingTimeInterval(30)
         var text = ""

@@ -12,7 +12,7 @@ import Darwin
 /// root). The volume is unmounted when the body returns or throws.
 ///
 /// ```swift
-/// try await SmallVolume.with(megabytes: 2) { volume in
+/// try await SmallVolume.with(kilobytes: 2048) { volume in
 ///     try volume.fill(leaving: 20 << 10)   // 20 KiB free
 /// }
 /// ```
@@ -43,9 +43,15 @@ public struct SmallVolume: Sendable {
         try await withTemporaryDirectory { directory in
             let path = directory.appendingPathComponent("volume").path
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-            try run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(kilobytes)k", "tmpfs", path])
-            defer { try? run("/bin/umount", ["-l", path]) }
-            return try await body(SmallVolume(path: path))
+            try await offPool { try run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(kilobytes)k", "tmpfs", path]) }
+            do {
+                let result = try await body(SmallVolume(path: path))
+                try await offPool { try run("/bin/umount", ["-l", path]) }
+                return result
+            } catch {
+                _ = try? await offPool { try run("/bin/umount", ["-l", path]) }
+                throw error
+            }
         }
     }
 
@@ -64,16 +70,16 @@ public struct SmallVolume: Sendable {
         try Data(count: Int(size)).write(to: URL(fileURLWithPath: path(".filler")))
     }
 
+    /// Runs a system tool to its end on the calling thread; fails unless it exits with 0.
+    @available(*, noasync, message: "a blocked pool thread starves the in-process servers")
     private static func run(_ tool: String, _ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        try Executables.launch(process)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+        let result = try Executables.runBlocking(tool, arguments)
+        guard result.status == 0 else {
             throw CocoaError(
                 .fileWriteUnknown,
-                userInfo: [NSLocalizedDescriptionKey: "\(tool) \(arguments.joined(separator: " ")) failed"])
+                userInfo: [
+                    NSLocalizedDescriptionKey: "\(tool) \(arguments.joined(separator: " ")) failed: \(result.stderr)"
+                ])
         }
     }
 }

@@ -37,7 +37,7 @@ import Testing
                 "seed-server", ["serve", "--database", database, "--port", "0"],
                 environment: ["SEED_SERVER_TOKENS": "cli-token"])
             defer { if server.isRunning { server.terminate() } }
-            let url = try #require(Executables.listeningAddress(of: server))
+            let url = try #require(await Executables.listeningAddress(of: server))
             let seed = directory.appendingPathComponent("out/demo.sqlite").path
 
             let built = try await Executables.run(
@@ -80,15 +80,9 @@ import Testing
     @Test func theCommittedDemoSeedRebuildsToTheSameBytes() async throws {
         try await withTemporaryDirectory { directory in
             let script = Self.repository.appendingPathComponent("scripts/build-seed.sh").path
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/bin/bash")
-            process.arguments = [script, "--out", directory.path, "--bin", Executables.productsDirectory.path]
-            process.standardOutput = Pipe()
-            process.standardError = Pipe()
-            try Executables.launch(process)
-            let errors = (process.standardError as! Pipe).fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0, "\(String(decoding: errors, as: UTF8.self))")
+            let built = try await Executables.run(
+                "/bin/bash", [script, "--out", directory.path, "--bin", Executables.productsDirectory.path])
+            #expect(built.status == 0, "\(built.stderr)")
 
             let committed = try SeedManifest.read(
                 from: Self.repository.appendingPathComponent("Snapshots/demo.sqlite.manifest.json").path)

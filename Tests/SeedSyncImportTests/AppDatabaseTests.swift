@@ -67,7 +67,7 @@ import Testing
     @Test func aMigrationInPlaceReachesTheAppsObservation() async throws {
         try await withImportFixture { fixture in
             try await fixture.importer().run()
-            try await fixture.served.store.upgrade(to: DemoDataset.schemaV2, renaming: DemoDataset.v2Renames)
+            _ = try await fixture.served.store.upgrade(to: DemoDataset.schemaV2, renaming: DemoDataset.v2Renames)
             try await fixture.mutate(10, seed: 31)
             let pool = try DatabasePool(path: fixture.database)
             let (seen, observing) = Self.observeEvents(in: pool)

@@ -14,7 +14,7 @@ import Testing
         try await withImportFixture(events: 20_000, locations: 200, changesAfter: 300) { fixture in
             // The app's seed is at the upgrade: its run catches up a little in version 1, then migrates.
             let seed = try await fixture.buildSeed("at-upgrade.sqlite")
-            try await fixture.served.store.upgrade(to: DemoDataset.schemaV2, renaming: DemoDataset.v2Renames)
+            _ = try await fixture.served.store.upgrade(to: DemoDataset.schemaV2, renaming: DemoDataset.v2Renames)
             try await fixture.mutate(300, seed: 41)
             let expected = try await fixture.serverContents()
             let serverRevision = try await fixture.serverRevision()

@@ -262,7 +262,7 @@ func freePort() throws -> Int {
             let next = try await fixture.serverRevision()
             try await Self.waitForLine(of: next, in: lines)
             process.terminate()
-            try await offPool { process.waitUntilExit() }
+            try await process.waitUntilExit()
             output.readabilityHandler = nil
             #expect(process.terminationReason == .exit && process.terminationStatus == 0)
             let last = try #require(lines.value.last { $0.hasPrefix(#"{"revision":\#(next),"#) })
@@ -325,7 +325,7 @@ extension LiveCommandTests {
             let after = try descriptors()
             #expect(after - before < 10, "\(before) file descriptors, then \(after) after 30 more runs")
             process.terminate()
-            try await offPool { process.waitUntilExit() }
+            try await process.waitUntilExit()
             output.readabilityHandler = nil
         }
     }

@@ -183,7 +183,7 @@ import Darwin
                 try await Task.sleep(for: .milliseconds(Int(killAt * 1000)))
                 #expect(process.isRunning, "seed-import --live runs until it is stopped")
                 kill(process.processIdentifier, SIGKILL)
-                try await offPool { process.waitUntilExit() }
+                try await process.waitUntilExit()
                 _ = try await commit.value
                 outcomes[try Self.outcome(of: fixture, queued: queued), default: 0] += 1
             }

@@ -19,7 +19,7 @@ import FoundationNetworking
     @Test func twoServersAndDirectWritersShareOneHistory() async throws {
         try await withTeamDatabase { location in
             try await PostgresSyncStore.attach(at: location, schema: teamSchema)
-            let (servers, urls) = try Self.startServers(
+            let (servers, urls) = try await Self.startServers(
                 on: location, tokens: ["SEED_SERVER_ADMIN_TOKENS": Self.adminToken])
             defer { for server in servers { server.terminate() } }
             let start: [String: [[JSONValue]]] = [
@@ -64,7 +64,7 @@ import FoundationNetworking
     @Test func heldRequestsWakeForCommitsOfAnotherServerAndOfPsql() async throws {
         try await withTeamDatabase { location in
             try await PostgresSyncStore.attach(at: location, schema: teamSchema)
-            let (servers, urls) = try Self.startServers(
+            let (servers, urls) = try await Self.startServers(
                 on: location, tokens: ["SEED_SERVER_ADMIN_TOKENS": Self.adminToken])
             defer { for server in servers { server.terminate() } }
             let clients = urls.map { url in
@@ -82,16 +82,14 @@ import FoundationNetworking
             async let first = clients[0].sync(from: 2, wait: 55)
             async let second = clients[1].sync(from: 2, wait: 55)
             for url in urls { try await Self.waitUntilHeld(on: url) }
-            let psql = Process()
-            psql.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            psql.arguments = [
-                "psql", location.description, "-v", "ON_ERROR_STOP=1", "-q", "-c",
-                "INSERT INTO venues VALUES ('psql', 'From psql')",
-            ]
             committed = ContinuousClock.now
-            try Executables.launch(psql)
-            try await offPool { psql.waitUntilExit() }
-            #expect(psql.terminationStatus == 0)
+            let psql = try await Executables.run(
+                "/usr/bin/env",
+                [
+                    "psql", location.description, "-v", "ON_ERROR_STOP=1", "-q", "-c",
+                    "INSERT INTO venues VALUES ('psql', 'From psql')",
+                ])
+            #expect(psql.status == 0, "\(psql.stderr)")
             for answer in [try await first, try await second] {
                 #expect(answer.changeSets.map(\.revision) == [3])
                 #expect(answer.changeSets.first?.changes.first?.create == ["psql"])
@@ -116,7 +114,7 @@ import FoundationNetworking
     @Test func aPushSentThroughBothServersAtOnceIsAppliedOnce() async throws {
         try await withTeamDatabase { location in
             try await PostgresSyncStore.attach(at: location, schema: teamSchema)
-            let (servers, urls) = try Self.startServers(
+            let (servers, urls) = try await Self.startServers(
                 on: location, tokens: ["SEED_SERVER_WRITE_TOKENS": Self.writeToken])
             defer { for server in servers { server.terminate() } }
             let body = Data(
@@ -151,8 +149,9 @@ import FoundationNetworking
 
     /// Two `seed-server serve` processes on `location`, with the read token and `tokens`, and
     /// their addresses; the caller terminates them.
-    static func startServers(on location: PostgresLocation, tokens: [String: String]) throws -> ([ChildProcess], [URL])
-    {
+    static func startServers(on location: PostgresLocation, tokens: [String: String]) async throws -> (
+        [ChildProcess], [URL]
+    ) {
         let environment = tokens.merging(["SEED_SERVER_TOKENS": readToken]) { given, _ in given }
         let servers = try (0..<2).map { _ in
             try Executables.start(
@@ -160,11 +159,12 @@ import FoundationNetworking
                 environment: environment)
         }
         do {
-            let urls = try servers.map { server in
-                guard let address = Executables.listeningAddress(of: server) else {
+            var urls: [URL] = []
+            for server in servers {
+                guard let address = await Executables.listeningAddress(of: server) else {
                     throw TestSetupError("seed-server did not start")
                 }
-                return URL(string: address)!
+                urls.append(URL(string: address)!)
             }
             return (servers, urls)
         } catch {

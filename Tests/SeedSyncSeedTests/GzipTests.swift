@@ -18,7 +18,7 @@ import Testing
             var restored = Data()
             try Gzip.decompress(source + ".gz") { restored.append(contentsOf: $0) }
             #expect(restored == Data(bytes))
-            let gunzip = try Self.gunzip(source + ".gz")
+            let gunzip = try await Self.gunzip(source + ".gz")
             #expect(gunzip == Data(bytes))
         }
     }
@@ -48,16 +48,9 @@ import Testing
         return Array(bytes.prefix(count))
     }
 
-    private static func gunzip(_ path: String) throws -> Data {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["gzip", "-dc", path]
-        let output = Pipe()
-        process.standardOutput = output
-        try Executables.launch(process)
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
-        return data
+    private static func gunzip(_ path: String) async throws -> Data {
+        let gzip = try await Executables.run("/usr/bin/env", ["gzip", "-dc", path])
+        #expect(gzip.status == 0, "\(gzip.stderr)")
+        return gzip.output
     }
 }

@@ -181,7 +181,7 @@ import FoundationNetworking
                 environment: ["SEED_SERVER_ADMIN_TOKENS": "env-admin"]
             )
             defer { if server.isRunning { server.terminate() } }
-            let base = try #require(Executables.listeningAddress(of: server))
+            let base = try #require(await Executables.listeningAddress(of: server))
 
             #expect(try await status(of: "\(base)/health") == 200)
             #expect(try await status(of: "\(base)/v1/schema") == 401)
@@ -191,7 +191,7 @@ import FoundationNetworking
             #expect(try await status(of: "\(base)/metrics", token: "env-admin") == 200)
 
             server.terminate()
-            server.waitUntilExit()
+            try await server.waitUntilExit()
             #expect(server.terminationReason == .exit)
             let log = String(
                 decoding: (server.standardError as! Pipe).fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

@@ -175,7 +175,7 @@ import FoundationNetworking
                 "seed-server", ["serve", "--database", database, "--port", "0", "--log-level", "warning"],
                 environment: ["SEED_SERVER_TOKENS": liveServerToken, "SEED_SERVER_ADMIN_TOKENS": liveServerAdminToken])
             defer { if server.isRunning { server.terminate() } }
-            let url = URL(string: try #require(Executables.listeningAddress(of: server)))!
+            let url = URL(string: try #require(await Executables.listeningAddress(of: server)))!
             async let answer = Self.client(url).sync(from: 1, wait: 55)
             try await Self.waitUntilHeld(1, on: url)
             let stop = ContinuousClock.now
@@ -184,7 +184,7 @@ import FoundationNetworking
             #expect(response.changeSets.isEmpty)
             #expect(response.maxRevision == 1)
             #expect(ContinuousClock.now - stop < .seconds(20), "answered at shutdown, not after its 55 s")
-            server.waitUntilExit()
+            try await server.waitUntilExit()
             #expect(server.terminationStatus == 0)
         }
     }

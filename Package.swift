@@ -171,6 +171,14 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // Times a SyncEngine for scripts/bench.sh and scripts/load.sh; not a product.
+        .executableTarget(
+            name: "seed-bench",
+            dependencies: [
+                "SeedSyncImport", "SeedSyncClient", "SeedSyncModel",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .testTarget(name: "SeedSyncModelTests", dependencies: ["SeedSyncModel", "SeedSyncTesting"]),
         .testTarget(name: "SeedSyncDemoTests", dependencies: ["SeedSyncDemo", "SeedSyncModel", "SeedSyncTesting"]),
         .testTarget(
@@ -227,6 +235,15 @@ let package = Package(
                 "SeedSyncTesting", .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
+        // The Swift examples of the DocC articles, type-checked (scripts/article-examples.py writes them).
+        .testTarget(
+            name: "ArticleExampleTests",
+            dependencies: [
+                "SeedSyncImport", "SeedSyncBuild", "SeedSyncSeed", "SeedSyncClient", "SeedSyncStore",
+                "SeedSyncPostgres",
+                "SeedSyncServer", "SeedSyncDemo", "SeedSyncModel", .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
     ],

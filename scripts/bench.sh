@@ -11,6 +11,9 @@
 #                       (seed-build): time and bytes received; targets: at most a fifth of each
 #   7 pinned seed       a seed 50,000 revisions behind, registered so compaction kept its history:
 #                       seed-import installs it and catches up by sync, no snapshot
+#   8 edit sessions     the installed app catches up case 3's change sets (40,000 by default) in a
+#                       SyncEngine (seed-bench edit) while an edit session opens every 250 ms: the
+#                       time beginEdit() takes to return; target: p99 under 50 ms
 # Every measured command runs K times under /usr/bin/time -f '%e %M' with its output in OUT/runs/; the
 # MEDIAN wall time and median peak resident memory are reported, and ratios are taken of medians.
 # Prints an aligned table on stdout, progress on stderr, and writes every number to OUT/bench.json.
@@ -25,7 +28,7 @@
 #                  relative paths here are from the repository's root
 #   --bin DIR      folder with seed-server, seed-build, seed-import and seed-verify already built
 #                  (default: build them, release)
-#   --only CASES   comma-separated cases to run, such as 1,5 (default 1,2,3,4,5,6,7)
+#   --only CASES   comma-separated cases to run, such as 1,5 (default 1,2,3,4,5,6,7,8)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/setup.sh
@@ -38,7 +41,7 @@ repeat=3
 changes=100000
 out=.build/bench
 bin=
-only=1,2,3,4,5,6,7
+only=1,2,3,4,5,6,7,8
 while [ $# -gt 0 ]; do
     [ $# -ge 2 ] || { echo "$usage" >&2; exit 64; } # every option takes a value
     case $1 in
@@ -55,7 +58,7 @@ done
 for number in "$events" "$locations" "$repeat" "$changes"; do
     [[ $number =~ ^[1-9][0-9]*$ ]] || { echo "$usage" >&2; exit 64; }
 done
-if ! [[ $only =~ ^[1-7](,[1-7])*$ ]] || [ -z "$out" ]; then echo "$usage" >&2; exit 64; fi
+if ! [[ $only =~ ^[1-8](,[1-8])*$ ]] || [ -z "$out" ]; then echo "$usage" >&2; exit 64; fi
 
 # The growth case: its small dataset, and the change sets synced at both sizes (same --seed).
 GROWTH_EVENTS=10000
@@ -166,6 +169,17 @@ fact() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$out/facts.tsv"; }
 note() { echo "$1" >>"$out/notes.txt"; }
 
 # remove_db PATH: a database and the files SQLite and seed-import keep beside it.
+# mutated_copy DIR: DIR/server.sqlite, a copy of the server database with about --changes row changes
+# after the seed's revision (cases 3 and 8). mutate writes change sets of about 2.5 row changes each
+# (creates, updates, deletes): ceil(changes / 2.5), in $change_sets.
+mutated_copy() {
+    mkdir -p "$1"
+    copy_db "$out/server.sqlite" "$1/server.sqlite"
+    change_sets=$(((changes * 2 + 4) / 5))
+    echo "    mutate: $change_sets change sets" >&2
+    "$bin/seed-server" mutate --database "$1/server.sqlite" --changes "$change_sets" --seed "$MUTATE_SEED" >&2
+}
+
 remove_db() { rm -f "$1" "$1-wal" "$1-shm" "$1-journal" "$1.lock"; }
 # copy_db FROM TO: a closed database, with its -wal when it has one, over a removed TO.
 copy_db() {
@@ -203,12 +217,12 @@ ensure_bench_tools
 if [ -z "$bin" ]; then
     ensure_system_packages
     ensure_swift
-    for product in seed-server seed-build seed-import seed-verify; do
+    for product in seed-server seed-build seed-import seed-verify seed-bench; do
         swift build -c release --product "$product" >&2
     done
     bin=$(swift build -c release --show-bin-path)
 fi
-for tool in seed-server seed-build seed-import seed-verify; do
+for tool in seed-server seed-build seed-import seed-verify seed-bench; do
     [ -x "$bin/$tool" ] || { echo "$bin/$tool: not found" >&2; exit 1; }
 done
 python=$(python3 -c 'import sys; print(sys.executable)') # the interpreter itself, not a pyenv shim
@@ -282,7 +296,7 @@ fi
 
 # The seed installed by seed-import while the server is at the seed's revision, kept as it was when
 # seed-import exited: cases 3 and 4 start every run from a copy of it.
-if wants 3 || wants 4 || wants 6; then
+if wants 3 || wants 4 || wants 6 || wants 8; then
     step "installed app database (untimed)"
     install_or_sync "$out/seed.sqlite" "$out/installed/app.sqlite" >"$work/install.json"
     [ "$(json_field "$work/install.json" installed)" = True ] || { echo "seed-import did not install the seed" >&2; exit 1; }
@@ -385,12 +399,7 @@ fi
 if wants 3; then
     step "case 3: incremental sync"
     stop_server
-    mkdir -p "$out/incremental"
-    copy_db "$out/server.sqlite" "$out/incremental/server.sqlite"
-    # mutate writes change sets of about 2.5 row changes each (creates, updates, deletes): ceil(changes / 2.5).
-    change_sets=$(((changes * 2 + 4) / 5))
-    echo "    mutate: $change_sets change sets" >&2
-    "$bin/seed-server" mutate --database "$out/incremental/server.sqlite" --changes "$change_sets" --seed "$MUTATE_SEED" >&2
+    mutated_copy "$out/incremental"
     serve "$out/incremental/server.sqlite"
     for ((run = 1; run <= repeat; run++)); do
         copy_db "$out/installed/app.sqlite" "$out/incremental/app.sqlite"
@@ -578,6 +587,44 @@ PY
     fact pinned changeSets "$PINNED_CHANGE_SETS"
     contender "7 pinned seed" seed-import-pinned "seed-import: install + $PINNED_CHANGE_SETS change sets" "snapshot downloads" "0"
     note "case 7: the reference seed registered, $PINNED_CHANGE_SETS change sets written after it, compact --keep-revisions 1000 kept back to the seed's revision; every run installs the seed and syncs, none downloads a snapshot."
+fi
+
+# ---------------------------------------------------------------------------------------------------
+# Case 8: edit sessions during a catch-up. The installed app, case 3's change sets behind (mutated
+# here the same way, --seed $MUTATE_SEED), catches up in a SyncEngine (seed-bench edit) while the app
+# opens an edit session every 250 ms and cancels it 20 ms later: how long beginEdit() takes to
+# return (it waits for the engine's current transaction to end). Each run times every edit of one
+# whole catch-up; p99 and max are over the edits of all runs.
+
+if wants 8; then
+    step "case 8: edit sessions during a catch-up"
+    stop_server
+    mutated_copy "$out/editing"
+    serve "$out/editing/server.sqlite"
+    for ((run = 1; run <= repeat; run++)); do
+        copy_db "$out/installed/app.sqlite" "$out/editing/app.sqlite"
+        measure 8 seed-bench-edit "$run" "$bin/seed-bench" edit --seed "$out/seed.sqlite" --database "$out/editing/app.sqlite" \
+            --server "$SERVER_URL" --token-file "$work/token"
+    done
+    stop_server
+    "$python" - "$out" "$repeat" >"$work/edits.tsv" <<'PY'
+import json, sys
+out, repeat = sys.argv[1], int(sys.argv[2])
+runs = [json.load(open(f"{out}/runs/seed-bench-edit.{run}.out")) for run in range(1, repeat + 1)]
+print("\t".join(str(value) for value in (
+    sum(run["edits"] for run in runs), max(run["p99Ms"] for run in runs), max(run["maxMs"] for run in runs),
+    sorted(run["p50Ms"] for run in runs)[len(runs) // 2], runs[0]["changeSets"])))
+PY
+    read -r edits p99 worst p50 applied_sets <"$work/edits.tsv"
+    fact editing editSessions "$edits"
+    fact editing changeSets "$applied_sets"
+    fact editing beginEditP50Ms "$p50"
+    fact editing beginEditP99Ms "$p99"
+    fact editing beginEditMaxMs "$worst"
+    contender "8 edit sessions" seed-bench-edit "SyncEngine catch-up ($applied_sets sets), $edits edits" \
+        "beginEdit p99 ms" "$p99" "<=" 50
+    result "8 edit sessions" "" "  - beginEdit p50 / max ms" "" "" "ms" "$p50 / $worst"
+    note "case 8: $applied_sets change sets caught up by a SyncEngine in each of $repeat runs while an edit session opened every 250 ms (held 20 ms); beginEdit() p50 $p50 ms (median of the runs), p99 $p99 ms and max $worst ms (the worst run's)."
 fi
 
 # ---------------------------------------------------------------------------------------------------

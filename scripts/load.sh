@@ -3,7 +3,8 @@
 # GET /v1/snapshot/events, 64 connections, bounded in time, for each store and for two servers on
 # one PostgreSQL; live sync latency (scripts/bench/live_latency.py: 1, 100 and 10,000 clients
 # holding `"wait"` requests, the time from a commit until each has the new revision, and the
-# server's memory per held request), with admin writes and, on PostgreSQL, psql writes; then, on
+# server's memory per held request, and the time until an app's SyncEngine observer sees the row:
+# seed-bench observe, one more waiting client), with admin writes and, on PostgreSQL, psql writes; then, on
 # PostgreSQL, the write rate of 8 concurrent writers (pgbench) on an attached table against the
 # same table without capture in the same run. Prints requests/s, p50, p99 and errors per case, and
 # writes them to .build/load/load.json. Changes nothing in the repository.
@@ -46,6 +47,8 @@ command -v wrk >/dev/null 2>&1 || install_packages wrk
 ensure_swift
 echo "==> release build" >&2
 swift build -c release --product seed-server >&2
+swift build -c release --product seed-build >&2
+swift build -c release --product seed-bench >&2
 bin=$(swift build -c release --show-bin-path)
 new_token "$work/token"
 token=$(cat "$work/token")
@@ -119,7 +122,8 @@ load_server() {
 }
 
 # live_cases NAME WRITER URL...: live sync latency with each number of waiting clients, spread
-# over the servers at URL...; the first server (SERVER_PID) is the one whose memory is read.
+# over the servers at URL...; the first server (SERVER_PID) is the one whose memory is read. The
+# engine (seed-bench observe) installs $work/seed.sqlite (see build_seed) and waits on the first.
 live_cases() {
     local name=$1 writer=$2 clients rounds
     shift 2
@@ -127,12 +131,19 @@ live_cases() {
         rounds=5
         [ "$clients" -ge 1000 ] && rounds=3
         echo "==> $name: live sync, $clients waiting clients, $writer writes" >&2
+        rm -f "$work/app.sqlite" "$work/app.sqlite-wal" "$work/app.sqlite-shm"
         python3 scripts/bench/live_latency.py --urls "$@" --clients "$clients" --rounds "$rounds" --writer "$writer" \
             --database "${SEEDSYNC_POSTGRES_URL:-}" --token "$token" --admin-token "$(cat "$work/admin-token")" \
-            --pid "$SERVER_PID" \
+            --pid "$SERVER_PID" --engine "$bin/seed-bench observe --seed $work/seed.sqlite --database $work/app.sqlite --server $1 --token-file $work/token" \
             | python3 -c 'import json, sys; row = json.load(sys.stdin); row["case"] = sys.argv[1]; print(json.dumps(row))' \
                 "$name live sync, $clients clients, $writer writes" | tee -a "$work/results.jsonl" >&2
     done
+}
+
+# build_seed URL: the app's seed, from the server at URL, for the engine of the live cases.
+build_seed() {
+    rm -f "$work/seed.sqlite" "$work/seed.sqlite.manifest.json"
+    "$bin/seed-build" --server "$1" --token-file "$work/token" --out "$work/seed.sqlite" >&2
 }
 
 # prepare DATABASE: the demo dataset, then 1,000 change sets (so clients can be 100 behind).
@@ -146,6 +157,7 @@ if [ "$backend" != postgres ]; then
     prepare "$work/server.sqlite"
     start_server "$bin" "$work/server.sqlite" "$work/token" "$work" "" "$work/admin-token"
     load_server sqlite "$SERVER_URL"
+    build_seed "$SERVER_URL"
     live_cases sqlite admin "$SERVER_URL"
     stop_server
 fi
@@ -162,6 +174,7 @@ if [ "$backend" != sqlite ]; then
     second_pid=$SERVER_PID second_url=$SERVER_URL
     SERVER_PID=$first_pid
     load_server "postgres, two servers" "$first_url" "$second_url"
+    build_seed "$first_url"
     live_cases "postgres, two servers" admin "$first_url" "$second_url"
     live_cases "postgres, two servers" psql "$first_url" "$second_url"
     kill "$second_pid"
@@ -198,6 +211,8 @@ print(f"\nSeedSync load test ({report['cores']} cores, {report['seconds']} s per
 for row in rows:
     if "clients" in row:
         print(f"  {row['case']:<58} p50 {row['p50_ms']:7.1f} ms  p99 {row['p99_ms']:7.1f} ms  errors {row['errors']}  {row['server_kib_per_held_request']} KiB per held request")
+        if "engine_p50_ms" in row:
+            print(f"  {'  engine observer (seed-bench observe)':<58} p50 {row['engine_p50_ms']} ms  p99 {row['engine_p99_ms']} ms  max {row['engine_max_ms']} ms  missed {row['engine_missed']}")
     elif "requests_per_second" in row:
         print(f"  {row['case']:<34} {row['requests_per_second']:>8} req/s  p50 {row['p50_ms']:7.2f} ms  p99 {row['p99_ms']:7.2f} ms  errors {row['errors']}")
     elif "transactions_per_second" in row:

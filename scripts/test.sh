@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the test suite: installs missing system packages (as root), starts a throwaway PostgreSQL
 # (the PostgreSQL store's tests need one; stopped at the end, also on failure), checks the sources'
-# format (`swift format lint`, .swift-format), builds once, runs `swift test`. Without a PostgreSQL
+# format (`swift format lint`, .swift-format) and that the articles' examples are current in
+# Tests/ArticleExampleTests (scripts/article-examples.py), builds once (which type-checks them), runs `swift test`. Without a PostgreSQL
 # those tests fail: they are never skipped. Then the checks that need the build: the public API
 # against api/, the DocC documentation without warnings, real answers against docs/openapi.yaml,
 # and 30 seconds of schemathesis. The tests have 15 minutes (SEEDSYNC_TEST_SECONDS): a run that
@@ -19,6 +20,7 @@ trap stop_postgres EXIT
 start_postgres
 
 swift format lint --strict --recursive Sources Tests Package.swift
+python3 scripts/article-examples.py --check
 swift build --build-tests
 run_bounded "${SEEDSYNC_TEST_SECONDS:-900}" swift test --skip-build "$@"
 bash scripts/api-check.sh

@@ -31,7 +31,7 @@ struct SeedPublisher {
         if let digest = digests?.compressed {
             manifest.gzip = .init(file: manifest.file + ".gz", size: digest.size, sha256: digest.sha256)
         }
-        try FileSystem.write(try manifest.jsonData(), to: manifestPath + ".new")
+        try FileSystem.write(manifest.jsonData(), to: manifestPath + ".new")
         try FileSystem.sync(finished)
         try? FileManager.default.removeItem(atPath: manifestPath)
         try FileSystem.rename(finished, to: output)

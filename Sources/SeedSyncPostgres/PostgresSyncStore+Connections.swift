@@ -61,7 +61,7 @@ extension PostgresSyncStore {
         -> T
     {
         let logger = self.logger
-        return try await withConnection { [self] connection in
+        return try await withConnection { connection in
             try await connection.query("BEGIN ISOLATION LEVEL READ COMMITTED", logger: logger)
             let result: T
             do {

@@ -15,7 +15,7 @@ import Testing
     func withUpgradedServer(_ body: @escaping @Sendable (ImportFixture) async throws -> Void) async throws {
         try await withImportFixture { fixture in
             try await fixture.importer().run()
-            try await fixture.served.store.upgrade(to: DemoDataset.schemaV2, renaming: DemoDataset.v2Renames)
+            _ = try await fixture.served.store.upgrade(to: DemoDataset.schemaV2, renaming: DemoDataset.v2Renames)
             try await fixture.mutate(40, seed: 31)
             try await body(fixture)
         }
@@ -93,7 +93,7 @@ import Testing
                         "title": "New here", "starts_at": "2026-12-01T20:00:00Z", "capacity": 10, "cancelled": false,
                     ])
             }
-            try await fixture.served.store.upgrade(to: DemoDataset.schemaV2, renaming: DemoDataset.v2Renames)
+            _ = try await fixture.served.store.upgrade(to: DemoDataset.schemaV2, renaming: DemoDataset.v2Renames)
             await #expect { try await fixture.importer().run() } throws: {
                 ($0 as? ImportError)?.code == .pushForbidden
             }

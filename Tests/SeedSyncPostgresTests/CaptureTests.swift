@@ -275,7 +275,7 @@ extension PushCaptureTests {
             let withoutNotify = CaptureSQL.revisionFunction.split(separator: "\n")
                 .filter { !$0.contains("pg_notify") }.joined(separator: "\n")
             #expect(withoutNotify != CaptureSQL.revisionFunction)
-            try await TestPostgres.withConnection(to: location) { connection, logger in
+            _ = try await TestPostgres.withConnection(to: location) { connection, logger in
                 try await connection.query(PostgresQuery(unsafeSQL: withoutNotify), logger: logger)
             }
             try await PostgresSyncStore.withStore(at: location) { store in

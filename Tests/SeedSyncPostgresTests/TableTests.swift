@@ -115,7 +115,7 @@ import Testing
                 ($0 as? PostgresStoreError)?.code == .tableMismatch && "\($0)".contains("public.shows.name")
                     && "\($0)".contains("If it is shows.title renamed, state the rename")
             }
-            try await store.upgradeFromTables(renaming: [FieldRename("shows.title=name")!])
+            _ = try await store.upgradeFromTables(renaming: [FieldRename("shows.title=name")!])
             #expect(
                 try await changeSets(of: store, after: 1, version: 1).first?["shows"]?.attributes["1"]?["title"]
                     == "Opening")

@@ -94,7 +94,7 @@ import FoundationNetworking
             _ = try await Executables.run("seed-server", ["mutate", "--database", database, "--changes", "30"])
             let sha = String(repeating: "ab", count: 32)
             let store = try SQLiteSyncStore(path: database)
-            try await store.register(SeedRegistration(sha256: sha, revision: 10, schemaVersion: 1))
+            _ = try await store.register(SeedRegistration(sha256: sha, revision: 10, schemaVersion: 1))
             try store.close()
             let listed = try await Executables.run("seed-server", ["seeds", "list", "--database", database])
             #expect(

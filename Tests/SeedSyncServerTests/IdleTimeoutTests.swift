@@ -48,11 +48,11 @@ import Darwin
                 #expect(connection.send(head))
                 // The trickle stops before the socket is closed, so it never writes to a reused descriptor.
                 let stop = NSCondition()
-                nonisolated(unsafe) var stopped = false
+                let stopped = StopFlag()
                 let finished = DispatchSemaphore(value: 0)
                 Thread {
                     stop.lock()
-                    while !stopped, send(socket, "{", 1, Int32(MSG_NOSIGNAL)) == 1 {
+                    while !stopped.isSet, send(socket, "{", 1, Int32(MSG_NOSIGNAL)) == 1 {
                         _ = stop.wait(until: Date() + 0.1)
                     }
                     stop.unlock()
@@ -60,7 +60,7 @@ import Darwin
                 }.start()
                 defer {
                     stop.withLock {
-                        stopped = true
+                        stopped.isSet = true
                         stop.signal()
                     }
                     finished.wait()
@@ -75,4 +75,9 @@ import Darwin
             }
         }
     }
+}
+
+/// Whether a trickling thread should stop; read and written under its test's `NSCondition`.
+private final class StopFlag: @unchecked Sendable {
+    var isSet = false
 }

@@ -18,7 +18,7 @@ import Testing
             #expect(seed.revision == 11 && seed.retiredAt == nil && seed.registeredAt.hasSuffix("Z"))
             #expect(
                 try await store.register(SeedRegistration(sha256: Self.sha, revision: 11, schemaVersion: 1)) == seed)
-            try await store.register(SeedRegistration(sha256: Self.other, revision: 20, schemaVersion: 1))
+            _ = try await store.register(SeedRegistration(sha256: Self.other, revision: 20, schemaVersion: 1))
             #expect(try await store.registeredSeeds().map(\.sha256) == [Self.sha, Self.other])
             // Compaction asked to keep 5 revisions keeps everything after the oldest registered seed.
             let compaction = try await store.compact(keepingRevisions: 5)
@@ -27,7 +27,7 @@ import Testing
             // Retired, it no longer holds compaction back; the next seed does.
             #expect(try await store.retireSeed(sha256: Self.sha)?.retiredAt != nil)
             #expect(try await store.compact(keepingRevisions: 5).minRevision == 20)
-            try await store.retireSeed(sha256: Self.other)
+            _ = try await store.retireSeed(sha256: Self.other)
             let free = try await store.compact(keepingRevisions: 5)
             #expect(free.minRevision == 26 && free.pinnedBy == nil)
             #expect(try await store.retireSeed(sha256: String(repeating: "0", count: 64)) == nil)
@@ -39,7 +39,7 @@ import Testing
     {
         try await backend.withDemoStore(events: 40, locations: 5) { store in
             try await ChangeGenerator.mutate(store, changes: 10, seed: 3)
-            try await store.compact(keepingRevisions: 5)
+            _ = try await store.compact(keepingRevisions: 5)
             let cases: [(SeedRegistration, SyncStoreError.Code)] = [
                 (SeedRegistration(sha256: "ABC", revision: 8, schemaVersion: 1), .invalidRegistration),
                 (SeedRegistration(sha256: Self.sha, revision: 2, schemaVersion: 1), .historyExpired),
@@ -51,7 +51,7 @@ import Testing
                     ($0 as? SyncStoreError)?.code == code
                 }
             }
-            try await store.register(SeedRegistration(sha256: Self.sha, revision: 8, schemaVersion: 1))
+            _ = try await store.register(SeedRegistration(sha256: Self.sha, revision: 8, schemaVersion: 1))
             await #expect {
                 try await store.register(SeedRegistration(sha256: Self.sha, revision: 9, schemaVersion: 1))
             } throws: {

@@ -9,13 +9,19 @@ before the commit is sent until the whole answer carrying the new revision has a
 for `--rounds` commits, holding every client again each round. Reads the first server's resident
 memory (`/proc/PID/status`) with nothing held and with every client held.
 
+With `--engine "seed-bench observe ..."`, also runs that command (a SyncEngine, one more waiting
+client): once it says it is caught up, each commit's created row is timed from just before the
+commit until the engine's `observe(type:)` reports it (the wall-clock time the command prints).
+
 Prints one JSON object: clients, rounds, p50/p99/max milliseconds over every client of every
-round, answers that lacked the revision (errors), and the server's memory per held request.
+round, answers that lacked the revision (errors), the server's memory per held request, and with
+--engine the engine's p50/p99/max and the commits it did not report within 30 s.
 The clients run in this one asyncio process; their own scheduling is part of what is measured.
 """
 import argparse
 import asyncio
 import json
+import shlex
 import statistics
 import subprocess
 import sys
@@ -116,6 +122,44 @@ async def commit(args, revision_before):
         sys.exit(f"live_latency: the admin commit answered {status}: {body[:200]!r}")
 
 
+class Engine:
+    """A `seed-bench observe` process: the wall-clock time it reported each created key."""
+
+    def __init__(self, command):
+        self.command = shlex.split(command)
+        self.seen = {}
+        self.ready = asyncio.Event()
+
+    async def start(self):
+        self.process = await asyncio.create_subprocess_exec(*self.command, stdout=asyncio.subprocess.PIPE)
+        self.reading = asyncio.ensure_future(self.read())
+        try:
+            await asyncio.wait_for(self.ready.wait(), 900)
+        except asyncio.TimeoutError:
+            sys.exit("live_latency: the engine did not catch up within 900 s")
+
+    async def read(self):
+        while line := await self.process.stdout.readline():
+            event = json.loads(line)
+            if "failed" in event:
+                sys.exit(f"live_latency: the engine failed: {event['failed']}")
+            if event.get("ready"):
+                self.ready.set()
+            elif "key" in event:
+                self.seen[event["key"]] = event["at"]
+
+    async def reported(self, key, within):
+        """The wall-clock time the engine reported `key`, waiting up to `within` seconds; None if it did not."""
+        deadline = time.monotonic() + within
+        while key not in self.seen and time.monotonic() < deadline:
+            await asyncio.sleep(0.005)
+        return self.seen.get(key)
+
+    async def stop(self):
+        self.process.terminate()
+        await self.process.wait()
+
+
 async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--urls", nargs="+", required=True)
@@ -126,7 +170,12 @@ async def main():
     parser.add_argument("--token", required=True)
     parser.add_argument("--admin-token", required=True)
     parser.add_argument("--pid", type=int, required=True, help="the first server's process id")
+    parser.add_argument("--engine", help="a `seed-bench observe` command line to time as well")
     args = parser.parse_args()
+
+    engine = Engine(args.engine) if args.engine else None
+    if engine:
+        await engine.start()
 
     idle_kib = memory_kib(args.pid)
     clients = [Client(args.urls[index % len(args.urls)], args.token) for index in range(args.clients)]
@@ -134,6 +183,7 @@ async def main():
         await asyncio.gather(*(client.connect() for client in clients[start:start + 500]))
     counts = [len(clients[index::len(args.urls)]) for index in range(len(args.urls))]
     latencies, errors, held_kib = [], 0, 0
+    engine_latencies, engine_missed = [], 0
     current = await revision(args.urls[0], args.token)
     for round_number in range(args.rounds):
         for client in clients:
@@ -142,7 +192,7 @@ async def main():
         await wait_until_held(args.urls, args.admin_token, counts)
         if round_number == 0:
             held_kib = memory_kib(args.pid)
-        started = time.monotonic()
+        started, started_wall = time.monotonic(), time.time()
         await commit(args, current)
         for status, body, finished in await asyncio.gather(*answers):
             answer = json.loads(body) if status == 200 else {}
@@ -150,11 +200,24 @@ async def main():
                 errors += 1
                 continue
             latencies.append((finished - started) * 1000)
+        if engine:
+            seen = await engine.reported(900_000_000 + current, 30)
+            if seen is None:
+                engine_missed += 1
+            else:
+                engine_latencies.append((seen - started_wall) * 1000)
         current += 1
+    if engine:
+        await engine.stop()
     latencies.sort()
-    def percentile(p):
-        return round(latencies[min(len(latencies) - 1, int(len(latencies) * p))], 1) if latencies else None
-    print(json.dumps({
+    engine_latencies.sort()
+    def percentile(p, values=latencies):
+        return round(values[min(len(values) - 1, int(len(values) * p))], 1) if values else None
+    engine_figures = {
+        "engine_p50_ms": percentile(0.50, engine_latencies), "engine_p99_ms": percentile(0.99, engine_latencies),
+        "engine_max_ms": round(engine_latencies[-1], 1) if engine_latencies else None, "engine_missed": engine_missed,
+    } if engine else {}
+    print(json.dumps({**engine_figures,
         "clients": args.clients, "rounds": args.rounds, "writer": args.writer, "servers": len(args.urls),
         "p50_ms": percentile(0.50), "p99_ms": percentile(0.99), "max_ms": round(latencies[-1], 1) if latencies else None,
         "mean_ms": round(statistics.mean(latencies), 1) if latencies else None, "errors": errors,

@@ -46,6 +46,7 @@ public protocol SyncStore: Sendable {
     /// - Returns: the revision assigned.
     /// - Throws: ``SyncStoreError/invalidChangeSet(_:)`` when it does not fit the schema or the
     ///   data (unknown row, duplicate row, dangling reference); nothing is written then.
+    @discardableResult
     func commit(_ changeSet: ChangeSet) async throws -> Int64
 
     /// Applies a change set a client of schema version `version` (the newest when `nil`) pushed,

@@ -1,6 +1,6 @@
 import Logging
 import PostgresNIO
-public import SeedSyncModel
+import SeedSyncModel
 
 extension PostgresSyncStore {
     /// How often the revision is read besides the notifications: the fallback for notifications a

@@ -1,0 +1,146 @@
+import ArgumentParser
+import Foundation
+import SeedSyncClient
+import SeedSyncImport
+import SeedSyncModel
+
+/// Measures the app side of SeedSync, for `scripts/bench.sh` and `scripts/load.sh`: a ``SyncEngine``
+/// over a real server, timed from the outside of the engine's public API, as an app sees it.
+/// Prints JSON; the scripts compare and record the figures (`docs/PERFORMANCE.md`).
+@main
+struct SeedBenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "seed-bench",
+        abstract: "Times a SyncEngine as an app sees it (for scripts/bench.sh and scripts/load.sh).",
+        subcommands: [EditLatency.self, ObserveLatency.self])
+}
+
+/// What every measurement needs: the engine's seed, database and server.
+struct EngineOptions: ParsableArguments {
+    @Option(help: "The seed file.") var seed: String
+    @Option(help: "The app database (installed from the seed when missing).") var database: String
+    @Option(help: "The server's base URL.") var server: String
+    @Option(help: "A file holding the bearer token (instead of SEED_TOKEN).") var tokenFile: String?
+
+    /// An engine over these options, with `onEvent`.
+    func engine(onEvent: @escaping @Sendable (ImportEvent) -> Void = { _ in }) throws -> SyncEngine {
+        guard let url = URL(string: server), url.host != nil else { throw ValidationError("--server must be a URL") }
+        let client = SyncClient.Configuration(serverURL: url, token: try SyncClient.token(file: tokenFile))
+        return SyncEngine(
+            configuration: .init(seed: seed, database: database, server: client), onEvent: onEvent)
+    }
+}
+
+/// The time `beginEdit()` takes to return while the engine catches up: an edit session every
+/// `--every` milliseconds, held for `--hold` milliseconds and cancelled, until the engine is caught
+/// up (``SyncEngine/State/waiting``).
+struct EditLatency: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "edit",
+        abstract: "Times beginEdit() during a catch-up; prints {edits, p50Ms, p99Ms, maxMs, seconds, changeSets}.")
+
+    @OptionGroup var engine: EngineOptions
+    @Option(help: "Milliseconds between the starts of two edit sessions.") var every: Int = 250
+    @Option(help: "Milliseconds an edit session stays open.") var hold: Int = 20
+
+    func run() async throws {
+        let applied = Counter()
+        let engine = try engine.engine { event in
+            if case .applied = event { applied.add() }
+        }
+        let states = engine.states()
+        let started = ContinuousClock.now
+        await engine.start()
+        let edits = Task { try await Self.edit(engine, every: every, hold: hold) }
+        for await state in states {
+            if case .waiting = state { break }
+            if case .failed(let error) = state { throw error }
+        }
+        let seconds = (ContinuousClock.now - started) / .seconds(1)
+        edits.cancel()
+        let durations = try await edits.value
+        await engine.stop()
+        print(Report(durations, extra: ["seconds": .double(seconds), "changeSets": .int(Int64(applied.value))]).json)
+    }
+
+    /// Edit sessions until cancelled: how long each `beginEdit()` took, in milliseconds.
+    static func edit(_ engine: SyncEngine, every: Int, hold: Int) async throws -> [Double] {
+        var durations: [Double] = []
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(every - hold))
+            let begun = ContinuousClock.now
+            let edit = await engine.beginEdit()
+            durations.append((ContinuousClock.now - begun) / .milliseconds(1))
+            try? await Task.sleep(for: .milliseconds(hold))
+            await edit.cancel()
+        }
+        return durations
+    }
+}
+
+/// Commit to observer: once the engine is caught up it prints `{"ready": true}`, then a line per
+/// key that `observe(type:)` reports inserted, with the wall-clock time it arrived
+/// (`{"key": K, "at": unix seconds}`), until SIGTERM. The writer (`scripts/bench/live_latency.py`)
+/// notes the time just before each commit and takes the difference.
+struct ObserveLatency: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "observe",
+        abstract: "Prints a line per inserted key of --type as the engine's observer sees it, until SIGTERM.")
+
+    @OptionGroup var engine: EngineOptions
+    @Option(help: "The type to observe.") var type: String = "locations"
+
+    func run() async throws {
+        let engine = try engine.engine()
+        let changes = await engine.observe(type: type)
+        let states = engine.states()
+        signal(SIGTERM, SIG_IGN)
+        let stop = DispatchSource.makeSignalSource(signal: SIGTERM)
+        stop.setEventHandler { Task { await engine.stop() } }
+        stop.resume()
+        defer { stop.cancel() }
+        await engine.start()
+        let ready = Task {
+            for await state in states {
+                if case .waiting = state { return Self.write(["ready": .bool(true)]) }
+                if case .failed(let error) = state { return Self.write(["failed": .string("\(error)")]) }
+            }
+        }
+        for await change in changes {
+            let at = Date().timeIntervalSince1970
+            for key in change.inserted { Self.write(["key": key, "at": .double(at)]) }
+        }
+        ready.cancel()
+    }
+
+    static func write(_ object: [String: JSONValue]) {
+        let line = (try? JSONEncoder.stable().encode(JSONValue.object(object))) ?? Data()
+        FileHandle.standardOutput.write(line + Data("\n".utf8))
+    }
+}
+
+/// Milliseconds, summarised: count, p50, p99 and max.
+struct Report {
+    let json: String
+
+    init(_ milliseconds: [Double], extra: [String: JSONValue]) {
+        let sorted = milliseconds.sorted()
+        func percentile(_ p: Double) -> Double {
+            sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int((p * Double(sorted.count)).rounded(.up)) - 1)]
+        }
+        var object = extra
+        object["edits"] = .int(Int64(sorted.count))
+        object["p50Ms"] = .double(percentile(0.50))
+        object["p99Ms"] = .double(percentile(0.99))
+        object["maxMs"] = .double(sorted.last ?? 0)
+        json = String(decoding: (try? JSONEncoder.stable().encode(JSONValue.object(object))) ?? Data(), as: UTF8.self)
+    }
+}
+
+/// A count shared with the engine's event handler.
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    var value: Int { lock.withLock { count } }
+    func add() { lock.withLock { count += 1 } }
+}

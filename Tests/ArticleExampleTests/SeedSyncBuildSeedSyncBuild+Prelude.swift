@@ -1,0 +1,9 @@
+import Foundation
+import SeedSyncBuild
+import SeedSyncClient
+
+/// What the example of the SeedSyncBuild module page takes from the code around it (see
+/// `scripts/article-examples.py`).
+enum SeedSyncBuildSeedSyncBuild {
+    static let url = URL(string: "https://sync.example.com")!
+}

@@ -1,0 +1,10 @@
+import Foundation
+import SeedSyncDemo
+import SeedSyncModel
+import SeedSyncStore
+
+/// What the examples of the SeedSyncDemo "Getting Started" article take from the code around
+/// them (see `scripts/article-examples.py`).
+enum SeedSyncDemoGettingStarted {
+    static var store: SQLiteSyncStore { fatalError("never run") }
+}

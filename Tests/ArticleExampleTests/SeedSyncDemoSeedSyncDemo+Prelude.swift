@@ -1,0 +1,10 @@
+import Foundation
+import SeedSyncDemo
+import SeedSyncModel
+import SeedSyncStore
+
+/// What the examples of the SeedSyncDemo module page take from the code around them (see
+/// `scripts/article-examples.py`).
+enum SeedSyncDemoSeedSyncDemo {
+    static var store: SQLiteSyncStore { fatalError("never run") }
+}

@@ -1,0 +1,6 @@
+import Foundation
+import SeedSyncPostgres
+
+/// The SeedSyncPostgres module page's example needs nothing around it (see
+/// `scripts/article-examples.py`).
+enum SeedSyncPostgresSeedSyncPostgres {}

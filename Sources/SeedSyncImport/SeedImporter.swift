@@ -68,6 +68,9 @@ public struct SeedImporter: Sendable {
         /// The rows a ``SyncEngine``'s observers mark as being edited, which a batch that writes
         /// them tells ``beforeMerge`` about as it does rows with pending edits.
         var rowsBeingEdited: (@Sendable () async -> Set<RowID>)?
+        /// A ``SyncEngine``'s gate for its edit sessions, which the catch-up passes before each
+        /// transaction (see ``BatchGate``).
+        var batchGate: BatchGate?
 
         public init(
             seed: String,

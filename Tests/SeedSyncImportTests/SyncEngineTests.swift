@@ -455,6 +455,45 @@ extension LiveCommandTests {
         }
     }
 
+    /// Edit sessions one after the other during a long catch-up: each waits for the
+    /// batch in progress only, nothing lands while one is open, and the run goes on between them
+    /// with what it downloaded. (A run paused by each session started over each time, and never
+    /// applied a batch.)
+    @Test func aCatchUpGoesOnBetweenEditSessionsAndAppliesNothingDuringOne() async throws {
+        try await withImportFixture(changesAfter: 0) { fixture in
+            try await fixture.importer().run()
+            try await fixture.mutate(600, seed: 5)
+            let target = try await fixture.serverRevision()
+            let engine = SyncEngine(
+                configuration: fixture.importer(maxRowsPerTransaction: 50, syncLimit: 300).configuration)
+            await engine.start()
+            let sessions = Task {
+                var seen: [(during: Bool, held: Bool)] = []
+                while !Task.isCancelled {
+                    // A gap shorter than a run's start: a run that started over never got to a batch.
+                    try? await Task.sleep(for: .milliseconds(5))
+                    let edit = await engine.beginEdit()
+                    let first = try revision(of: fixture.database)
+                    try? await Task.sleep(for: .milliseconds(40))
+                    let last = try revision(of: fixture.database)
+                    await edit.cancel()
+                    seen.append((first < target, first == last))
+                }
+                return seen
+            }
+            try await SyncEngineTests.until(engine, "caught up") { if case .waiting = $0 { true } else { false } }
+            sessions.cancel()
+            let seen = try await sessions.value
+            #expect(try revision(of: fixture.database) == target)
+            let during = seen.filter { $0.during }.count
+            let landed = seen.filter { !$0.held }.count
+            #expect(during >= 3, "sessions during the catch-up: \(during) of \(seen.count)")
+            #expect(landed == 0, "batches landed during \(landed) of \(seen.count) edit sessions")
+            #expect(try contents(ofSeed: fixture.database) == (try await fixture.serverContents()))
+            await engine.stop()
+        }
+    }
+
     @Test func theClosureFormCancelsAnEditItDidNotCommit() async throws {
         try await withImportFixture { fixture in
             let engine = try await SyncEngineTests.waitingEngine(fixture.importer().configuration)

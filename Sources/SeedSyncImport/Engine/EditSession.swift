@@ -4,8 +4,12 @@ import Foundation
 /// no server change lands on the rows the user is looking at, and nothing competes with the edit
 /// for the database.
 ///
-/// ``SyncEngine/beginEdit()`` returns once the engine's current transaction has ended (a run going
-/// on stops after it: transactions are bounded by ``SeedImporter/Configuration/maxRowsPerTransaction``).
+/// ``SyncEngine/beginEdit()`` returns once the engine's current transaction has ended
+/// (transactions are bounded by ``SeedImporter/Configuration/maxRowsPerTransaction``). A run
+/// catching up keeps what it downloaded and waits before its next transaction until the last
+/// session has ended, so sessions that come and go do not hold the catch-up back; before its
+/// catch-up (the install check, an install, a replacement, a migration) a run is one step, which
+/// the session waits for. No run starts while a session is open.
 /// The edit's changes are written by ``commit(_:)``, in one transaction and one local change set;
 /// the engine then runs at once, pushing them first. ``cancel()`` writes nothing. Either ends the
 /// session and lets the engine go on (unless the app paused it, or other sessions are open).

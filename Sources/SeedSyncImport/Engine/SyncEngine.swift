@@ -94,7 +94,12 @@ public actor SyncEngine {
     /// Open edit sessions, and whether the engine runs again when the last one ends (it was not
     /// paused by the app when the first began).
     private var edits: Set<UUID> = []
+    /// The open sessions that closed the ``BatchGate`` of a catching-up run instead of pausing the engine.
+    private var gateEdits: Set<UUID> = []
     private var resumesAfterEdits = false
+    /// A run about to start while sessions are open waits here for the last one to end.
+    private var runsAfterEdits: [CheckedContinuation<Void, Never>] = []
+    private nonisolated let gate: BatchGate
     /// Edit sessions waiting for the loop to park.
     private var quiet: [CheckedContinuation<Void, Never>] = []
 
@@ -130,11 +135,14 @@ public actor SyncEngine {
         let observers = Observers(database: app?.path ?? configuration.database)
         var configuration = configuration
         configuration.rowsBeingEdited = { await observers.rowsBeingEdited() }
+        let gate = BatchGate()
+        configuration.batchGate = gate
         importer =
             if let app { SeedImporter(configuration: configuration, database: app) } else {
                 SeedImporter(configuration: configuration)
             }
         self.options = options
+        self.gate = gate
         let (stream, observed) = AsyncStream.makeStream(of: Observed.self)
         self.observers = observers
         self.observed = observed
@@ -170,7 +178,12 @@ public actor SyncEngine {
     public func beginEdit() async -> EditSession {
         let id = UUID()
         edits.insert(id)
-        if edits.count == 1 {
+        // A run going on keeps what it downloaded: it waits before its next transaction.
+        if await gate.close() {
+            gateEdits.insert(id)
+            return EditSession(engine: self, id: id)
+        }
+        if edits.count - gateEdits.count == 1 {
             resumesAfterEdits = machine.phase != .paused
             pause()
         }
@@ -186,7 +199,10 @@ public actor SyncEngine {
     /// Ends the edit session `id` (once): the last one lets the engine run again, unless the app paused it.
     func endEdit(_ id: UUID) {
         guard edits.remove(id) != nil else { return }
-        guard edits.isEmpty, resumesAfterEdits else { return }
+        if gateEdits.remove(id) != nil { gate.open() }
+        if edits.isEmpty { releaseRuns() }
+        guard edits.count == gateEdits.count, resumesAfterEdits else { return }
+        resumesAfterEdits = false
         resume()
     }
 
@@ -322,6 +338,12 @@ public actor SyncEngine {
                 releaseQuiet()
                 action = await withCheckedContinuation { parked = $0 }
             case .sync:
+                // No run starts (an install or a replacement) under an open edit session.
+                if !edits.isEmpty {
+                    await withCheckedContinuation { runsAfterEdits.append($0) }
+                    action = machine.next  // a stop or a pause asked meanwhile comes first
+                    continue
+                }
                 publish(.syncing)
                 action = await perform(sync())
             case .wait(let revision, let version):
@@ -333,6 +355,12 @@ public actor SyncEngine {
                 action = await perform(sleep(delay))
             }
         }
+    }
+
+    /// Lets a run waiting for the edit sessions to end go on (or see what the app asked meanwhile).
+    private func releaseRuns() {
+        for run in runsAfterEdits { run.resume() }
+        runsAfterEdits = []
     }
 
     /// Lets the edit sessions waiting for the loop to park go on.
@@ -382,7 +410,9 @@ public actor SyncEngine {
     /// One run. A token that may not push (``ImportError/Code/pushForbidden``) still caught up:
     /// the engine goes on waiting from there, the local change sets kept for a token that may.
     private func sync() -> @Sendable () async -> StepOutcome {
-        { [importer, onEvent] in
+        { [importer, onEvent, gate] in
+            gate.startRun()
+            defer { gate.endRun() }
             let caughtUp = LockedValue<Int64?>(nil)
             do {
                 return .ran(
@@ -442,6 +472,7 @@ public actor SyncEngine {
     }
 
     private func unpark() {
+        releaseRuns()
         guard let parked else { return }
         self.parked = nil
         parked.resume(returning: machine.next)

@@ -23,6 +23,8 @@ extension ImportSession {
         // Types the server has and the database left out (a seed built with --types) are dropped.
         let excluded = Set(info.types.map(\.name)).subtracting(database.metadata.schema.types.map(\.name))
         var machine = CatchUpMachine(revision: try await database.revision())
+        configuration.batchGate?.startCatchUp()
+        defer { configuration.batchGate?.endCatchUp() }
         /// The answers when nothing is pushed, one ahead (`nil` after a push or a failure).
         var feed: PrefetchingSequence<SyncResponse, Int64>.Iterator?
         /// The next push when the end of the last round read it already.
@@ -51,10 +53,12 @@ extension ImportSession {
                     break
                 case .dropPushed:
                     let entry = push[0]
-                    record(
+                    let dropped = try await gated {
                         try await database.write("drop change set \(entry.id)") { db in
                             try pending.dropTooLarge(entry, reason: "\(error)", in: db)
-                        })
+                        }
+                    }
+                    record(dropped)
                 case .fail:
                     throw failure(error, at: machine.revision)
                 }
@@ -62,8 +66,10 @@ extension ImportSession {
             }
             if !push.isEmpty {
                 let (results, retried) = (response.results, machine.retried)
-                let (events, kept) = try await database.write("apply the results of \(push.count) pushed change sets") {
-                    db in try pending.handle(results, retried: retried, in: db)
+                let (events, kept) = try await gated {
+                    try await database.write("apply the results of \(push.count) pushed change sets") { db in
+                        try pending.handle(results, retried: retried, in: db)
+                    }
                 }
                 record(events)
                 machine.pushAnswered(kept: kept)
@@ -72,7 +78,9 @@ extension ImportSession {
             for batch in batches(of: changeSets) {
                 try Task.checkCancellation()
                 try await noticeBeforeMerge(Array(batch), pending: pending, in: database)
-                let (applied, events) = try await database.apply(Array(batch), with: applier, pending: pending)
+                let (applied, events) = try await gated {
+                    try await database.apply(Array(batch), with: applier, pending: pending)
+                }
                 record(applied)
                 record(events)
                 machine.reached(applied.last?.revision ?? machine.revision)
@@ -85,6 +93,13 @@ extension ImportSession {
         report.pending = try await database.read { db in try Outbox.count(in: db) }
         emit(.caughtUp(revision: machine.revision))
         return machine.mayPush
+    }
+
+    /// Runs the transaction `body` through the engine's ``BatchGate`` (after the app's edit
+    /// sessions), or at once for a ``SeedImporter`` of its own.
+    private func gated<T>(_ body: () async throws -> T) async throws -> T {
+        guard let gate = configuration.batchGate else { return try await body() }
+        return try await gate.transaction(body)
     }
 
     /// The next local change sets to push, at most `limit` (none when it is 0).

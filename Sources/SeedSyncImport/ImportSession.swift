@@ -66,6 +66,8 @@ final class ImportSession {
             try? await database.close()
             throw error
         }
+        // Closing writes nothing new (it checkpoints): an edit session need not wait for it.
+        configuration.batchGate?.doneApplying()
         try await database.close()
         // A run that caught up has no use for a snapshot download an earlier run left unfinished.
         SQLiteFiles.remove(at: snapshotPath + ".partial")

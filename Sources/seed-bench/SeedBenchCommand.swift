@@ -133,6 +133,7 @@ struct Report {
         object["p50Ms"] = .double(percentile(0.50))
         object["p99Ms"] = .double(percentile(0.99))
         object["maxMs"] = .double(sorted.last ?? 0)
+        object["allMs"] = .array(milliseconds.map { .double(($0 * 10).rounded() / 10) })
         json = String(decoding: (try? JSONEncoder.stable().encode(JSONValue.object(object))) ?? Data(), as: UTF8.self)
     }
 }

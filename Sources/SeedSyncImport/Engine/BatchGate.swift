@@ -7,11 +7,13 @@ import Foundation
 /// sessions every few hundred milliseconds kept the catch-up from ever applying a batch. So an
 /// edit session that begins during a run closes this gate instead of pausing the engine:
 ///
-/// - during the catch-up it waits only for the transaction in progress (a batch of change sets,
-///   or a push's results) to end, and the run waits before its next one, its downloads kept,
-///   until the last session has ended;
-/// - before the catch-up (the install check, an install, a replacement, a migration) and after it,
-///   the run is one step: the session waits for the catch-up to start, or the run to end.
+/// - during the catch-up it waits only for the transaction in progress to end (a push's results,
+///   or a batch of change sets, which ends early, at the next change set, when a session waits:
+///   ``isWanted``), and the run waits before its next one, its downloads kept, until the last
+///   session has ended;
+/// - before the catch-up (the install check, an install, a replacement) and after it (a migration
+///   and its catch-up), the run is one step: the session waits for the catch-up to start, or the
+///   run to have applied everything (its close, a checkpoint of the WAL, is not waited for).
 ///
 /// Between runs (a held live sync request, a backoff) the engine pauses as before: nothing is lost.
 final class BatchGate: @unchecked Sendable {
@@ -51,9 +53,16 @@ final class BatchGate: @unchecked Sendable {
         release { busy = false }
     }
 
-    /// The catch-up has ended: the rest of the run is one step.
+    /// The catch-up has ended: the rest of the run is one step (a migration and its catch-up
+    /// may follow), until ``doneApplying()``.
     func endCatchUp() {
         lock.withLock { busy = running }
+    }
+
+    /// The run applies nothing more (it closes the database, checkpointing its WAL): edit
+    /// sessions need not wait for its end.
+    func doneApplying() {
+        release { busy = false }
     }
 
     /// Runs `transaction` once no edit session is open; an edit session that begins meanwhile
@@ -97,6 +106,9 @@ final class BatchGate: @unchecked Sendable {
     }
 
     // MARK: The edit sessions' side
+
+    /// Whether an edit session is open or waiting: a batch in progress ends at its next change set.
+    var isWanted: Bool { lock.withLock { closed > 0 } }
 
     /// Closes the gate for one edit session, if a run is going on, and waits for its step in
     /// progress to end; `false` when no run is going on (the engine pauses instead).

@@ -4,8 +4,8 @@ import Foundation
 /// no server change lands on the rows the user is looking at, and nothing competes with the edit
 /// for the database.
 ///
-/// ``SyncEngine/beginEdit()`` returns once the engine's current transaction has ended
-/// (transactions are bounded by ``SeedImporter/Configuration/maxRowsPerTransaction``). A run
+/// ``SyncEngine/beginEdit()`` returns once the engine's current transaction has ended (a batch
+/// of change sets being applied ends at the next change set, its rest in a later transaction). A run
 /// catching up keeps what it downloaded and waits before its next transaction until the last
 /// session has ended, so sessions that come and go do not hold the catch-up back; before its
 /// catch-up (the install check, an install, a replacement, a migration) a run is one step, which

@@ -43,9 +43,16 @@ final class LocalDatabase: Sendable {
     /// The importer connection's page cache: 32 MiB, so updates scattered over a large database
     /// do not read the same pages from the file again and again (SQLite's default is 2 MiB).
     private static let cacheKiB = 32 << 10
-    /// WAL pages before a checkpoint: 8,192 (32 MiB) rather than SQLite's 1,000, so a page that
-    /// several batches change is copied back and synced once, not after nearly every batch.
-    private static let autocheckpointPages = 8192
+    /// Rows a catch-up writes between two checkpoints of the WAL (``checkpoint()``): about 20,000,
+    /// four batches, so a page that several batches change is copied back and synced once, not
+    /// after every batch.
+    ///
+    /// The importer's own connection does not checkpoint as it commits (`wal_autocheckpoint = 0`):
+    /// SQLite would do it inside the commit of whichever transaction filled the WAL, and an edit
+    /// session waiting for that transaction would wait for the copy and its sync too (up to
+    /// 100 ms at 1M rows). The catch-up checkpoints between its transactions instead, where
+    /// nothing waits for it.
+    static let rowsBetweenCheckpoints = 20_000
 
     /// Opens the database at `path` (switching it to WAL), or returns `nil` when nothing is there.
     ///
@@ -73,7 +80,7 @@ final class LocalDatabase: Sendable {
                 throw ImportError(.invalidDatabase, "cannot switch \(path) to WAL mode")
             }
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
-            try db.execute(sql: "PRAGMA cache_size = -\(cacheKiB); PRAGMA wal_autocheckpoint = \(autocheckpointPages)")
+            try db.execute(sql: "PRAGMA cache_size = -\(cacheKiB); PRAGMA wal_autocheckpoint = 0")
         }
         do {
             return LocalDatabase(
@@ -181,16 +188,19 @@ final class LocalDatabase: Sendable {
     }
 
     /// Applies `changeSets` in one transaction, with the revision they lead to, and lets
-    /// `pending` bring the local edits in line with them (``PendingChanges/absorb(_:in:)``).
+    /// `pending` bring the local edits in line with them (``PendingChanges/absorb(_:in:)``). When
+    /// `stopsEarly()` says so after a change set, the transaction ends there: the result says how
+    /// many were applied (see ``ChangeApplier/apply(_:in:stopsEarly:)``).
     ///
     /// - Throws: ``ImportError/Code/invalidChangeSet`` when one does not follow on or does not fit
     ///   the schema, or the batch leaves a reference dangling; nothing of the batch is written then.
-    func apply(_ changeSets: [ChangeSet], with applier: ChangeApplier, pending: PendingChanges) async throws -> (
-        [AppliedChangeSet], [ImportEvent]
-    ) {
+    func apply(
+        _ changeSets: [ChangeSet], with applier: ChangeApplier, pending: PendingChanges,
+        stopsEarly: @escaping @Sendable () -> Bool = { false }
+    ) async throws -> ([AppliedChangeSet], [ImportEvent]) {
         do {
             return try await writer.write { db in
-                let applied = try applier.apply(changeSets, in: db)
+                let applied = try applier.apply(changeSets, in: db, stopsEarly: stopsEarly)
                 let events = try pending.absorb(applied, in: db)
                 // Repairing references may write rows of other types.
                 try notifyApp(ofChangesTo: events.isEmpty ? applied.flatMap(\.types.keys) : nil, in: db)
@@ -238,6 +248,29 @@ final class LocalDatabase: Sendable {
         return reopened
     }
 
+    /// Copies what it can of the WAL into the main file, without waiting for anyone (see
+    /// ``close()``), when the importer opened the database itself: the app's own connection
+    /// checkpoints as the app set it up.
+    func checkpoint() async throws {
+        guard !isAppDatabase, let queue = writer as? DatabaseQueue else { return }
+        do {
+            try await queue.writeWithoutTransaction { db in try Self.passiveCheckpoint(db) }
+        } catch let error as DatabaseError {
+            throw ImportError(
+                SeedError.database(error, "checkpoint \(path)"), otherwise: .invalidDatabase,
+                "every change set is committed")
+        }
+    }
+
+    /// A passive checkpoint; another connection checkpointing the same WAL copies the frames.
+    private static func passiveCheckpoint(_ db: Database) throws {
+        do {
+            _ = try db.checkpoint(.passive)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY {
+            // Another connection is checkpointing the same WAL: it copies the frames.
+        }
+    }
+
     /// Copies what it can of the WAL into the main file, then closes the database.
     ///
     /// The checkpoint is passive: it never waits. An app always has readers open, and a reader's
@@ -249,13 +282,7 @@ final class LocalDatabase: Sendable {
     func close() async throws {
         guard !isAppDatabase, let queue = writer as? DatabaseQueue else { return }
         do {
-            try await queue.writeWithoutTransaction { db in
-                do {
-                    _ = try db.checkpoint(.passive)
-                } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY {
-                    // Another connection is checkpointing the same WAL: it copies the frames.
-                }
-            }
+            try await queue.writeWithoutTransaction { db in try Self.passiveCheckpoint(db) }
             try queue.close()
         } catch let error as DatabaseError {
             try? queue.close()

@@ -29,6 +29,8 @@ extension ImportSession {
         var feed: PrefetchingSequence<SyncResponse, Int64>.Iterator?
         /// The next push when the end of the last round read it already.
         var queued: [OutboxEntry]?
+        /// Rows written since the last checkpoint of the WAL.
+        var unchecked = 0
         while true {
             try Task.checkCancellation()
             let push: [OutboxEntry]
@@ -78,13 +80,26 @@ extension ImportSession {
             for batch in batches(of: changeSets) {
                 try Task.checkCancellation()
                 try await noticeBeforeMerge(Array(batch), pending: pending, in: database)
-                let (applied, events) = try await gated {
-                    try await database.apply(Array(batch), with: applier, pending: pending)
+                // An edit session that begins during the batch ends its transaction at the next change set.
+                var rest = Array(batch)
+                while !rest.isEmpty {
+                    let (applied, events) = try await gated {
+                        try await database.apply(rest, with: applier, pending: pending) {
+                            [gate = configuration.batchGate] in
+                            gate?.isWanted ?? false
+                        }
+                    }
+                    rest.removeFirst(applied.count)
+                    unchecked += applied.reduce(0) { $0 + $1.created + $1.updated + $1.deleted }
+                    if unchecked >= LocalDatabase.rowsBetweenCheckpoints {
+                        try await database.checkpoint()
+                        unchecked = 0
+                    }
+                    record(applied)
+                    record(events)
+                    machine.reached(applied.last?.revision ?? machine.revision)
+                    emit(.progress(revision: machine.revision, serverRevision: max(info.revision, machine.revision)))
                 }
-                record(applied)
-                record(events)
-                machine.reached(applied.last?.revision ?? machine.revision)
-                emit(.progress(revision: machine.revision, serverRevision: max(info.revision, machine.revision)))
             }
             if response.hasMore { continue }
             queued = try await nextPush(of: pending, limit: machine.pushAllowance, in: database)

@@ -29,6 +29,9 @@ public final class SeedFile: Sendable {
         var configuration = Configuration()
         configuration.readonly = true
         configuration.foreignKeysEnabled = false
+        // A database in use (an importer's last connection checkpoints and removes the WAL as it
+        // closes, under an exclusive lock for a moment) is waited for, not reported as locked.
+        configuration.busyMode = .timeout(5)
         if memoryMapped {
             configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA mmap_size = \(1 << 30)") }
         }

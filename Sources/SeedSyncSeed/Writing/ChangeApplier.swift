@@ -19,16 +19,21 @@ package struct ChangeApplier: Sendable {
         tables = Dictionary(uniqueKeysWithValues: schema.types.map { ($0.name, TableSQL(type: $0)) })
     }
 
-    /// Applies `changeSets` in order inside the current transaction of `db`.
+    /// Applies `changeSets` in order inside the current transaction of `db`; after each one,
+    /// stops early when `stopsEarly()` says so (a sync engine's edit session is waiting for the
+    /// transaction: each change set leaves the rows consistent).
     ///
-    /// - Returns: what each change set did, in order.
+    /// - Returns: what each applied change set did, in order: all of them unless it stopped early.
     /// - Throws: ``SeedError`` for a change set out of order or one that does not fit the schema;
     ///   the caller's transaction must then roll back.
     @discardableResult
-    package func apply(_ changeSets: [ChangeSet], in db: Database) throws -> [AppliedChangeSet] {
+    package func apply(_ changeSets: [ChangeSet], in db: Database, stopsEarly: () -> Bool = { false }) throws
+        -> [AppliedChangeSet]
+    {
         var revision = try SeedMetadata.storedRevision(db)
         var applied: [AppliedChangeSet] = []
         for changeSet in changeSets {
+            if !applied.isEmpty, stopsEarly() { break }
             guard let next = changeSet.revision, next == revision + 1 else {
                 throw SeedError.invalidData(
                     "change set \(changeSet.revision.map(String.init) ?? "without a revision") does not follow revision \(revision)"

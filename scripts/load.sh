@@ -146,6 +146,10 @@ build_seed() {
     "$bin/seed-build" --server "$1" --token-file "$work/token" --out "$work/seed.sqlite" >&2
 }
 
+# Room for the engine's own held request beside the largest number of waiting clients (the
+# server's default bound is 10,000: one more is a 503).
+room="--max-waiting-requests $(($(echo "$live_clients" | tr ' ' '\n' | sort -n | tail -n 1) + 100))"
+
 # prepare DATABASE: the demo dataset, then 1,000 change sets (so clients can be 100 behind).
 prepare() {
     "$bin/seed-server" init --database "$1" --demo --events "$events" --locations 2000 >&2
@@ -155,7 +159,7 @@ prepare() {
 if [ "$backend" != postgres ]; then
     echo "==> SQLite store" >&2
     prepare "$work/server.sqlite"
-    start_server "$bin" "$work/server.sqlite" "$work/token" "$work" "" "$work/admin-token"
+    start_server "$bin" "$work/server.sqlite" "$work/token" "$work" "" "$work/admin-token" $room
     load_server sqlite "$SERVER_URL"
     build_seed "$SERVER_URL"
     live_cases sqlite admin "$SERVER_URL"
@@ -166,11 +170,11 @@ if [ "$backend" != sqlite ]; then
     echo "==> PostgreSQL store" >&2
     POSTGRES_DURABLE=1 start_postgres
     prepare "$SEEDSYNC_POSTGRES_URL"
-    start_server "$bin" "$SEEDSYNC_POSTGRES_URL" "$work/token" "$work" "" "$work/admin-token"
+    start_server "$bin" "$SEEDSYNC_POSTGRES_URL" "$work/token" "$work" "" "$work/admin-token" $room
     load_server postgres "$SERVER_URL"
     first_pid=$SERVER_PID first_url=$SERVER_URL
     mkdir -p "$work/second"
-    start_server "$bin" "$SEEDSYNC_POSTGRES_URL" "$work/token" "$work/second" "" "$work/admin-token"
+    start_server "$bin" "$SEEDSYNC_POSTGRES_URL" "$work/token" "$work/second" "" "$work/admin-token" $room
     second_pid=$SERVER_PID second_url=$SERVER_URL
     SERVER_PID=$first_pid
     load_server "postgres, two servers" "$first_url" "$second_url"

@@ -182,7 +182,7 @@ async def main():
     for start in range(0, len(clients), 500):
         await asyncio.gather(*(client.connect() for client in clients[start:start + 500]))
     counts = [len(clients[index::len(args.urls)]) for index in range(len(args.urls))]
-    latencies, errors, held_kib = [], 0, 0
+    latencies, errors, held_kib, error_statuses = [], 0, 0, {}
     engine_latencies, engine_missed = [], 0
     current = await revision(args.urls[0], args.token)
     for round_number in range(args.rounds):
@@ -198,6 +198,7 @@ async def main():
             answer = json.loads(body) if status == 200 else {}
             if status != 200 or answer.get("maxRevision") != current + 1 or not answer.get("changeSets"):
                 errors += 1
+                error_statuses[str(status)] = error_statuses.get(str(status), 0) + 1
                 continue
             latencies.append((finished - started) * 1000)
         if engine:
@@ -221,6 +222,7 @@ async def main():
         "clients": args.clients, "rounds": args.rounds, "writer": args.writer, "servers": len(args.urls),
         "p50_ms": percentile(0.50), "p99_ms": percentile(0.99), "max_ms": round(latencies[-1], 1) if latencies else None,
         "mean_ms": round(statistics.mean(latencies), 1) if latencies else None, "errors": errors,
+        "error_statuses": error_statuses,
         "server_rss_idle_mib": round(idle_kib / 1024, 1), "server_rss_held_mib": round(held_kib / 1024, 1),
         "server_kib_per_held_request": round((held_kib - idle_kib) / max(1, counts[0]), 1),
     }))

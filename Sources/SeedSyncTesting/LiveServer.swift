@@ -40,6 +40,16 @@ public func withLiveServer(
     }
 }
 
+/// The live sync requests the server at `url` holds now, from its `/metrics` (admin token).
+public func heldRequests(on url: URL) async throws -> Int {
+    var request = URLRequest(url: url.appendingPathComponent("metrics"))
+    request.setValue("Bearer \(liveServerAdminToken)", forHTTPHeaderField: "Authorization")
+    let (data, _) = try await URLSession.shared.data(for: request)
+    return String(decoding: data, as: UTF8.self).split(separator: "\n")
+        .first { $0.hasPrefix("seedsync_waiting_requests ") }
+        .flatMap { $0.split(separator: " ").last.flatMap { Double($0) } }.map { Int($0) } ?? 0
+}
+
 /// The requests the server at `url` answered on routes whose pattern contains `route` (such as
 /// `/v1/snapshot/`), from its `/metrics` (admin token): a test counts what a client asked for.
 public func answeredRequests(_ route: String, on url: URL) async throws -> Int {

@@ -139,6 +139,27 @@ import Testing
         }
     }
 
+    /// A WAL database keeps its page size: the seed's pages cannot be copied into one of another size.
+    @Test func aDatabaseWithAnotherPageSizeIsRefusedUntouched() async throws {
+        try await withImportFixture { fixture in
+            try FileManager.default.createDirectory(
+                atPath: (fixture.database as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            let creating = try DatabaseQueue(path: fixture.database)
+            try await creating.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA page_size = 8192; PRAGMA journal_mode = WAL")
+            }
+            try creating.close()
+            let pool = try DatabasePool(path: fixture.database)
+            let error = await #expect(throws: ImportError.self) {
+                try await SeedImporter(configuration: fixture.importer().configuration, database: pool).run()
+            }
+            #expect(error?.code == .invalidDatabase)
+            #expect("\(error.map { "\($0)" } ?? "")".contains("pages of 8192 bytes"), "\(String(describing: error))")
+            #expect(try await pool.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") } == 8192)
+            #expect(try await pool.read { db in try !db.tableExists("events") }, "nothing installed")
+        }
+    }
+
     @Test func anInMemoryDatabaseIsRefused() async throws {
         try await withImportFixture { fixture in
             let error = await #expect(throws: ImportError.self) {

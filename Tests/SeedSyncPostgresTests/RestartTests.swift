@@ -11,7 +11,8 @@ import FoundationNetworking
 #endif
 
 /// PostgreSQL stopped and started again under a running server: requests fail fast with 503
-/// `store_unavailable` and `Retry-After`, and the server recovers by itself.
+/// `store_unavailable` and `Retry-After`, and the server recovers by itself, held live sync
+/// requests included.
 @Suite struct RestartTests {
     @Test func aRestartedDatabaseIs503ThenServedAgainWithoutRestartingTheServer() async throws {
         try await PrivatePostgres.with { postgres in
@@ -40,9 +41,33 @@ import FoundationNetworking
                         configuration: .init(serverURL: url, token: liveServerToken, retry: .none)
                     ).sync(from: 0, limit: 10)
                     #expect(sync.maxRevision == 1)
+                    try await Self.heldRequestIsWoken(url, byACommitAt: postgres.location)
                 }
             }
         }
+    }
+
+    /// A request held after the restart is answered by the next commit of another writer (a store
+    /// of its own, so only PostgreSQL can tell the server: its notification, or the server's
+    /// fallback read every 5 s, whichever comes first).
+    static func heldRequestIsWoken(_ url: URL, byACommitAt location: PostgresLocation) async throws {
+        let client = SyncClient(
+            configuration: .init(serverURL: url, token: liveServerToken, requestTimeout: 60, retry: .none))
+        async let held = client.sync(from: 1, limit: 10, wait: 30)
+        var waiting = 0
+        for _ in 0..<600 where waiting == 0 {
+            waiting = try await heldRequests(on: url)
+            if waiting == 0 { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(waiting == 1, "the server held the request")
+        let committed = ContinuousClock.now
+        try await PostgresSyncStore.withStore(at: location) { other in
+            _ = try await other.commit(Fixtures.catalogCreation(author: "tolkien", book: 2))
+        }
+        let answer = try await held
+        #expect(answer.maxRevision == 2)
+        #expect(answer.changeSets.map(\.revision) == [2])
+        #expect(ContinuousClock.now - committed < .seconds(20), "woken by the commit, not at the end of the wait")
     }
 
     /// One GET with the live server's token: status, `Retry-After` and body.

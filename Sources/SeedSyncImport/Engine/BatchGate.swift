@@ -76,15 +76,21 @@ final class BatchGate: @unchecked Sendable {
     private func pass() async throws {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let open: Bool = lock.withLock {
+                // `nil`: cancelled before the handler below could see the continuation.
+                let open: Bool? = lock.withLock {
                     guard closed > 0 else {
                         busy = true
                         return true
                     }
+                    guard !Task.isCancelled else { return nil }
                     run = continuation
                     return false
                 }
-                if open { continuation.resume() }
+                switch open {
+                case true: continuation.resume()
+                case nil: continuation.resume(throwing: CancellationError())
+                default: break
+                }
             }
         } onCancel: {
             let waiting: CheckedContinuation<Void, any Error>? = lock.withLock {

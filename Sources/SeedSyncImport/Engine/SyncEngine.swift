@@ -94,7 +94,7 @@ public actor SyncEngine {
     /// Open edit sessions, and whether the engine runs again when the last one ends (it was not
     /// paused by the app when the first began).
     private var edits: Set<UUID> = []
-    /// The open sessions that closed the ``BatchGate`` of a catching-up run instead of pausing the engine.
+    /// The open sessions that closed the ``BatchGate`` of a run going on instead of pausing the engine.
     private var gateEdits: Set<UUID> = []
     private var resumesAfterEdits = false
     /// A run about to start while sessions are open waits here for the last one to end.

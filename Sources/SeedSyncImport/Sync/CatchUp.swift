@@ -90,15 +90,15 @@ extension ImportSession {
                         }
                     }
                     rest.removeFirst(applied.count)
+                    record(applied)
+                    record(events)
+                    machine.reached(applied.last?.revision ?? machine.revision)
+                    emit(.progress(revision: machine.revision, serverRevision: max(info.revision, machine.revision)))
                     unchecked += applied.reduce(0) { $0 + $1.created + $1.updated + $1.deleted }
                     if unchecked >= LocalDatabase.rowsBetweenCheckpoints {
                         try await database.checkpoint()
                         unchecked = 0
                     }
-                    record(applied)
-                    record(events)
-                    machine.reached(applied.last?.revision ?? machine.revision)
-                    emit(.progress(revision: machine.revision, serverRevision: max(info.revision, machine.revision)))
                 }
             }
             if response.hasMore { continue }

@@ -49,7 +49,11 @@ extension ImportSession {
                 feed = nil
                 switch machine.requestFailed(CatchUpMachine.Failure(error), pushed: push.count) {
                 case .recover(let minRevision):
-                    database = try await recover(database, minRevision: minRevision ?? info.minRevision)
+                    // A replacement lands on every row: it waits for the edit sessions, and they for it.
+                    let current = database
+                    database = try await gated {
+                        try await recover(current, minRevision: minRevision ?? info.minRevision)
+                    }
                     machine.reached(try await database.revision())
                 case .retry:
                     break

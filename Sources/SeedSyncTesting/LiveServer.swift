@@ -42,22 +42,29 @@ public func withLiveServer(
 
 /// The live sync requests the server at `url` holds now, from its `/metrics` (admin token).
 public func heldRequests(on url: URL) async throws -> Int {
-    var request = URLRequest(url: url.appendingPathComponent("metrics"))
-    request.setValue("Bearer \(liveServerAdminToken)", forHTTPHeaderField: "Authorization")
-    let (data, _) = try await URLSession.shared.data(for: request)
-    return String(decoding: data, as: UTF8.self).split(separator: "\n")
+    try await metricLines(on: url)
         .first { $0.hasPrefix("seedsync_waiting_requests ") }
-        .flatMap { $0.split(separator: " ").last.flatMap { Double($0) } }.map { Int($0) } ?? 0
+        .map(metricValue) ?? 0
 }
 
 /// The requests the server at `url` answered on routes whose pattern contains `route` (such as
 /// `/v1/snapshot/`), from its `/metrics` (admin token): a test counts what a client asked for.
 public func answeredRequests(_ route: String, on url: URL) async throws -> Int {
+    try await metricLines(on: url)
+        .filter { $0.hasPrefix("seedsync_http_requests_total{") && $0.contains("route=\"\(route)") }
+        .map(metricValue)
+        .reduce(0, +)
+}
+
+/// The lines of the `/metrics` page of the server at `url`, read with the admin token.
+private func metricLines(on url: URL) async throws -> [Substring] {
     var request = URLRequest(url: url.appendingPathComponent("metrics"))
     request.setValue("Bearer \(liveServerAdminToken)", forHTTPHeaderField: "Authorization")
     let (data, _) = try await URLSession.shared.data(for: request)
     return String(decoding: data, as: UTF8.self).split(separator: "\n")
-        .filter { $0.hasPrefix("seedsync_http_requests_total{") && $0.contains("route=\"\(route)") }
-        .compactMap { $0.split(separator: " ").last.flatMap { Double($0) }.map { Int($0) } }
-        .reduce(0, +)
+}
+
+/// The value of one metric line (`name{labels} value`), as a whole number.
+private func metricValue(_ line: Substring) -> Int {
+    line.split(separator: " ").last.flatMap { Double($0) }.map { Int($0) } ?? 0
 }

@@ -494,6 +494,42 @@ extension LiveCommandTests {
         }
     }
 
+    /// A 410 recovery replaces every row in one step: a session that begins while the engine
+    /// downloads the snapshot waits until the replacement is committed (it never sees a half-replaced
+    /// database, nor is its edit replaced), and the edit made in it is pushed from the new database.
+    @Test func aSessionBegunDuringARecoveryWaitsForTheReplacement() async throws {
+        try await withImportFixture(events: 5_000, changesAfter: 10) { fixture in
+            try await fixture.importer(token: liveServerWriteToken).run()
+            try await fixture.mutate(20, seed: 21)
+            _ = try await fixture.served.store.compact(keepingRevisions: 5)
+            let target = try await fixture.serverRevision()
+            let (key, _) = try await EngineObservationTests.firstEvent(of: fixture)
+            let events = Locked<[ImportEvent]>([])
+            let (downloading, started) = AsyncStream.makeStream(of: Void.self)
+            let engine = SyncEngine(configuration: fixture.importer(token: liveServerWriteToken).configuration) {
+                event in
+                events.update { $0.append(event) }
+                if case .downloadingSnapshot = event { started.yield() }
+            }
+            await engine.start()
+            for await _ in downloading { break }
+            let edit = await engine.beginEdit()
+            let replaced = events.value.contains { if case .replaced = $0 { true } else { false } }
+            #expect(replaced, "beginEdit returned while the snapshot was being downloaded and applied")
+            #expect(try revision(of: fixture.database) == target)
+            try await edit.commit { try $0.update("events", key: key, ["title": "Edited after a recovery"]) }
+            let committed = ContinuousClock.now
+            try await SyncEngineTests.eventually("the edit pushed from the replaced database") {
+                let server = try await fixture.serverContents()
+                let local = try contents(ofSeed: fixture.database)
+                return server["events"]?.first { $0[0] == key }?[1] == "Edited after a recovery" && local == server
+            }
+            // The run had ended before the commit: the commit starts the next, not the end of a 55 s wait.
+            #expect(ContinuousClock.now - committed < .seconds(30), "the edit waited for the engine's next wake")
+            await engine.stop()
+        }
+    }
+
     @Test func theClosureFormCancelsAnEditItDidNotCommit() async throws {
         try await withImportFixture { fixture in
             let engine = try await SyncEngineTests.waitingEngine(fixture.importer().configuration)

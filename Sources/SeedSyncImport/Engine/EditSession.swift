@@ -40,7 +40,7 @@ public final class EditSession: Sendable {
             throw ImportError(.invalidChangeSet, "the edit session has ended: begin another")
         }
         let result = try await engine.writeLocally(body)
-        await engine.endEdit(id)
+        await engine.endEdit(id, committed: true)
         return result
     }
 

@@ -196,10 +196,15 @@ public actor SyncEngine {
     /// Whether the edit session `id` is open.
     func isEditing(_ id: UUID) -> Bool { edits.contains(id) }
 
-    /// Ends the edit session `id` (once): the last one lets the engine run again, unless the app paused it.
-    func endEdit(_ id: UUID) {
+    /// Ends the edit session `id` (once): the last one lets the engine run again, unless the app
+    /// paused it. A `committed` session that began during a run asks for another (``syncNow()``): the
+    /// run may have ended, and the engine be waiting, before the edit was queued.
+    func endEdit(_ id: UUID, committed: Bool = false) {
         guard edits.remove(id) != nil else { return }
-        if gateEdits.remove(id) != nil { gate.open() }
+        if gateEdits.remove(id) != nil {
+            gate.open()
+            if committed { syncNow() }
+        }
         if edits.isEmpty { releaseRuns() }
         guard edits.count == gateEdits.count, resumesAfterEdits else { return }
         resumesAfterEdits = false

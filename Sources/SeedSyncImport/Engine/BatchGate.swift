@@ -10,7 +10,8 @@ import Foundation
 /// - during the catch-up it waits only for the transaction in progress to end (a push's results,
 ///   or a batch of change sets, which ends early, at the next change set, when a session waits:
 ///   ``isWanted``), and the run waits before its next one, its downloads kept, until the last
-///   session has ended;
+///   session has ended; a 410 recovery in the catch-up downloads its snapshot (or copies the seed)
+///   while sessions are open, and its replacement of the database is one such transaction;
 /// - before the catch-up (the install check, an install, a replacement) and after it (a migration
 ///   and its catch-up), the run is one step: the session waits for the catch-up to start, or the
 ///   run to have applied everything (its close, a checkpoint of the WAL, is not waited for).

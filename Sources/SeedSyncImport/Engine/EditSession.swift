@@ -8,8 +8,10 @@ import Foundation
 /// of change sets being applied ends at the next change set, its rest in a later transaction). A run
 /// catching up keeps what it downloaded and waits before its next transaction until the last
 /// session has ended, so sessions that come and go do not hold the catch-up back; before its
-/// catch-up (the install check, an install, a replacement, a migration) a run is one step, which
-/// the session waits for. No run starts while a session is open.
+/// catch-up (the install check, an install, a replacement by a newer seed, a migration) a run is
+/// one step, which the session waits for. A 410 recovery copies the seed or downloads a snapshot
+/// during sessions; only its replacement of the database waits for them to end. No run starts
+/// while a session is open.
 /// The edit's changes are written by ``commit(_:)``, in one transaction and one local change set;
 /// the engine then runs at once, pushing them first. ``cancel()`` writes nothing. Either ends the
 /// session and lets the engine go on (unless the app paused it, or other sessions are open).

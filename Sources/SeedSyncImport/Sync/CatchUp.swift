@@ -49,11 +49,7 @@ extension ImportSession {
                 feed = nil
                 switch machine.requestFailed(CatchUpMachine.Failure(error), pushed: push.count) {
                 case .recover(let minRevision):
-                    // A replacement lands on every row: it waits for the edit sessions, and they for it.
-                    let current = database
-                    database = try await gated {
-                        try await recover(current, minRevision: minRevision ?? info.minRevision)
-                    }
+                    database = try await recover(database, minRevision: minRevision ?? info.minRevision)
                     machine.reached(try await database.revision())
                 case .retry:
                     break
@@ -225,8 +221,7 @@ extension ImportSession {
         guard metadata.revision >= minRevision, metadata.schema == database.metadata.schema else {
             return try await replaceWithSnapshot(database, minRevision: minRevision)
         }
-        return try await replace(
-            database, with: installingPath, revision: metadata.revision, reason: .historyExpired, source: .seed)
+        return try await gatedReplace(database, with: installingPath, revision: metadata.revision, source: .seed)
     }
 
     private func replaceWithSnapshot(_ database: LocalDatabase, minRevision: Int64) async throws -> LocalDatabase {
@@ -237,8 +232,19 @@ extension ImportSession {
             try? FileManager.default.removeItem(atPath: snapshotPath)
             try? FileManager.default.removeItem(atPath: built.manifestPath)
         }
-        return try await replace(
-            database, with: snapshotPath, revision: built.manifest.revision, reason: .historyExpired, source: .snapshot)
+        return try await gatedReplace(
+            database, with: snapshotPath, revision: built.manifest.revision, source: .snapshot)
+    }
+
+    /// The swap of a 410 recovery, once its file is ready. It lands on every row, so it waits for
+    /// the edit sessions, and a session that begins meanwhile waits for it; the download or copy
+    /// before it does not hold a session back (it has the lowest priority of a run's steps).
+    private func gatedReplace(
+        _ database: LocalDatabase, with source: String, revision: Int64, source kind: Replacement.Source
+    ) async throws -> LocalDatabase {
+        try await gated {
+            try await replace(database, with: source, revision: revision, reason: .historyExpired, source: kind)
+        }
     }
 
     /// Builds a snapshot of the server at ``snapshotPath`` (as `seed-build --resume` does): `types`

@@ -171,21 +171,22 @@ public final class SyncClient: Sendable {
                 "POST /v1/sync: \(changeSets.count) change sets were pushed, but the results answer \(response.results.count) or other ids"
             )
         }
-        var next = revision + 1
+        // `nil` past Int64.max: no change set can follow it.
+        var next: Int64? = revision < .max ? revision + 1 : nil
         for changeSet in response.changeSets {
-            guard changeSet.revision == next else {
+            guard let expected = next, changeSet.revision == expected else {
                 throw SyncClientError(
                     .malformedResponse,
-                    "POST /v1/sync from revision \(revision): expected change set \(next), got \(changeSet.revision.map(String.init) ?? "one without a revision")"
+                    "POST /v1/sync from revision \(revision): expected change set \(next.map(String.init) ?? "none (the last revision there is was reached)"), got \(changeSet.revision.map(String.init) ?? "one without a revision")"
                 )
             }
-            next += 1
+            next = expected < .max ? expected + 1 : nil
         }
         guard !response.hasMore || !response.changeSets.isEmpty else {
             throw SyncClientError(
                 .malformedResponse, "POST /v1/sync from revision \(revision): hasMore is true but no change set came")
         }
-        guard response.maxRevision == next - 1 else {
+        guard response.maxRevision == response.changeSets.last?.revision ?? revision else {
             throw SyncClientError(
                 .malformedResponse,
                 "POST /v1/sync from revision \(revision): maxRevision \(response.maxRevision) does not match the change sets returned"

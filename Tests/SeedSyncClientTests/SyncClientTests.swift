@@ -150,6 +150,16 @@ import Testing
             await #expect { try await client(url).sync(from: 5) } throws: {
                 ($0 as? SyncClientError)?.code == .malformedResponse
             }
+            // Revisions past Int64.max (the next one wraps to Int64.min): refused, not an overflow (a crash).
+            let last =
+                #"{"maxRevision": 9223372036854775807, "hasMore": false, "changeSets": [{"revision": 9223372036854775807, "types": []}, {"revision": -9223372036854775808, "types": []}]}"#
+            stub.plan([.body(last)])
+            await #expect { try await client(url).sync(from: .max - 1) } throws: {
+                ($0 as? SyncClientError)?.code == .malformedResponse
+            }
+            stub.plan([.body(#"{"maxRevision": 9223372036854775807, "hasMore": false, "changeSets": []}"#)])
+            let atTheEnd = try? await client(url).sync(from: .max)
+            #expect(atTheEnd?.maxRevision == .max, "a client at the last revision there is")
             stub.plan([.slow(seconds: 5)])
             await #expect { try await client(url, timeout: 1).schema() } throws: {
                 ($0 as? SyncClientError)?.code == .unreachable

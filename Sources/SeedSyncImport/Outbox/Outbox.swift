@@ -247,15 +247,37 @@ struct Outbox: Sendable {
     }
 
     /// A temporary key for a new row of `type`: below every key of the table and every shadowed
-    /// one (a pending change set may name a row a replaced database no longer has).
+    /// one (a pending change set may name a row a replaced database no longer has). When the
+    /// smallest key is `Int64.min` (a server may hold such a row), the largest negative key no row
+    /// and no shadow uses.
+    ///
+    /// - Throws: ``ImportError/Code/invalidChangeSet`` when every negative key is taken.
     func nextTemporaryKey(of type: EntityType, in db: Database) throws -> Int64 {
-        let table =
-            try Int64.fetchOne(db, sql: "SELECT min(\(tables[type.name]!.key)) FROM \(tables[type.name]!.table)") ?? 0
+        let table = tables[type.name]!
+        let smallest =
+            try Int64.fetchOne(db, sql: "SELECT min(\(table.key)) FROM \(table.table)") ?? 0
         let shadowed =
             try Int64.fetchOne(
                 try db.cachedStatement(sql: "SELECT min(CAST(key AS INTEGER)) FROM _seedsync_shadow WHERE type = ?"),
                 arguments: [type.name]) ?? 0
-        return min(table, shadowed, 0) - 1
+        let below = min(smallest, shadowed, 0)
+        if below > .min { return below - 1 }
+        let free = try Int64.fetchOne(
+            db,
+            sql: """
+                WITH used(k) AS (
+                    SELECT \(table.key) FROM \(table.table) WHERE \(table.key) < 0
+                    UNION SELECT CAST(key AS INTEGER) FROM _seedsync_shadow WHERE type = ? AND CAST(key AS INTEGER) < 0)
+                SELECT c FROM (SELECT -1 AS c UNION ALL SELECT k - 1 FROM used WHERE k > -9223372036854775808)
+                WHERE c NOT IN used ORDER BY c DESC LIMIT 1
+                """, arguments: [type.name])
+        guard let free else {
+            throw ImportError(
+                .invalidChangeSet,
+                "no temporary key is left for a new row of \(type.name): every negative key is in use; sync, so that the server gives the new rows their keys, then write again"
+            )
+        }
+        return free
     }
 
     // MARK: References

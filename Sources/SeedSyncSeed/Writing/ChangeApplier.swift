@@ -34,7 +34,7 @@ package struct ChangeApplier: Sendable {
         var applied: [AppliedChangeSet] = []
         for changeSet in changeSets {
             if !applied.isEmpty, stopsEarly() { break }
-            guard let next = changeSet.revision, next == revision + 1 else {
+            guard let next = changeSet.revision, revision < .max, next == revision + 1 else {
                 throw SeedError.invalidData(
                     "change set \(changeSet.revision.map(String.init) ?? "without a revision") does not follow revision \(revision)"
                 )

@@ -177,6 +177,7 @@ let package = Package(
             dependencies: [
                 "SeedSyncImport", "SeedSyncClient", "SeedSyncModel",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .testTarget(name: "SeedSyncModelTests", dependencies: ["SeedSyncModel", "SeedSyncTesting"]),

@@ -13,7 +13,8 @@
 #                       seed-import installs it and catches up by sync, no snapshot
 #   8 edit sessions     the installed app catches up case 3's change sets (40,000 by default) in a
 #                       SyncEngine (seed-bench edit) while an edit session opens every 250 ms: the
-#                       time beginEdit() takes to return; target: p99 under 50 ms
+#                       time beginEdit() takes to return, the engine on its own connection and
+#                       through the app's GRDB DatabasePool; target: p99 under 50 ms
 # Every measured command runs K times under /usr/bin/time -f '%e %M' with its output in OUT/runs/; the
 # MEDIAN wall time and median peak resident memory are reported, and ratios are taken of medians.
 # Prints an aligned table on stdout, progress on stderr, and writes every number to OUT/bench.json.
@@ -594,37 +595,65 @@ fi
 # here the same way, --seed $MUTATE_SEED), catches up in a SyncEngine (seed-bench edit) while the app
 # opens an edit session every 250 ms and cancels it 20 ms later: how long beginEdit() takes to
 # return (it waits for the engine's current transaction to end). Each run times every edit of one
-# whole catch-up; p99 and max are over the edits of all runs.
+# whole catch-up; p99 and max are over the edits of all runs. Twice: the engine on its own connection,
+# and writing through a GRDB DatabasePool of the app's (--app-pool). The WAL's largest size during
+# each run is sampled every 20 ms.
+
+# wal_peak FILE OUT: FILE's largest size so far in OUT, sampled every 20 ms while this script runs
+# (kill it when done).
+wal_peak() {
+    local peak=0 size parent=$$
+    echo 0 >"$2"
+    while kill -0 "$parent" 2>/dev/null; do
+        size=$(stat -c %s "$1" 2>/dev/null || echo 0)
+        if ((size > peak)); then peak=$size; echo "$peak" >"$2"; fi
+        sleep 0.02
+    done
+}
 
 if wants 8; then
     step "case 8: edit sessions during a catch-up"
     stop_server
     mutated_copy "$out/editing"
     serve "$out/editing/server.sqlite"
-    for ((run = 1; run <= repeat; run++)); do
-        copy_db "$out/installed/app.sqlite" "$out/editing/app.sqlite"
-        measure 8 seed-bench-edit "$run" "$bin/seed-bench" edit --seed "$out/seed.sqlite" --database "$out/editing/app.sqlite" \
-            --server "$SERVER_URL" --token-file "$work/token"
+    for mode in own pool; do
+        flags=()
+        if [ "$mode" = pool ]; then flags=(--app-pool); fi
+        for ((run = 1; run <= repeat; run++)); do
+            copy_db "$out/installed/app.sqlite" "$out/editing/app.sqlite"
+            wal_peak "$out/editing/app.sqlite-wal" "$out/runs/seed-bench-edit-$mode.$run.wal" &
+            sampler=$!
+            measure 8 "seed-bench-edit-$mode" "$run" "$bin/seed-bench" edit --seed "$out/seed.sqlite" \
+                --database "$out/editing/app.sqlite" --server "$SERVER_URL" --token-file "$work/token" "${flags[@]}"
+            kill "$sampler"
+            wait "$sampler" 2>/dev/null || true
+        done
     done
     stop_server
-    "$python" - "$out" "$repeat" >"$work/edits.tsv" <<'PY'
+    for mode in own pool; do
+        "$python" - "$out" "$repeat" "$mode" >"$work/edits.tsv" <<'PY'
 import json, sys
-out, repeat = sys.argv[1], int(sys.argv[2])
-runs = [json.load(open(f"{out}/runs/seed-bench-edit.{run}.out")) for run in range(1, repeat + 1)]
+out, repeat, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+name = f"{out}/runs/seed-bench-edit-{mode}"
+runs = [json.load(open(f"{name}.{run}.out")) for run in range(1, repeat + 1)]
+wal = max(int(open(f"{name}.{run}.wal").read()) for run in range(1, repeat + 1))
 print("\t".join(str(value) for value in (
     sum(run["edits"] for run in runs), max(run["p99Ms"] for run in runs), max(run["maxMs"] for run in runs),
-    sorted(run["p50Ms"] for run in runs)[len(runs) // 2], runs[0]["changeSets"])))
+    sorted(run["p50Ms"] for run in runs)[len(runs) // 2], runs[0]["changeSets"], round(wal / 1048576, 1))))
 PY
-    read -r edits p99 worst p50 applied_sets <"$work/edits.tsv"
-    fact editing editSessions "$edits"
-    fact editing changeSets "$applied_sets"
-    fact editing beginEditP50Ms "$p50"
-    fact editing beginEditP99Ms "$p99"
-    fact editing beginEditMaxMs "$worst"
-    contender "8 edit sessions" seed-bench-edit "SyncEngine catch-up ($applied_sets sets), $edits edits" \
-        "beginEdit p99 ms" "$p99" "<=" 50
-    result "8 edit sessions" "" "  - beginEdit p50 / max ms" "" "" "ms" "$p50 / $worst"
-    note "case 8: $applied_sets change sets caught up by a SyncEngine in each of $repeat runs while an edit session opened every 250 ms (held 20 ms); beginEdit() p50 $p50 ms (median of the runs), p99 $p99 ms and max $worst ms (the worst run's)."
+        read -r edits p99 worst p50 applied_sets wal_mb <"$work/edits.tsv"
+        label=$([ "$mode" = pool ] && echo "through the app's DatabasePool" || echo "own connection")
+        fact "editing-$mode" editSessions "$edits"
+        fact "editing-$mode" changeSets "$applied_sets"
+        fact "editing-$mode" beginEditP50Ms "$p50"
+        fact "editing-$mode" beginEditP99Ms "$p99"
+        fact "editing-$mode" beginEditMaxMs "$worst"
+        fact "editing-$mode" walPeakMB "$wal_mb"
+        contender "8 edit sessions" "seed-bench-edit-$mode" "SyncEngine catch-up, $label ($applied_sets sets), $edits edits" \
+            "beginEdit p99 ms" "$p99" "<=" 50
+        result "8 edit sessions" "" "  - beginEdit p50 / max ms, WAL peak MB" "" "" "ms, MB" "$p50 / $worst, $wal_mb"
+        note "case 8 ($label): $applied_sets change sets caught up by a SyncEngine in each of $repeat runs while an edit session opened every 250 ms (held 20 ms); beginEdit() p50 $p50 ms (median of the runs), p99 $p99 ms and max $worst ms (the worst run's); the WAL reached $wal_mb MB at most."
+    done
 fi
 
 # ---------------------------------------------------------------------------------------------------

@@ -87,6 +87,8 @@ import Testing
     @Test func aLocalWriteThroughTheAppsQueueIsObservedAndPushed() async throws {
         try await withImportFixture { fixture in
             let queue = try Self.emptyQueue(at: fixture.database)
+            // The app's own checkpoint setting, which the importer's transactions turn off for their commits only.
+            try await queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_autocheckpoint = 321") }
             let importer = SeedImporter(
                 configuration: fixture.importer(token: liveServerWriteToken).configuration, database: queue)
             try await importer.run()
@@ -108,6 +110,7 @@ import Testing
             try await importer.run()
             #expect(try await importer.pendingChangeSets() == 0)
             #expect(try contents(ofSeed: fixture.database) == (try await fixture.serverContents()))
+            #expect(try await queue.read { db in try Int.fetchOne(db, sql: "PRAGMA wal_autocheckpoint") } == 321)
         }
     }
 

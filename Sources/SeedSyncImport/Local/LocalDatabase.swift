@@ -43,16 +43,19 @@ final class LocalDatabase: Sendable {
     /// The importer connection's page cache: 32 MiB, so updates scattered over a large database
     /// do not read the same pages from the file again and again (SQLite's default is 2 MiB).
     private static let cacheKiB = 32 << 10
-    /// Rows a catch-up writes between two checkpoints of the WAL (``checkpoint()``): about 20,000,
-    /// four batches, so a page that several batches change is copied back and synced once, not
-    /// after every batch.
-    ///
-    /// The importer's own connection does not checkpoint as it commits (`wal_autocheckpoint = 0`):
-    /// SQLite would do it inside the commit of whichever transaction filled the WAL, and an edit
-    /// session waiting for that transaction would wait for the copy and its sync too (up to
-    /// 100 ms at 1M rows). The catch-up checkpoints between its transactions instead, where
-    /// nothing waits for it.
-    static let rowsBetweenCheckpoints = 20_000
+    /// The WAL's size past which a catch-up checkpoints it, between two transactions
+    /// (``checkpointIfLarge()``): 64 MiB. SQLite's own rule (1,000 pages, 4 MiB) checkpoints inside
+    /// the commit of whichever transaction filled the WAL, and an edit session waiting for that
+    /// transaction would wait for the copy and its sync too (up to 100 ms at 1M rows). So the
+    /// importer's transactions commit without it (`wal_autocheckpoint = 0` on its own connection,
+    /// and for the length of each of its transactions on the app's), and the catch-up checkpoints
+    /// where nothing waits for it. The importer's own connection also truncates the WAL back to
+    /// this size when it starts over (`journal_size_limit`), so its size says what it holds.
+    /// Measured on a 40,000-change-set catch-up into 1M rows (`scripts/bench.sh` case 8): the WAL
+    /// peaks near 80 MB (a rule by rows, 20,000, let it reach 150 MB: scattered updates write a
+    /// page or more each); 16 MiB kept it near 30 MB but made the catch-up 20 % slower (more
+    /// syncs of the main file, fewer pages written once for several transactions).
+    static let walLimit = 64 << 20
 
     /// Opens the database at `path` (switching it to WAL), or returns `nil` when nothing is there.
     ///
@@ -80,7 +83,10 @@ final class LocalDatabase: Sendable {
                 throw ImportError(.invalidDatabase, "cannot switch \(path) to WAL mode")
             }
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
-            try db.execute(sql: "PRAGMA cache_size = -\(cacheKiB); PRAGMA wal_autocheckpoint = 0")
+            try db.execute(
+                sql:
+                    "PRAGMA cache_size = -\(cacheKiB); PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = \(walLimit)"
+            )
         }
         do {
             return LocalDatabase(
@@ -149,7 +155,7 @@ final class LocalDatabase: Sendable {
     ///   ``ImportError/Code/invalidDatabase`` for other SQLite errors. Nothing is written then.
     func write<T: Sendable>(_ action: String, _ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
-            return try await writer.write { db in
+            return try await transaction { [self] db in
                 let result = try body(db)
                 try notifyApp(ofChangesTo: nil, in: db)
                 return result
@@ -160,6 +166,23 @@ final class LocalDatabase: Sendable {
         } catch let error as DatabaseError {
             throw ImportError(
                 SeedError.database(error, action, file: path), otherwise: .invalidDatabase, "nothing was written")
+        }
+    }
+
+    /// A write transaction on ``writer``. On the app's connection SQLite's automatic checkpoint
+    /// is off for its commit, and the app's setting is restored after (see ``walLimit``).
+    private func transaction<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        guard isAppDatabase else { return try await writer.write(body) }
+        return try await writer.writeWithoutTransaction { db in
+            let pages = try Int.fetchOne(db, sql: "PRAGMA wal_autocheckpoint") ?? 1000
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
+            defer { try? db.execute(sql: "PRAGMA wal_autocheckpoint = \(pages)") }
+            var result: T?
+            try db.inTransaction(.immediate) {
+                result = try body(db)
+                return .commit
+            }
+            return result!
         }
     }
 
@@ -199,7 +222,7 @@ final class LocalDatabase: Sendable {
         stopsEarly: @escaping @Sendable () -> Bool = { false }
     ) async throws -> ([AppliedChangeSet], [ImportEvent]) {
         do {
-            return try await writer.write { db in
+            return try await transaction { [self] db in
                 let applied = try applier.apply(changeSets, in: db, stopsEarly: stopsEarly)
                 let events = try pending.absorb(applied, in: db)
                 // Repairing references may write rows of other types.
@@ -249,12 +272,13 @@ final class LocalDatabase: Sendable {
     }
 
     /// Copies what it can of the WAL into the main file, without waiting for anyone (see
-    /// ``close()``), when the importer opened the database itself: the app's own connection
-    /// checkpoints as the app set it up.
-    func checkpoint() async throws {
-        guard !isAppDatabase, let queue = writer as? DatabaseQueue else { return }
+    /// ``close()``), once the WAL is larger than ``walLimit``. The catch-up calls it between its
+    /// transactions.
+    func checkpointIfLarge() async throws {
+        let size = (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? NSNumber)?.intValue
+        guard let size, size > Self.walLimit else { return }
         do {
-            try await queue.writeWithoutTransaction { db in try Self.passiveCheckpoint(db) }
+            try await writer.writeWithoutTransaction { db in try Self.passiveCheckpoint(db) }
         } catch let error as DatabaseError {
             throw ImportError(
                 SeedError.database(error, "checkpoint \(path)"), otherwise: .invalidDatabase,

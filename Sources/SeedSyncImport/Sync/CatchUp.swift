@@ -29,8 +29,6 @@ extension ImportSession {
         var feed: PrefetchingSequence<SyncResponse, Int64>.Iterator?
         /// The next push when the end of the last round read it already.
         var queued: [OutboxEntry]?
-        /// Rows written since the last checkpoint of the WAL.
-        var unchecked = 0
         while true {
             try Task.checkCancellation()
             let push: [OutboxEntry]
@@ -94,11 +92,7 @@ extension ImportSession {
                     record(events)
                     machine.reached(applied.last?.revision ?? machine.revision)
                     emit(.progress(revision: machine.revision, serverRevision: max(info.revision, machine.revision)))
-                    unchecked += applied.reduce(0) { $0 + $1.created + $1.updated + $1.deleted }
-                    if unchecked >= LocalDatabase.rowsBetweenCheckpoints {
-                        try await database.checkpoint()
-                        unchecked = 0
-                    }
+                    try await database.checkpointIfLarge()
                 }
             }
             if response.hasMore { continue }

@@ -56,7 +56,10 @@ extension PostgresSyncStore {
             return .rejected(code: SyncStoreError.Code.invalidChangeSet.rawValue, message: error.description)
         }
         if try await hasConflict(push, on: connection) {
-            return .conflict(try await conflictRows(push, related: [], projection: projection, on: connection))
+            // A delete refused for its stale revision keeps the row, and so the rows that reference it.
+            let kept = try await referrers(ofDeletesIn: push.changes, on: connection)
+            return .conflict(
+                try await conflictRows(push, related: kept.map(\.relatedRow), projection: projection, on: connection))
         }
         var keys: [String: [Int64: Int64]] = [:]
         _ = try await query("SAVEPOINT push", on: connection)

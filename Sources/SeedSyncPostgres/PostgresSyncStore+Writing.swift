@@ -109,6 +109,17 @@ extension PostgresSyncStore {
                     }
                 }
             }
+        }
+        return problems + (try await referrers(ofDeletesIn: changes, on: connection))
+    }
+
+    /// For each row `changes` delete that some row points at, its first referrer per reference
+    /// field: after the write, a broken reference; when the delete conflicts, rows the answer holds.
+    func referrers(ofDeletesIn changes: [ValidatedChanges], on connection: PostgresConnection) async throws
+        -> [ReferenceProblem]
+    {
+        var problems: [ReferenceProblem] = []
+        for change in changes where !change.deletes.isEmpty {
             for (referrer, field) in schema.references(to: change.type.name) {
                 let sql = tables[referrer.name]!.referrer(through: field)
                 for key in change.deletes {

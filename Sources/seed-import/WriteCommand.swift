@@ -28,6 +28,15 @@ struct WriteCommand: AsyncParsableCommand {
 
     func run() async throws {
         let changeSets = try Self.read(file)
+        // What a push could not carry is refused before anything is written (it took minutes to find out otherwise).
+        for (index, changeSet) in changeSets.enumerated() {
+            let size = changeSet.jsonBytes().count
+            guard size <= LocalChanges.maxBytes else {
+                throw CommandFailure(
+                    "change set \(index + 1) of \(file) is \(size) bytes of JSON, more than the \(LocalChanges.maxBytes) one change set may be (a push carries whole change sets): split it into several; nothing was written"
+                )
+            }
+        }
         let importer = SeedImporter(
             configuration: .init(
                 seed: "", database: database, server: .init(serverURL: URL(string: "http://127.0.0.1")!, token: nil)))
@@ -92,9 +101,15 @@ struct LocalEdit: Sendable {
     /// Temporary keys of earlier change sets of the file, by type: the file's to the database's.
     let fileKeys: [String: [Int64: JSONValue]]
 
+    /// The temporary keys the change set creates, by type.
+    let creating: [String: Set<Int64>]
+
     init(_ changeSet: ChangeSet, fileKeys: [String: [Int64: JSONValue]]) {
         self.changeSet = changeSet
         self.fileKeys = fileKeys
+        creating = Dictionary(
+            changeSet.changes.map { ($0.type, Set($0.create.compactMap(\.intValue))) },
+            uniquingKeysWith: { $0.union($1) })
     }
 
     func apply(to changes: LocalChanges) throws -> (id: String, keys: [String: [Int64: JSONValue]]) {
@@ -170,7 +185,7 @@ struct LocalEdit: Sendable {
         for field in entity.fields {
             guard let target = field.references, let key = attributes[field.name], let number = key.intValue, number < 0
             else { continue }
-            if changeSet[target]?.create.contains(key) ?? false, created[target]?[number] == nil { return nil }
+            if creating[target]?.contains(number) ?? false, created[target]?[number] == nil { return nil }
             fields[field.name] = local(key, of: target, created: created)
         }
         return fields

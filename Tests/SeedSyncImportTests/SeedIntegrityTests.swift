@@ -28,6 +28,26 @@ import Testing
         }
     }
 
+    /// A manifest that describes the file's bytes (size and SHA-256 right) but lies about what is
+    /// in it, its row counts or its revision: refused, naming what differs, nothing installed.
+    @Test(arguments: ["rowCounts", "revision"])
+    func aManifestThatLiesAboutTheSeedIsRefused(field: String) async throws {
+        try await withImportFixture { fixture in
+            let path = SeedManifest.path(forSeed: fixture.seed)
+            var manifest = try SeedManifest.read(from: path)
+            if field == "rowCounts" { manifest.rowCounts["events"]! += 1 } else { manifest.revision += 1 }
+            try manifest.jsonData().write(to: URL(fileURLWithPath: path))
+            await #expect { try await fixture.importer().run() } throws: { error in
+                let error = error as? ImportError
+                let named = field == "rowCounts" ? "row counts" : "revision"
+                return error?.code == .invalidSeed && error!.description.contains("does not match its manifest")
+                    && error!.description.contains(named)
+            }
+            #expect(!FileManager.default.fileExists(atPath: fixture.database))
+            #expect(!FileManager.default.fileExists(atPath: fixture.database + ".installing"))
+        }
+    }
+
     /// A corrupt `.gz` is a damaged seed, not a storage failure: the inflater's error must not be
     /// taken for a read error of the file.
     @Test func aCorruptGzipSeedIsADamagedSeed() async throws {

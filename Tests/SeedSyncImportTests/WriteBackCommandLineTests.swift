@@ -79,6 +79,20 @@ import Darwin
             #expect(
                 broken.status != 0 && broken.stderr.contains("events[-77] does not exist")
                     && broken.stderr.contains("nothing was queued"), "\(broken.stderr)")
+
+            // 60,000 new rows: a change set over the 4 MiB a push carries, refused before anything is written.
+            let rows = (1...60_000).map {
+                #""-\#($0)": {"name": "n\#($0)", "city": "Lyon", "latitude": 1.5, "longitude": 2.5}"#
+            }
+            let huge =
+                #"[{"types": ["locations"], "locations": {"create": [\#((1...60_000).map { "-\($0)" }.joined(separator: ", "))], "attributes": {\#(rows.joined(separator: ", "))}}}]"#
+            let tooLarge = try await Self.write(
+                huge, to: fixture.database, in: fixture.served.directory.path, name: "huge")
+            #expect(
+                tooLarge.status != 0 && tooLarge.stderr.contains("change set 1 of")
+                    && tooLarge.stderr.contains("bytes of JSON, more than the 4194304")
+                    && tooLarge.stderr.contains("nothing was written"), "\(tooLarge.stderr)")
+            #expect(try Self.pending(in: fixture.database) == 0)
         }
     }
 

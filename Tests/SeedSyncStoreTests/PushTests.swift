@@ -203,6 +203,17 @@ import Testing
             }
             #expect(truth.types == ["authors", "books"])
             #expect(truth["authors"]?.update == ["le-guin"] && truth["books"]?.update == [1])
+            // A delete refused for its stale revision: the kept row comes with the row that references it.
+            let stale = try await store.push(
+                pushed(
+                    #"{"id": "drop-author-stale", "types": ["authors"], "authors": {"delete": ["le-guin"], "attributes": {"le-guin": {"revision": 9}}}}"#
+                ), retention: Self.day)
+            guard case .conflict(let kept) = stale.status else {
+                Issue.record("not a conflict: \(stale)")
+                return
+            }
+            #expect(kept.types == ["authors", "books"])
+            #expect(kept["authors"]?.update == ["le-guin"] && kept["books"]?.update == [1])
             // A reference to a row that is not there: the answer says it is gone.
             let dangling = try await store.push(
                 pushed(

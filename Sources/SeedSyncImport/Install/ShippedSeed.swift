@@ -68,8 +68,9 @@ struct ShippedSeed: Sendable {
 
     /// Copies the seed to `destination` (decompressing a `.gz` and hashing on the way), syncs the
     /// copy and checks it: the manifest's size and SHA-256 when there is a manifest, SeedSync's
-    /// application id and format, `PRAGMA quick_check`, the content digest when there is no
-    /// manifest, and `expectedSchemaVersion`.
+    /// application id and format, `PRAGMA quick_check`, the rest of the manifest (revision,
+    /// dataset, schema, row counts), the content digest when there is no manifest, and
+    /// `expectedSchemaVersion`.
     ///
     /// - Returns: the copy's metadata.
     /// - Throws: ``ImportError/Code/invalidSeed``, or ``ImportError/Code/storage`` when the copy
@@ -104,6 +105,15 @@ struct ShippedSeed: Sendable {
         let metadata = try file.metadata()
         if let problem = try file.quickCheck() {
             throw ImportError(.invalidSeed, "\(path) is damaged: quick_check found \(problem)")
+        }
+        if let manifest {
+            let mismatches = manifest.mismatches(digest: digest, metadata: metadata, rowCounts: try file.rowCounts())
+            guard mismatches.isEmpty else {
+                throw ImportError(
+                    .invalidSeed,
+                    "\(path) does not match its manifest: the manifest says \(mismatches.joined(separator: "; ")); build the seed and its manifest again"
+                )
+            }
         }
         // Without a manifest, the digest the seed carries is what proves its values intact.
         if manifest == nil { try file.checkContent(metadata) }

@@ -19,6 +19,11 @@ public import SeedSyncModel
 /// }
 /// ```
 public final class LocalChanges {
+    /// The largest change set one write may queue, in bytes of its JSON: 4 MiB (a push carries
+    /// whole change sets, and a server takes 8 MiB per request by default). A larger one is refused
+    /// with ``ImportError/Code/invalidChangeSet`` and nothing of the write is kept.
+    public static let maxBytes = PendingChanges.maxPushBytes
+
     /// The id the change set is pushed under (its idempotency key).
     public let id: String
     /// The schema of the app's database: the types and fields edits may name.
@@ -32,8 +37,12 @@ public final class LocalChanges {
 
     private let db: Database
     private let outbox: Outbox
+    /// The rows in the order the write first touched them, and the same rows as a set.
     private var order: [RowID] = []
+    private var touched: Set<RowID> = []
     private var states: [RowID: State] = [:]
+    /// The temporary key this write last gave a new row, by type.
+    private var lastKeys: [String: Int64] = [:]
 
     init(db: Database, outbox: Outbox) {
         self.db = db
@@ -57,7 +66,7 @@ public final class LocalChanges {
                     .invalidChangeSet,
                     "a new row of \(type) takes a temporary key: leave '\(entity.primaryKey.name)' out")
             }
-            key = .int(try outbox.nextTemporaryKey(of: entity, in: db))
+            key = .int(try temporaryKey(of: entity))
         } else {
             guard case .string(let text)? = fields[entity.primaryKey.name] else {
                 throw ImportError(
@@ -133,6 +142,20 @@ public final class LocalChanges {
         return try outbox.localRow(RowID(type: type, key: key.keyString ?? ""), in: db)
     }
 
+    /// The next temporary key of `type`: the one below the last this write gave while it is free
+    /// (it always is, unless the keys were found in a gap, see ``Outbox/nextTemporaryKey(of:in:)``),
+    /// so the table and the shadows are searched once per write, not once per new row.
+    private func temporaryKey(of type: EntityType) throws -> Int64 {
+        var key: Int64?
+        if let last = lastKeys[type.name], last > .min {
+            let row = RowID(type: type.name, key: String(last - 1))
+            if try outbox.localRow(row, in: db) == nil, try outbox.shadow(of: row, in: db) == nil { key = last - 1 }
+        }
+        let next = try key ?? outbox.nextTemporaryKey(of: type, in: db)
+        lastKeys[type.name] = next
+        return next
+    }
+
     private func existing(_ type: String, _ key: JSONValue) throws -> (RowID, [String: JSONValue]) {
         let entity = try outbox.type(type)
         guard entity.primaryKey.type.accepts(key), let string = key.keyString else {
@@ -166,7 +189,7 @@ public final class LocalChanges {
 
     private func record(_ row: RowID, _ state: State) {
         states[row] = state
-        if !order.contains(row) { order.append(row) }
+        if touched.insert(row).inserted { order.append(row) }
     }
 
     /// Queues the change set, checks every reference it touches, and forgets the shadows of rows
@@ -187,10 +210,10 @@ public final class LocalChanges {
         let changeSet = changeSet()
         guard !changeSet.changes.isEmpty else { return false }
         let size = changeSet.jsonBytes().count
-        guard size <= PendingChanges.maxPushBytes else {
+        guard size <= Self.maxBytes else {
             throw ImportError(
                 .invalidChangeSet,
-                "the change set is \(size) bytes, more than the \(PendingChanges.maxPushBytes) a push may carry: split the edits into several writes; nothing was written"
+                "the change set is \(size) bytes, more than the \(Self.maxBytes) a push may carry: split the edits into several writes; nothing was written"
             )
         }
         try outbox.append(id: id, changeSet, in: db)

@@ -96,6 +96,30 @@ public struct SeedManifest: Codable, Sendable, Hashable {
         }
     }
 
+    /// What the manifest says that the seed it describes does not, a phrase each (none when they
+    /// agree): its size and SHA-256 as read (`digest`), its metadata and its tables' row counts.
+    /// The file name is not compared: a seed may be shipped under another name.
+    package func mismatches(digest: FileDigest, metadata: SeedMetadata, rowCounts: [String: Int]) -> [String] {
+        [
+            formatVersion == metadata.formatVersion
+                ? nil : "format version \(formatVersion), the seed has \(metadata.formatVersion)",
+            pageSize == SeedFormat.pageSize ? nil : "page size \(pageSize)",
+            size == digest.size ? nil : "size \(size), the file has \(digest.size) bytes",
+            sha256 == digest.sha256 ? nil : "SHA-256 \(sha256), the file hashes to \(digest.sha256)",
+            revision == metadata.revision ? nil : "revision \(revision), the seed has \(metadata.revision)",
+            dataset == metadata.dataset ? nil : "dataset \(dataset), the seed has \(metadata.dataset)",
+            schemaVersion == metadata.schemaVersion
+                ? nil : "schema version \(schemaVersion), the seed has \(metadata.schemaVersion)",
+            schemaHash == metadata.schemaHash ? nil : "schema hash differs",
+            self.rowCounts == rowCounts
+                ? nil : "row counts \(Self.describe(self.rowCounts)), the seed has \(Self.describe(rowCounts))",
+        ].compactMap { $0 }
+    }
+
+    private static func describe(_ counts: [String: Int]) -> String {
+        counts.keys.sorted().map { "\($0)=\(counts[$0]!)" }.joined(separator: ", ")
+    }
+
     /// The manifest as pretty-printed JSON with sorted keys, ending in a newline.
     public func jsonData() -> Data {
         let encoder = JSONEncoder()

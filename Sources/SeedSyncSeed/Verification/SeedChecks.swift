@@ -230,24 +230,9 @@ struct SeedChecks {
         Self.record("manifest", into: &report) {
             let counts = try seed.rowCounts(of: metadata.schema)
             let name = URL(fileURLWithPath: besideFile.map { String($0.dropLast(3)) } ?? path).lastPathComponent
-            let mismatches = [
-                manifest.file == name ? nil : "file \(manifest.file), not \(name)",
-                manifest.formatVersion == metadata.formatVersion
-                    ? nil : "format version \(manifest.formatVersion), the seed has \(metadata.formatVersion)",
-                manifest.pageSize == SeedFormat.pageSize ? nil : "page size \(manifest.pageSize)",
-                manifest.size == digest.size ? nil : "size \(manifest.size), the file has \(digest.size) bytes",
-                manifest.sha256 == digest.sha256
-                    ? nil : "SHA-256 \(manifest.sha256), the file hashes to \(digest.sha256)",
-                manifest.revision == metadata.revision
-                    ? nil : "revision \(manifest.revision), the seed has \(metadata.revision)",
-                manifest.dataset == metadata.dataset
-                    ? nil : "dataset \(manifest.dataset), the seed has \(metadata.dataset)",
-                manifest.schemaVersion == metadata.schemaVersion
-                    ? nil : "schema version \(manifest.schemaVersion), the seed has \(metadata.schemaVersion)",
-                manifest.schemaHash == metadata.schemaHash ? nil : "schema hash differs",
-                manifest.rowCounts == counts
-                    ? nil : "row counts \(Self.describe(manifest.rowCounts)), the seed has \(Self.describe(counts))",
-            ].compactMap { $0 }
+            let mismatches =
+                (manifest.file == name ? [] : ["file \(manifest.file), not \(name)"])
+                + manifest.mismatches(digest: digest, metadata: metadata, rowCounts: counts)
             return (
                 mismatches.isEmpty,
                 mismatches.isEmpty
@@ -268,9 +253,5 @@ struct SeedChecks {
         } catch {
             report.record(name, false, "\(error)")
         }
-    }
-
-    private static func describe(_ counts: [String: Int]) -> String {
-        counts.keys.sorted().map { "\($0)=\(counts[$0]!)" }.joined(separator: ", ")
     }
 }

@@ -76,6 +76,15 @@ struct ChangeWriter {
                     }
                 }
             }
+        }
+        return problems + (try referrers(ofDeletesIn: changes, in: db))
+    }
+
+    /// For each row `changes` delete that some row points at, its first referrer per reference
+    /// field: after the write, a broken reference; when the delete conflicts, rows the answer holds.
+    func referrers(ofDeletesIn changes: [ValidatedChanges], in db: Database) throws -> [ReferenceProblem] {
+        var problems: [ReferenceProblem] = []
+        for change in changes where !change.deletes.isEmpty {
             for (referrer, field) in schema.references(to: change.type.name) {
                 let statement = try db.cachedStatement(sql: tables[referrer.name]!.referrer(through: field))
                 for key in change.deletes {

@@ -71,7 +71,11 @@ struct PushWriter {
         } catch let error as ChangeSetError {
             return .rejected(code: SyncStoreError.Code.invalidChangeSet.rawValue, message: error.description)
         }
-        if try hasConflict(push, in: db) { return .conflict(try conflictRows(push, related: [], in: db)) }
+        if try hasConflict(push, in: db) {
+            // A delete refused for its stale revision keeps the row, and so the rows that reference it.
+            let kept = try ChangeWriter(served).referrers(ofDeletesIn: push.changes, in: db)
+            return .conflict(try conflictRows(push, related: kept.map(\.relatedRow), in: db))
+        }
         var keys: [String: [Int64: Int64]] = [:]
         do {
             for (type, temporary) in push.temporaryKeys {

@@ -284,6 +284,12 @@ import Testing
                     #""books": {"update": [-4], "attributes": {"-4": {"title": "T", "price": 1, "in_stock": true, "revision": 1}}}"#,
                     "is a temporary key"
                 ),
+                (#""books": {"delete": [-4], "attributes": {}}"#, "books[-4] is a temporary key"),
+                (
+                    #""books": {"update": [1], "attributes": {"1": {"title": "T", "revision": -1}}}"#,
+                    "revision -1 is not a revision"
+                ),
+                (#""books": {"delete": [1], "attributes": {"1": {"revision": "1"}}}"#, "must be the row's revision"),
                 (#""books": {}"#, "creates, updates and deletes none of its rows"),
             ]
             for (index, (changes, message)) in cases.enumerated() {

@@ -91,6 +91,7 @@ extension DatasetSchema {
     ///   attributes; a deleted row's attributes are that alone.
     /// - Created rows of integer-keyed types have negative (temporary) keys, which updates and
     ///   deletes may not name; a negative reference must be a temporary key this change set creates.
+    ///   Each problem has its own message.
     ///
     /// ```swift
     /// let push = try schema.validatePush(pushed)
@@ -104,14 +105,7 @@ extension DatasetSchema {
             let changes = plain.changes[index]
             for id in changes.update + changes.delete {
                 guard let key = id.keyString else { continue }  // `validate` names it
-                guard case .int(let revision)? = changes.attributes[key]?[SchemaNames.revisionColumn], revision >= 0
-                else {
-                    throw ChangeSetError(
-                        .malformed,
-                        "\(changes.type)[\(key.clippedForMessage)] needs the revision it was based on: \"revision\" in its attributes"
-                    )
-                }
-                bases[changes.type, default: [:]][key] = revision
+                bases[changes.type, default: [:]][key] = try baseRevision(of: id, in: changes)
             }
             for id in changes.delete {
                 guard let key = id.keyString else { continue }
@@ -141,13 +135,6 @@ extension DatasetSchema {
                 }
                 temporary[change.type.name, default: []].insert(key)
             }
-            for key in change.updates.map(\.key) + change.deletes {
-                if case .int(let number) = key, number < 0 {
-                    throw ChangeSetError(
-                        .invalidKey,
-                        "\(change.type.name)[\(number)] is a temporary key: only a created row can have one")
-                }
-            }
         }
         for change in changes {
             for (index, field) in change.type.fields.enumerated() {
@@ -163,6 +150,33 @@ extension DatasetSchema {
             }
         }
         return ValidatedPush(id: pushed.id, changes: changes, baseRevisions: bases)
+    }
+
+    /// The revision an update or delete of `key` was based on, from its attributes.
+    ///
+    /// - Throws: ``ChangeSetError`` saying which is wrong: a temporary key (an integer-keyed type's
+    ///   negative key), no `revision`, or a `revision` that is not a whole number of 0 or more.
+    private func baseRevision(of key: JSONValue, in changes: TypeChanges) throws(ChangeSetError) -> Int64 {
+        let name = "\(changes.type)[\(key.keyString!.clippedForMessage)]"
+        if case .int(let number) = key, number < 0, type(named: changes.type)?.primaryKey.type == .integer {
+            throw ChangeSetError(
+                .invalidKey,
+                "\(name) is a temporary key: only a row this change set creates can have one; name the row by the key the server gave it"
+            )
+        }
+        switch changes.attributes[key.keyString!]?[SchemaNames.revisionColumn] {
+        case nil:
+            throw ChangeSetError(
+                .malformed, "\(name) needs the revision it was based on: \"revision\" in its attributes")
+        case .int(let revision) where revision >= 0:
+            return revision
+        case .int(let revision):
+            throw ChangeSetError(
+                .malformed, "\(name): revision \(revision) is not a revision; revisions are whole numbers of 0 or more")
+        default:
+            throw ChangeSetError(
+                .malformed, "\(name): \"revision\" must be the row's revision, a whole number of 0 or more")
+        }
     }
 }
 

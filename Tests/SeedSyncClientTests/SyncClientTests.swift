@@ -10,6 +10,10 @@ import SeedSyncStore
 import SeedSyncTesting
 import Testing
 
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
 /// The client against a real server on loopback, and against servers that misbehave on purpose.
 @Suite struct SyncClientTests {
     static let token = "client-test-token"
@@ -87,6 +91,48 @@ import Testing
             await #expect {
                 try await client(url, limit: 1_000).snapshotPage(of: "events", after: nil, limit: 300)
             } throws: {
+                ($0 as? SyncClientError)?.code == .responseTooLarge
+            }
+        }
+    }
+
+    /// The limit is exact: an answer of `limit` bytes is accepted and one of `limit + 1` refused,
+    /// whether the server declares its length, sends it gzip-compressed (the limit counts the
+    /// inflated bytes) or chunked without a length.
+    @Test func theResponseLimitIsExactDeclaredInflatedAndChunked() async throws {
+        try await withServer { url, _ in
+            let measuring = client(url)
+            _ = try await measuring.snapshotPage(of: "events", after: nil, limit: 300)
+            let size = Int(measuring.bytesReceived)
+            for gzip in [false, true] {
+                var configuration = SyncClient.Configuration(
+                    serverURL: url, token: Self.token, maxResponseSize: size, retry: .none, acceptsGzip: gzip)
+                let page = try await SyncClient(configuration: configuration).snapshotPage(
+                    of: "events", after: nil, limit: 300)
+                #expect(page.rows.count == 300, "gzip \(gzip): \(size) bytes with a limit of \(size)")
+                configuration.maxResponseSize = size - 1
+                await #expect {
+                    try await SyncClient(configuration: configuration).snapshotPage(
+                        of: "events", after: nil, limit: 300)
+                } throws: { ($0 as? SyncClientError)?.code == .responseTooLarge }
+            }
+            // The compressed answer's declared length is far under the limit: the inflated bytes were counted.
+            var request = URLRequest(url: url.appendingPathComponent("v1/snapshot/events"))
+            request.url = URL(string: request.url!.absoluteString + "?limit=300")
+            request.setValue("Bearer \(Self.token)", forHTTPHeaderField: "Authorization")
+            request.setValue("gzip", forHTTPHeaderField: "Accept-Encoding")
+            let (_, response) = try await URLSession.shared.data(for: request)
+            #expect((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding") == "gzip")
+        }
+        let stub = MisbehavingServer()
+        try await stub.run { url in
+            let info = SchemaInfo(schema: DemoDataset.schema, revision: 1, minRevision: 1)
+            let json = String(decoding: try JSONEncoder().encode(info), as: UTF8.self)
+            stub.plan([.chunked(json)])
+            let schema = try? await client(url, limit: json.utf8.count).schema()
+            #expect(schema?.revision == 1, "chunked: \(json.utf8.count) bytes with a limit of \(json.utf8.count)")
+            stub.plan([.chunked(json)])
+            await #expect { try await client(url, limit: json.utf8.count - 1).schema() } throws: {
                 ($0 as? SyncClientError)?.code == .responseTooLarge
             }
         }
@@ -209,6 +255,8 @@ final class MisbehavingServer: Sendable {
         case ok
         case status(Int, retryAfter: String? = nil)
         case body(String)
+        /// The text in two chunks, without a length (chunked transfer encoding).
+        case chunked(String)
         case slow(seconds: Double)
     }
 
@@ -244,6 +292,16 @@ final class MisbehavingServer: Sendable {
             return Response(status: .init(code: code), headers: headers)
         case .body(let text):
             return Self.json(text)
+        case .chunked(let text):
+            let bytes = Array(text.utf8)
+            let halves = [
+                ByteBuffer(bytes: bytes.prefix(bytes.count / 2)), ByteBuffer(bytes: bytes.dropFirst(bytes.count / 2)),
+            ]
+            let (stream, continuation) = AsyncStream.makeStream(of: ByteBuffer.self)
+            for half in halves { continuation.yield(half) }
+            continuation.finish()
+            return Response(
+                status: .ok, headers: [.contentType: "application/json"], body: .init(asyncSequence: stream))
         case .slow(let seconds):
             try await Task.sleep(nanoseconds: UInt64(seconds * 1_000_000_000))
             return Self.json("{}")

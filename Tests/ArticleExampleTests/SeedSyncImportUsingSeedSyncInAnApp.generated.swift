@@ -50,7 +50,7 @@ extension SeedSyncImportUsingSeedSyncInAnApp {
         _ = titles
     }
 
-    /// The example at line 103 of the article.
+    /// The example at line 106 of the article.
     static func example5() async throws {
         let hall = try await engine.write { changes in
             try changes.create("locations", ["name": "Hall", "city": "Lyon", "latitude": 45.7, "longitude": 4.8])
@@ -61,7 +61,7 @@ extension SeedSyncImportUsingSeedSyncInAnApp {
         _ = hall
     }
 
-    /// The example at line 130 of the article.
+    /// The example at line 133 of the article.
     static func example6() async throws {
         let edit = await engine.beginEdit()
         // the form is open; server changes wait
@@ -69,7 +69,7 @@ extension SeedSyncImportUsingSeedSyncInAnApp {
         _ = edit
     }
 
-    /// The example at line 146 of the article.
+    /// The example at line 149 of the article.
     static func example7() async throws {
         configuration.beforeMerge = { notice in
             guard notice.rows["events"]?.contains(openEvent) == true else { return }
@@ -77,7 +77,7 @@ extension SeedSyncImportUsingSeedSyncInAnApp {
         }
     }
 
-    /// The example at line 166 of the article.
+    /// The example at line 169 of the article.
     static func example8() async throws {
         var configuration = SeedImporter.Configuration(seed: seedPath, database: databasePath, server: server)
         configuration.conflicts = .custom { conflict in

@@ -50,7 +50,9 @@ final class LocalDatabase: Sendable {
     /// importer's transactions commit without it (`wal_autocheckpoint = 0` on its own connection,
     /// and for the length of each of its transactions on the app's), and the catch-up checkpoints
     /// where nothing waits for it. The importer's own connection also truncates the WAL back to
-    /// this size when it starts over (`journal_size_limit`), so its size says what it holds.
+    /// this size when it starts over (`journal_size_limit`), so its size says what it holds; the
+    /// app's WAL keeps the size it reached, and once past the limit a catch-up checkpoints after
+    /// each of its transactions (still outside their commits).
     /// Measured on a 40,000-change-set catch-up into 1M rows (`scripts/bench.sh` case 8): the WAL
     /// peaks near 80 MB (a rule by rows, 20,000, let it reach 150 MB: scattered updates write a
     /// page or more each); 16 MiB kept it near 30 MB but made the catch-up 20 % slower (more

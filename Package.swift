@@ -190,7 +190,10 @@ let package = Package(
         ),
         .testTarget(
             name: "SeedSyncStoreTests",
-            dependencies: ["SeedSyncStore", "SeedSyncPostgres", "SeedSyncDemo", "SeedSyncTesting"]
+            dependencies: [
+                "SeedSyncStore", "SeedSyncPostgres", "SeedSyncDemo", "SeedSyncTesting",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
         .testTarget(
             name: "SeedSyncPostgresTests",

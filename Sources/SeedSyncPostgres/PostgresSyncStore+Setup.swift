@@ -59,6 +59,7 @@ extension PostgresSyncStore {
                 try await TableCheck(table: table, tableSchema: tableSchema).run(on: connection, logger: logger)
                 try await connection.query(
                     PostgresQuery(unsafeSQL: "LOCK TABLE \(table.table) IN SHARE ROW EXCLUSIVE MODE"), logger: logger)
+                try await checkKeys(of: table, on: connection, logger: logger)
             }
         } adopt: { connection, revision in
             for table in tables {
@@ -67,6 +68,22 @@ extension PostgresSyncStore {
                 try await connection.query(
                     PostgresQuery(unsafeSQL: CaptureSQL.adopt(table), binds: binds), logger: logger)
             }
+        }
+    }
+
+    /// Refuses a table with an integer key above ``DatasetSchema/largestCommittedKey``: the rows
+    /// apps push take keys after the largest, and would have none left.
+    private static func checkKeys(of table: PostgresTableSQL, on connection: PostgresConnection, logger: Logger)
+        async throws
+    {
+        guard table.type.primaryKey.type == .integer else { return }
+        let rows = try await connection.query(
+            PostgresQuery(unsafeSQL: "SELECT max(\(table.key))::bigint FROM \(table.table)"), logger: logger)
+        for try await (largest) in rows.decode(Int64?.self) {
+            guard let largest, largest > DatasetSchema.largestCommittedKey else { continue }
+            throw PostgresStoreError.tableMismatch(
+                "\(table.table) holds key \(largest), above \(DatasetSchema.largestCommittedKey) (2^62 − 1), the largest SeedSync serves: the rows apps create take keys after the largest one; give that row a smaller key, then attach again"
+            )
         }
     }
 

@@ -29,6 +29,10 @@ import Testing
         ("ALTER TABLE shows ALTER COLUMN title DROP NOT NULL", "public.shows.title allows NULL"),
         ("ALTER TABLE shows DROP CONSTRAINT shows_pkey", "public.shows: the primary key must be the column id alone"),
         ("ALTER TABLE venues RENAME TO places", "there is no table public.venues"),
+        (
+            "ALTER TABLE shows ALTER COLUMN id TYPE bigint; INSERT INTO shows VALUES (4611686018427387904, 'Last', 'hall', 1, NULL, false, '2026-01-01 20:00+01', 1)",
+            "holds key 4611686018427387904, above 4611686018427387903"
+        ),
     ])
     func attachRefusesTablesThatDoNotMatchAndChangesNothing(change: String, message: String) async throws {
         try await withTeamDatabase(teamTables + ";" + change) { location in

@@ -58,6 +58,10 @@ import Testing
             #"{"types":["books","authors"],"books":{"create":[2],"attributes":{"2":{"title":"T","price":1,"in_stock":true,"author_code":"x"}}},"authors":{"delete":["le-guin"]}}"#,
             "references authors[x]"
         ),
+        (
+            #"{"types":["books"],"books":{"create":[4611686018427387904],"attributes":{"4611686018427387904":{"title":"T","price":1,"in_stock":true}}}}"#,
+            "books[4611686018427387904] cannot be created: integer keys end at 4611686018427387903"
+        ),
     ])
     func rejectedChangeSetsWriteNothing(json: String, message: String) async throws {
         for backend in StoreBackend.allCases {
@@ -78,6 +82,29 @@ import Testing
             #expect(try await Fixtures.contents(of: store) == before)
             #expect(try await store.schemaInfo().revision == 1)
             #expect(try await store.changeFeed(after: 0, limit: 10, byteBudget: 1 << 20).changeSets.count == 1)
+        }
+    }
+
+    /// The largest key a commit may create, 2^62 − 1, is taken, and an app's pushed row still
+    /// gets the next key.
+    @Test(arguments: StoreBackend.allCases) func theLargestCommittedKeyLeavesKeysForPushedRows(backend: StoreBackend)
+        async throws
+    {
+        try await backend.withStore { store in
+            try await store.commit(Fixtures.catalogCreation())
+            try await store.commit(
+                try JSONDecoder().decode(
+                    ChangeSet.self,
+                    from: Data(
+                        #"{"types":["books"],"books":{"create":[4611686018427387903],"attributes":{"4611686018427387903":{"title":"Last","price":1,"in_stock":true}}}}"#
+                            .utf8)))
+            let pushed = try PushedChangeSet(
+                json: JSONParser.parse(
+                    Array(
+                        #"{"id": "after-last", "types": ["books"], "books": {"create": [-1], "attributes": {"-1": {"title": "New", "price": 2, "in_stock": true}}}}"#
+                            .utf8)))
+            let result = try await store.push(pushed, retention: .seconds(86_400))
+            #expect(result.status == .applied(revision: 3, keys: ["books": ["-1": 4_611_686_018_427_387_904]]))
         }
     }
 

@@ -1,6 +1,9 @@
 import Foundation
+import GRDB
 import SeedSyncDemo
 import SeedSyncModel
+import SeedSyncPostgres
+import SeedSyncStore
 import SeedSyncTesting
 import Testing
 
@@ -77,20 +80,20 @@ import Testing
     ) async throws {
         try await backend.withStore { store in
             try await store.commit(Fixtures.catalogCreation())
-            let top = Int64.max - 1
-            try await store.commit(
-                try ChangeSet(
-                    json: JSONParser.parse(
-                        Array(
-                            #"{"types": ["books"], "books": {"create": [\#(top)], "attributes": {"\#(top)": {"title": "Last", "price": 1, "in_stock": true}}}}"#
-                                .utf8))))
+            // A commit cannot create a key this high (above 2^62 − 1): another program can.
+            try await Self.insertBehind(
+                store, into: "books", columns: "id, title, price, in_stock", values: "\(Int64.max - 1), 'Last', 1, true"
+            )
             let book = #"{"title": "New", "price": 1, "in_stock": true}"#
             let one = try await store.push(
                 pushed(
                     #"{"id": "one", "types": ["books"], "books": {"create": [-1], "attributes": {"-1": \#(book)}}}"#),
                 retention: Self.day)
-            #expect(
-                one.status == .applied(revision: 3, keys: ["books": ["-1": .int(Int64.max)]]), "the last key is given")
+            guard case .applied(_, let keys) = one.status else {
+                Issue.record("not applied: \(one)")
+                return
+            }
+            #expect(keys == ["books": ["-1": .int(Int64.max)]], "the last key is given")
             let two = try await store.push(
                 pushed(
                     #"{"id": "two", "types": ["books"], "books": {"create": [-1], "attributes": {"-1": \#(book)}}}"#),
@@ -105,7 +108,26 @@ import Testing
                 pushed(
                     #"{"id": "three", "types": ["authors"], "authors": {"create": ["new"], "attributes": {"new": {"name": "N"}}}}"#
                 ), retention: Self.day)
-            #expect(three.status == .applied(revision: 4, keys: [:]))
+            guard case .applied = three.status else {
+                Issue.record("not applied: \(three)")
+                return
+            }
+        }
+    }
+
+    /// Inserts a row behind the store's back, as another program would: straight into the
+    /// SQLite file (at revision 1), or through PostgreSQL (which captures it).
+    static func insertBehind(_ store: any MaintainedSyncStore, into table: String, columns: String, values: String)
+        async throws
+    {
+        if let sqlite = store as? SQLiteSyncStore {
+            let queue = try DatabaseQueue(path: sqlite.path)
+            defer { try? queue.close() }
+            try await queue.write { db in
+                try db.execute(sql: "INSERT INTO \(table) (\(columns), revision) VALUES (\(values), 1)")
+            }
+        } else if let postgres = store as? PostgresSyncStore {
+            try await TestPostgres.run("INSERT INTO \(table) (\(columns)) VALUES (\(values))", on: postgres.location)
         }
     }
 

@@ -18,14 +18,32 @@ package struct ValidatedChanges: Sendable {
 }
 
 extension DatasetSchema {
+    /// The largest integer key a row may be created with by a commit (or have in a table a
+    /// store attaches): 2^62 − 1. The keys above are left for the rows apps push, which take keys
+    /// after the largest one used or ever given: a row at `Int64.max` would leave them none, for good.
+    package static let largestCommittedKey: Int64 = (1 << 62) - 1
+
     /// ``validate(_:)`` for a store's commit: a change set that does not fit is
-    /// `SyncStoreError` `invalidChangeSet`, the store's error for it.
+    /// `SyncStoreError` `invalidChangeSet`, the store's error for it. An integer key above
+    /// ``largestCommittedKey`` cannot be created.
     package func validateCommit(_ changeSet: ChangeSet) throws(SyncStoreError) -> [ValidatedChanges] {
+        let changes: [ValidatedChanges]
         do {
-            return try validate(changeSet)
+            changes = try validate(changeSet)
         } catch {
             throw .invalidChangeSet(error)
         }
+        for change in changes where change.type.primaryKey.type == .integer {
+            guard let row = change.creates.first(where: { ($0.key.intValue ?? 0) > Self.largestCommittedKey }) else {
+                continue
+            }
+            throw .invalidChangeSet(
+                ChangeSetError(
+                    .invalidKey,
+                    "\(change.type.name)[\(row.key.keyString ?? "?")] cannot be created: integer keys end at \(Self.largestCommittedKey) (2^62 − 1), so that the rows apps create always have keys to take"
+                ))
+        }
+        return changes
     }
 
     /// Checks a change set against this schema and returns its rows in schema order.

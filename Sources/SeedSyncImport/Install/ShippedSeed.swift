@@ -68,7 +68,8 @@ struct ShippedSeed: Sendable {
 
     /// Copies the seed to `destination` (decompressing a `.gz` and hashing on the way), syncs the
     /// copy and checks it: the manifest's size and SHA-256 when there is a manifest, SeedSync's
-    /// application id and format, `PRAGMA quick_check`, the rest of the manifest (revision,
+    /// application id and format, `PRAGMA quick_check`, its tables (the schema's and the
+    /// metadata, nothing else: ``SeedFile/structureProblem(_:)``), the rest of the manifest (revision,
     /// dataset, schema, row counts), the content digest when there is no manifest, and
     /// `expectedSchemaVersion`.
     ///
@@ -105,6 +106,9 @@ struct ShippedSeed: Sendable {
         let metadata = try file.metadata()
         if let problem = try file.quickCheck() {
             throw ImportError(.invalidSeed, "\(path) is damaged: quick_check found \(problem)")
+        }
+        if let problem = try file.structureProblem(metadata) {
+            throw ImportError(.invalidSeed, "\(path) is not a seed as seed-build writes them: \(problem)")
         }
         if let manifest {
             let mismatches = manifest.mismatches(digest: digest, metadata: metadata, rowCounts: try file.rowCounts())

@@ -160,32 +160,7 @@ struct SeedChecks {
     /// The stored hash matches the stored schema, and the tables in the file are exactly the ones it describes.
     private func checkSchema(_ seed: SeedFile, _ metadata: SeedMetadata, into report: inout VerificationReport) {
         Self.record("schema", into: &report) {
-            guard metadata.schema.hash == metadata.schemaHash else {
-                return (
-                    false,
-                    "schema_hash \(metadata.schemaHash) is not the hash of the stored schema (\(metadata.schema.hash))"
-                )
-            }
-            let expected = Set(
-                [SeedMetadata.createTable]
-                    + metadata.schema.types.flatMap { TableSQL(type: $0).create(withoutRowID: true) })
-            let (found, userVersion) = try seed.read { db in
-                (
-                    Set(try String.fetchAll(db, sql: "SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL")),
-                    try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
-                )
-            }
-            guard userVersion == metadata.schemaVersion else {
-                return (false, "user_version \(userVersion) is not the schema version \(metadata.schemaVersion)")
-            }
-            guard found == expected else {
-                let extra = found.subtracting(expected).count
-                let missing = expected.subtracting(found).count
-                return (
-                    false,
-                    "the tables do not match the stored schema (\(missing) definitions missing or changed, \(extra) unexpected)"
-                )
-            }
+            if let problem = try seed.structureProblem(metadata) { return (false, problem) }
             return (true, "hash \(metadata.schemaHash) matches the \(metadata.schema.types.count) tables")
         }
     }
@@ -253,5 +228,35 @@ struct SeedChecks {
         } catch {
             report.record(name, false, "\(error)")
         }
+    }
+}
+
+extension SeedFile {
+    /// What is wrong with the file's structure, or `nil`: the stored hash must be the stored
+    /// schema's, `user_version` its version, and the tables and indexes exactly the ones it
+    /// describes plus the metadata table (nothing else: an outbox or any table of an app's).
+    package func structureProblem(_ metadata: SeedMetadata) throws -> String? {
+        guard metadata.schema.hash == metadata.schemaHash else {
+            return "schema_hash \(metadata.schemaHash) is not the hash of the stored schema (\(metadata.schema.hash))"
+        }
+        let expected = Set(
+            [SeedMetadata.createTable] + metadata.schema.types.flatMap { TableSQL(type: $0).create(withoutRowID: true) }
+        )
+        let (found, userVersion) = try read { db in
+            (
+                Set(try String.fetchAll(db, sql: "SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL")),
+                try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+            )
+        }
+        guard userVersion == metadata.schemaVersion else {
+            return "user_version \(userVersion) is not the schema version \(metadata.schemaVersion)"
+        }
+        guard found == expected else {
+            let extra = found.subtracting(expected).count
+            let missing = expected.subtracting(found).count
+            return
+                "the tables do not match the stored schema (\(missing) definitions missing or changed, \(extra) unexpected)"
+        }
+        return nil
     }
 }

@@ -498,7 +498,7 @@ extension LiveCommandTests {
     /// back by the download (the lowest of priorities), the replacement of every row waits for the
     /// session to end, and the edit made in it is carried into the new database and pushed.
     @Test func aRecoveryDownloadsDuringAnEditSessionAndReplacesAfterIt() async throws {
-        try await withImportFixture(events: 5_000, changesAfter: 10) { fixture in
+        try await withImportFixture(events: 20_000, locations: 200, changesAfter: 10) { fixture in
             try await fixture.importer(token: liveServerWriteToken).run()
             let before = try revision(of: fixture.database)
             try await fixture.mutate(20, seed: 21)
@@ -516,7 +516,7 @@ extension LiveCommandTests {
             for await _ in downloading { break }
             let edit = await engine.beginEdit()
             #expect(!replaced(), "beginEdit waited for the snapshot's download")
-            try await Task.sleep(for: .milliseconds(500))  // the download takes about 200 ms here
+            try await Task.sleep(for: .milliseconds(500))  // the download alone takes about a second here
             #expect(!replaced(), "the database was replaced during an edit session")
             #expect(try revision(of: fixture.database) == before)
             try await edit.commit { try $0.update("events", key: key, ["title": "Edited during a recovery"]) }

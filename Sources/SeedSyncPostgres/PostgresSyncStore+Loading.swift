@@ -48,6 +48,14 @@ extension PostgresSyncStore: MaintainedSyncStore {
             }
             if buffer.readableBytes > 0 { try await writer.write(buffer) }
         }
+        if type.primaryKey.type == .integer,
+            let largest = try await query("SELECT max(\(table.key))::bigint FROM seedsync_load", on: connection)
+                .first.flatMap({ try $0.decode(Int64?.self) }),
+            largest > DatasetSchema.largestCommittedKey
+        {
+            throw PostgresStoreError(
+                .invalidLoad, "\(ChangeSetError.keyTooLarge(type.name, largest)); nothing was loaded")
+        }
         try await connection.query(PostgresQuery(unsafeSQL: table.upsert(from: "seedsync_load")), logger: logger)
         try await connection.query("DROP TABLE seedsync_load", logger: logger)
         return count

@@ -97,6 +97,10 @@ private struct Interrupted: Error {}
             "books[5].author_code references authors[ghost], which does not exist"
         ),
         (#"{"title": "T", "price": 1, "in_stock": true}"#, "has no 'id'"),
+        (
+            #"{"id": 5, "title": "T", "price": 1, "in_stock": true}\#n{"id": 4611686018427387904, "title": "T", "price": 1, "in_stock": true}"#,
+            "books[4611686018427387904] cannot be created: integer keys end at 4611686018427387903"
+        ),
     ])
     func badLoadsWriteNothing(content: String, message: String) async throws {
         for backend in StoreBackend.allCases {

@@ -172,7 +172,8 @@ final class LocalDatabase: Sendable {
     }
 
     /// A write transaction on ``writer``. On the app's connection SQLite's automatic checkpoint
-    /// is off for its commit, and the app's setting is restored after (see ``walLimit``).
+    /// is off for its commit, and the app's setting is restored after (see ``walLimit``); a WAL hook
+    /// the app set itself with `sqlite3_wal_hook` on that connection would be replaced by it.
     private func transaction<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         guard isAppDatabase else { return try await writer.write(body) }
         return try await writer.writeWithoutTransaction { db in
@@ -276,11 +277,21 @@ final class LocalDatabase: Sendable {
     /// Copies what it can of the WAL into the main file, without waiting for anyone (see
     /// ``close()``), once the WAL is larger than ``walLimit``. The catch-up calls it between its
     /// transactions.
+    ///
+    /// On the app's database it runs on a connection of its own, opened for it: a checkpoint does
+    /// not hold the write lock, and the app's single writer stays free for the app's commits (an
+    /// edit session's among them) while pages are copied.
     func checkpointIfLarge() async throws {
         let size = (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? NSNumber)?.intValue
         guard let size, size > Self.walLimit else { return }
         do {
-            try await writer.writeWithoutTransaction { db in try Self.passiveCheckpoint(db) }
+            guard isAppDatabase else {
+                try await writer.writeWithoutTransaction { db in try Self.passiveCheckpoint(db) }
+                return
+            }
+            let checkpointer = try DatabaseQueue(path: path)
+            defer { try? checkpointer.close() }
+            try await checkpointer.writeWithoutTransaction { db in try Self.passiveCheckpoint(db) }
         } catch let error as DatabaseError {
             throw ImportError(
                 SeedError.database(error, "checkpoint \(path)"), otherwise: .invalidDatabase,

@@ -232,7 +232,9 @@ extension ImportSession {
 
     /// The swap of a 410 recovery, once its file is ready. It lands on every row, so it waits for
     /// the edit sessions, and a session that begins meanwhile waits for it; the download or copy
-    /// before it does not hold a session back (it has the lowest priority of a run's steps).
+    /// before it does not hold a session back (it has the lowest priority of a run's steps). A stop
+    /// or a pause while it waits ends the run, and the finished file is removed with it: the next
+    /// run downloads (or copies) again.
     private func gatedReplace(
         _ database: LocalDatabase, with source: String, revision: Int64, source kind: Replacement.Source
     ) async throws -> LocalDatabase {

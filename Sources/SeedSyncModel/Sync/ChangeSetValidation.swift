@@ -34,14 +34,9 @@ extension DatasetSchema {
             throw .invalidChangeSet(error)
         }
         for change in changes where change.type.primaryKey.type == .integer {
-            guard let row = change.creates.first(where: { ($0.key.intValue ?? 0) > Self.largestCommittedKey }) else {
-                continue
+            if let row = change.creates.first(where: { ($0.key.intValue ?? 0) > Self.largestCommittedKey }) {
+                throw .invalidChangeSet(.keyTooLarge(change.type.name, row.key.intValue!))
             }
-            throw .invalidChangeSet(
-                ChangeSetError(
-                    .invalidKey,
-                    "\(change.type.name)[\(row.key.keyString ?? "?")] cannot be created: integer keys end at \(Self.largestCommittedKey) (2^62 − 1), so that the rows apps create always have keys to take"
-                ))
         }
         return changes
     }
@@ -248,5 +243,15 @@ extension EntityType {
             fieldValues.append(try value(of: field, values[index + 1], rowKey: key))
         }
         return (RowValues(key: id, values: fieldValues), revision)
+    }
+}
+
+extension ChangeSetError {
+    /// `type[key]` is above ``DatasetSchema/largestCommittedKey``: refused by a commit and a bulk load.
+    package static func keyTooLarge(_ type: String, _ key: Int64) -> Self {
+        ChangeSetError(
+            .invalidKey,
+            "\(type)[\(key)] cannot be created: integer keys end at \(DatasetSchema.largestCommittedKey) (2^62 − 1), so that the rows apps create always have keys to take"
+        )
     }
 }

@@ -55,7 +55,11 @@ package struct BulkWriter {
         loadedTypes.insert(type)
         let statement = try db.cachedStatement(sql: table.upsert)
         var count = 0
+        let integerKeys = table.type.primaryKey.type == .integer
         while let row = try rows.nextRow() {
+            if integerKeys, let key = row.key.intValue, key > DatasetSchema.largestCommittedKey {
+                throw SyncStoreError.invalidChangeSet(.keyTooLarge(type, key))
+            }
             try StatementValues.execute(statement, row: row, of: table.type, revision: revision)
             count += 1
         }

@@ -284,27 +284,34 @@ final class LocalDatabase: Sendable {
     func checkpointIfLarge() async throws {
         let size = (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? NSNumber)?.intValue
         guard let size, size > Self.walLimit else { return }
+        guard isAppDatabase else { return try await checkpoint(on: writer) }
+        let checkpointer: DatabaseQueue
         do {
-            guard isAppDatabase else {
-                try await writer.writeWithoutTransaction { db in try Self.passiveCheckpoint(db) }
-                return
+            checkpointer = try DatabaseQueue(path: path)
+        } catch let error as DatabaseError {
+            throw ImportError(SeedError.database(error, "open \(path) to checkpoint it"), otherwise: .invalidDatabase)
+        }
+        defer { try? checkpointer.close() }
+        try await checkpoint(on: checkpointer)
+    }
+
+    /// A passive checkpoint on `connection` (another connection checkpointing the same WAL copies
+    /// the frames).
+    ///
+    /// - Throws: ``ImportError`` when the checkpoint fails (an I/O error); every change set is committed.
+    private func checkpoint(on connection: any DatabaseWriter) async throws {
+        do {
+            try await connection.writeWithoutTransaction { db in
+                do {
+                    _ = try db.checkpoint(.passive)
+                } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY {
+                    // Another connection is checkpointing the same WAL: it copies the frames.
+                }
             }
-            let checkpointer = try DatabaseQueue(path: path)
-            defer { try? checkpointer.close() }
-            try await checkpointer.writeWithoutTransaction { db in try Self.passiveCheckpoint(db) }
         } catch let error as DatabaseError {
             throw ImportError(
                 SeedError.database(error, "checkpoint \(path)"), otherwise: .invalidDatabase,
                 "every change set is committed")
-        }
-    }
-
-    /// A passive checkpoint; another connection checkpointing the same WAL copies the frames.
-    private static func passiveCheckpoint(_ db: Database) throws {
-        do {
-            _ = try db.checkpoint(.passive)
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY {
-            // Another connection is checkpointing the same WAL: it copies the frames.
         }
     }
 
@@ -319,13 +326,17 @@ final class LocalDatabase: Sendable {
     func close() async throws {
         guard !isAppDatabase, let queue = writer as? DatabaseQueue else { return }
         do {
-            try await queue.writeWithoutTransaction { db in try Self.passiveCheckpoint(db) }
+            try await checkpoint(on: queue)
+        } catch {
+            try? queue.close()
+            throw error
+        }
+        do {
             try queue.close()
         } catch let error as DatabaseError {
-            try? queue.close()
             throw ImportError(
-                SeedError.database(error, "checkpoint \(path)"), otherwise: .invalidDatabase,
-                "every change set is committed")
+                SeedError.database(error, "close \(path)"), otherwise: .invalidDatabase, "every change set is committed"
+            )
         }
     }
 }

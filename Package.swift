@@ -180,6 +180,11 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
+        // libFuzzer targets over what crosses a trust boundary (scripts/fuzz.sh); a plain build replays inputs.
+        .executableTarget(
+            name: "seed-fuzz",
+            dependencies: ["SeedSyncModel", "SeedSyncGzip", "SeedSyncSeed", "SeedSyncStore", "SeedSyncDemo"]
+        ),
         .testTarget(name: "SeedSyncModelTests", dependencies: ["SeedSyncModel", "SeedSyncTesting"]),
         .testTarget(name: "SeedSyncDemoTests", dependencies: ["SeedSyncDemo", "SeedSyncModel", "SeedSyncTesting"]),
         .testTarget(

@@ -101,6 +101,18 @@ import Testing
                 try SeedDamage.matchManifest(to: $0)
             }, message: ["revision"]),
         .init(
+            name: "a metadata row of NULLs, manifest matched",
+            damage: {
+                try sql(untypedMetadata + "INSERT INTO _seedsync_seed (key, value) VALUES (NULL, NULL)", on: $0)
+                try SeedDamage.matchManifest(to: $0)
+            }, message: ["metadata", "not text"]),
+        .init(
+            name: "the revision stored as a number, manifest matched",
+            damage: {
+                try sql(untypedMetadata + "UPDATE _seedsync_seed SET value = 7 WHERE key = 'revision'", on: $0)
+                try SeedDamage.matchManifest(to: $0)
+            }, message: ["metadata", "not text"]),
+        .init(
             name: "a negative revision, manifest matched",
             damage: {
                 try sql("UPDATE _seedsync_seed SET value = '-4' WHERE key = 'revision'", on: $0)
@@ -282,6 +294,14 @@ import Testing
         try overwrite(
             offset: (root! - 1) * SeedFormat.pageSize + 8, with: [UInt8](repeating: 0xFF, count: 64), in: path)
     }
+
+    /// Replaces the metadata table by one without types or constraints (as a damaged file may hold),
+    /// with the same rows; the statement after it puts in what the real table would refuse.
+    static let untypedMetadata = """
+        ALTER TABLE _seedsync_seed RENAME TO damaged; CREATE TABLE _seedsync_seed (key, value);
+        INSERT INTO _seedsync_seed SELECT key, value FROM damaged; DROP TABLE damaged;
+
+        """
 
     static func sql(_ statement: String, on path: String) throws {
         let queue = try DatabaseQueue(path: path)

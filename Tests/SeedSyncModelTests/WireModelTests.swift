@@ -96,6 +96,18 @@ import Testing
         )
     }
 
+    /// Found by `scripts/fuzz.sh` (target `wire`): a change set that names an id or a type twice,
+    /// which validation refuses, was written with a member twice, which no strict reader accepts.
+    @Test func aChangeSetNamingAnIdOrATypeTwiceIsWrittenAsValidJSON() throws {
+        let events = TypeChanges(
+            type: "events", create: [31, 33, 33], attributes: ["31": ["title": "a"], "33": ["title": "b"]])
+        let written = ChangeSet(changes: [events, events]).jsonBytes()
+        let read = try ChangeSet(json: JSONParser.parse(written))
+        #expect(read.types == ["events"])
+        #expect(read["events"]?.attributes == events.attributes)
+        #expect(read.jsonBytes() == written)
+    }
+
     @Test func snapshotPageRoundTrips() throws {
         let page = SnapshotPage(
             type: "events", revision: 9, columns: ["id", "title", "revision"],

@@ -114,9 +114,13 @@ extension ChangeSet: Codable {
             writer.key("conflict")
             writer.value(true)
         }
+        // Each type once, even when a change set names one twice (which validation refuses): what is
+        // written is always valid JSON, without a member twice.
+        var written = Set<String>()
+        let once = changes.filter { written.insert($0.type).inserted }
         writer.key("types")
-        writer.value(.array(types.map(JSONValue.string)))
-        for change in changes {
+        writer.value(.array(once.map { .string($0.type) }))
+        for change in once {
             writer.key(change.type)
             change.write(to: &writer)
         }
@@ -149,8 +153,11 @@ extension TypeChanges {
         writer.value(.array(delete))
         writer.key("attributes")
         writer.beginObject()
+        // Once per key, even for a change set that names an id twice (which validation refuses):
+        // what is written is always valid JSON.
+        var written = Set<String>()
         for id in create + update + delete {
-            guard let key = id.keyString, let fields = attributes[key] else { continue }
+            guard let key = id.keyString, let fields = attributes[key], written.insert(key).inserted else { continue }
             writer.key(key)
             writer.value(.object(fields))
         }

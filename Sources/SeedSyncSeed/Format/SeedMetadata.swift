@@ -62,7 +62,16 @@ public struct SeedMetadata: Sendable, Hashable {
         guard try db.tableExists(SeedFormat.metadataTable) else {
             throw SeedError.notASeed(path, "it has no \(SeedFormat.metadataTable) table")
         }
-        let rows = try Row.fetchAll(db, sql: "SELECT key, value FROM \(SeedFormat.metadataTable)")
+        // A damaged file may hold anything: a NULL or a number where text belongs is an error, never a trap.
+        let table = SeedFormat.metadataTable
+        guard
+            try Bool.fetchOne(
+                db, sql: "SELECT EXISTS (SELECT 1 FROM \(table) WHERE typeof(key) <> 'text' OR typeof(value) <> 'text')"
+            ) == false
+        else {
+            throw SeedError.notASeed(path, "metadata holds a key or a value that is not text")
+        }
+        let rows = try Row.fetchAll(db, sql: "SELECT key, value FROM \(table)")
         var values: [String: String] = [:]
         for row in rows { values[row[0]] = row[1] }
         func value(_ key: Key) throws -> String {

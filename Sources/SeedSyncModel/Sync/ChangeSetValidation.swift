@@ -38,7 +38,29 @@ extension DatasetSchema {
                 throw .invalidChangeSet(.keyTooLarge(change.type.name, row.key.intValue!))
             }
         }
+        do {
+            try Self.refuseNUL(in: changes)
+        } catch {
+            throw .invalidChangeSet(error)
+        }
         return changes
+    }
+
+    /// Refuses U+0000 (NUL) in the text a commit or a push writes: text keys and values, and the
+    /// strings inside `json` values. PostgreSQL cannot store it, and both stores take the same change
+    /// sets. (What a store already holds is still read and served.)
+    ///
+    /// - Throws: ``ChangeSetError`` `invalidValue` naming the row and the field.
+    package static func refuseNUL(in changes: [ValidatedChanges]) throws(ChangeSetError) {
+        for change in changes {
+            for row in change.creates + change.updates {
+                let name = "\(change.type.name)[\((row.key.keyString ?? "?").clippedForMessage)]"
+                if row.key.holdsNUL { throw ChangeSetError(.invalidKey, "\(name): a key cannot hold U+0000 (NUL)") }
+                for (field, value) in zip(change.type.fields, row.values) where value.holdsNUL {
+                    throw ChangeSetError(.invalidValue, "\(name).\(field.name): text cannot hold U+0000 (NUL)")
+                }
+            }
+        }
     }
 
     /// Checks a change set against this schema and returns its rows in schema order.

@@ -118,6 +118,7 @@ extension DatasetSchema {
             }
         }
         let changes = try validate(plain)
+        try Self.refuseNUL(in: changes)
         if let empty = changes.first(where: { $0.creates.isEmpty && $0.updates.isEmpty && $0.deletes.isEmpty }) {
             throw ChangeSetError(
                 .malformed,

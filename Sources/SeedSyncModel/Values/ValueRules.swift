@@ -34,6 +34,16 @@ extension FieldType {
 }
 
 extension JSONValue {
+    /// Whether a string in the value (a member name included) holds U+0000.
+    var holdsNUL: Bool {
+        switch self {
+        case .string(let text): text.utf8.contains(0)
+        case .array(let values): values.contains(where: \.holdsNUL)
+        case .object(let members): members.contains { $0.key.utf8.contains(0) || $0.value.holdsNUL }
+        default: false
+        }
+    }
+
     /// Whether every number in the value is finite, as JSON can write it.
     var isFinite: Bool {
         switch self {

@@ -30,7 +30,11 @@ extension Request {
     /// A body the connection cannot deliver is the client's doing, not a server failure: broken
     /// chunked framing is 400 `malformed_http`, a connection closed or reset mid-body is 400
     /// `incomplete_body` (which the client will not read); both close the connection.
+    /// A `Content-Length` over `limit` is answered at once: the body is not waited for.
     private func collectBody(upTo limit: Int, within timeout: Duration) async throws -> ByteBuffer {
+        if let declared = headers[.contentLength].flatMap(Int.init), declared > limit {
+            throw ServerError.bodyTooLarge(limit)
+        }
         do {
             return try await Self.collect(body, upTo: limit, within: timeout)
         } catch is NIOTooManyBytesError {

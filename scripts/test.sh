@@ -5,8 +5,9 @@
 # Tests/ArticleExampleTests (scripts/article-examples.py), builds once (which type-checks them), runs `swift test`. Without a PostgreSQL
 # those tests fail: they are never skipped. Then the checks that need the build: the public API
 # against api/, the DocC documentation without warnings, real answers against docs/openapi.yaml,
-# 30 seconds of schemathesis, the hostile client matrix on both stores (scripts/hostile-clients.sh), and
-# 15 seconds of each libFuzzer target (scripts/fuzz.sh). The tests have 15 minutes (SEEDSYNC_TEST_SECONDS): a run that
+# 30 seconds of schemathesis, the hostile client matrix on both stores (scripts/hostile-clients.sh), the
+# hostile server matrix against seed-build and seed-import (scripts/hostile-servers.sh), and 15 seconds
+# of each libFuzzer target (scripts/fuzz.sh). The tests have 15 minutes (SEEDSYNC_TEST_SECONDS): a run that
 # hangs fails with the tests that did not end and the test process's stacks (scripts/lib/watchdog.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,4 +30,5 @@ bash scripts/docs.sh
 bash scripts/openapi-check.sh .build/debug
 bash scripts/schemathesis.sh .build/debug --seconds 30
 bash scripts/hostile-clients.sh --bin .build/debug
+bash scripts/hostile-servers.sh --bin .build/debug
 bash scripts/fuzz.sh --seconds 15

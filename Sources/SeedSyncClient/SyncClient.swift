@@ -171,6 +171,7 @@ public final class SyncClient: Sendable {
                 "POST /v1/sync: \(changeSets.count) change sets were pushed, but the results answer \(response.results.count) or other ids"
             )
         }
+        for (pushed, result) in zip(changeSets, response.results) { try Self.checkKeys(of: result, answering: pushed) }
         // `nil` past Int64.max: no change set can follow it.
         var next: Int64? = revision < .max ? revision + 1 : nil
         for changeSet in response.changeSets {
@@ -268,5 +269,35 @@ public final class SyncClient: Sendable {
             throw SyncClientError(
                 .unreachable, "\(label): cannot reach \(configuration.serverURL.absoluteString): \(reason)")
         }
+    }
+}
+
+extension SyncClient {
+    /// An `applied` result must give a real key to each temporary key its change set created, and to
+    /// no other: a row left under its temporary key would stay beside the server's copy of it for good.
+    ///
+    /// - Throws: ``SyncClientError/Code/malformedResponse`` naming the change set and the keys.
+    static func checkKeys(of result: PushResult, answering pushed: PushedChangeSet) throws {
+        guard case .applied(_, let keys) = result.status else { return }
+        var created: [String: Set<String>] = [:]
+        for changes in pushed.changeSet.changes {
+            let temporary = changes.create.compactMap { key in key.intValue.flatMap { $0 < 0 ? String($0) : nil } }
+            if !temporary.isEmpty { created[changes.type] = Set(temporary) }
+        }
+        let given = keys.compactMapValues { map in map.isEmpty ? nil : Set(map.keys) }
+        let realKeys = keys.values.flatMap(\.values)
+        guard given == created, realKeys.allSatisfy({ $0.intValue != nil }) else {
+            throw SyncClientError(
+                .malformedResponse,
+                "POST /v1/sync: the result of pushed change set \(pushed.id) maps the temporary keys \(describe(given)), but the change set created \(describe(created))"
+            )
+        }
+    }
+
+    private static func describe(_ keys: [String: Set<String>]) -> String {
+        keys.isEmpty
+            ? "none"
+            : keys.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value.sorted().joined(separator: ", "))" }.joined(
+                separator: "; ")
     }
 }

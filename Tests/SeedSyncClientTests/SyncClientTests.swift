@@ -213,6 +213,33 @@ import FoundationNetworking
         }
     }
 
+    /// An `applied` result must map exactly the temporary keys its change set created: a row left
+    /// under its temporary key would stay beside the server's copy (found by scripts/hostile-servers.sh).
+    @Test func anAppliedResultMustMapEachTemporaryKeyItCreated() async throws {
+        let created = TypeChanges(
+            type: "locations", create: [-1],
+            attributes: ["-1": ["name": "Hall", "city": "Oslo", "latitude": 1.5, "longitude": 2.5]])
+        let pushed = PushedChangeSet(id: "edit-1", changeSet: ChangeSet(changes: [created]))
+        @Sendable func answer(keys: String) -> String {
+            #"{"maxRevision": 6, "hasMore": false, "changeSets": [{"revision": 6, "types": []}], "results": [{"id": "edit-1", "status": "applied", "revision": 6, "keys": \#(keys)}]}"#
+        }
+        let stub = MisbehavingServer()
+        try await stub.run { url in
+            for wrong in [
+                #"{}"#, #"{"locations": {"-2": 9}}"#, #"{"locations": {"-1": 9, "-2": 10}}"#,
+                #"{"locations": {"-1": "9"}}"#,
+            ] {
+                stub.plan([.body(answer(keys: wrong))])
+                await #expect("keys \(wrong)") { try await client(url).sync(from: 5, pushing: [pushed]) } throws: {
+                    ($0 as? SyncClientError)?.code == .malformedResponse && "\($0)".contains("edit-1")
+                }
+            }
+            stub.plan([.body(answer(keys: #"{"locations": {"-1": 9}}"#))])
+            let response = try await client(url).sync(from: 5, pushing: [pushed])
+            #expect(response.results.count == 1)
+        }
+    }
+
     /// A request ends as soon as its task is cancelled, whatever the transport does: also when
     /// the task was cancelled before the request started.
     @Test(arguments: [false, true]) func aCancelledRequestEndsAtOnce(cancelledBeforeItStarts: Bool) async throws {

@@ -20,6 +20,11 @@ package enum SQLiteFiles {
 }
 
 extension DatabaseError {
+    /// Whether the volume failed the write (full, or an I/O error), not the statement.
+    package var isVolumeFailure: Bool {
+        resultCode == .SQLITE_FULL || resultCode == .SQLITE_IOERR
+    }
+
     /// SQLite's message, or the result code when there is none: for error texts people read.
     package var reason: String {
         message ?? "SQLite error \(resultCode.rawValue)"

@@ -9,7 +9,7 @@ extension SQLiteSyncStore {
     /// `history_expired` and download a new snapshot.
     public func compact(keepingRevisions keep: Int64) async throws -> Compaction {
         precondition(keep >= 0, "keep must not be negative")
-        return try await pool.write { db in
+        return try await writeTransaction { db in
             let state = try StateRecord.fetch(db)
             let pinned = try SeedRecords.oldestPinned(in: db)
             let wanted = state.revision - keep

@@ -108,6 +108,18 @@ public final class SQLiteSyncStore: SyncStore {
         try FileManager.default.moveItem(atPath: temporary, toPath: path)
     }
 
+    /// A write transaction of the pool, where a volume that is full or failing is `storeUnavailable`
+    /// (503 with `Retry-After`: clients retry) naming the file, instead of SQLite's bare message. The
+    /// transaction is rolled back whole; once there is room the same write succeeds.
+    func writeTransaction<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await pool.write(body)
+        } catch let error as DatabaseError where error.isVolumeFailure {
+            throw SyncStoreError.storeUnavailable(
+                "\(path) cannot be written: \(error.reason); free space on its volume or check the volume")
+        }
+    }
+
     /// Closes the file; later calls fail.
     public func close() throws {
         try pool.close()

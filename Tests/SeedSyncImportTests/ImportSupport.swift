@@ -91,6 +91,22 @@ func revision(of database: String) throws -> Int64 {
     return try file.metadata().revision
 }
 
+/// `PRAGMA quick_check` of a database, through a connection of the test's own.
+func quickCheck(_ database: String) throws -> String? {
+    let queue = try DatabaseQueue(path: database)
+    defer { try? queue.close() }
+    return try queue.read { db in try String.fetchOne(db, sql: "PRAGMA quick_check") }
+}
+
+/// The number of local change sets queued in an app's database (the outbox is made by the first write).
+func outboxCount(_ database: String) throws -> Int {
+    let queue = try DatabaseQueue(path: database)
+    defer { try? queue.close() }
+    return try queue.read { db in
+        try db.tableExists("_seedsync_outbox") ? Int.fetchOne(db, sql: "SELECT count(*) FROM _seedsync_outbox") ?? 0 : 0
+    }
+}
+
 /// The revision stored in a seed-format database, read with a connection of the test's own.
 func storedRevision(_ db: Database) throws -> Int64? {
     try String.fetchOne(db, sql: "SELECT value FROM _seedsync_seed WHERE key = 'revision'").flatMap { Int64($0) }

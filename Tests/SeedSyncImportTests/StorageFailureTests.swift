@@ -83,4 +83,52 @@ struct StorageFailureTests {
             }
         }
     }
+
+    /// The catch-up fills the volume: `.storage` naming the database; what was committed stays,
+    /// sound; once there is room the next run ends equal to the server.
+    @Test func aCatchUpThatFillsTheVolumeStopsSoundAndResumes() async throws {
+        try await withImportFixture(events: 2000) { fixture in
+            try await SmallVolume.with(kilobytes: 4096) { volume in
+                let database = volume.path("events.sqlite")
+                try await fixture.importer(database: database).run()
+                let before = try revision(of: database)
+                try await fixture.mutate(400, seed: 55)
+                try volume.fill(leaving: 48 << 10)
+                await #expect { try await fixture.importer(database: database).run() } throws: { error in
+                    (error as? ImportError)?.code == .storage && "\(error)".contains(database)
+                }
+                #expect(try quickCheck(database) == "ok")
+                #expect(try revision(of: database) >= before)
+                try FileManager.default.removeItem(atPath: volume.path(".filler"))
+                try await fixture.importer(database: database).run()
+                #expect(try contents(ofSeed: database) == (try await fixture.serverContents()))
+            }
+        }
+    }
+
+    /// A local edit on a full volume: `.storage`, and neither the row nor an outbox entry is
+    /// written; once there is room the same edit is written and queued.
+    @Test func aLocalEditOnAFullVolumeWritesNothing() async throws {
+        try await withImportFixture(events: 2000) { fixture in
+            try await SmallVolume.with(kilobytes: 4096) { volume in
+                let database = volume.path("events.sqlite")
+                let importer = fixture.importer(database: database)
+                try await importer.run()
+                let before = try contents(ofSeed: database)
+                try volume.fill(leaving: 0)
+                let hall: [String: JSONValue] = [
+                    "name": .string(String(repeating: "Hall ", count: 2000)), "city": "Oslo", "latitude": 1.5,
+                    "longitude": 2.5,
+                ]
+                await #expect { try await importer.write { try $0.create("locations", hall) } } throws: { error in
+                    (error as? ImportError)?.code == .storage && "\(error)".contains(database)
+                }
+                #expect(try contents(ofSeed: database) == before)
+                try FileManager.default.removeItem(atPath: volume.path(".filler"))
+                #expect(try outboxCount(database) == 0)
+                _ = try await importer.write { try $0.create("locations", hall) }
+                #expect(try outboxCount(database) == 1)
+            }
+        }
+    }
 }

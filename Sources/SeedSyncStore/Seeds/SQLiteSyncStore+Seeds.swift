@@ -4,7 +4,7 @@ public import SeedSyncModel
 
 extension SQLiteSyncStore {
     public func register(_ seed: SeedRegistration) async throws -> RegisteredSeed {
-        try await pool.write { db in
+        try await writeTransaction { db in
             let state = try StateRecord.fetch(db)
             let history = try self.served(db, state).versions.history
             let existing = try SeedRecords.find(seed.sha256, in: db)
@@ -24,7 +24,7 @@ extension SQLiteSyncStore {
     }
 
     public func retireSeed(sha256: String) async throws -> RegisteredSeed? {
-        try await pool.write { db in
+        try await writeTransaction { db in
             try db.execute(
                 sql: "UPDATE _seedsync_seeds SET retired_at = ? WHERE sha256 = ? AND retired_at IS NULL",
                 arguments: [RegisteredSeed.timestamp(Date()), sha256])

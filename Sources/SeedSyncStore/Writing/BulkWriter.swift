@@ -23,7 +23,7 @@ extension SQLiteSyncStore {
     package func bulkWrite<T: Sendable>(
         _ body: @escaping @Sendable (inout BulkWriter) throws -> T
     ) async throws -> (revision: Int64, result: T) {
-        let written = try await pool.write { db in
+        let written = try await writeTransaction { db in
             let state = try StateRecord.fetch(db)
             let served = try self.served(db, state)
             var writer = BulkWriter(db: db, tables: served.tables, revision: state.revision + 1)

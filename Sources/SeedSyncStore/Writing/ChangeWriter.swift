@@ -7,7 +7,7 @@ extension SQLiteSyncStore {
     @discardableResult
     public func commit(_ changeSet: ChangeSet) async throws -> Int64 {
         do {
-            let revision = try await pool.write { db in
+            let revision = try await writeTransaction { db in
                 let served = try self.served(db)
                 let changes = try served.schema.validateCommit(changeSet)
                 return try ChangeWriter(served).commit(changes, in: db)

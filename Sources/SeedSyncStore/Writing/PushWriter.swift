@@ -8,7 +8,7 @@ extension SQLiteSyncStore {
     /// transaction with its idempotency record in `_seedsync_pushes`.
     public func push(_ changeSet: PushedChangeSet, retention: Duration, version: Int?) async throws -> PushResult {
         let now = Date()
-        let result = try await pool.write { db in
+        let result = try await writeTransaction { db in
             let served = try self.served(db)
             let writer = PushWriter(served, projection: try served.versions.projection(version))
             return try writer.push(changeSet, at: now, retention: retention, in: db)

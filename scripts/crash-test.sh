@@ -141,18 +141,20 @@ crash_build() {
             where="after the publish"
         fi
         wait "$pid" 2>/dev/null || true
-        # The seed at OUT is the previous one or a whole new one; nothing else is left but OUT.partial.
+        # The seed at OUT is the previous one or a whole new one.
         if [ "$(sha256sum <"$out")" != "$good_sha" ] && ! "$bin/seed-verify" "$out" >"$work/verify.txt" 2>&1; then
             cat "$work/verify.txt" >&2
             echo "iteration $i (landed: $where): the seed at --out is neither the previous one nor a sound new one" >&2
             exit 1
         fi
-        stray=$(find "$work/build-$i" -type f ! -name seed.sqlite ! -name seed.sqlite.manifest.json ! -name 'seed.sqlite.partial' ! -name 'seed.sqlite.partial-wal' ! -name 'seed.sqlite.partial-shm')
+        # A kill may leave OUT.partial (for --resume) and the .new files of a publish; the rerun
+        # must leave nothing but the seed and its manifest.
+        if [ -f "$out.partial" ]; then build "$out" --resume; else build "$out"; fi
+        stray=$(find "$work/build-$i" -type f ! -name seed.sqlite ! -name seed.sqlite.manifest.json)
         if [ -n "$stray" ]; then
-            echo "iteration $i (landed: $where): files left beside the seed: $stray" >&2
+            echo "iteration $i (landed: $where): after the rerun, files left beside the seed: $stray" >&2
             exit 1
         fi
-        if [ -f "$out.partial" ]; then build "$out" --resume; else build "$out"; fi
         "$bin/seed-verify" "$out" >/dev/null
         if ! compare_tables "$work/server.sqlite" "$out" >"$work/compare.txt"; then
             cat "$work/compare.txt" >&2

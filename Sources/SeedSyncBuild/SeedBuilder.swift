@@ -83,6 +83,7 @@ public struct SeedBuilder: Sendable {
         let schema = try SchemaSelection(info: info, types: options.types).schema
         let (writer, resumed) = try await openWriter(schema: schema, info: info)
         run.resumed = resumed
+        SeedPublisher.removeLeftovers(of: options.output)
         let finished = options.output + ".new"
         let manifest: SeedManifest
         do {

@@ -16,10 +16,17 @@ struct SeedPublisher {
         do {
             return try write(manifestPath: manifestPath, compressed: compressed)
         } catch {
-            for path in [finished, compressed + ".new", manifestPath + ".new"] {
-                try? FileManager.default.removeItem(atPath: path)
-            }
+            Self.removeLeftovers(of: output)
             throw error
+        }
+    }
+
+    /// Removes what a publish of `output` writes before its renames (`OUT.new`, `OUT.gz.new`, the
+    /// manifest's `.new`): after a failed publish, and at the start of a build, for what a killed
+    /// one left.
+    static func removeLeftovers(of output: String) {
+        for path in [output + ".new", output + ".gz.new", SeedManifest.path(forSeed: output) + ".new"] {
+            try? FileManager.default.removeItem(atPath: path)
         }
     }
 

@@ -128,7 +128,10 @@ public struct SeedBuilder: Sendable {
 
     private func openWriter(schema: DatasetSchema, info: SchemaInfo) async throws -> (SeedWriter, Bool) {
         try FileSystem.createFolder(for: options.output)
-        if options.resume, FileManager.default.fileExists(atPath: partialPath) {
+        // A work file without tables is a build killed as it made the file: it starts over.
+        if options.resume, FileManager.default.fileExists(atPath: partialPath),
+            !SeedWriter.holdsNothing(at: partialPath)
+        {
             let previous = try await SeedWriter.open(at: partialPath)
             try await checkResumable(previous, schema: schema, info: info)
             return (previous, true)

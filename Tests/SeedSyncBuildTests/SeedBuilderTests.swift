@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import NIOConcurrencyHelpers
 import SeedSyncBuild
 import SeedSyncClient
@@ -98,6 +99,26 @@ import Testing
                 try await served.builder("d.sqlite").build { if case .page = $0 { throw Interruption() } }
             }
             let fresh = try await served.builder("d.sqlite").build()
+            #expect(!fresh.resumed)
+            #expect(try await SeedVerifier.verify(fresh.output).passed)
+        }
+    }
+
+    /// A build killed while it made its work file leaves one without tables (found by
+    /// scripts/crash-test.sh): `--resume` starts over instead of calling it foreign.
+    @Test(arguments: [false, true]) func resumingAWorkFileWithoutTablesStartsOver(emptySQLite: Bool) async throws {
+        try await withServedStore { served in
+            let partial = served.path("e.sqlite.partial")
+            if emptySQLite {
+                let queue = try DatabaseQueue(path: partial)
+                _ = try await queue.writeWithoutTransaction {
+                    try String.fetchOne($0, sql: "PRAGMA journal_mode = WAL")
+                }
+                try queue.close()
+            } else {
+                FileManager.default.createFile(atPath: partial, contents: Data())
+            }
+            let fresh = try await served.builder("e.sqlite", resume: true).build()
             #expect(!fresh.resumed)
             #expect(try await SeedVerifier.verify(fresh.output).passed)
         }

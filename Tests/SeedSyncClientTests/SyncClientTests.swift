@@ -150,6 +150,15 @@ import FoundationNetworking
         #expect(retries.withLockedValue { $0 } == 2)
     }
 
+    /// A server's `Retry-After` replaces the computed delay but never exceeds `maxDelay`: an hour
+    /// asked for is 10 s waited.
+    @Test func retryAfterIsCappedAtTheLongestDelay() {
+        let policy = RetryPolicy(maxAttempts: 5, baseDelay: 0.2, maxDelay: 10)
+        #expect(policy.delay(afterAttempt: 1, retryAfter: 3600) == 10)
+        #expect(policy.delay(afterAttempt: 1, retryAfter: 2) == 2)
+        #expect(policy.delay(afterAttempt: 1, retryAfter: -5) == 0)
+    }
+
     @Test func retries5xxAnd429ThenSucceeds() async throws {
         let stub = MisbehavingServer()
         try await stub.run { url in

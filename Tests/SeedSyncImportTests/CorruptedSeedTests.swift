@@ -117,7 +117,7 @@ import Testing
             damage: {
                 try sql("UPDATE _seedsync_seed SET value = '-4' WHERE key = 'revision'", on: $0)
                 try SeedDamage.matchManifest(to: $0)
-            }, message: ["revision"]),
+            }, message: ["'revision' is not a revision"]),
         .init(
             name: "another format version, manifest matched",
             damage: {

@@ -166,6 +166,14 @@ import Testing
         #expect { try schema.validatePush(push) } throws: { "\($0)".contains("cannot hold U+0000") }
     }
 
+    /// A pushed row of an integer-keyed type takes a negative temporary key: 0 is not one.
+    @Test func aPushCannotCreateKeyZero() throws {
+        let json =
+            #"{"types":["books"],"books":{"create":[0],"attributes":{"0":{"title":"T","price":1,"in_stock":true}}}}"#
+        let push = PushedChangeSet(id: "p", changeSet: try ChangeSet(json: JSONParser.parse(Array(json.utf8))))
+        #expect { try schema.validatePush(push) } throws: { ($0 as? ChangeSetError)?.code == .invalidKey }
+    }
+
     @Test func ignoresRevisionAndAcceptsMatchingKeyAttribute() throws {
         let json =
             #"{"types":["books"],"books":{"update":[4],"attributes":{"4":{"id":4,"revision":99,"title":"T","price":1,"in_stock":false}}}}"#

@@ -107,6 +107,21 @@ import Testing
         }
     }
 
+    /// A declared length one byte over the limit is answered at once, without waiting for a body
+    /// that never comes (the body time limit is 30 s; the answer must come long before).
+    @Test func aDeclaredLengthOverTheLimitIsAnsweredBeforeTheBody() async throws {
+        let configuration = testConfiguration { $0.maxRequestBodySize = 1 << 20 }
+        try await withServer(configuration) { port in
+            let connection = try RawConnection(port: port, timeout: 5)
+            defer { connection.close() }
+            let started = ContinuousClock.now
+            #expect(connection.send(Self.postHead(contentLength: (1 << 20) + 1, [])))
+            let (answer, _) = try await offPool { connection.receiveAll() }
+            #expect(answer.hasPrefix("HTTP/1.1 413"), "\(answer.prefix(200))")
+            #expect(ContinuousClock.now - started < .seconds(4), "answered before any body arrived")
+        }
+    }
+
     @Test func http10RequestsWithoutKeepAliveAreAnsweredAndClosed() async throws {
         try await withServer { port in
             let connection = try RawConnection(port: port, timeout: 5)

@@ -243,6 +243,16 @@ package final class SeedWriter: Sendable {
         SQLiteFiles.remove(at: path)
     }
 
+    /// Whether the file at `path` holds no table: a build killed while it created its file (the
+    /// tables are made in one transaction), with nothing to resume.
+    package static func holdsNothing(at path: String) -> Bool {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else { return false }
+        if (attributes[.size] as? Int) == 0 { return true }
+        guard let queue = try? DatabaseQueue(path: path) else { return false }
+        defer { try? queue.close() }
+        return (try? queue.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM sqlite_schema") }) == 0
+    }
+
     /// Closes the file without finishing it, keeping it for a later ``open(at:)``.
     package func close() throws {
         try queue.close()

@@ -166,6 +166,13 @@ import Testing
         #expect { try schema.validatePush(push) } throws: { "\($0)".contains("cannot hold U+0000") }
     }
 
+    /// A text key is at most 1,024 UTF-8 bytes, exactly (PROTOCOL.md §4).
+    @Test func textKeysEndAt1024Bytes() {
+        #expect(KeyType.text.accepts(.string(String(repeating: "é", count: 512))))
+        #expect(!KeyType.text.accepts(.string(String(repeating: "é", count: 512) + "x")))
+        #expect(!KeyType.text.accepts(""))
+    }
+
     /// A pushed row of an integer-keyed type takes a negative temporary key: 0 is not one.
     @Test func aPushCannotCreateKeyZero() throws {
         let json =

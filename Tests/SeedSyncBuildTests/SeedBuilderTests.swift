@@ -124,6 +124,20 @@ import Testing
         }
     }
 
+    /// A build killed in its finish, after the cursors were dropped (found by scripts/crash-test.sh):
+    /// every type was complete, so `--resume` catches up and finishes.
+    @Test func resumingAWorkFileKilledInItsFinishCompletesIt() async throws {
+        try await withServedStore { served in
+            let reference = try await served.builder("f.sqlite").build()
+            try FileManager.default.copyItem(atPath: reference.output, toPath: served.path("g.sqlite.partial"))
+            try await ChangeGenerator.mutate(served.store, changes: 3, seed: 12)
+            let resumed = try await served.builder("g.sqlite", resume: true).build()
+            #expect(resumed.resumed)
+            #expect(try await SeedVerifier.verify(resumed.output).passed)
+            #expect(resumed.manifest.revision == (try await served.store.revisions().revision))
+        }
+    }
+
     @Test func resumingRefusesWorkItCannotFinish() async throws {
         try await withServedStore { served in
             await #expect(throws: Interruption.self) {

@@ -86,17 +86,23 @@ package final class SeedWriter: Sendable {
 
     /// Opens a seed whose build was interrupted, to go on where it stopped.
     ///
-    /// - Throws: ``SeedError`` when the file is not an unfinished seed, or another process has it open.
+    /// A file without build cursors but with a seed's metadata was interrupted in ``finish(to:)``,
+    /// which drops the cursors only once every type is complete and every reference resolves: its
+    /// cursors come back as complete, and only the catch-up and the finish are left to do.
+    ///
+    /// - Throws: ``SeedError`` when the file is not a seed, or another process has it open.
     package static func open(at path: String) async throws -> SeedWriter {
         guard FileManager.default.fileExists(atPath: path) else {
             throw SeedError(.notFound, "no unfinished seed at \(path)")
         }
         let queue = try openQueue(at: path)
-        let metadata = try await queue.read { db in
-            guard try db.tableExists(SeedFormat.buildTable) else {
-                throw SeedError.notASeed(path, "it is not an unfinished build")
+        let metadata = try await queue.write { db in
+            let metadata = try SeedMetadata.read(db, path: path)
+            if try !db.tableExists(SeedFormat.buildTable) {
+                try createBuildTable(
+                    db, cursors: metadata.schema.types.map { [$0.name.databaseValue, .null, true.databaseValue] })
             }
-            return try SeedMetadata.read(db, path: path)
+            return metadata
         }
         return SeedWriter(path: path, queue: queue, schema: metadata.schema)
     }

@@ -37,6 +37,9 @@ fi
 if [ "$backend" = sqlite ]; then
     database=$work/server.sqlite
 else
+    # Durable (fsync, synchronous_commit on): the soak crashes PostgreSQL, and a commit it acknowledged
+    # without flushing would be lost, revisions clients already hold taken back (docs/RELIABILITY.md).
+    export POSTGRES_DURABLE=1
     start_postgres
     database=$SEEDSYNC_POSTGRES_URL
     port=${database##*:}

@@ -57,9 +57,18 @@ class Server:
         self.process.wait()
 
     def stop(self):
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
+        """SIGTERM, then SIGKILL after 30 s: returns the seconds the server took to exit, or None."""
+        if not self.process or self.process.poll() is not None:
+            return 0.0
+        started = time.monotonic()
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=30)
+            return time.monotonic() - started
+        except subprocess.TimeoutExpired:
+            self.process.kill()
             self.process.wait()
+            return None
 
 
 def call(url, method, path, body=None, token=ADMIN, timeout=20):
@@ -283,7 +292,10 @@ def main():
         return soak.run()
     finally:
         for server in soak.servers:
-            server.stop()
+            if server.stop() is None:
+                # A known defect (docs/RELIABILITY.md): after PostgreSQL restarted, a server may not
+                # end on SIGTERM. Reported, not failed: no data is at stake, and the fix is pending.
+                print(f"  WARNING {server.name} did not exit within 30 s of SIGTERM; killed (SIGKILL)", flush=True)
 
 
 if __name__ == "__main__":

@@ -50,14 +50,7 @@ work=$(mktemp -d)
 trap 'stop_server; stop_postgres; rm -rf "$work"' EXIT
 
 ensure_system_packages
-command -v sqlite3 >/dev/null 2>&1 || install_packages sqlite3
-if [ -z "$bin" ]; then
-    ensure_swift
-    for product in seed-server seed-build seed-import seed-verify; do
-        swift build -c release --product "$product" >&2
-    done
-    bin=$(swift build -c release --show-bin-path)
-fi
+bin=$(built_products "$bin" release seed-server seed-build seed-import seed-verify)
 random_sleep() { sleep "$(awk -v ms=$((RANDOM * 32768 + RANDOM)) -v window="$1" 'BEGIN { printf "%.3f", (ms % window) / 1000 }')"; }
 
 "$bin/seed-server" init --database "$work/server.sqlite" --demo --events "$events" --locations 500 >/dev/null

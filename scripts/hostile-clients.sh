@@ -35,11 +35,7 @@ esac
 work=$(mktemp -d)
 trap 'stop_server; stop_postgres; rm -rf "$work"' EXIT
 ensure_system_packages
-if [ -z "$bin" ]; then
-    ensure_swift
-    swift build --product seed-server >&2
-    bin=$(swift build --show-bin-path)
-fi
+bin=$(built_products "$bin" debug seed-server)
 for token in read write admin; do new_token "$work/$token"; done
 
 failed=0

@@ -31,12 +31,7 @@ stop_proxy() {
 }
 trap 'stop_proxy; stop_server; rm -rf "$work"' EXIT
 ensure_system_packages
-command -v sqlite3 >/dev/null 2>&1 || install_packages sqlite3
-if [ -z "$bin" ]; then
-    ensure_swift
-    for product in seed-server seed-build seed-import; do swift build --product "$product" >&2; done
-    bin=$(swift build --show-bin-path)
-fi
+bin=$(built_products "$bin" debug seed-server seed-build seed-import)
 
 # A server, a seed of it, an app installed from the seed, then 300 more changes to catch up with.
 "$bin/seed-server" init --database "$work/server.sqlite" --demo --events 2000 --locations 50 >/dev/null
@@ -53,6 +48,8 @@ cat >"$work/edit.json" <<'JSON'
 JSON
 
 start_proxy() { # BEHAVIOUR ROUTE NTH [--always]
+    # The last proxy's line must be gone first: the background shell may truncate the file after the wait starts.
+    rm -f "$work/proxy.out"
     python3 scripts/lib/hostile_server.py "$SERVER_URL" "$1" --route "$2" --nth "$3" ${4:-} >"$work/proxy.out" 2>"$work/proxy.err" &
     proxy_pid=$!
     until grep -q '^listening on ' "$work/proxy.out" 2>/dev/null; do sleep 0.05; done

@@ -28,12 +28,7 @@ case $backend in sqlite | postgres) ;; *) echo "--backend must be sqlite or post
 work=$(mktemp -d)
 trap 'stop_server; stop_postgres; rm -rf "$work"' EXIT
 ensure_system_packages
-command -v sqlite3 >/dev/null 2>&1 || install_packages sqlite3
-if [ -z "$bin" ]; then
-    ensure_swift
-    for product in seed-server seed-build seed-import; do swift build --product "$product" >&2; done
-    bin=$(swift build --show-bin-path)
-fi
+bin=$(built_products "$bin" debug seed-server seed-build seed-import)
 if [ "$backend" = sqlite ]; then
     database=$work/server.sqlite
 else

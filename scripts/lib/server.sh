@@ -15,6 +15,9 @@ start_server() {
     [ -n "${5:-}" ] && write=(--write-token-file "$5")
     [ -n "${6:-}" ] && write+=(--admin-token-file "$6")
     [ $# -gt 6 ] && write+=("${@:7}")
+    # A server started before in WORK_DIR left its line: the background shell may truncate the file only
+    # after the wait below has read it.
+    rm -f "$work/server.out"
     "$bin/seed-server" serve --database "$database" --host 127.0.0.1 --port 0 --token-file "$token_file" "${write[@]}" \
         >"$work/server.out" 2>"$work/server.err" &
     SERVER_PID=$!

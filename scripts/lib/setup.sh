@@ -32,3 +32,17 @@ ensure_swift() {
     fi
     command -v swift >/dev/null 2>&1 || { echo "swift not found: install Swift 6.2 or newer" >&2; return 1; }
 }
+
+# built_products BIN CONFIGURATION PRODUCT...: prints BIN when it is given (binaries built elsewhere);
+# otherwise builds the PRODUCTs in CONFIGURATION (debug or release) and prints the folder they are in.
+built_products() {
+    local bin=$1 configuration=$2 product
+    shift 2
+    if [ -n "$bin" ]; then
+        echo "$bin"
+        return
+    fi
+    ensure_swift
+    for product in "$@"; do swift build -c "$configuration" --product "$product" >&2; done
+    swift build -c "$configuration" --show-bin-path
+}

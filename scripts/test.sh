@@ -30,9 +30,10 @@ bash scripts/api-check.sh
 bash scripts/docs.sh
 bash scripts/openapi-check.sh .build/debug
 bash scripts/schemathesis.sh .build/debug --seconds 30
-bash scripts/hostile-clients.sh --bin .build/debug
-bash scripts/hostile-servers.sh --bin .build/debug
-bash scripts/crash-test.sh --iterations 10 --events 3000 --changes 300 --bin .build/debug
-bash scripts/soak.sh --seconds 30 --backend sqlite --bin .build/debug
-bash scripts/soak.sh --seconds 45 --backend postgres --bin .build/debug
-bash scripts/fuzz.sh --seconds 15
+# The reliability suites (docs/RELIABILITY.md), short settings; each bounded, so a hang fails in minutes.
+run_bounded 600 bash scripts/hostile-clients.sh --bin .build/debug
+run_bounded 600 bash scripts/hostile-servers.sh --bin .build/debug
+run_bounded 600 bash scripts/crash-test.sh --iterations 10 --events 3000 --changes 300 --bin .build/debug
+run_bounded 300 bash scripts/soak.sh --seconds 30 --backend sqlite --bin .build/debug
+run_bounded 300 bash scripts/soak.sh --seconds 45 --backend postgres --bin .build/debug
+run_bounded 900 bash scripts/fuzz.sh --seconds 15

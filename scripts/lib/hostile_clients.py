@@ -174,6 +174,13 @@ class Matrix:
         values.update(fields)
         return self.change_set("locations", create=[key], attributes={str(key): values})
 
+    def admin_update(self, values):
+        """Commits, through the admin endpoint, an update of an existing location to `values`."""
+        row = self.some_row("locations")
+        changes = self.change_set("locations", update=[row["id"]], attributes={str(row["id"]): values})
+        del changes["id"]
+        return self.c.request("POST", "/v1/admin/changes", json.dumps(changes).encode(), "admin")
+
     def change_set(self, type_name, create=(), update=(), delete=(), attributes=None):
         changes = {"create": list(create), "update": list(update), "delete": list(delete), "attributes": attributes or {}}
         return {"id": self.unique("push"), "types": [type_name], type_name: changes}
@@ -419,12 +426,8 @@ class Matrix:
         return self.expect(answer, 400, "malformed_json")
 
     def admin_number_out_of_range(self):
-        row = self.some_row("locations")
-        values = {"name": "x", "city": "y", "latitude": 1e999, "longitude": 0}
-        changes = self.change_set("locations", update=[row["id"]], attributes={str(row["id"]): values})
-        del changes["id"]
-        return self.expect(self.c.request("POST", "/v1/admin/changes", json.dumps(changes).encode(), "admin"),
-                           400, "malformed_json")
+        answer = self.admin_update({"name": "x", "city": "y", "latitude": 1e999, "longitude": 0})
+        return self.expect(answer, 400, "malformed_json")
 
     # Pushes.
 
@@ -509,12 +512,8 @@ class Matrix:
         return None
 
     def nul_in_a_committed_value(self):
-        row = self.some_row("locations")
-        values = {"name": "a\u0000b", "city": "y", "latitude": 1, "longitude": 0}
-        changes = self.change_set("locations", update=[row["id"]], attributes={str(row["id"]): values})
-        del changes["id"]
-        return self.expect(self.c.request("POST", "/v1/admin/changes", json.dumps(changes).encode(), "admin"),
-                           422, "invalid_change_set")
+        answer = self.admin_update({"name": "a\u0000b", "city": "y", "latitude": 1, "longitude": 0})
+        return self.expect(answer, 422, "invalid_change_set")
 
     def stale_update(self):
         row = self.some_row("locations")
@@ -526,7 +525,8 @@ class Matrix:
 
 
 CASES = [name for name in Matrix.__dict__ if not name.startswith("_") and callable(Matrix.__dict__[name])
-         and name not in ("unique", "expect", "revision", "some_row", "push", "push_result", "location", "change_set")]
+         and name not in ("unique", "expect", "revision", "some_row", "push", "push_result", "location", "change_set",
+                         "admin_update")]
 
 
 def resident_mib(pid):

@@ -13,59 +13,19 @@ Usage: server_crash.py BIN DATABASE WORK ITERATIONS
 Prints one line per iteration and a summary with the counts; exits 1 at the first failure.
 """
 
-import json
-import os
 import random
-import signal
 import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
+
+import seed_server
 
 TOKEN = "crash-test-admin-token-0123456789abcdef"
 
 
-class Server:
-    def __init__(self, bin_dir, database, work):
-        self.bin, self.database, self.work = bin_dir, database, work
-        self.process, self.url = None, None
-
-    def start(self):
-        environment = dict(os.environ, SEED_SERVER_ADMIN_TOKENS=TOKEN)
-        log = open(os.path.join(self.work, "server.err"), "ab")
-        self.process = subprocess.Popen(
-            [f"{self.bin}/seed-server", "serve", "--database", self.database, "--host", "127.0.0.1", "--port", "0"],
-            stdout=subprocess.PIPE, stderr=log, env=environment, text=True)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            line = self.process.stdout.readline()
-            if line.startswith("listening on "):
-                self.url = line.split()[-1]
-                return
-            if not line and self.process.poll() is not None:
-                break
-        raise RuntimeError("seed-server did not start; see server.err")
-
-    def kill(self):
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait()
-
-    def stop(self):
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait()
-
-
 def call(url, method, path, body=None, timeout=20):
-    request = urllib.request.Request(url + path, method=method, data=None if body is None else json.dumps(body).encode(),
-                                     headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read() or b"null")
+    return seed_server.call(url, method, path, TOKEN, body, timeout)
 
 
 def location(name):
@@ -178,7 +138,7 @@ def check(server, workers):
 
 def main():
     bin_dir, database, work, iterations = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-    server = Server(bin_dir, database, work)
+    server = seed_server.SeedServer(bin_dir, database, work, environment={"SEED_SERVER_ADMIN_TOKENS": TOKEN})
     totals = {"kills": 0, "answered pushes": 0, "lost push answers": 0, "acknowledged commits": 0,
               "lost commit answers": 0}
     try:

@@ -17,72 +17,33 @@ import argparse
 import json
 import os
 import random
-import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
 import threading
 import time
 import urllib.error
-import urllib.request
+
+import seed_server
 
 ADMIN = "soak-admin-token-0123456789abcdefghij"
 WRITE = "soak-write-token-0123456789abcdefghij"
 
 
-class Server:
-    def __init__(self, options, name):
-        self.options, self.name = options, name
-        self.process, self.url = None, None
-
-    def start(self):
-        environment = dict(os.environ, SEED_SERVER_ADMIN_TOKENS=ADMIN, SEED_SERVER_WRITE_TOKENS=WRITE)
-        log = open(os.path.join(self.options.work, f"{self.name}.err"), "ab")
-        command = [f"{self.options.bin}/seed-server", "serve", "--database", self.options.database,
-                   "--host", "127.0.0.1", "--port", "0" if self.url is None else self.url.rsplit(":", 1)[1]]
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, env=environment, text=True)
-        line = self.process.stdout.readline()
-        if not line.startswith("listening on "):
-            raise RuntimeError(f"{self.name} did not start (see {self.name}.err)")
-        self.url = line.split()[-1]
-        threading.Thread(target=self.process.stdout.read, daemon=True).start()
-
-    def resident_mib(self):
-        with open(f"/proc/{self.process.pid}/status") as status:
-            return next(int(line.split()[1]) / 1024 for line in status if line.startswith("VmRSS:"))
-
-    def kill(self):
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait()
-
-    def stop(self):
-        """SIGTERM, then SIGKILL after 30 s: returns the seconds the server took to exit, or None."""
-        if not self.process or self.process.poll() is not None:
-            return 0.0
-        started = time.monotonic()
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=30)
-            return time.monotonic() - started
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-            return None
-
-
 def call(url, method, path, body=None, token=ADMIN, timeout=20):
-    request = urllib.request.Request(url + path, method=method, data=None if body is None else json.dumps(body).encode(),
-                                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        return json.loads(response.read())
+    status, answer = seed_server.call(url, method, path, token, body, timeout)
+    if status != 200:
+        raise ConnectionError(f"{method} {path} answered {status}: {answer}")
+    return answer
 
 
 class Soak:
     def __init__(self, options):
         self.options = options
         count = 2 if options.backend == "postgres" else 1
-        self.servers = [Server(options, f"server-{index}") for index in range(count)]
+        environment = {"SEED_SERVER_ADMIN_TOKENS": ADMIN, "SEED_SERVER_WRITE_TOKENS": WRITE}
+        self.servers = [seed_server.SeedServer(options.bin, options.database, options.work, f"server-{index}",
+                                               environment) for index in range(count)]
         self.running = True
         self.counts = {"admin commits": 0, "psql writes": 0, "client runs": 0, "client runs failed": 0,
                        "pushes written": 0}

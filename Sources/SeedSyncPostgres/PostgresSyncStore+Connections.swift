@@ -19,6 +19,8 @@ extension PostgresSyncStore {
             return try await withLeaseTimeout(body)
         } catch let error as PSQLError {
             throw describe(error)
+        } catch is ClosedConnection {
+            throw SyncStoreError.storeUnavailable("the connection to PostgreSQL at \(location) closed")
         } catch let error as ConnectionPoolError where error == .connectionCreationCircuitBreakerTripped {
             // The pool could not open a connection: PostgreSQL is down or restarting.
             throw SyncStoreError.storeUnavailable("PostgreSQL at \(location) cannot be reached")
@@ -29,7 +31,7 @@ extension PostgresSyncStore {
         async throws -> T
     {
         let client = self.client
-        let leased = LeaseFlag()
+        let leased = OnceFlag()
         let timeout = leaseTimeout
         let location = self.location
         return try await withThrowingTaskGroup(of: T?.self) { group in
@@ -62,15 +64,15 @@ extension PostgresSyncStore {
     {
         let logger = self.logger
         return try await withConnection { connection in
-            try await connection.query("BEGIN ISOLATION LEVEL READ COMMITTED", logger: logger)
+            try await connection.rows("BEGIN ISOLATION LEVEL READ COMMITTED", logger: logger)
             let result: T
             do {
                 result = try await body(connection)
             } catch {
-                _ = try? await connection.query("ROLLBACK", logger: logger)
+                _ = try? await connection.rows("ROLLBACK", logger: logger)
                 throw error
             }
-            try await connection.query("COMMIT", logger: logger)
+            try await connection.rows("COMMIT", logger: logger)
             return result
         }
     }
@@ -79,11 +81,7 @@ extension PostgresSyncStore {
     func query(_ sql: String, _ binds: PostgresBindings = PostgresBindings(), on connection: PostgresConnection)
         async throws -> [PostgresRow]
     {
-        var rows: [PostgresRow] = []
-        for try await row in try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger) {
-            rows.append(row)
-        }
-        return rows
+        try await connection.rows(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
     }
 
     func describe(_ error: PSQLError) -> any Error {
@@ -99,6 +97,41 @@ extension PostgresSyncStore {
         default:
             return PostgresStoreError.connection(error, location: location)
         }
+    }
+}
+
+extension PostgresConnection {
+    /// Runs one statement and returns its rows, collected: every statement of the store goes
+    /// through here.
+    ///
+    /// postgres-nio 1.33 loses a statement sent on a connection that has just closed: the
+    /// statement reaches a channel whose handlers are gone and its promise is never completed, so
+    /// the caller, its HTTP request and the server's shutdown would wait forever (seen when
+    /// PostgreSQL crashes under load, on the `ROLLBACK` after a failed statement and on a pooled
+    /// connection lent as it closed). So the statement is sent from the connection's event loop,
+    /// after checking there that the connection is open: on its loop no close can come in
+    /// between, and a close that comes later fails the statement as it should.
+    ///
+    /// - Throws: `ClosedConnection` when the connection had closed; `PSQLError` otherwise.
+    @discardableResult
+    func rows(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
+        try await eventLoop.flatSubmit {
+            guard !self.isClosed else { return self.eventLoop.makeFailedFuture(ClosedConnection()) }
+            return self.query(query, logger: logger).map(\.rows)
+        }.get()
+    }
+}
+
+/// A statement was not sent because its connection had closed: PostgreSQL went away (a restart,
+/// a crash, the network). The store's callers see it as `storeUnavailable` or `unreachable`.
+struct ClosedConnection: Error, CustomStringConvertible {
+    var description: String { "the connection to PostgreSQL closed" }
+}
+
+extension [PostgresRow] {
+    /// Each row decoded as `types`, such as `(Int64, String).self`.
+    func decode<each Column: PostgresDecodable>(_ types: (repeat each Column).Type) throws -> [(repeat each Column)] {
+        try map { try $0.decode(types) }
     }
 }
 
@@ -139,8 +172,9 @@ func wireKey(_ text: String, of type: KeyType) -> JSONValue {
     type == .integer ? Int64(text).map(JSONValue.int) ?? .string(text) : .string(text)
 }
 
-/// Set once a pooled connection was lent: from then on the lease timeout no longer applies.
-final class LeaseFlag: Sendable {
+/// A flag set once and never cleared: that a pooled connection was lent (from then on the lease
+/// timeout no longer applies), that the revision watch's `LISTEN` took effect.
+final class OnceFlag: Sendable {
     private let value = NIOLockedValueBox(false)
     func set() { value.withLockedValue { $0 = true } }
     var isSet: Bool { value.withLockedValue { $0 } }

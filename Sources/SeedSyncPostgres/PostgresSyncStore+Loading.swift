@@ -28,7 +28,7 @@ extension PostgresSyncStore: MaintainedSyncStore {
     private func copy(_ load: BulkLoad, on connection: PostgresConnection) async throws -> Int {
         let table = try await currentServed(on: connection).table(load.type)
         let type = table.type
-        try await connection.query(
+        try await connection.rows(
             PostgresQuery(unsafeSQL: "CREATE TEMP TABLE seedsync_load (LIKE \(table.table)) ON COMMIT DROP"),
             logger: logger)
         var rows = try load.makeRows()
@@ -56,8 +56,8 @@ extension PostgresSyncStore: MaintainedSyncStore {
             throw PostgresStoreError(
                 .invalidLoad, "\(ChangeSetError.keyTooLarge(type.name, largest)); nothing was loaded")
         }
-        try await connection.query(PostgresQuery(unsafeSQL: table.upsert(from: "seedsync_load")), logger: logger)
-        try await connection.query("DROP TABLE seedsync_load", logger: logger)
+        try await connection.rows(PostgresQuery(unsafeSQL: table.upsert(from: "seedsync_load")), logger: logger)
+        try await connection.rows("DROP TABLE seedsync_load", logger: logger)
         return count
     }
 

@@ -36,7 +36,7 @@ extension PostgresSyncStore {
             var record = PostgresBindings()
             record.append(changeSet.id)
             record.append(String(decoding: result.jsonBytes(), as: UTF8.self))
-            _ = try await connection.query(
+            _ = try await connection.rows(
                 PostgresQuery(unsafeSQL: "UPDATE seedsync._pushes SET result = $2 WHERE id = $1", binds: record),
                 logger: logger)
             return result

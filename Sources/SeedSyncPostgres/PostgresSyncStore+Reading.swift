@@ -100,7 +100,7 @@ extension PostgresSyncStore {
         var schemaVersion = 0
         var rows: [[JSONValue]] = []
         var positions: [Int]?
-        for try await row in try await connection.query(query, logger: logger) {
+        for row in try await connection.rows(query, logger: logger) {
             let cells = row.makeRandomAccess()
             revision = try cells[0].decode(Int64.self)
             schemaVersion = try cells[1].decode(Int.self)
@@ -167,7 +167,7 @@ extension PostgresSyncStore {
         let served = self.servedTables.get()
         let read = try await withConnection { [self] connection in
             var log = ChangeLogReader(projection: projection, served: served, tableSchema: tableSchema)
-            for try await row in try await connection.query(query, logger: logger).decode(
+            for row in try await connection.rows(query, logger: logger).decode(
                 (Int64, Int64, Int64?, String?, String?, String?, ByteBuffer?).self
             ) {
                 try log.add(row)

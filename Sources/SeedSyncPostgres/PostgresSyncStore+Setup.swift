@@ -27,12 +27,12 @@ extension PostgresSyncStore {
                     )
                 }
                 for statement in table.create {
-                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    try await connection.rows(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
             }
             for table in tables {
                 for statement in table.foreignKeys(tableSchema: tableSchema) {
-                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    try await connection.rows(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
             }
         }
@@ -57,7 +57,7 @@ extension PostgresSyncStore {
         return try await setUp(at: location, schema: schema, tableSchema: tableSchema, logger: logger) { connection in
             for table in tables {
                 try await TableCheck(table: table, tableSchema: tableSchema).run(on: connection, logger: logger)
-                try await connection.query(
+                try await connection.rows(
                     PostgresQuery(unsafeSQL: "LOCK TABLE \(table.table) IN SHARE ROW EXCLUSIVE MODE"), logger: logger)
                 try await checkKeys(of: table, on: connection, logger: logger)
             }
@@ -65,7 +65,7 @@ extension PostgresSyncStore {
             for table in tables {
                 var binds = PostgresBindings()
                 binds.append(revision)
-                try await connection.query(
+                try await connection.rows(
                     PostgresQuery(unsafeSQL: CaptureSQL.adopt(table), binds: binds), logger: logger)
             }
         }
@@ -77,9 +77,9 @@ extension PostgresSyncStore {
         async throws
     {
         guard table.type.primaryKey.type == .integer else { return }
-        let rows = try await connection.query(
+        let rows = try await connection.rows(
             PostgresQuery(unsafeSQL: "SELECT max(\(table.key))::bigint FROM \(table.table)"), logger: logger)
-        for try await (largest) in rows.decode(Int64?.self) {
+        for (largest) in try rows.decode(Int64?.self) {
             guard let largest, largest > DatasetSchema.largestCommittedKey else { continue }
             throw PostgresStoreError.tableMismatch(
                 "\(table.table) holds key \(largest), above \(DatasetSchema.largestCommittedKey) (2^62 − 1), the largest SeedSync serves: the rows apps create take keys after the largest one; give that row a smaller key, then attach again"
@@ -111,7 +111,7 @@ extension PostgresSyncStore {
         let schemaJSON = String(decoding: try JSONEncoder.stable().encode(schema), as: UTF8.self)
         let tables = schema.types.map { PostgresTableSQL(type: $0, tableSchema: tableSchema) }
         return try await withConnection(to: location, logger: logger) { connection in
-            try await connection.query("BEGIN", logger: logger)
+            try await connection.rows("BEGIN", logger: logger)
             do {
                 guard try await !exists("seedsync._state", on: connection, logger: logger) else {
                     throw PostgresStoreError(
@@ -121,39 +121,39 @@ extension PostgresSyncStore {
                 }
                 try await prepare(connection)
                 for statement in CaptureSQL.setup + CaptureSQL.pushRecords {
-                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    try await connection.rows(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
                 var binds = PostgresBindings()
                 binds.append(CaptureSQL.format)
                 binds.append(schemaJSON)
                 binds.append(tableSchema)
-                try await connection.query(
+                try await connection.rows(
                     PostgresQuery(
                         unsafeSQL: "INSERT INTO seedsync._state VALUES (1, $1, $2, $3, 0, 0)", binds: binds
                     ), logger: logger)
                 for statement in [PostgresSchemaRecords.createTable, PostgresSeedRecords.createTable] {
-                    _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    _ = try await connection.rows(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
                 try await PostgresSchemaRecords.insert(
                     SchemaVersion(schema: schema, revision: 0, renames: []), on: connection, logger: logger)
                 for table in tables {
                     for statement in CaptureSQL.attach(table) {
-                        try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                        try await connection.rows(PostgresQuery(unsafeSQL: statement), logger: logger)
                     }
                 }
                 var revision: Int64 = 0
                 if let adopt {
-                    for try await value in try await connection.query("SELECT seedsync._bulk()", logger: logger).decode(
+                    for value in try await connection.rows("SELECT seedsync._bulk()", logger: logger).decode(
                         Int64.self)
                     {
                         revision = value
                     }
                     try await adopt(connection, revision)
                 }
-                try await connection.query("COMMIT", logger: logger)
+                try await connection.rows("COMMIT", logger: logger)
                 return revision
             } catch {
-                _ = try? await connection.query("ROLLBACK", logger: logger)
+                _ = try? await connection.rows("ROLLBACK", logger: logger)
                 throw error
             }
         }
@@ -163,7 +163,7 @@ extension PostgresSyncStore {
     static func exists(_ name: String, on connection: PostgresConnection, logger: Logger) async throws -> Bool {
         var binds = PostgresBindings()
         binds.append(name)
-        for try await found in try await connection.query(
+        for found in try await connection.rows(
             PostgresQuery(unsafeSQL: "SELECT to_regclass($1) IS NOT NULL", binds: binds), logger: logger
         ).decode(Bool.self) {
             return found

@@ -106,20 +106,20 @@ public final class PostgresSyncStore: SyncStore {
             do {
                 // The bookkeeping a store made before it lacks, made by one process at a time (two
                 // servers starting together would both try, and `IF NOT EXISTS` is no lock).
-                try await connection.query("BEGIN", logger: logger)
-                try await connection.query("SELECT pg_advisory_xact_lock(hashtext('seedsync.setup'))", logger: logger)
+                try await connection.rows("BEGIN", logger: logger)
+                try await connection.rows("SELECT pg_advisory_xact_lock(hashtext('seedsync.setup'))", logger: logger)
                 for statement in CaptureSQL.pushRecords + [
                     PostgresSeedRecords.createTable, CaptureSQL.revisionFunction,
                 ] {
-                    _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    _ = try await connection.rows(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
                 try await PostgresSchemaRecords.prepare(on: connection, logger: logger)
-                try await connection.query("COMMIT", logger: logger)
+                try await connection.rows("COMMIT", logger: logger)
                 state.history = try await PostgresSchemaRecords.history(on: connection, logger: logger)
                 state.served = try await ServedPostgresTables.read(
                     state.history, tableSchema: state.tableSchema, on: connection, logger: logger)
             } catch let error as PSQLError {
-                _ = try? await connection.query("ROLLBACK", logger: logger)
+                _ = try? await connection.rows("ROLLBACK", logger: logger)
                 throw PostgresStoreError.connection(error, location: location)
             }
             for type in state.history.newest.schema.types {
@@ -158,6 +158,9 @@ public final class PostgresSyncStore: SyncStore {
             }
         } catch let error as PSQLError {
             throw PostgresStoreError.connection(error, location: location)
+        } catch is ClosedConnection {
+            throw PostgresStoreError(
+                .unreachable, "the connection to PostgreSQL at \(location) closed; check that it runs, then try again")
         }
     }
 
@@ -224,10 +227,10 @@ struct StoredState {
         -> StoredState
     {
         do {
-            let rows = try await connection.query(
+            let rows = try await connection.rows(
                 "SELECT format, schema, table_schema FROM seedsync._state WHERE id = 1", logger: logger
             )
-            for try await (format, json, tableSchema) in rows.decode((Int, String, String).self) {
+            for (format, json, tableSchema) in try rows.decode((Int, String, String).self) {
                 guard format == CaptureSQL.format else {
                     throw PostgresStoreError(
                         .unsupportedFormat,

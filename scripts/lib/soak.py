@@ -6,8 +6,8 @@ two seed-servers on PostgreSQL (one on SQLite, whose file one process serves). A
 one server is killed with SIGKILL and restarted; at two thirds, PostgreSQL itself is stopped
 (immediate mode, as a crash) and started again. At the end every client syncs once more and must equal
 the server's tables row by row, every row a push created is there exactly once, every queue is empty,
-and each server's memory may not have grown by more than --max-growth-mib from 43% of the run (after
-the restart) to its end.
+each server's memory may not have grown by more than --max-growth-mib from 43% of the run (after the
+restart) to its end, and each server ends within 30 s of SIGTERM.
 
 Usage: soak.py BIN BACKEND DATABASE SEED WORK SECONDS [--clients N] [--pushers N] [--max-growth-mib N]
 (BACKEND sqlite or postgres; for postgres, PG* variables name the database and POSTGRES_DIR its folder.)
@@ -250,14 +250,14 @@ def main():
     parser.add_argument("--max-growth-mib", type=float, default=32)
     soak = Soak(parser.parse_args())
     try:
-        return soak.run()
+        status = soak.run()
     finally:
-        for server in soak.servers:
-            if server.stop() is None:
-                # A known defect (docs/RELIABILITY.md): after PostgreSQL restarted, a server may not
-                # end on SIGTERM. Reported, not failed: no data is at stake, and the fix is pending.
-                print(f"  WARNING {server.name} did not exit within 30 s of SIGTERM; killed (SIGKILL)", flush=True)
-
+        # Each server must end on SIGTERM: one that still ran 30 s later waited on something that
+        # never came (it did, after a PostgreSQL crash, before the fix in docs/RELIABILITY.md).
+        stuck = [server.name for server in soak.servers if server.stop() is None]
+    for name in stuck:
+        print(f"  FAIL {name} did not exit within 30 s of SIGTERM; killed (SIGKILL)", flush=True)
+    return 1 if stuck else status
 
 if __name__ == "__main__":
     sys.exit(main())

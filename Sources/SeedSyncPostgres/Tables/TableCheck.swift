@@ -136,7 +136,7 @@ struct TableCheck {
         binds.append(table.table)
         let sql =
             "SELECT count(*) FROM pg_trigger WHERE tgrelid = to_regclass($1) AND tgname LIKE 'seedsync\\_%' AND tgenabled <> 'D'"
-        for try await count in try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+        for count in try await connection.rows(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
             .decode(Int64.self)
         where count != 5 {
             throw PostgresStoreError.tableMismatch(
@@ -157,7 +157,7 @@ struct TableCheck {
             WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum
             """
         var columns: [Column] = []
-        for try await (name, typeName, formatted, notNull, defaultExpression, kind) in try await connection.query(
+        for (name, typeName, formatted, notNull, defaultExpression, kind) in try await connection.rows(
             PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger
         ).decode((String, String, String, Bool, String?, String).self) {
             columns.append(
@@ -178,7 +178,7 @@ struct TableCheck {
             WHERE i.indrelid = to_regclass($1) AND i.indisprimary ORDER BY array_position(i.indkey::int2[], a.attnum)
             """
         var names: [String] = []
-        for try await name in try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+        for name in try await connection.rows(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
             .decode(String.self)
         {
             names.append(name)

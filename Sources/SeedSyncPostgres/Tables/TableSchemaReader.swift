@@ -92,7 +92,7 @@ extension PostgresSyncStore {
             WHERE c.conrelid = to_regclass($1) AND c.contype = 'f' AND cardinality(c.conkey) = 1
             """
         var references: [String: String] = [:]
-        for try await (column, target) in try await connection.query(
+        for (column, target) in try await connection.rows(
             PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger
         ).decode((String, String).self) {
             // regclass text is qualified only outside the search path, and quoted when needed.

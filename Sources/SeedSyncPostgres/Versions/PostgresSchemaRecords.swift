@@ -11,8 +11,8 @@ enum PostgresSchemaRecords {
 
     /// Creates the table when missing and records the state's schema as version one when empty.
     static func prepare(on connection: PostgresConnection, logger: Logger) async throws {
-        _ = try await connection.query(PostgresQuery(unsafeSQL: createTable), logger: logger)
-        _ = try await connection.query(
+        _ = try await connection.rows(PostgresQuery(unsafeSQL: createTable), logger: logger)
+        _ = try await connection.rows(
             """
             INSERT INTO seedsync._schemas (version, revision, schema, renames)
             SELECT (schema::json ->> 'schemaVersion')::integer, 0, schema, '[]' FROM seedsync._state
@@ -24,7 +24,7 @@ enum PostgresSchemaRecords {
     static func history(on connection: PostgresConnection, logger: Logger) async throws -> SchemaHistory {
         let decoder = JSONDecoder()
         var versions: [SchemaVersion] = []
-        for try await (json, revision, renames) in try await connection.query(
+        for (json, revision, renames) in try await connection.rows(
             "SELECT schema, revision, renames FROM seedsync._schemas ORDER BY version", logger: logger
         ).decode((String, Int64, String).self) {
             versions.append(
@@ -44,13 +44,13 @@ enum PostgresSchemaRecords {
         binds.append(version.revision)
         binds.append(schema)
         binds.append(String(decoding: try encoder.encode(version.renames), as: UTF8.self))
-        _ = try await connection.query(
+        _ = try await connection.rows(
             PostgresQuery(
                 unsafeSQL: "INSERT INTO seedsync._schemas (version, revision, schema, renames) VALUES ($1, $2, $3, $4)",
                 binds: binds), logger: logger)
         var schemaBind = PostgresBindings()
         schemaBind.append(schema)
-        _ = try await connection.query(
+        _ = try await connection.rows(
             PostgresQuery(unsafeSQL: "UPDATE seedsync._state SET schema = $1 WHERE id = 1", binds: schemaBind),
             logger: logger)
     }

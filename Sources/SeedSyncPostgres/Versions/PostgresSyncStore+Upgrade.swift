@@ -74,7 +74,7 @@ extension PostgresSyncStore {
             let isNew = upgrade.changes.contains(.typeAdded(type.name))
             if isNew, try await !Self.exists(table.table, on: connection, logger: logger) {
                 for statement in table.create {
-                    _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    _ = try await connection.rows(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
                 created.append(table)
             }
@@ -82,16 +82,16 @@ extension PostgresSyncStore {
                 on: connection, logger: logger, allowingExtraColumns: true)
             guard isNew else { continue }
             for statement in CaptureSQL.attach(table) {
-                _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                _ = try await connection.rows(PostgresQuery(unsafeSQL: statement), logger: logger)
             }
             var binds = PostgresBindings()
             binds.append(revision)
-            _ = try await connection.query(
+            _ = try await connection.rows(
                 PostgresQuery(unsafeSQL: CaptureSQL.adopt(table), binds: binds), logger: logger)
         }
         for table in created {
             for statement in table.foreignKeys(tableSchema: tableSchema) {
-                _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                _ = try await connection.rows(PostgresQuery(unsafeSQL: statement), logger: logger)
             }
         }
     }

@@ -1,4 +1,5 @@
 import Logging
+import NIOConcurrencyHelpers
 import PostgresNIO
 import SeedSyncModel
 
@@ -26,13 +27,17 @@ extension PostgresSyncStore {
         var delay: Duration = .milliseconds(250)
         while !Task.isCancelled {
             do {
+                let listening = OnceFlag()
+                defer { if listening.isSet { delay = .milliseconds(250) } }
                 try await Self.withConnection(to: location, logger: logger) { connection in
-                    try await connection.listen(on: CaptureSQL.revisionChannel) { notifications in
-                        // What committed before the `LISTEN` took effect.
-                        onRevision(try await revisions().revision)
-                        delay = .milliseconds(250)
-                        for try await notification in notifications {
-                            if let revision = Int64(notification.payload) { onRevision(revision) }
+                    try await Self.untilClosed(connection) { [self] in
+                        try await connection.listen(on: CaptureSQL.revisionChannel) { notifications in
+                            // What committed before the `LISTEN` took effect.
+                            onRevision(try await revisions().revision)
+                            listening.set()
+                            for try await notification in notifications {
+                                if let revision = Int64(notification.payload) { onRevision(revision) }
+                            }
                         }
                     }
                 }
@@ -45,5 +50,70 @@ extension PostgresSyncStore {
             try? await Task.sleep(for: delay)
             delay = min(delay * 2, .seconds(5))
         }
+    }
+
+    /// Runs `body` until it returns or `connection` closes, whichever comes first.
+    ///
+    /// postgres-nio 1.33 can lose a `LISTEN` sent as its connection closes (its continuation is
+    /// never resumed), and cancelling it does not help: the watch, and the server's shutdown that
+    /// waits for it, would wait forever. So `body` runs in a task of its own, cancelled when the
+    /// connection closes or this call is cancelled; a `LISTEN` lost that way is left suspended.
+    ///
+    /// - Throws: what `body` throws, `ClosedConnection` when the connection closed first, or
+    ///   `CancellationError`.
+    static func untilClosed(
+        _ connection: PostgresConnection, _ body: @escaping @Sendable () async throws -> Void
+    ) async throws {
+        let task = Task { try await body() }
+        let outcome = Outcome()
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                outcome.await(continuation)
+                Task { outcome.settle(await task.result) }
+                connection.closeFuture.whenComplete { _ in outcome.settle(.failure(ClosedConnection())) }
+            }
+        } onCancel: {
+            outcome.settle(.failure(CancellationError()))
+        }
+        task.cancel()
+    }
+}
+
+/// The first of several results, handed to one continuation whenever it arrives.
+private final class Outcome: Sendable {
+    private enum State {
+        case pending
+        case awaiting(CheckedContinuation<Void, any Error>)
+        case settled(Result<Void, any Error>)
+        case done
+    }
+    private let state = NIOLockedValueBox(State.pending)
+
+    func await(_ continuation: CheckedContinuation<Void, any Error>) {
+        let result: Result<Void, any Error>? = state.withLockedValue { state in
+            guard case .settled(let result) = state else {
+                state = .awaiting(continuation)
+                return nil
+            }
+            state = .done
+            return result
+        }
+        if let result { continuation.resume(with: result) }
+    }
+
+    func settle(_ result: Result<Void, any Error>) {
+        let continuation: CheckedContinuation<Void, any Error>? = state.withLockedValue { state in
+            switch state {
+            case .pending:
+                state = .settled(result)
+                return nil
+            case .awaiting(let continuation):
+                state = .done
+                return continuation
+            case .settled, .done:
+                return nil
+            }
+        }
+        continuation?.resume(with: result)
     }
 }

@@ -3,10 +3,10 @@
 # with `--sanitize=fuzzer --sanitize=address` (its own build folder, .build-fuzz), writes each
 # target's seed corpus with SeedSync's own writers, then runs each target for S seconds. A crash, a
 # sanitizer report, a failed round-trip check, a leak, an input slower than 10 s or a process over
-# 2 GiB fails the run; libFuzzer keeps the input in .build-fuzz/crashes/. Prints the executions per
-# target and the coverage counters the binary holds (110,000 or so when the library modules are
-# instrumented; about 30,000, seen on fresh builds, means they are not: docs/RELIABILITY.md). The
-# targets are documented in Sources/seed-fuzz/FuzzTarget.swift.
+# 2 GiB fails the run; libFuzzer keeps the input in .build-fuzz/crashes/. Every Swift object of
+# SeedSync must carry both instrumentations, or the run stops before fuzzing. Prints the executions
+# per target and the coverage counters the binary holds. The targets are documented in
+# Sources/seed-fuzz/FuzzTarget.swift.
 #
 # Usage: scripts/fuzz.sh [--seconds S] [--targets json,wire,...]   (defaults: 60, every target)
 set -euo pipefail
@@ -25,9 +25,24 @@ done
 
 ensure_system_packages
 ensure_swift
-build=(--product seed-fuzz --scratch-path .build-fuzz --sanitize=fuzzer --sanitize=address -Xswiftc -DSEEDSYNC_FUZZ)
+# SwiftPM writes its two sanitizer flags in a random order (a set), and swiftc keeps only the last
+# `-sanitize=`: one build had coverage without AddressSanitizer, the next AddressSanitizer without
+# coverage. The combined flag, written after SwiftPM's, gives every Swift module both.
+build=(--product seed-fuzz --scratch-path .build-fuzz --sanitize=fuzzer --sanitize=address
+    -Xswiftc -sanitize=fuzzer,address -Xswiftc -DSEEDSYNC_FUZZ)
 swift build "${build[@]}" 2>&1 | grep -v "^/usr/bin/ld.gold: warning: Cannot export local symbol" >&2
-fuzzer="$(swift build "${build[@]}" --show-bin-path)/seed-fuzz"
+bin_path=$(swift build "${build[@]}" --show-bin-path)
+fuzzer=$bin_path/seed-fuzz
+# Fuzzing without either is no error of the targets but finds far less: refuse it.
+objects=$(find "$bin_path"/SeedSync*.build "$bin_path"/seed_fuzz.build -name '*.swift.o')
+[ -n "$objects" ] || { echo "fuzz: no object files under $bin_path" >&2; exit 1; }
+for object in $objects; do
+    symbols=$(nm "$object")
+    if ! grep -q __sanitizer_cov <<<"$symbols" || ! grep -q __asan <<<"$symbols"; then
+        echo "fuzz: $object lacks coverage or AddressSanitizer instrumentation; delete .build-fuzz and run again" >&2
+        exit 1
+    fi
+done
 mkdir -p .build-fuzz/crashes .build-fuzz/logs
 export LSAN_OPTIONS=suppressions=$PWD/scripts/lib/lsan.supp
 # A trap is reported by libFuzzer with its input; Swift's own crash handler would trip AddressSanitizer.

@@ -76,6 +76,26 @@ import Testing
         try await connection.close()
     }
 
+    /// A body that does answer cancellation (a `LISTEN` postgres-nio did not lose) is cancelled when
+    /// its connection closes, not left running.
+    @Test func theBodyIsCancelledWhenItsConnectionCloses() async throws {
+        let location = try TestPostgres.location()
+        let connection = try await PostgresConnection.connect(
+            configuration: location.connectionConfiguration(), id: 1, logger: Logger(label: "test"))
+        let cancelled = OnceFlag()
+        let watch = Task {
+            try await PostgresSyncStore.untilClosed(connection) {
+                do { try await Task.sleep(for: .seconds(3600)) } catch { cancelled.set() }
+            }
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        try await connection.close()
+        let error = try await Self.failure(within: .seconds(20)) { try await watch.value }
+        #expect(error is ClosedConnection)
+        for _ in 0..<1000 where !cancelled.isSet { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(cancelled.isSet, "the body was cancelled")
+    }
+
     /// The error `body` threw within `limit`; an issue is recorded when it returned or still runs.
     static func failure<T: Sendable>(within limit: Duration, _ body: @escaping @Sendable () async throws -> T)
         async throws -> (any Error)?

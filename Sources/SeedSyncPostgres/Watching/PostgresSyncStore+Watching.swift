@@ -65,6 +65,7 @@ extension PostgresSyncStore {
         _ connection: PostgresConnection, _ body: @escaping @Sendable () async throws -> Void
     ) async throws {
         let task = Task { try await body() }
+        defer { task.cancel() }
         let outcome = Outcome()
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
@@ -75,7 +76,6 @@ extension PostgresSyncStore {
         } onCancel: {
             outcome.settle(.failure(CancellationError()))
         }
-        task.cancel()
     }
 }
 

@@ -65,6 +65,9 @@ for target in ${targets//,/ }; do
     size=$(find "$corpus" -type f | wc -l)
     if [ "$status" -eq 0 ]; then result=passed; else result="FAILED (status $status, see $log)"; failed=1; fi
     printf '%-9s %12s %9s %7s %9s  %s\n' "$target" "${executions:-?}" "${speed:-?}" "$size" "${counters:-?}" "$result"
-    if [ "$status" -ne 0 ]; then grep -E "ERROR|Fatal error|Test unit written|SUMMARY" "$log" | head -20 >&2 || true; fi
+    # The sanitizer's or libFuzzer's report, else the log's end (a target that could not start says why there).
+    if [ "$status" -ne 0 ]; then
+        grep -E "ERROR|Fatal error|Test unit written|SUMMARY" "$log" | head -20 >&2 || tail -n 20 "$log" >&2
+    fi
 done
 exit $failed

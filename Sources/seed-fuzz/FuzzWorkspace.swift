@@ -5,8 +5,8 @@ import SeedSyncModel
 import SeedSyncSeed
 import SeedSyncStore
 
-/// The files the stateful targets work on, in a directory of their own (on `/dev/shm` when there is
-/// one: the server store syncs every commit) that is removed when the process exits: a server store
+/// The files the stateful targets work on, in a directory of their own (on `/dev/shm` when one can
+/// be made there: the server store syncs every commit) that is removed when the process exits: a server store
 /// holding a small demo dataset, an unfinished seed the importer's applier writes to, and a finished
 /// seed that manifests are compared with.
 final class FuzzWorkspace: @unchecked Sendable {
@@ -17,10 +17,26 @@ final class FuzzWorkspace: @unchecked Sendable {
     let seedPath: String
     private var writer: SeedWriter?
 
-    init() throws {
-        let base = FileManager.default.fileExists(atPath: "/dev/shm") ? "/dev/shm" : NSTemporaryDirectory()
-        directory = URL(fileURLWithPath: base).appendingPathComponent("seedsync-fuzz-\(getpid())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    /// A workspace on `/dev/shm`, or in the temporary directory when one there cannot be made (a
+    /// small or full `/dev/shm`, as containers have); the error says what failed in each.
+    static func make() throws -> FuzzWorkspace {
+        var failures: [String] = []
+        for base in ["/dev/shm", NSTemporaryDirectory()] where FileManager.default.fileExists(atPath: base) {
+            do { return try FuzzWorkspace(in: base) } catch { failures.append("in \(base): \(error)") }
+        }
+        throw WorkspaceError(description: failures.joined(separator: "; "))
+    }
+
+    struct WorkspaceError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// A workspace in a new directory under `base` (a name of its own: `mkdtemp`), removed at exit.
+    private init(in base: String) throws {
+        var template = Array(URL(fileURLWithPath: base).appendingPathComponent("seedsync-fuzz-XXXXXX").path.utf8CString)
+        guard mkdtemp(&template) != nil else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        directory = URL(
+            fileURLWithPath: String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self))
         Self.removeAtExit(directory.path)
         let storePath = directory.appendingPathComponent("server.sqlite").path
         try Blocking.run {
@@ -136,15 +152,18 @@ final class FuzzWorkspace: @unchecked Sendable {
             "the manifest changed when written: \(String(decoding: manifest.jsonData(), as: UTF8.self))")
     }
 
+    /// Removes `path` when the process exits (every workspace tried, a failed one too).
     private static func removeAtExit(_ path: String) {
-        workspacePath = path
-        atexit {
-            if let path = workspacePath { try? FileManager.default.removeItem(atPath: path) }
+        if workspacePaths.isEmpty {
+            atexit {
+                for path in workspacePaths { try? FileManager.default.removeItem(atPath: path) }
+            }
         }
+        workspacePaths.append(path)
     }
 }
 
-nonisolated(unsafe) private var workspacePath: String?
+nonisolated(unsafe) private var workspacePaths: [String] = []
 
 /// Runs async code to its end from synchronous code (libFuzzer calls the targets on its own thread).
 enum Blocking {

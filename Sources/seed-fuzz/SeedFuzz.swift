@@ -11,7 +11,7 @@ nonisolated(unsafe) private var session: (target: FuzzTarget, workspace: FuzzWor
 /// Starts `target`, or writes its corpus and exits when `corpusDirectory` is given.
 private func start(_ target: FuzzTarget, corpusDirectory: String?) {
     do {
-        let workspace = try FuzzWorkspace()
+        let workspace = try FuzzWorkspace.make()
         if let corpusDirectory {
             try FuzzCorpus.write(for: target, to: corpusDirectory, from: workspace)
             exit(0)

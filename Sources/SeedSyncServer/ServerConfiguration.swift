@@ -35,6 +35,14 @@ public struct ServerConfiguration: Sendable {
     /// The most sync requests held at once: 10,000. One more is answered 503 `too_many_waiting`
     /// with `Retry-After`. Each holds a connection (a file descriptor: raise `ulimit -n` to match).
     public var maxWaitingRequests: Int
+    /// Revisions per block of `GET /v1/changes`: 1,000. An answer ends at its block's end, so
+    /// clients read the same addresses and a cache answers them all (see `docs/PROTOCOL.md`).
+    public var changesBlockSize: Int64
+    /// Whether `GET /v1/changes` answers say `Cache-Control: public`, which lets shared caches (a
+    /// CDN, an nginx) keep them although the request carried a token: only behind a cache that
+    /// checks tokens itself (`GET /v1/auth`), or for data anyone may read (`--shared-cache`).
+    /// Off: `private`, which only the client's own cache keeps.
+    public var sharedCache: Bool
 
     public init(
         host: String = "127.0.0.1",
@@ -52,7 +60,9 @@ public struct ServerConfiguration: Sendable {
         maxPushedChangeSets: Int = 100,
         pushRetention: Duration = .seconds(7 * 86_400),
         maxWait: Duration = .seconds(55),
-        maxWaitingRequests: Int = 10_000
+        maxWaitingRequests: Int = 10_000,
+        changesBlockSize: Int64 = 1_000,
+        sharedCache: Bool = false
     ) {
         self.host = host
         self.port = port
@@ -70,5 +80,7 @@ public struct ServerConfiguration: Sendable {
         self.pushRetention = pushRetention
         self.maxWait = maxWait
         self.maxWaitingRequests = maxWaitingRequests
+        self.changesBlockSize = changesBlockSize
+        self.sharedCache = sharedCache
     }
 }

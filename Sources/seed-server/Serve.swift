@@ -27,6 +27,12 @@ extension SeedServerCommand {
         var maxWait = 55
         @Option(help: "Most sync requests held at once; more get 503 with Retry-After. Raise `ulimit -n` to match.")
         var maxWaitingRequests = 10_000
+        @Option(help: "Revisions per cacheable block of GET /v1/changes.") var changesBlockSize: Int64 = 1_000
+        @Flag(
+            help:
+                "Mark GET /v1/changes answers public, so shared caches keep them: only behind a cache that checks tokens (GET /v1/auth) or for data anyone may read."
+        )
+        var sharedCache = false
         @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.", transform: Serve.level)
         var logLevel: Logger.Level = .info
         @Option(help: "Log lines as text, or as one JSON object per line (json) for log collectors.")
@@ -39,6 +45,7 @@ extension SeedServerCommand {
             guard pushRetentionDays > 0 else { throw ValidationError("--push-retention-days must be positive") }
             guard maxWait >= 0 else { throw ValidationError("--max-wait must be 0 or more") }
             guard maxWaitingRequests >= 0 else { throw ValidationError("--max-waiting-requests must be 0 or more") }
+            guard changesBlockSize > 0 else { throw ValidationError("--changes-block-size must be positive") }
         }
 
         func run() async throws {
@@ -67,7 +74,9 @@ extension SeedServerCommand {
                 requestBodyTimeout: .seconds(bodyTimeout),
                 pushRetention: .seconds(pushRetentionDays * 86_400),
                 maxWait: .seconds(maxWait),
-                maxWaitingRequests: maxWaitingRequests
+                maxWaitingRequests: maxWaitingRequests,
+                changesBlockSize: changesBlockSize,
+                sharedCache: sharedCache
             )
             let host = self.host
             let log = logger

@@ -4,7 +4,8 @@ import Hummingbird
 import NIOCore
 
 /// Compresses response bodies with gzip when the request sends `Accept-Encoding: gzip` and the
-/// body is at least `minimumSize` bytes. Answers vary by `Accept-Encoding`.
+/// body is at least `minimumSize` bytes. Answers vary by `Accept-Encoding`; a compressed body's
+/// entity tag gets `-gzip` appended (``EntityTag/gzipped(_:)``), as it is another representation.
 ///
 /// Bodies are compressed at zlib level 1, as nginx does by default: on-the-fly compression must
 /// cost less than the bandwidth it saves. Level 6 made zlib half of the server's time in a
@@ -24,6 +25,7 @@ struct ResponseCompressionMiddleware<Context: RequestContext>: RouterMiddleware 
         var plain = try await Self.collect(response.body)
         response.body = ResponseBody(byteBuffer: try plain.compress(with: Self.gzip))
         response.headers[.contentEncoding] = "gzip"
+        if let tag = response.headers[.eTag] { response.headers[.eTag] = EntityTag.gzipped(tag) }
         return response
     }
 

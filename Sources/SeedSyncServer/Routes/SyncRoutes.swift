@@ -26,6 +26,8 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         reader.get("schema") { request, _ in try await schemaInfo(request) }
         reader.get("snapshot/:type") { request, context in try await snapshot(request, context) }
         reader.post("sync") { request, _ in try await sync(request) }
+        reader.get("changes") { request, _ in try await changes(request) }
+        reader.get("auth") { _, _ in Response(status: .noContent) }
         reader.get("seeds") { _, _ in
             Self.json(try JSONEncoder.stable().encode(SeedList(seeds: try await store.registeredSeeds())))
         }
@@ -85,7 +87,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
     }
 
     /// A schema version parameter: a whole number of 1 or more when given.
-    private static func version(_ text: String?, named name: String) throws -> Int? {
+    static func version(_ text: String?, named name: String) throws -> Int? {
         guard let text else { return nil }
         guard let number = Int(text), number >= 1 else {
             throw ServerError.invalidParameter(name, "a whole number of 1 or more")
@@ -239,7 +241,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
     }
 
     /// A `limit` parameter: absent gives `default`, values above `max` are reduced to it.
-    private static func limit(_ value: Int?, default defaultValue: Int, max maximum: Int) throws -> Int {
+    static func limit(_ value: Int?, default defaultValue: Int, max maximum: Int) throws -> Int {
         guard let value else { return defaultValue }
         guard value >= 1 else { throw ServerError.invalidParameter("limit", "a whole number of 1 or more") }
         return min(value, maximum)
@@ -247,7 +249,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
 
     /// The answer: the feed's change sets spliced in as logged, except those this request's
     /// pushes became, which carry `__oldId__` (the temporary key) in the rows they created.
-    private static func encode(_ feed: ChangeFeed, results: [PushResult]?) -> [UInt8] {
+    static func encode(_ feed: ChangeFeed, results: [PushResult]?) -> [UInt8] {
         var created: [Int64: [String: [String: JSONValue]]] = [:]
         for result in results ?? [] {
             if case .applied(let revision, let keys) = result.status { created[revision] = keys }

@@ -1,0 +1,59 @@
+import Hummingbird
+import SeedSyncModel
+
+/// `GET /v1/changes`: the change log as reads that ordinary HTTP caches can keep.
+///
+/// A committed revision never changes, so an answer that holds only committed revisions and
+/// ends where no later commit can move its end is the same answer forever. The log is cut into
+/// **blocks** of ``ServerConfiguration/changesBlockSize`` revisions (1,000: revisions 1-1000,
+/// 1001-2000, ...); an answer from `after` ends at the end of `after`'s block, or sooner at
+/// `limit` or at the size budget of a sync answer. Such an answer is **final** when it reaches
+/// its block's end or stops at the limit or budget with later change sets committed: the server
+/// marks it immutable for a year. Otherwise it ends at the newest revision, inside its block: the
+/// **head**, kept for one second. Clients that start from the same seed ask for the same
+/// addresses (the seed's revision, then block ends), so a cache in front of the origin answers all
+/// of them from one origin read per block.
+///
+/// In an answer here, `hasMore` says whether the answer is final: ask again from `maxRevision`
+/// (the next answer may be empty when the block ended at the newest revision). A head answer
+/// says `false`, and the client goes on with `POST /v1/sync`, which pushes and waits.
+extension SyncRoutes {
+    func changes(_ request: Request) async throws -> Response {
+        let query = request.uri.queryParameters
+        guard let text = query.get("after") else {
+            throw ServerError.invalidParameter("after", "given: the revision to read from")
+        }
+        guard let after = Int64(text), after >= 0 else {
+            throw ServerError.invalidParameter("after", "a whole number of 0 or more")
+        }
+        guard let version = try Self.version(query.get("schemaVersion"), named: "schemaVersion") else {
+            throw ServerError.invalidParameter(
+                "schemaVersion", "given: an answer is cached by its address, which must name the version")
+        }
+        let limit = try Self.limit(query.get("limit").map { Int($0) ?? 0 }, default: .max, max: .max)
+        let blockEnd = Self.blockEnd(after: after, size: configuration.changesBlockSize)
+        var feed = try await store.changeFeed(
+            after: after, limit: Int(min(Int64(limit), blockEnd - after)), byteBudget: configuration.syncByteBudget,
+            version: version)
+        let isFinal = feed.hasMore || feed.maxRevision == blockEnd
+        feed.hasMore = isFinal
+        let body = Self.encode(feed, results: nil)
+        var headers: HTTPFields = [.contentType: "application/json"]
+        let scope = configuration.sharedCache ? "public" : "private"
+        headers[.cacheControl] = isFinal ? "\(scope), max-age=31536000, immutable" : "\(scope), max-age=1"
+        let tag = EntityTag(of: body)
+        if let matched = tag.matched(by: request.headers[.ifNoneMatch]) {
+            headers[.contentType] = nil
+            headers[.eTag] = matched
+            return Response(status: .notModified, headers: headers)
+        }
+        headers[.eTag] = tag.value
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+    }
+
+    /// The last revision of the block that holds `after + 1`: the next multiple of `size`.
+    static func blockEnd(after: Int64, size: Int64) -> Int64 {
+        let (end, overflow) = (after - after % size).addingReportingOverflow(size)
+        return overflow ? .max : end
+    }
+}

@@ -36,7 +36,8 @@ bin=$(built_products "$bin" debug seed-server seed-build seed-import)
 # A server, a seed of it, an app installed from the seed, then 300 more changes to catch up with.
 "$bin/seed-server" init --database "$work/server.sqlite" --demo --events 2000 --locations 50 >/dev/null
 new_token "$work/token"
-start_server "$bin" "$work/server.sqlite" "$work/token" "$work" "$work/token"
+# Blocks of 50 revisions: the catch-up of 300 changes reads the log in several answers.
+start_server "$bin" "$work/server.sqlite" "$work/token" "$work" "$work/token" "" --changes-block-size 50
 "$bin/seed-build" --server "$SERVER_URL" --token-file "$work/token" --out "$work/seed.sqlite" --quiet
 "$bin/seed-import" --seed "$work/seed.sqlite" --database "$work/installed.sqlite" --server "$SERVER_URL" \
     --token-file "$work/token" --quiet
@@ -58,7 +59,8 @@ start_proxy() { # BEHAVIOUR ROUTE NTH [--always]
 
 # The matrix: tool, behaviour, route, nth request, always (1) or once (0), expected exit (ok / fail),
 # a phrase the message must hold (fail only). `build` writes over a good seed; `sync` catches up an
-# installed app; `push` does so with a local edit queued.
+# installed app, which reads the log with GET /v1/changes (a server without it, 404, is synced with
+# POST /v1/sync); `push` does so with a local edit queued.
 cases=$(cat <<'TABLE'
 build|malformed_json|/v1/snapshot/|2|0|fail|not JSON
 build|not_json|/v1/snapshot/|2|0|fail|not JSON
@@ -79,28 +81,29 @@ build|slow_drip|/v1/snapshot/|2|0|ok|
 build|huge_declared_body|/v1/snapshot/|2|0|fail|larger
 build|huge_body|/v1/snapshot/|2|0|fail|larger
 build|gzip_bomb|/v1/snapshot/|2|0|fail|larger
-sync|malformed_json|/v1/sync|2|0|fail|not JSON
-sync|not_json|/v1/sync|2|0|fail|not JSON
-sync|wrong_types|/v1/sync|2|0|fail|maxRevision
-sync|revision_gap|/v1/sync|2|0|fail|revision
-sync|revision_regression|/v1/sync|2|0|fail|revision
-sync|unknown_type|/v1/sync|2|0|fail|ghosts
-sync|sql_identifier|/v1/sync|2|0|fail|unknown type
-sync|unknown_field|/v1/sync|2|0|fail|colour
-sync|status_401|/v1/sync|2|0|fail|401
-sync|status_403|/v1/sync|2|0|fail|403
-sync|status_500|/v1/sync|2|0|ok|
-sync|status_500|/v1/sync|2|1|fail|500
-sync|status_503_retry_after|/v1/sync|2|0|ok|
-sync|status_429_retry_after|/v1/sync|2|0|ok|
-sync|history_expired|/v1/sync|2|0|ok|
-sync|cut_mid_body|/v1/sync|2|0|ok|
-sync|reset_mid_body|/v1/sync|2|0|ok|
-sync|stall|/v1/sync|2|0|ok|
-sync|slow_drip|/v1/sync|2|0|ok|
-sync|huge_declared_body|/v1/sync|2|0|fail|larger
-sync|huge_body|/v1/sync|2|0|fail|larger
-sync|gzip_bomb|/v1/sync|2|0|fail|larger
+sync|malformed_json|/v1/changes|2|0|fail|not JSON
+sync|not_json|/v1/changes|2|0|fail|not JSON
+sync|wrong_types|/v1/changes|2|0|fail|maxRevision
+sync|revision_gap|/v1/changes|2|0|fail|revision
+sync|revision_regression|/v1/changes|2|0|fail|revision
+sync|unknown_type|/v1/changes|2|0|fail|ghosts
+sync|sql_identifier|/v1/changes|2|0|fail|unknown type
+sync|unknown_field|/v1/changes|2|0|fail|colour
+sync|status_401|/v1/changes|2|0|fail|401
+sync|status_403|/v1/changes|2|0|fail|403
+sync|status_500|/v1/changes|2|0|ok|
+sync|status_500|/v1/changes|2|1|fail|500
+sync|status_503_retry_after|/v1/changes|2|0|ok|
+sync|status_429_retry_after|/v1/changes|2|0|ok|
+sync|history_expired|/v1/changes|2|0|ok|
+sync|cut_mid_body|/v1/changes|2|0|ok|
+sync|reset_mid_body|/v1/changes|2|0|ok|
+sync|stall|/v1/changes|2|0|ok|
+sync|slow_drip|/v1/changes|2|0|ok|
+sync|huge_declared_body|/v1/changes|2|0|fail|larger
+sync|huge_body|/v1/changes|2|0|fail|larger
+sync|gzip_bomb|/v1/changes|2|0|fail|larger
+sync|status_404|/v1/changes|1|1|ok|
 push|results_for_other_ids|/v1/sync|1|0|fail|result
 push|results_missing|/v1/sync|1|0|fail|result
 push|key_map_naming_unknown_keys|/v1/sync|1|0|fail|maps the temporary keys

@@ -82,12 +82,37 @@ extension SyncClient {
     /// The change sets after `revision`, answer by answer, one ahead, until an answer says the
     /// server has no more (`hasMore` false). Each answer is requested from the revision the one
     /// before ended at.
-    package func changeFeed(from revision: Int64, limit: Int, schemaVersion: Int?) -> PrefetchingSequence<
-        SyncResponse, Int64
-    > {
-        PrefetchingSequence(from: revision) { [self] revision in
-            let response = try await sync(from: revision, limit: limit, schemaVersion: schemaVersion)
-            return (response, response.hasMore ? response.maxRevision : nil)
+    ///
+    /// With a `schemaVersion` and `readsLog`, the log is read with
+    /// ``changes(after:schemaVersion:limit:)``, which a cache in front of the server can answer,
+    /// up to and including the head (kept by caches for one second at most); a server without
+    /// `GET /v1/changes` (404) is read with ``sync(from:limit:pushing:schemaVersion:wait:)``.
+    /// Without them, every answer comes from `sync`, from the origin: for a client that asks again
+    /// at the head and must see the newest revision. `limit` applies to the `sync` requests: log
+    /// reads leave the length to the server, so that every client asks for the same addresses.
+    package func changeFeed(
+        from revision: Int64, limit: Int, schemaVersion: Int?, readsLog: Bool = true
+    ) -> PrefetchingSequence<SyncResponse, FeedCursor> {
+        let start = FeedCursor(revision: revision, readsLog: readsLog && schemaVersion != nil)
+        return PrefetchingSequence(from: start) { [self] cursor in
+            if cursor.readsLog, let schemaVersion {
+                do {
+                    let response = try await changes(after: cursor.revision, schemaVersion: schemaVersion)
+                    return (
+                        response, response.hasMore ? FeedCursor(revision: response.maxRevision, readsLog: true) : nil
+                    )
+                } catch let error as SyncClientError where error.status == 404 {
+                    // A server that predates the log reads: `sync` below, for this answer and the rest.
+                }
+            }
+            let response = try await sync(from: cursor.revision, limit: limit, schemaVersion: schemaVersion)
+            return (response, response.hasMore ? FeedCursor(revision: response.maxRevision, readsLog: false) : nil)
         }
     }
+}
+
+/// Where a change feed goes on: from `revision`, by a log read (`GET /v1/changes`) or by `POST /v1/sync`.
+package struct FeedCursor: Sendable {
+    package var revision: Int64
+    package var readsLog: Bool
 }

@@ -172,28 +172,62 @@ public final class SyncClient: Sendable {
             )
         }
         for (pushed, result) in zip(changeSets, response.results) { try Self.checkKeys(of: result, answering: pushed) }
+        try Self.checkChangeSets(of: response, from: revision, label: "POST /v1/sync")
+        return response
+    }
+
+    /// `GET /v1/changes` from `revision`, in schema version `schemaVersion`: the change log as a
+    /// read that HTTP caches keep. The server ends the answer at the end of `revision`'s block of
+    /// revisions (or sooner at `limit`); `hasMore` says the answer is final and the log goes on
+    /// from its `maxRevision`; an answer without it is the head, after which a client continues
+    /// with ``sync(from:limit:pushing:schemaVersion:wait:)``. See `docs/PROTOCOL.md`.
+    ///
+    /// ```swift
+    /// var answer = try await client.changes(after: seedRevision, schemaVersion: 1)
+    /// while answer.hasMore { answer = try await client.changes(after: answer.maxRevision, schemaVersion: 1) }
+    /// ```
+    ///
+    /// - Throws: ``SyncClientError`` as ``sync(from:limit:pushing:schemaVersion:wait:)`` does;
+    ///   `serverError` with status 404 from a server that predates `GET /v1/changes`.
+    public func changes(after revision: Int64, schemaVersion: Int, limit: Int? = nil) async throws -> SyncResponse {
+        var query = [
+            URLQueryItem(name: "after", value: String(revision)),
+            URLQueryItem(name: "schemaVersion", value: String(schemaVersion)),
+        ]
+        if let limit { query.append(URLQueryItem(name: "limit", value: String(limit))) }
+        let response = try await send(path: "v1/changes", query: query) { data, label in
+            try Self.parse(data, label: label, as: SyncResponse.init(json:))
+        }
+        try Self.checkChangeSets(of: response, from: revision, label: "GET /v1/changes")
+        return response
+    }
+
+    /// The change sets of an answer follow on from `revision` without gaps, `hasMore` comes with
+    /// some, and `maxRevision` is the last one's.
+    ///
+    /// - Throws: ``SyncClientError/Code/malformedResponse`` saying which rule the answer breaks.
+    private static func checkChangeSets(of response: SyncResponse, from revision: Int64, label: String) throws {
         // `nil` past Int64.max: no change set can follow it.
         var next: Int64? = revision < .max ? revision + 1 : nil
         for changeSet in response.changeSets {
             guard let expected = next, changeSet.revision == expected else {
                 throw SyncClientError(
                     .malformedResponse,
-                    "POST /v1/sync from revision \(revision): expected change set \(next.map(String.init) ?? "none (the last revision there is was reached)"), got \(changeSet.revision.map(String.init) ?? "one without a revision")"
+                    "\(label) from revision \(revision): expected change set \(next.map(String.init) ?? "none (the last revision there is was reached)"), got \(changeSet.revision.map(String.init) ?? "one without a revision")"
                 )
             }
             next = expected < .max ? expected + 1 : nil
         }
         guard !response.hasMore || !response.changeSets.isEmpty else {
             throw SyncClientError(
-                .malformedResponse, "POST /v1/sync from revision \(revision): hasMore is true but no change set came")
+                .malformedResponse, "\(label) from revision \(revision): hasMore is true but no change set came")
         }
         guard response.maxRevision == response.changeSets.last?.revision ?? revision else {
             throw SyncClientError(
                 .malformedResponse,
-                "POST /v1/sync from revision \(revision): maxRevision \(response.maxRevision) does not match the change sets returned"
+                "\(label) from revision \(revision): maxRevision \(response.maxRevision) does not match the change sets returned"
             )
         }
-        return response
     }
 
     /// The client token from `SEED_TOKEN`, or from `file` when one is given (surrounding

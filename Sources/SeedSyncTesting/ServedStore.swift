@@ -4,6 +4,7 @@ import SeedSyncClient
 import SeedSyncDemo
 import SeedSyncModel
 import SeedSyncSeed
+import SeedSyncServer
 import SeedSyncStore
 
 /// A server store with a mutation history, served on loopback, in a temporary directory.
@@ -31,12 +32,14 @@ public struct ServedStore: Sendable {
     }
 }
 
-/// Runs `body` against a demo store (or `schema` filled by the change generator) served live.
+/// Runs `body` against a demo store (or `schema` filled by the change generator) served live,
+/// with the server's configuration changed by `configure`.
 public func withServedStore(
     schema: DatasetSchema? = nil,
     events: Int = 300,
     locations: Int = 20,
     changes: Int = 40,
+    configure: @escaping @Sendable (inout ServerConfiguration) -> Void = { _ in },
     _ body: @escaping @Sendable (ServedStore) async throws -> Void
 ) async throws {
     try await withTemporaryDirectory { directory in
@@ -47,7 +50,7 @@ public func withServedStore(
                 try await Fixtures.demoStore(events: events, locations: locations, seed: 3, in: directory)
             }
         try await ChangeGenerator.mutate(store, changes: changes, seed: 5)
-        try await withLiveServer(store) { url in
+        try await withLiveServer(store, configure: configure) { url in
             try await body(ServedStore(url: url, store: store, directory: directory))
         }
     }

@@ -18,11 +18,15 @@ import FoundationNetworking
 @Suite struct SyncClientTests {
     static let token = "client-test-token"
 
-    func withServer(_ test: @escaping @Sendable (URL, SQLiteSyncStore) async throws -> Void) async throws {
+    func withServer(
+        changesBlockSize: Int64 = 1_000, _ test: @escaping @Sendable (URL, SQLiteSyncStore) async throws -> Void
+    ) async throws {
         try await withTemporaryDirectory { directory in
             let store = try await Fixtures.demoStore(events: 300, locations: 10, in: directory)
             try await ChangeGenerator.mutate(store, changes: 25, seed: 8)
-            try await withLiveServer(store, token: Self.token) { url in try await test(url, store) }
+            try await withLiveServer(store, token: Self.token, configure: { $0.changesBlockSize = changesBlockSize }) {
+                url in try await test(url, store)
+            }
         }
     }
 
@@ -46,6 +50,56 @@ import FoundationNetworking
             let feed = try await client.sync(from: 1, limit: 10)
             #expect(feed.changeSets.map(\.revision) == Array(2...11))
             #expect(feed.hasMore)
+        }
+    }
+
+    @Test func readsTheLogInBlocksUpToTheHead() async throws {
+        try await withServer(changesBlockSize: 10) { url, store in
+            let client = client(url)
+            let first = try await client.changes(after: 1, schemaVersion: 1)
+            #expect(first.changeSets.map(\.revision) == Array(2...10))
+            #expect(first.hasMore)
+            let head = try await client.changes(after: 20, schemaVersion: 1)
+            #expect(head.changeSets.map(\.revision) == Array(21...26))
+            #expect(!head.hasMore)
+            let limited = try await client.changes(after: 10, schemaVersion: 1, limit: 3)
+            #expect(limited.changeSets.map(\.revision) == [11, 12, 13])
+            var revisions: [Int64?] = []
+            for try await answer in client.changeFeed(from: 1, limit: 1_000, schemaVersion: 1) {
+                revisions += answer.changeSets.map(\.revision)
+            }
+            #expect(revisions == Array(2...26))
+            #expect(try await answeredRequests("/v1/changes", on: url) == 3 + 3)
+            #expect(try await answeredRequests("/v1/sync", on: url) == 0)
+            // Asked to, the feed reads the origin alone.
+            var synced: [Int64?] = []
+            for try await answer in client.changeFeed(from: 20, limit: 1_000, schemaVersion: 1, readsLog: false) {
+                synced += answer.changeSets.map(\.revision)
+            }
+            #expect(synced == Array(21...26))
+            #expect(try await answeredRequests("/v1/changes", on: url) == 6)
+            #expect(try await answeredRequests("/v1/sync", on: url) == 1)
+            await #expect { try await client.changes(after: 0, schemaVersion: 1) } throws: {
+                ($0 as? SyncClientError)?.code == .historyExpired
+            }
+        }
+    }
+
+    /// A server that predates `GET /v1/changes` (404) is read with `POST /v1/sync`.
+    @Test func aServerWithoutLogReadsIsSynced() async throws {
+        let server = MisbehavingServer()
+        server.plan([
+            .body(
+                #"{"maxRevision":3,"hasMore":false,"changeSets":[{"revision":2,"types":[]},{"revision":3,"types":[]}]}"#
+            )
+        ])
+        try await server.run { url in
+            var revisions: [Int64?] = []
+            for try await answer in client(url).changeFeed(from: 1, limit: 1_000, schemaVersion: 1) {
+                revisions += answer.changeSets.map(\.revision)
+            }
+            #expect(revisions == [2, 3])
+            #expect(server.requests == 1)
         }
     }
 

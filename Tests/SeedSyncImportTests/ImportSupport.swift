@@ -75,9 +75,12 @@ func withImportFixture(
     changesAfter: Int = 60,
     gzip: Bool = false,
     mutationSeed: UInt64 = 11,
+    changesBlockSize: Int64 = 1_000,
     _ body: @escaping @Sendable (ImportFixture) async throws -> Void
 ) async throws {
-    try await withServedStore(events: events, locations: locations, changes: 20) { served in
+    try await withServedStore(
+        events: events, locations: locations, changes: 20, configure: { $0.changesBlockSize = changesBlockSize }
+    ) { served in
         let report = try await served.builder("seed.sqlite", pageSize: 500, gzip: gzip).build()
         _ = try await ChangeGenerator.mutate(served.store, changes: changesAfter, seed: mutationSeed)
         try await body(ImportFixture(served: served, seed: report.output, seedRevision: report.manifest.revision))

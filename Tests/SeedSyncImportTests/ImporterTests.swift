@@ -28,13 +28,31 @@ import Testing
         }
     }
 
+    /// The catch-up reads the log in blocks and its head: what a cache in front of the server
+    /// answers. The origin's `POST /v1/sync` is for pushes (and live sync).
+    @Test func theCatchUpReadsTheLogInBlocksUpToTheHead() async throws {
+        try await withImportFixture(changesBlockSize: 10) { fixture in
+            #expect(fixture.seedRevision == 21)
+            #expect(try await fixture.serverRevision() == 81)
+            let url = fixture.served.url
+            let before = try await answeredRequests("/v1/changes", on: url)
+            try await fixture.importer().run()
+            // 22-30, 31-40, ..., 71-80 final; 81 the head, which ends the catch-up.
+            #expect(try await answeredRequests("/v1/changes", on: url) - before == 7)
+            #expect(try await answeredRequests("/v1/sync", on: url) == 0)
+            #expect(try contents(ofSeed: fixture.database) == (try await fixture.serverContents()))
+            #expect(try revision(of: fixture.database) == 81)
+        }
+    }
+
     /// Seed at R0 plus sync to R1 equals a fresh full build at R1, for random mutation histories.
     @Test(arguments: 0..<4)
     func seedPlusSyncEqualsAFreshBuild(round: Int) async throws {
         var random = SplitMix64(seed: UInt64(round) &+ 100)
         let changes = Int(random.next() % 150) + 1
         try await withImportFixture(
-            events: 200 + Int(random.next() % 200), changesAfter: changes, mutationSeed: random.next()
+            events: 200 + Int(random.next() % 200), changesAfter: changes, mutationSeed: random.next(),
+            changesBlockSize: Int64(random.next() % 40) + 1
         ) { fixture in
             // Transactions of a few rows, so change sets are grouped and split in every way.
             try await fixture.importer(maxRowsPerTransaction: 1 + round * 7, syncLimit: 1 + round * 13).run()

@@ -26,7 +26,7 @@ extension ImportSession {
         configuration.batchGate?.startCatchUp()
         defer { configuration.batchGate?.endCatchUp() }
         /// The answers when nothing is pushed, one ahead (`nil` after a push or a failure).
-        var feed: PrefetchingSequence<SyncResponse, Int64>.Iterator?
+        var feed: PrefetchingSequence<SyncResponse, FeedCursor>.Iterator?
         /// The next push when the end of the last round read it already.
         var queued: [OutboxEntry]?
         while true {
@@ -141,7 +141,7 @@ extension ImportSession {
     /// ahead (started from `revision` when there is none; it ends after an answer without `hasMore`).
     private func next(
         from revision: Int64, pushing entries: [OutboxEntry], version: Int,
-        feed: inout PrefetchingSequence<SyncResponse, Int64>.Iterator?
+        feed: inout PrefetchingSequence<SyncResponse, FeedCursor>.Iterator?
     ) async throws -> SyncResponse {
         let limit = configuration.syncLimit
         if !entries.isEmpty {
@@ -152,8 +152,9 @@ extension ImportSession {
             feed ?? client.changeFeed(from: revision, limit: limit, schemaVersion: version).makeAsyncIterator()
         defer { feed = answers }
         guard let response = try await answers.next() else {
-            // The last answer said there was no more; ask again from where the database is.
-            answers = client.changeFeed(from: revision, limit: limit, schemaVersion: version).makeAsyncIterator()
+            // The last answer said there was no more; ask the origin again from where the database is.
+            answers = client.changeFeed(from: revision, limit: limit, schemaVersion: version, readsLog: false)
+                .makeAsyncIterator()
             return try await answers.next()!
         }
         return response

@@ -25,6 +25,7 @@ import time
 import traceback
 import urllib.parse
 
+import jsonschema
 import requests
 import yaml
 from openapi_schema_validator import OAS31Validator, oas31_format_checker
@@ -176,6 +177,8 @@ class Checker:
                     except ValueError:
                         pass
                 problems += self.doc.errors(f"{base}/parameters/{index}/schema", value)
+            if parameter["in"] == "query" and parameter.get("required") and not (query and parameter["name"] in query):
+                problems.append(jsonschema.ValidationError(f"the required query parameter {parameter['name']} is missing"))
             if parameter["in"] == "header" and parameter["name"] in headers:
                 problems += self.doc.errors(f"{base}/parameters/{index}/schema", headers[parameter["name"]])
         if "requestBody" in operation and body is not None:
@@ -398,6 +401,28 @@ def run(check, compact, upgrade):
     c.send("sync, limit 0", "POST", "/v1/sync", 400, token="read", body={"maxRevision": 0, "limit": 0}, request_valid=False)
     c.send("sync, changeSets null", "POST", "/v1/sync", 400, token="read", body={"maxRevision": 0, "changeSets": None}, request_valid=False)
     c.send("sync, unknown members ignored", "POST", "/v1/sync", 200, token="read", body={"maxRevision": 3, "client": "x"}, request_valid=True)
+    # Log reads (blocks of 1,000 revisions: at revision 3, every answer from 0 is the head).
+    log = {"after": "0", "schemaVersion": "1"}
+    answer = c.send("log read from 0", "GET", "/v1/changes", 200, token="read", query=log, request_valid=True)
+    c.expect("log read from 0", answer and [s["revision"] for s in answer["changeSets"]] == [1, 2, 3] and answer["hasMore"] is False,
+             f"the head from 0 was {answer and [s['revision'] for s in answer['changeSets']]}, hasMore {answer and answer['hasMore']}")
+    answer = c.send("log read, limit 1", "GET", "/v1/changes", 200, token="read", query=log | {"limit": "1"}, request_valid=True)
+    c.expect("log read, limit 1", answer and answer["maxRevision"] == 1 and answer["hasMore"] is True, f"limit 1 gave {answer}")
+    response = c.session.get(c.url + "/v1/changes", params=log, headers={"Authorization": "Bearer " + c.tokens["read"], "Accept-Encoding": "gzip"}, timeout=TIMEOUT)
+    c.check_answer("log read, gzip answer", "GET", "/v1/changes", 200, response.status_code, response.headers,
+                   response.content, response.headers.get("Content-Encoding"))
+    c.expect("log read, gzip answer", (response.headers.get("ETag") or "").endswith('-gzip"'), f"gzip ETag {response.headers.get('ETag')}")
+    c.send("log read, not modified", "GET", "/v1/changes", 304, token="read", query=log,
+           headers={"If-None-Match": response.headers.get("ETag", "")}, request_valid=True)
+    c.send("log read without schemaVersion", "GET", "/v1/changes", 400, token="read", query={"after": "0"}, request_valid=False)
+    c.send("log read without after", "GET", "/v1/changes", 400, token="read", query={"schemaVersion": "1"}, request_valid=False)
+    c.send("log read, after -1", "GET", "/v1/changes", 400, token="read", query={"after": "-1", "schemaVersion": "1"}, request_valid=False)
+    c.send("log read ahead of the server", "GET", "/v1/changes", 409, token="read", query={"after": "1000", "schemaVersion": "1"}, request_valid=True)
+    c.send("log read in a version not served", "GET", "/v1/changes", 409, token="read", query={"after": "0", "schemaVersion": "9"}, request_valid=True)
+    c.send("log read without a token", "GET", "/v1/changes", 401, query=log, request_valid=True)
+    c.send("token check", "GET", "/v1/auth", 204, token="read")
+    c.send("token check, unknown token", "GET", "/v1/auth", 401, token="not-a-token")
+
     # Live sync (the server runs with --max-wait 1 --max-waiting-requests 1).
     answer = c.send("sync, wait with change sets ready", "POST", "/v1/sync", 200, token="read", body={"maxRevision": 0, "wait": 30}, request_valid=True)
     c.expect("sync, wait with change sets ready", answer and len(answer["changeSets"]) == 3, f"answered {answer}")
@@ -465,6 +490,7 @@ def run(check, compact, upgrade):
     c.send("sync behind the history", "POST", "/v1/sync", 410, token="read", body={"maxRevision": 0}, request_valid=True)
     late = pushed("push-7", ["events"], events={"delete": [4], "attributes": {"4": {"revision": 1}}})
     c.send("push behind the history", "POST", "/v1/sync", 410, token="write", body={"maxRevision": 0, "changeSets": [late]}, request_valid=True)
+    c.send("log read behind the history", "GET", "/v1/changes", 410, token="read", query={"after": "0", "schemaVersion": "1"}, request_valid=True)
     info = c.send("schema after compaction", "GET", "/v1/schema", 200, token="read")
     c.expect("schema after compaction", info and info["minRevision"] == 5 and info["revision"] == 6 and info["rowCounts"] == {"locations": 6, "events": 11, "tags": 4},
              f"after compaction: {info and (info['revision'], info['minRevision'], info['rowCounts'])}")

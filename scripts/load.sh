@@ -6,31 +6,40 @@
 # server's memory per held request, and the time until an app's SyncEngine observer sees the row:
 # seed-bench observe, one more waiting client), with admin writes and, on PostgreSQL, psql writes; then, on
 # PostgreSQL, the write rate of 8 concurrent writers (pgbench) on an attached table against the
-# same table without capture in the same run. Prints requests/s, p50, p99 and errors per case, and
-# writes them to .build/load/load.json. Changes nothing in the repository.
+# same table without capture in the same run; and, on PostgreSQL, apps catching up from one seed
+# through a real nginx (proxy_cache, auth_request: scripts/lib/nginx.sh) in front of two servers
+# started with --shared-cache, against the same apps reading the origin alone
+# (scripts/bench/catchup_load.py): the origin's share of the reads, the cache's hit ratio, requests/s
+# and p99, stale answers and apps that did not reach the server's revision. Prints requests/s, p50,
+# p99 and errors per case, and writes them to .build/load/load.json. Changes nothing in the repository.
 #
-# Usage: scripts/load.sh [--backend sqlite|postgres|all] [--seconds S] [--events N] [--live-clients "1 100 10000"]
+# Usage: scripts/load.sh [--backend sqlite|postgres|all] [--seconds S] [--events N] [--live-clients "1 100 10000"] [--apps N]
 #   --backend B        which store(s) to load (default all)
 #   --seconds S        length of each wrk and pgbench run (default 15)
 #   --events N         demo events in the served database (default 100000; 2000 locations)
 #   --live-clients L   the numbers of waiting clients of the live sync cases (default "1 100 10000")
+#   --apps N           apps catching up through the cache (default 10000; the origin alone is read by
+#                      N / 50 of them, at least 20)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/setup.sh
 source scripts/lib/server.sh
 source scripts/lib/postgres.sh
+source scripts/lib/nginx.sh
 
 backend=all
 seconds=15
 events=100000
 live_clients="1 100 10000"
+apps=10000
 while [ $# -gt 0 ]; do
     case $1 in
         --backend) backend=$2; shift 2 ;;
         --seconds) seconds=$2; shift 2 ;;
         --events) events=$2; shift 2 ;;
         --live-clients) live_clients=$2; shift 2 ;;
-        *) echo "usage: scripts/load.sh [--backend sqlite|postgres|all] [--seconds S] [--events N] [--live-clients L]" >&2; exit 64 ;;
+        --apps) apps=$2; shift 2 ;;
+        *) echo "usage: scripts/load.sh [--backend sqlite|postgres|all] [--seconds S] [--events N] [--live-clients L] [--apps N]" >&2; exit 64 ;;
     esac
 done
 case $backend in sqlite | postgres | all) ;; *) echo "--backend must be sqlite, postgres or all" >&2; exit 64 ;; esac
@@ -38,7 +47,7 @@ case $backend in sqlite | postgres | all) ;; *) echo "--backend must be sqlite, 
 work=$(mktemp -d)
 out=.build/load
 second_pid=
-trap 'stop_server; [ -n "$second_pid" ] && kill "$second_pid" 2>/dev/null; stop_postgres; rm -rf "$work"' EXIT
+trap 'stop_nginx; stop_server; [ -n "$second_pid" ] && kill "$second_pid" 2>/dev/null; stop_postgres; rm -rf "$work"' EXIT
 mkdir -p "$out"
 results=()
 
@@ -150,6 +159,47 @@ build_seed() {
 # server's default bound is 10,000: one more is a 503).
 room="--max-waiting-requests $(($(echo "$live_clients" | tr ' ' '\n' | sort -n | tail -n 1) + 100))"
 
+# origin_reads PATH URL...: the requests the servers at URL... answered on PATH, from their /metrics.
+origin_reads() {
+    local path=$1 total=0 count
+    shift
+    for url in "$@"; do
+        count=$(curl -sf -H "Authorization: Bearer $(cat "$work/admin-token")" "$url/metrics" \
+            | awk -v route="route=\"$path\"" 'index($0, "seedsync_http_requests_total{") == 1 && index($0, route) { sum += $NF } END { print sum + 0 }')
+        total=$((total + count))
+    done
+    echo "$total"
+}
+
+# cache_cases URL...: $apps apps catch up from revision 1 (the demo load: a seed built then)
+# through nginx in front of the servers at URL..., then $apps / 50 of them from the origin alone.
+cache_cases() {
+    local revision before_reads before_auth
+    revision=$(curl -sf -H "Authorization: Bearer $token" "$1/v1/schema" | python3 -c 'import json, sys; print(json.load(sys.stdin)["revision"])')
+    start_nginx "$work" "$@"
+    before_reads=$(origin_reads /v1/changes "$@")
+    before_auth=$(origin_reads /v1/auth "$@")
+    echo "==> postgres, two servers behind nginx: $apps apps catching up from revision 1 to $revision" >&2
+    python3 scripts/bench/catchup_load.py --url "$NGINX_URL" --origin "$1" --tokens "$work/token" --apps "$apps" \
+        --start 1 --expect-revision "$revision" >"$work/cache.json"
+    python3 - "$work/cache.json" "$(($(origin_reads /v1/changes "$@") - before_reads))" \
+        "$(($(origin_reads /v1/auth "$@") - before_auth))" "postgres, two servers behind nginx, $apps apps catching up" <<'PY' | tee -a "$work/results.jsonl" >&2
+import json, sys
+row = json.load(open(sys.argv[1]))
+row["origin_reads"], row["origin_auth_checks"], row["case"] = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+row["origin_share_percent"] = round(100 * row["origin_reads"] / max(row["requests"], 1), 3)
+row["hit_ratio_percent"] = round(100 * row["cache"].get("HIT", 0) / max(row["requests"], 1), 3)
+print(json.dumps(row))
+PY
+    stop_nginx
+    local alone=$((apps / 50 < 20 ? 20 : apps / 50))
+    echo "==> postgres, two servers, origin alone: $alone apps catching up" >&2
+    python3 scripts/bench/catchup_load.py --url "$1" --origin "$1" --tokens "$work/token" --apps "$alone" \
+        --concurrency 64 --start 1 --expect-revision "$revision" \
+        | python3 -c 'import json, sys; row = json.load(sys.stdin); row["case"] = sys.argv[1]; print(json.dumps(row))' \
+            "postgres, origin alone, $alone apps catching up" | tee -a "$work/results.jsonl" >&2
+}
+
 # prepare DATABASE: the demo dataset, then 1,000 change sets (so clients can be 100 behind).
 prepare() {
     "$bin/seed-server" init --database "$1" --demo --events "$events" --locations 2000 >&2
@@ -183,6 +233,18 @@ if [ "$backend" != sqlite ]; then
     live_cases "postgres, two servers" psql "$first_url" "$second_url"
     kill "$second_pid"
     second_pid=
+    stop_server
+
+    # 4,000 more change sets, so that a catch-up from the seed crosses several blocks of the log.
+    "$bin/seed-server" mutate --database "$SEEDSYNC_POSTGRES_URL" --changes 4000 --seed 9 >&2
+    start_server "$bin" "$SEEDSYNC_POSTGRES_URL" "$work/token" "$work" "" "$work/admin-token" --shared-cache
+    first_pid=$SERVER_PID first_url=$SERVER_URL
+    start_server "$bin" "$SEEDSYNC_POSTGRES_URL" "$work/token" "$work/second" "" "$work/admin-token" --shared-cache
+    second_pid=$SERVER_PID
+    cache_cases "$first_url" "$SERVER_URL"
+    SERVER_PID=$first_pid
+    kill "$second_pid"
+    second_pid=
 
     echo "==> PostgreSQL: 8 concurrent writers (pgbench), captured against plain" >&2
     export PGHOST=127.0.0.1 PGPORT=${SEEDSYNC_POSTGRES_URL##*:} PGUSER=seedsync PGDATABASE=seedsync
@@ -213,7 +275,13 @@ report = {"seconds": int(sys.argv[3]), "events": int(sys.argv[4]), "cores": os.c
 json.dump(report, open(sys.argv[2], "w"), indent=2)
 print(f"\nSeedSync load test ({report['cores']} cores, {report['seconds']} s per run, {report['events']} events)")
 for row in rows:
-    if "clients" in row:
+    if "apps" in row:
+        print(f"  {row['case']:<58} {row['requests_per_second']:>7} req/s  p50 {row['p50_ms']:7.2f} ms  p99 {row['p99_ms']:7.2f} ms"
+              f"  {row['requests']} reads, errors {row['errors']}, stale {row['stale']}, incomplete {row['incomplete']}")
+        if "origin_reads" in row:
+            print(f"  {'  at the origin':<58} {row['origin_reads']} reads ({row['origin_share_percent']} %), {row['origin_auth_checks']} token checks;"
+                  f" cache hits {row['hit_ratio_percent']} %")
+    elif "clients" in row:
         print(f"  {row['case']:<58} p50 {row['p50_ms']:7.1f} ms  p99 {row['p99_ms']:7.1f} ms  errors {row['errors']}  {row['server_kib_per_held_request']} KiB per held request")
         if "engine_p50_ms" in row:
             print(f"  {'  engine observer (seed-bench observe)':<58} p50 {row['engine_p50_ms']} ms  p99 {row['engine_p99_ms']} ms  max {row['engine_max_ms']} ms  missed {row['engine_missed']}")

@@ -1,0 +1,87 @@
+# An nginx on loopback in front of seed-servers, as a CDN or a team's reverse proxy would be: it
+# keeps `GET /v1/changes` answers in a proxy_cache (one origin read per address at a time:
+# proxy_cache_lock), asks the origin's `GET /v1/auth` before answering from the cache (auth_request,
+# the verdict kept 60 s per token), and passes every other request through. Needs setup.sh and
+# postgres.sh (free_port) sourced; started and stopped by the script that uses it (stop_nginx, also on
+# failure).
+
+NGINX_PID=
+
+# start_nginx WORK URL...: nginx on a free port with the servers at URL... as its origin; sets
+# NGINX_URL. Installs Debian's nginx-light when missing.
+start_nginx() {
+    local work=$1 port servers=""
+    shift
+    command -v nginx >/dev/null 2>&1 || install_packages nginx-light
+    for url in "$@"; do servers+="        server ${url#http://};"$'\n'; done
+    port=$(free_port)
+    mkdir -p "$work/nginx/cache" "$work/nginx/auth"
+    cat >"$work/nginx/nginx.conf" <<CONF
+daemon off;
+user root;
+worker_processes 2;
+pid $work/nginx/nginx.pid;
+error_log $work/nginx/error.log warn;
+events { worker_connections 20000; }
+http {
+    access_log off;
+    keepalive_requests 100000;
+    proxy_temp_path $work/nginx/temp;
+    client_body_temp_path $work/nginx/body;
+    proxy_cache_path $work/nginx/cache levels=1:2 keys_zone=changes:16m max_size=4g inactive=1h use_temp_path=off;
+    proxy_cache_path $work/nginx/auth keys_zone=auth:4m inactive=10m;
+    upstream origin {
+$servers        keepalive 64;
+    }
+    server {
+        listen 127.0.0.1:$port;
+        proxy_http_version 1.1;
+        proxy_set_header Connection "";
+        proxy_read_timeout 120s;
+        location /v1/changes {
+            auth_request /_auth;
+            proxy_pass http://origin;
+            proxy_cache changes;
+            proxy_cache_key \$request_uri;
+            proxy_cache_lock on;
+            proxy_cache_lock_timeout 60s;
+            add_header X-Cache-Status \$upstream_cache_status always;
+        }
+        location = /_auth {
+            internal;
+            proxy_pass http://origin/v1/auth;
+            proxy_pass_request_body off;
+            proxy_set_header Content-Length "";
+            proxy_cache auth;
+            proxy_cache_key \$http_authorization;
+            proxy_cache_valid 204 60s;
+        }
+        location / {
+            proxy_pass http://origin;
+        }
+    }
+}
+CONF
+    nginx -c "$work/nginx/nginx.conf" -p "$work/nginx" &
+    NGINX_PID=$!
+    local waited=0
+    until curl -s -o /dev/null "http://127.0.0.1:$port/health"; do
+        if ! kill -0 "$NGINX_PID" 2>/dev/null || [ "$waited" -ge 100 ]; then
+            echo "nginx did not start:" >&2
+            cat "$work/nginx/error.log" >&2
+            return 1
+        fi
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+    NGINX_URL=http://127.0.0.1:$port
+}
+
+# stop_nginx: stops the nginx of start_nginx, by its pid.
+stop_nginx() {
+    if [ -n "$NGINX_PID" ]; then
+        kill "$NGINX_PID" 2>/dev/null || true
+        wait "$NGINX_PID" 2>/dev/null || true
+    fi
+    NGINX_PID=
+}

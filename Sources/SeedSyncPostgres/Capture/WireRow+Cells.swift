@@ -118,8 +118,7 @@ extension WireRow {
 /// A `uuid` in binary format as `uuid_out` writes it: `a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11`.
 func uuidText(_ bytes: inout ByteBuffer) -> String? {
     guard let raw = bytes.readBytes(length: 16) else { return nil }
-    let hex = raw.map { byte in String(byte >> 4, radix: 16) + String(byte & 0xF, radix: 16) }
-    return [hex[0..<4], hex[4..<6], hex[6..<8], hex[8..<10], hex[10..<16]].map { $0.joined() }.joined(separator: "-")
+    return [raw[0..<4], raw[4..<6], raw[6..<8], raw[8..<10], raw[10..<16]].map(\.lowercaseHex).joined(separator: "-")
 }
 
 /// A PostgreSQL array in binary format as the JSON `to_json` writes for it: nested arrays per

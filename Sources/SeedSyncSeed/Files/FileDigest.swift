@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import SeedSyncModel
 
 /// The size and SHA-256 of a file's bytes, as a manifest records them.
 package struct FileDigest: Sendable, Hashable {
@@ -34,7 +35,7 @@ package struct FileDigest: Sendable, Hashable {
         }
 
         func finalize() -> FileDigest {
-            FileDigest(size: size, sha256: sha.finalize().hexString)
+            FileDigest(size: size, sha256: sha.finalize().lowercaseHex)
         }
     }
 }

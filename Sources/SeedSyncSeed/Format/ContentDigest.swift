@@ -128,7 +128,7 @@ package enum ContentDigest {
 
         consuming func finalize() -> String {
             flush()
-            return hash.finalize().hexString
+            return hash.finalize().lowercaseHex
         }
     }
 }

@@ -29,17 +29,7 @@ public enum SeedFormat {
 
     /// The lowercase hex SHA-256 of `bytes`.
     public static func sha256(_ bytes: some DataProtocol) -> String {
-        SHA256.hash(data: bytes).hexString
-    }
-}
-
-extension Digest {
-    /// Lowercase hexadecimal, as in manifests and `sha256sum`.
-    var hexString: String {
-        map { byte in
-            let text = String(byte, radix: 16)
-            return byte < 16 ? "0" + text : text
-        }.joined()
+        SHA256.hash(data: bytes).lowercaseHex
     }
 }
 

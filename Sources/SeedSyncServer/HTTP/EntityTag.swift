@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import SeedSyncModel
 
 /// A strong entity tag of a response body (RFC 9110 §8.8.3): the first 16 bytes of its SHA-256,
 /// in hex. The same body has the same tag on every server and after every restart; a body
@@ -15,11 +16,7 @@ struct EntityTag: Sendable {
     let value: String
 
     init(of body: [UInt8]) {
-        let hex = SHA256.hash(data: body).prefix(16).map { byte in
-            let digits = Array("0123456789abcdef")
-            return "\(digits[Int(byte >> 4)])\(digits[Int(byte & 15)])"
-        }
-        value = "\"\(hex.joined())\""
+        value = "\"\(SHA256.hash(data: body).prefix(16).lowercaseHex)\""
     }
 
     /// The tag of `tag`'s gzip representation: `"3f2a…-gzip"`.

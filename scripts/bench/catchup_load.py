@@ -15,7 +15,8 @@ one's `maxRevision`).
 Prints one JSON object: apps, requests, requests_per_second, p50_ms, p99_ms (per request, from
 sending it to its last byte), errors (failed requests, non-200), stale (ETags not the origin's),
 incomplete (apps that did not reach the revision), reconnects (kept-alive connections the server
-closed before an answer: connected again and the read sent again), and the cache's verdicts
+closed before an answer: connected again and the read sent again), the mean body size as received
+(gzip-compressed), and the cache's verdicts
 (`X-Cache-Status`) when the answers carry them.
 """
 import argparse
@@ -78,6 +79,7 @@ class Run:
         self.incomplete = 0
         self.verdicts = {}
         self.reconnects = 0
+        self.bytes = 0
         self.tags = {}  # address -> set of ETags seen
 
     async def app(self, index, connection):
@@ -104,6 +106,7 @@ class Run:
                 writer.write(request)
                 status, headers, body = await read_answer(reader)
             self.latencies.append(time.perf_counter() - started)
+            self.bytes += len(body)
             verdict = headers.get("x-cache-status")
             if verdict:
                 self.verdicts[verdict] = self.verdicts.get(verdict, 0) + 1
@@ -177,6 +180,7 @@ class Run:
             "incomplete": self.incomplete,
             "addresses": len(self.tags),
             "reconnects": self.reconnects,
+            "kib_per_read": round(self.bytes / max(len(latencies), 1) / 1024, 1),
             "cache": self.verdicts,
         }
 

@@ -1,7 +1,7 @@
 # An nginx on loopback in front of seed-servers, as a CDN or a team's reverse proxy would be: it
 # keeps `GET /v1/changes` answers in a proxy_cache (one origin read per address at a time:
 # proxy_cache_lock), asks the origin's `GET /v1/auth` before answering from the cache (auth_request,
-# the verdict kept 60 s per token), and passes every other request through. Needs setup.sh and
+# the verdict kept 60 s per token, one check at a time per token), and passes every other request through. Needs setup.sh and
 # postgres.sh (free_port) sourced; started and stopped by the script that uses it (stop_nginx, also on
 # failure).
 
@@ -54,6 +54,7 @@ $servers        keepalive 64;
             proxy_set_header Content-Length "";
             proxy_cache auth;
             proxy_cache_key \$http_authorization;
+            proxy_cache_lock on;
             proxy_cache_valid 204 60s;
         }
         location / {

@@ -377,6 +377,23 @@ class Matrix:
     def after_key_not_an_integer(self):
         return self.expect(self.c.request("GET", "/v1/snapshot/events?after=%27%20OR%201=1"), 400, "invalid_key")
 
+    def log_read_after_past_64_bits(self):
+        return self.expect(self.c.request("GET", "/v1/changes?schemaVersion=1&after=99999999999999999999"),
+                           400, "invalid_parameter")
+
+    def log_read_after_near_the_largest_revision(self):
+        return self.expect(self.c.request("GET", "/v1/changes?schemaVersion=1&after=9223372036854775807"),
+                           409, "revision_ahead")
+
+    def log_read_sql_in_after(self):
+        answer = self.c.request("GET", "/v1/changes?schemaVersion=1&after=" + urllib.parse.quote("0; DROP TABLE events"))
+        return self.expect(answer, 400, "invalid_parameter")
+
+    def log_read_huge_if_none_match(self):
+        data = self.c.head("GET", "/v1/changes?after=0&schemaVersion=1", headers=["If-None-Match: " + '"x", ' * 20_000])
+        answer = self.c.raw(data)
+        return None if answer.status in (200, 400, 410, 431) else f"expected 200, 400, 410 or 431, got {answer.status}"
+
     def schema_version_zero(self):
         return self.expect(self.c.request("GET", "/v1/schema?version=0"), 400, "invalid_parameter")
 

@@ -8,7 +8,8 @@ import SeedSyncSeed
 /// 1. Reads `/v1/schema` (the newest schema version, or ``Options/schemaVersion``); its revision
 ///    R0 is where the download starts. Pages and change sets are asked for in that version.
 /// 2. Downloads every type through `/v1/snapshot` pages into `OUT.partial` (`SeedWriter`).
-/// 3. Catches up through `/v1/sync` from R0 until `hasMore` is false, applying the change sets with
+/// 3. Catches up through the change log (`GET /v1/changes`; `POST /v1/sync` on a server without
+///    it) from R0 until `hasMore` is false, applying the change sets with
 ///    the importer's code (`SeedWriter/apply(_:)`), so the file equals the server at the final
 ///    revision even when the server changed during the download.
 /// 4. Finishes the file (checks, `VACUUM INTO OUT.new`: compact, rollback journal), writes the `.gz`
@@ -32,7 +33,9 @@ public struct SeedBuilder: Sendable {
         public var types: [String]?
         /// Rows per snapshot page (the server caps it).
         public var pageSize: Int
-        /// Change sets per `/v1/sync` request (the server caps it).
+        /// Change sets per `POST /v1/sync` request (the server caps it). Log reads
+        /// (`GET /v1/changes`, how catch-ups read) end where the server's blocks end instead, so that
+        /// every client asks for the same addresses.
         public var syncLimit: Int
         /// Also write `OUT.gz`.
         public var gzip: Bool
@@ -179,7 +182,7 @@ public struct SeedBuilder: Sendable {
         }
     }
 
-    /// `/v1/sync` from the seed's revision until the server has nothing more, one answer ahead;
+    /// The change log from the seed's revision until the server has nothing more, one answer ahead;
     /// change sets of types left out of the seed are dropped, the revision still advances.
     private func catchUp(
         _ writer: SeedWriter, serverTypes: Set<String>, version: Int, run: inout BuildRun,

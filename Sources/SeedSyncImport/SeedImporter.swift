@@ -49,7 +49,9 @@ public struct SeedImporter: Sendable {
         /// Replace the database with the seed when the seed is newer: a higher schema version, or
         /// the same one at a later revision.
         public var reseedIfNewer: Bool
-        /// Change sets per `/v1/sync` request (the server caps it).
+        /// Change sets per `POST /v1/sync` request (the server caps it). Log reads
+        /// (`GET /v1/changes`, how catch-ups read) end where the server's blocks end instead, so that
+        /// every client asks for the same addresses.
         public var syncLimit: Int
         /// Rows per transaction, about: change sets are grouped until they reach it (a larger
         /// change set is one transaction on its own), so readers never wait long for the writer.

@@ -20,7 +20,8 @@ struct SeedBuildCommand: AsyncParsableCommand {
     @Option(help: "The seed file to write; the manifest goes to OUT.manifest.json.") var out: String
     @Option(help: "Comma-separated types to include (default: all).") var types: String?
     @Option(help: "Rows per snapshot page.") var pageSize = 10_000
-    @Option(help: "Change sets per sync request during catch-up.") var syncLimit = 1000
+    @Option(help: "Change sets per POST /v1/sync request (the catch-up reads the log in the server's blocks).")
+    var syncLimit = 1000
     @Option(help: "Seconds a request may wait for data.") var timeout: Double = 30
     @Option(help: "A file holding the bearer token (instead of SEED_TOKEN).") var tokenFile: String?
     @Flag(help: "Also write OUT.gz.") var gzip = false

@@ -46,7 +46,8 @@ struct SyncCommand: AsyncParsableCommand {
     ) var expectSchemaVersion: Int?
     @Flag(name: .customLong("no-reseed-if-newer"), help: "Keep the database even when the seed is newer.")
     var noReseed = false
-    @Option(help: "Change sets per sync request.") var syncLimit = 1000
+    @Option(help: "Change sets per POST /v1/sync request (catch-ups read the log in the server's blocks).")
+    var syncLimit = 1000
     @Option(help: "Seconds a request may wait for data.") var timeout: Double = 30
     @Option(help: "Seconds to wait for another seed-import of the same database.") var lockTimeout: Double = 30
     @Option(

@@ -51,6 +51,20 @@ extension SeedSyncClientGettingStarted {
 
     /// The example at line 90 of the article.
     static func example4() async throws {
+        var answer = try await client.changes(after: revision, schemaVersion: info.schemaVersion)
+        while true {
+            for changeSet in answer.changeSets {
+                apply(changeSet)  // in one transaction with its revision
+            }
+            revision = answer.maxRevision
+            if !answer.hasMore { break }
+            answer = try await client.changes(after: revision, schemaVersion: info.schemaVersion)
+        }
+        _ = answer
+    }
+
+    /// The example at line 107 of the article.
+    static func example5() async throws {
         while !Task.isCancelled {
             let response = try await client.sync(from: revision, schemaVersion: info.schemaVersion, wait: 55)
             for changeSet in response.changeSets {
@@ -60,8 +74,8 @@ extension SeedSyncClientGettingStarted {
         }
     }
 
-    /// The example at line 106 of the article.
-    static func example5() async throws {
+    /// The example at line 123 of the article.
+    static func example6() async throws {
         let edit = PushedChangeSet(
             id: "edit-0001",
             changeSet: ChangeSet(changes: [
@@ -94,8 +108,8 @@ extension SeedSyncClientGettingStarted {
         _ = response
     }
 
-    /// The example at line 149 of the article.
-    static func example6() async throws {
+    /// The example at line 166 of the article.
+    static func example7() async throws {
         do {
             _ = try await client.sync(from: revision)
         } catch let error as SyncClientError {

@@ -162,6 +162,11 @@ import FoundationNetworking
             #expect(missingDatabase.status != 0)
             #expect(missingDatabase.stderr.contains("no server database at"))
             #expect(missingDatabase.stderr.contains("create one with `seed-server init`"), "the command adds the hint")
+            let noBlocks = try await Executables.run(
+                "seed-server", ["serve", "--database", database, "--port", "0", "--changes-block-size", "0"],
+                environment: ["SEED_SERVER_TOKENS": "t"])
+            #expect(noBlocks.status != 0)
+            #expect(noBlocks.stderr.contains("--changes-block-size must be positive"))
         }
     }
 

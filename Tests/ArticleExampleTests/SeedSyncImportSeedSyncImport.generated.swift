@@ -6,7 +6,7 @@ import SeedSyncClient
 import SeedSyncImport
 
 extension SeedSyncImportSeedSyncImport {
-    /// The example at line 16 of the article.
+    /// The example at line 17 of the article.
     static func example1() async throws {
         let importer = SeedImporter(configuration: .init(
             seed: seedPath, database: databasePath,
@@ -18,7 +18,7 @@ extension SeedSyncImportSeedSyncImport {
         _ = report
     }
 
-    /// The example at line 48 of the article.
+    /// The example at line 49 of the article.
     static func example2() async throws {
         let hall = try await importer.write { changes in
             let hall = try changes.create("locations", ["name": "Hall", "city": "Lyon", "latitude": 45.7, "longitude": 4.8])

@@ -6,7 +6,8 @@
 # those tests fail: they are never skipped. Then the checks that need the build: the public API
 # against api/, the DocC documentation without warnings, real answers against docs/openapi.yaml,
 # 30 seconds of schemathesis, the hostile client matrix on both stores (scripts/hostile-clients.sh), the
-# hostile server matrix against seed-build and seed-import (scripts/hostile-servers.sh), a short crash
+# hostile server matrix against seed-build and seed-import (scripts/hostile-servers.sh), the change log
+# through a real nginx (scripts/cache-check.sh), a short crash
 # campaign (scripts/crash-test.sh, 10 kills per target and store), short soaks on both stores
 # (scripts/soak.sh), and 15 seconds of each libFuzzer target (scripts/fuzz.sh). The tests have 15 minutes (SEEDSYNC_TEST_SECONDS): a run that
 # hangs fails with the tests that did not end and the test process's stacks (scripts/lib/watchdog.sh).
@@ -33,6 +34,7 @@ bash scripts/schemathesis.sh .build/debug --seconds 30
 # The reliability suites (docs/RELIABILITY.md), short settings; each bounded, so a hang fails in minutes.
 run_bounded 600 bash scripts/hostile-clients.sh --bin .build/debug
 run_bounded 600 bash scripts/hostile-servers.sh --bin .build/debug
+run_bounded 300 bash scripts/cache-check.sh --bin .build/debug
 run_bounded 600 bash scripts/crash-test.sh --iterations 10 --events 3000 --changes 300 --bin .build/debug
 run_bounded 300 bash scripts/soak.sh --seconds 30 --backend sqlite --bin .build/debug
 run_bounded 300 bash scripts/soak.sh --seconds 45 --backend postgres --bin .build/debug

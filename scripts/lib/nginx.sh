@@ -12,7 +12,11 @@ NGINX_PID=
 start_nginx() {
     local work=$1 port servers=""
     shift
-    command -v nginx >/dev/null 2>&1 || install_packages nginx-light
+    if ! command -v nginx >/dev/null 2>&1; then
+        install_packages nginx-light
+        # Debian's package starts its own nginx on port 80; this one is not wanted.
+        service nginx stop >/dev/null 2>&1 || true
+    fi
     for url in "$@"; do servers+="        server ${url#http://};"$'\n'; done
     port=$(free_port)
     mkdir -p "$work/nginx/cache" "$work/nginx/auth"

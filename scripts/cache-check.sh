@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# The change log through a real HTTP cache: nginx (scripts/lib/nginx.sh: proxy_cache, auth_request to
+# GET /v1/auth) in front of a seed-server on SQLite holding 2,500 revisions in blocks of 500. Checks:
+# - with --shared-cache, 1,000 apps catching up from one seed (scripts/bench/catchup_load.py) get no
+#   error, no answer that differs from the origin's, all reach the server's revision, and the origin
+#   answers under 1 % of their reads;
+# - a request without a token is refused by the cache (401), and a conditional one is answered 304 from
+#   the cache's store;
+# - without --shared-cache (answers `private`), the cache keeps nothing: every read reaches the origin.
+#
+# Usage: scripts/cache-check.sh [--bin DIR]   (default: a debug build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib/setup.sh
+source scripts/lib/server.sh
+source scripts/lib/postgres.sh
+source scripts/lib/nginx.sh
+
+bin=
+while [ $# -gt 0 ]; do
+    case $1 in
+        --bin) bin=$2; shift 2 ;;
+        *) echo "usage: scripts/cache-check.sh [--bin DIR]" >&2; exit 64 ;;
+    esac
+done
+work=$(mktemp -d)
+trap 'stop_nginx; stop_server; rm -rf "$work"' EXIT
+ensure_system_packages
+bin=$(built_products "$bin" debug seed-server)
+
+"$bin/seed-server" init --database "$work/server.sqlite" --demo --events 2000 --locations 50 >/dev/null
+"$bin/seed-server" mutate --database "$work/server.sqlite" --changes 2500 --seed 3 >/dev/null
+new_token "$work/token"
+new_token "$work/admin-token"
+token=$(cat "$work/token")
+failures=0
+fail() { echo "cache-check: FAIL $*" >&2; failures=$((failures + 1)); }
+
+# reads PATH: the requests the server answered on PATH, from its /metrics.
+reads() {
+    curl -sf -H "Authorization: Bearer $(cat "$work/admin-token")" "$SERVER_URL/metrics" \
+        | awk -v route="route=\"$1\"" 'index($0, "seedsync_http_requests_total{") == 1 && index($0, route) { sum += $NF } END { print sum + 0 }'
+}
+
+# catch_up APPS CONCURRENCY: the apps' run through the cache, as JSON, with the origin's reads of the log
+# during it.
+catch_up() {
+    local before revision
+    revision=$(curl -sf -H "Authorization: Bearer $token" "$SERVER_URL/v1/schema" | python3 -c 'import json, sys; print(json.load(sys.stdin)["revision"])')
+    before=$(reads /v1/changes)
+    python3 scripts/bench/catchup_load.py --url "$NGINX_URL" --origin "$SERVER_URL" --tokens "$work/token" \
+        --apps "$1" --concurrency "$2" --start 1 --expect-revision "$revision" >"$work/run.json"
+    # The origin's reads less the checker's own (one per address, for the origin's ETag).
+    python3 - "$work/run.json" "$(($(reads /v1/changes) - before))" <<'PY'
+import json, sys
+row = json.load(open(sys.argv[1]))
+row["origin_reads"] = int(sys.argv[2]) - row["addresses"]
+print(json.dumps(row))
+PY
+}
+
+for mode in shared private; do
+    extra=()
+    [ "$mode" = shared ] && extra=(--shared-cache)
+    mkdir -p "$work/$mode"
+    start_server "$bin" "$work/server.sqlite" "$work/token" "$work/$mode" "" "$work/admin-token" --changes-block-size 500 "${extra[@]}"
+    start_nginx "$work/$mode" "$SERVER_URL"
+    # Reads of one address that nginx cannot keep wait for each other (proxy_cache_lock, in steps of
+    # half a second): the private case runs its apps one at a time.
+    if [ "$mode" = shared ]; then row=$(catch_up 1000 64); else row=$(catch_up 20 1); fi
+    echo "  $mode: $row" >&2
+    python3 - "$mode" "$row" <<'PY' || failures=$((failures + 1))
+import json, sys
+mode, row = sys.argv[1], json.loads(sys.argv[2])
+problems = [f"{name} {row[name]}" for name in ("errors", "stale", "incomplete") if row[name]]
+if mode == "shared" and row["origin_reads"] * 100 >= row["requests"]:
+    problems.append(f"the origin answered {row['origin_reads']} of {row['requests']} reads (1 % or more)")
+if mode == "private" and row["origin_reads"] != row["requests"]:
+    problems.append(f"answers marked private were kept: the origin answered {row['origin_reads']} of {row['requests']} reads")
+for problem in problems:
+    print(f"cache-check: FAIL {mode}: {problem}", file=sys.stderr)
+sys.exit(1 if problems else 0)
+PY
+    address="$NGINX_URL/v1/changes?after=1&schemaVersion=1"
+    status=$(curl -s -o /dev/null -w '%{http_code}' "$address")
+    [ "$status" = 401 ] || fail "$mode: a read without a token through the cache answered $status, not 401"
+    # nginx answers a conditional read from its store; one it must pass on, it sends without the condition.
+    if [ "$mode" = shared ]; then
+        tag=$(curl -s -D - -o /dev/null -H "Authorization: Bearer $token" -H "Accept-Encoding: gzip" "$address" | sed -n 's/^[Ee][Tt]ag: *//p' | tr -d '\r')
+        status=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $token" -H "Accept-Encoding: gzip" -H "If-None-Match: $tag" "$address")
+        [ "$status" = 304 ] || fail "$mode: a conditional read ($tag) through the cache answered $status, not 304"
+    fi
+    stop_nginx
+    stop_server
+done
+[ "$failures" -eq 0 ] && echo "cache-check: the change log through nginx: ok" || exit 1

@@ -37,6 +37,7 @@ public struct ServerConfiguration: Sendable {
     public var maxWaitingRequests: Int
     /// Revisions per block of `GET /v1/changes`: 1,000. An answer ends at its block's end, so
     /// clients read the same addresses and a cache answers them all (see `docs/PROTOCOL.md`).
+    /// A size below 1 is taken as 1.
     public var changesBlockSize: Int64
     /// Whether `GET /v1/changes` answers say `Cache-Control: public`, which lets shared caches (a
     /// CDN, an nginx) keep them although the request carried a token: only behind a cache that

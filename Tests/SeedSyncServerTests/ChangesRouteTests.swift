@@ -182,6 +182,15 @@ import Testing
         }
     }
 
+    /// A library user's block size of 0 is taken as 1, not divided by.
+    @Test func aBlockSizeBelowOneIsOne() async throws {
+        try await withApp({ $0.changesBlockSize = 0 }) { client, _ in
+            let answer = try await Self.changes(client, "after=4&schemaVersion=1")
+            #expect(answer.response.changeSets.compactMap(\.revision) == [5])
+            #expect(answer.response.hasMore)
+        }
+    }
+
     @Test func authAnswersWhetherATokenMayRead() async throws {
         try await withApp { client, _ in
             for token in [TestTokens.read, TestTokens.write, TestTokens.admin] {

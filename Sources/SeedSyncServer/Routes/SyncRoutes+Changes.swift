@@ -35,24 +35,32 @@ extension SyncRoutes {
         var feed = try await store.changeFeed(
             after: after, limit: Int(min(Int64(limit), blockEnd - after)), byteBudget: configuration.syncByteBudget,
             version: version)
-        let isFinal = feed.hasMore || feed.maxRevision == blockEnd
-        feed.hasMore = isFinal
-        let body = Self.encode(feed, results: nil)
-        var headers: HTTPFields = [.contentType: "application/json"]
+        feed.hasMore = feed.hasMore || feed.maxRevision == blockEnd
+        return cacheable(Self.encode(feed, results: nil), immutable: feed.hasMore, answering: request)
+    }
+
+    /// An answer with its cache headers: `Cache-Control` (kept a year when `immutable`, else one
+    /// second; `public` only with ``ServerConfiguration/sharedCache``) and a strong `ETag`, or 304
+    /// with no body when the request's `If-None-Match` names the tag.
+    private func cacheable(_ body: [UInt8], immutable: Bool, answering request: Request) -> Response {
         let scope = configuration.sharedCache ? "public" : "private"
-        headers[.cacheControl] = isFinal ? "\(scope), max-age=31536000, immutable" : "\(scope), max-age=1"
+        var headers: HTTPFields = [
+            .cacheControl: "\(scope), \(immutable ? "max-age=31536000, immutable" : "max-age=1")"
+        ]
         let tag = EntityTag(of: body)
         if let matched = tag.matched(by: request.headers[.ifNoneMatch]) {
-            headers[.contentType] = nil
             headers[.eTag] = matched
             return Response(status: .notModified, headers: headers)
         }
         headers[.eTag] = tag.value
+        headers[.contentType] = "application/json"
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 
-    /// The last revision of the block that holds `after + 1`: the next multiple of `size`.
+    /// The last revision of the block that holds `after + 1`: the next multiple of `size` (a size
+    /// below 1 is taken as 1).
     static func blockEnd(after: Int64, size: Int64) -> Int64 {
+        let size = max(size, 1)
         let (end, overflow) = (after - after % size).addingReportingOverflow(size)
         return overflow ? .max : end
     }

@@ -36,27 +36,13 @@ token=$(cat "$work/token")
 failures=0
 fail() { echo "cache-check: FAIL $*" >&2; failures=$((failures + 1)); }
 
-# reads PATH: the requests the server answered on PATH, from its /metrics.
-reads() {
-    curl -sf -H "Authorization: Bearer $(cat "$work/admin-token")" "$SERVER_URL/metrics" \
-        | awk -v route="route=\"$1\"" 'index($0, "seedsync_http_requests_total{") == 1 && index($0, route) { sum += $NF } END { print sum + 0 }'
-}
-
-# catch_up APPS CONCURRENCY: the apps' run through the cache, as JSON, with the origin's reads of the log
-# during it.
+# catch_up APPS CONCURRENCY: the apps' run through the cache, as JSON, with what the origin answered of it.
 catch_up() {
-    local before revision
+    local revision
     revision=$(curl -sf -H "Authorization: Bearer $token" "$SERVER_URL/v1/schema" | python3 -c 'import json, sys; print(json.load(sys.stdin)["revision"])')
-    before=$(reads /v1/changes)
     python3 scripts/bench/catchup_load.py --url "$NGINX_URL" --origin "$SERVER_URL" --tokens "$work/token" \
-        --apps "$1" --concurrency "$2" --start 1 --expect-revision "$revision" >"$work/run.json"
-    # The origin's reads less the checker's own (one per address, for the origin's ETag).
-    python3 - "$work/run.json" "$(($(reads /v1/changes) - before))" <<'PY'
-import json, sys
-row = json.load(open(sys.argv[1]))
-row["origin_reads"] = int(sys.argv[2]) - row["addresses"]
-print(json.dumps(row))
-PY
+        --apps "$1" --concurrency "$2" --start 1 --expect-revision "$revision" \
+        --count-at "$SERVER_URL" --admin-token "$work/admin-token"
 }
 
 for mode in shared private; do

@@ -159,47 +159,22 @@ build_seed() {
 # server's default bound is 10,000: one more is a 503).
 room="--max-waiting-requests $(($(echo "$live_clients" | tr ' ' '\n' | sort -n | tail -n 1) + 100))"
 
-# origin_reads PATH URL...: the requests the servers at URL... answered on PATH, from their /metrics.
-origin_reads() {
-    local path=$1 total=0 count
-    shift
-    for url in "$@"; do
-        count=$(curl -sf -H "Authorization: Bearer $(cat "$work/admin-token")" "$url/metrics" \
-            | awk -v route="route=\"$path\"" 'index($0, "seedsync_http_requests_total{") == 1 && index($0, route) { sum += $NF } END { print sum + 0 }')
-        total=$((total + count))
-    done
-    echo "$total"
-}
-
 # cache_cases URL...: $apps apps catch up from revision 1 (the demo load: a seed built then)
 # through nginx in front of the servers at URL..., then $apps / 50 of them from the origin alone.
 cache_cases() {
-    local revision before_reads before_auth
+    local revision
     revision=$(curl -sf -H "Authorization: Bearer $token" "$1/v1/schema" | python3 -c 'import json, sys; print(json.load(sys.stdin)["revision"])')
     start_nginx "$work" "$@"
-    before_reads=$(origin_reads /v1/changes "$@")
-    before_auth=$(origin_reads /v1/auth "$@")
     echo "==> postgres, two servers behind nginx: $apps apps catching up from revision 1 to $revision" >&2
     python3 scripts/bench/catchup_load.py --url "$NGINX_URL" --origin "$1" --tokens "$work/token" --apps "$apps" \
-        --start 1 --expect-revision "$revision" >"$work/cache.json"
-    python3 - "$work/cache.json" "$(($(origin_reads /v1/changes "$@") - before_reads))" \
-        "$(($(origin_reads /v1/auth "$@") - before_auth))" "postgres, two servers behind nginx, $apps apps catching up" <<'PY' | tee -a "$work/results.jsonl" >&2
-import json, sys
-row = json.load(open(sys.argv[1]))
-# The origin's reads less the checker's own: one per address, for the origin's ETag.
-row["origin_reads"] = int(sys.argv[2]) - row["addresses"]
-row["origin_auth_checks"], row["case"] = int(sys.argv[3]), sys.argv[4]
-row["origin_share_percent"] = round(100 * row["origin_reads"] / max(row["requests"], 1), 3)
-row["hit_ratio_percent"] = round(100 * row["cache"].get("HIT", 0) / max(row["requests"], 1), 3)
-print(json.dumps(row))
-PY
+        --start 1 --expect-revision "$revision" --count-at "$@" --admin-token "$work/admin-token" \
+        --case "postgres, two servers behind nginx, $apps apps catching up" | tee -a "$work/results.jsonl" >&2
     stop_nginx
     local alone=$((apps / 50 < 20 ? 20 : apps / 50))
     echo "==> postgres, two servers, origin alone: $alone apps catching up" >&2
     python3 scripts/bench/catchup_load.py --url "$1" --origin "$1" --tokens "$work/token" --apps "$alone" \
-        --concurrency 64 --start 1 --expect-revision "$revision" \
-        | python3 -c 'import json, sys; row = json.load(sys.stdin); row["case"] = sys.argv[1]; print(json.dumps(row))' \
-            "postgres, origin alone, $alone apps catching up" | tee -a "$work/results.jsonl" >&2
+        --concurrency 64 --start 1 --expect-revision "$revision" --case "postgres, origin alone, $alone apps catching up" \
+        | tee -a "$work/results.jsonl" >&2
 }
 
 # prepare DATABASE: the demo dataset, then 1,000 change sets (so clients can be 100 behind).

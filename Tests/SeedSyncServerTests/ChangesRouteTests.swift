@@ -133,6 +133,16 @@ import Testing
             ) { response in
                 #expect(response.status == .ok)
             }
+            // A weak tag compares as the strong one (If-None-Match's weak comparison), and `*` names any.
+            for condition in ["W/\(tag)", "*"] {
+                try await client.execute(
+                    uri: "/v1/changes?after=1&schemaVersion=1", method: .get,
+                    headers: headers(token: TestTokens.read, [.ifNoneMatch: condition])
+                ) { response in
+                    #expect(response.status == .notModified, "\(condition)")
+                    #expect(response.headers[.eTag] == tag, "\(condition)")
+                }
+            }
             // The gzip representation has a tag of its own, which a conditional request may name.
             let gzipTag = "\(tag.dropLast())-gzip\""
             try await client.execute(

@@ -12,6 +12,10 @@ Correctness: every answer's `ETag` must be the origin's for the same address (re
 must reach `--expect-revision`, and the revisions must follow on (each answer's `after` the last
 one's `maxRevision`).
 
+With `--count-at URL...` and `--admin-token`, the servers' `/metrics` are read before and after the
+apps' run: what the origin answered of `GET /v1/changes` (`origin_reads`, and its share of the apps'
+reads) and of `GET /v1/auth` (`origin_auth_checks`), the ETag check's own reads not counted.
+
 Prints one JSON object: apps, requests, requests_per_second, p50_ms, p99_ms (per request, from
 sending it to its last byte), errors (failed requests, non-200), stale (ETags not the origin's),
 incomplete (apps that did not reach the revision), reconnects (kept-alive connections the server
@@ -27,6 +31,7 @@ import statistics
 import sys
 import time
 import urllib.parse
+import urllib.request
 import zlib
 
 HEAD_LIMIT = 64 * 1024
@@ -158,17 +163,40 @@ class Run:
         writer.close()
         return tags
 
+    def answered(self):
+        """Requests the servers of --count-at answered, by route, from their /metrics."""
+        counts = {}
+        for url in self.options.count_at:
+            request = urllib.request.Request(url.rstrip("/") + "/metrics",
+                                             headers={"Authorization": f"Bearer {self.options.admin_token}"})
+            with urllib.request.urlopen(request, timeout=30) as answer:
+                for line in answer.read().decode().splitlines():
+                    found = re.match(r'seedsync_http_requests_total\{.*route="([^"]+)".*\} (\S+)$', line)
+                    if found:
+                        counts[found.group(1)] = counts.get(found.group(1), 0) + int(float(found.group(2)))
+        return counts
+
     async def main(self):
         queue = asyncio.Queue()
         for index in range(self.options.apps):
             queue.put_nowait(index)
+        before = self.answered()
         started = time.perf_counter()
         await asyncio.gather(*(self.worker(queue) for _ in range(min(self.options.concurrency, self.options.apps))))
         elapsed = time.perf_counter() - started
+        after = self.answered()
         origin = await self.origin_tags()
         stale = sum(1 for address, seen in self.tags.items() for tag in seen if tag != origin[address])
         latencies = sorted(self.latencies)
-        return {
+        counted = {}
+        if self.options.count_at:
+            reads = after.get("/v1/changes", 0) - before.get("/v1/changes", 0)
+            counted = {
+                "origin_reads": reads,
+                "origin_share_percent": round(100 * reads / max(len(latencies), 1), 3),
+                "origin_auth_checks": after.get("/v1/auth", 0) - before.get("/v1/auth", 0),
+            }
+        return counted | {
             "apps": self.options.apps,
             "requests": len(latencies),
             "requests_per_second": round(len(latencies) / elapsed),
@@ -182,6 +210,7 @@ class Run:
             "reconnects": self.reconnects,
             "kib_per_read": round(self.bytes / max(len(latencies), 1) / 1024, 1),
             "cache": self.verdicts,
+            "hit_ratio_percent": round(100 * self.verdicts.get("HIT", 0) / max(len(latencies), 1), 3),
         }
 
 
@@ -195,9 +224,17 @@ def main():
     parser.add_argument("--start", type=int, required=True, help="the seed's revision")
     parser.add_argument("--expect-revision", type=int, required=True)
     parser.add_argument("--schema-version", type=int, default=1)
+    parser.add_argument("--case", help="a name for the run, printed as the object's `case`")
+    parser.add_argument("--count-at", nargs="*", default=[], help="servers whose answered requests are counted")
+    parser.add_argument("--admin-token", help="a file with an admin token, for --count-at's /metrics")
     options = parser.parse_args()
+    if options.count_at:
+        if not options.admin_token:
+            parser.error("--count-at needs --admin-token")
+        options.admin_token = open(options.admin_token).read().strip()
     tokens = [line.strip() for line in open(options.tokens) if line.strip()]
-    print(json.dumps(asyncio.run(Run(options, tokens).main())))
+    row = asyncio.run(Run(options, tokens).main())
+    print(json.dumps(({"case": options.case} if options.case else {}) | row))
 
 
 if __name__ == "__main__":

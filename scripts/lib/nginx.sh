@@ -69,16 +69,7 @@ $servers        keepalive 64;
 CONF
     nginx -c "$work/nginx/nginx.conf" -p "$work/nginx" &
     NGINX_PID=$!
-    local waited=0
-    until curl -s -o /dev/null "http://127.0.0.1:$port/health"; do
-        if ! kill -0 "$NGINX_PID" 2>/dev/null || [ "$waited" -ge 100 ]; then
-            echo "nginx did not start:" >&2
-            cat "$work/nginx/error.log" >&2
-            return 1
-        fi
-        sleep 0.1
-        waited=$((waited + 1))
-    done
+    await_start nginx "$NGINX_PID" "$work/nginx/error.log" curl -sf -o /dev/null "http://127.0.0.1:$port/health"
     NGINX_URL=http://127.0.0.1:$port
 }
 

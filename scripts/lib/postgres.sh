@@ -63,16 +63,7 @@ start_postgres() {
     run_postgres "$port"
 
     export PGPASSWORD=$password
-    local waited=0
-    until "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$port" 2>/dev/null; do
-        if ! kill -0 "$POSTGRES_PID" 2>/dev/null || [ "$waited" -ge 300 ]; then
-            echo "PostgreSQL did not start:" >&2
-            cat "$POSTGRES_DIR/server.log" >&2
-            return 1
-        fi
-        sleep 0.1
-        waited=$((waited + 1))
-    done
+    await_start PostgreSQL "$POSTGRES_PID" "$POSTGRES_DIR/server.log" "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$port"
     PGHOST=127.0.0.1 PGPORT=$port PGUSER=seedsync psql -q -d postgres -c 'CREATE DATABASE seedsync' >/dev/null
     export SEEDSYNC_POSTGRES_URL="postgres://seedsync@127.0.0.1:$port/seedsync"
 }

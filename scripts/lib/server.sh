@@ -21,16 +21,7 @@ start_server() {
     "$bin/seed-server" serve --database "$database" --host 127.0.0.1 --port 0 --token-file "$token_file" "${write[@]}" \
         >"$work/server.out" 2>"$work/server.err" &
     SERVER_PID=$!
-    local waited=0
-    until grep -q '^listening on ' "$work/server.out" 2>/dev/null; do
-        if ! kill -0 "$SERVER_PID" 2>/dev/null || [ "$waited" -ge 300 ]; then
-            echo "seed-server did not start:" >&2
-            cat "$work/server.err" >&2
-            return 1
-        fi
-        sleep 0.1
-        waited=$((waited + 1))
-    done
+    await_start seed-server "$SERVER_PID" "$work/server.err" grep -q '^listening on ' "$work/server.out"
     SERVER_URL=$(sed -n 's/^listening on //p' "$work/server.out" | head -n 1)
 }
 

@@ -46,3 +46,20 @@ built_products() {
     for product in "$@"; do swift build -c "$configuration" --product "$product" >&2; done
     swift build -c "$configuration" --show-bin-path
 }
+
+# await_start NAME PID LOG CHECK...: waits until CHECK succeeds (every 0.1 s, at most 30 s); when the
+# process PID ends first or the time runs out, prints LOG and fails. How scripts wait for the servers
+# they start (seed-server, PostgreSQL, nginx).
+await_start() {
+    local name=$1 pid=$2 log=$3 waited=0
+    shift 3
+    until "$@" 2>/dev/null; do
+        if ! kill -0 "$pid" 2>/dev/null || [ "$waited" -ge 300 ]; then
+            echo "$name did not start:" >&2
+            cat "$log" >&2
+            return 1
+        fi
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+}

@@ -62,7 +62,7 @@ SEED_TOKEN=$(cat "$work/token")
 "$bin/seed-server" mutate --database "$work/server.sqlite" --changes "$changes" --seed 9 >/dev/null
 
 crash_import() {
-    import() { "$bin/seed-import" --seed "$work/seed.sqlite" --database "$1" --server "$SERVER_URL" --sync-limit 100 --quiet; }
+    import() { "$bin/seed-import" --seed "$work/seed.sqlite" --database "$1" --server "$SERVER_URL" --sync-limit 100 --rows-per-transaction 500 --quiet; }
 
     # A clean run sets the window the kills fall in.
     started=$(date +%s%N)
@@ -79,7 +79,7 @@ crash_import() {
             mkdir -p "$work/run-$i" && cp "$work/seed.sqlite" "$app"
             sqlite3 "$app" "PRAGMA journal_mode = WAL" >/dev/null
         fi
-        (exec "$bin/seed-import" --seed "$work/seed.sqlite" --database "$app" --server "$SERVER_URL" --sync-limit 100 --quiet) &
+        (exec "$bin/seed-import" --seed "$work/seed.sqlite" --database "$app" --server "$SERVER_URL" --sync-limit 100 --rows-per-transaction 500 --quiet) &
         pid=$!
         random_sleep "$window_ms"
         if kill -KILL "$pid" 2>/dev/null; then outcome=killed; else outcome=finished; fi

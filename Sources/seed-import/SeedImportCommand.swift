@@ -48,6 +48,10 @@ struct SyncCommand: AsyncParsableCommand {
     var noReseed = false
     @Option(help: "Change sets per POST /v1/sync request (catch-ups read the log in the server's blocks).")
     var syncLimit = 1000
+    @Option(
+        help:
+            "Rows per transaction, about: while the server has more, answers are read until they hold this many and applied together, each row written once in key order (fewer page writes into a large database, more memory)."
+    ) var rowsPerTransaction = 50_000
     @Option(help: "Seconds a request may wait for data.") var timeout: Double = 30
     @Option(help: "Seconds to wait for another seed-import of the same database.") var lockTimeout: Double = 30
     @Option(
@@ -67,9 +71,10 @@ struct SyncCommand: AsyncParsableCommand {
         guard (expectSchemaVersion ?? 1) >= 1 else {
             throw ValidationError("--expect-schema-version must be 1 or more")
         }
-        guard interval > 0, syncLimit > 0, timeout > 0, lockTimeout >= 0 else {
+        guard interval > 0, syncLimit > 0, rowsPerTransaction > 0, timeout > 0, lockTimeout >= 0 else {
             throw ValidationError(
-                "--interval, --sync-limit and --timeout must be positive, --lock-timeout not negative")
+                "--interval, --sync-limit, --rows-per-transaction and --timeout must be positive, --lock-timeout not negative"
+            )
         }
     }
 
@@ -90,7 +95,7 @@ struct SyncCommand: AsyncParsableCommand {
                     serverURL: URL(string: server)!, token: try SyncClient.token(file: tokenFile),
                     requestTimeout: timeout),
                 expectedSchemaVersion: expectSchemaVersion, reseedIfNewer: !noReseed, syncLimit: syncLimit,
-                lockTimeout: lockTimeout, conflicts: conflicts.resolution
+                maxRowsPerTransaction: rowsPerTransaction, lockTimeout: lockTimeout, conflicts: conflicts.resolution
             ))
         guard !live else {
             try await runLive(importer.configuration)

@@ -257,4 +257,51 @@ import Testing
             #expect(try await writer.revision() == 7, "a gap inside a batch rolls the whole batch back")
         }
     }
+
+    /// Change sets applied in one call write each row once, the last version of it, in key order:
+    /// the rows must be those of applying them one at a time, whatever the history of each key
+    /// (created, updated, deleted and created again, several times in one call).
+    @Test(arguments: 0..<3)
+    func changeSetsAppliedTogetherEqualThemAppliedOneByOne(round: Int) async throws {
+        var random = SplitMix64(seed: UInt64(round) &+ 40)
+        var exists = Set<Int64>()
+        var changeSets: [ChangeSet] = []
+        for revision in Int64(2)...61 {
+            var changes = TypeChanges(type: "locations")
+            for key in Set((0..<3).map { _ in Int64(random.next() % 6) + 1 }) {
+                if exists.contains(key), random.next() % 3 == 0 {
+                    changes.delete.append(.int(key))
+                    exists.remove(key)
+                    continue
+                }
+                if exists.insert(key).inserted {
+                    changes.create.append(.int(key))
+                } else {
+                    changes.update.append(.int(key))
+                }
+                changes.attributes[String(key)] = [
+                    "name": .string("r\(revision)"), "city": "Graz", "latitude": .double(Double(revision)),
+                    "longitude": 0,
+                ]
+            }
+            changeSets.append(ChangeSet(revision: revision, changes: [changes]))
+        }
+        try await withTemporaryDirectory { directory in
+            func rows(_ name: String, callsOf size: Int) async throws -> [Row] {
+                let path = directory.appendingPathComponent(name).path
+                let writer = try await SeedWriter.create(at: path, schema: DemoDataset.schema, revision: 1)
+                for start in stride(from: 0, to: changeSets.count, by: size) {
+                    try await writer.apply(Array(changeSets[start..<min(start + size, changeSets.count)]))
+                }
+                #expect(try await writer.revision() == 61)
+                try writer.close()
+                return try DatabaseQueue(path: path).read {
+                    try Row.fetchAll($0, sql: "SELECT * FROM locations ORDER BY id")
+                }
+            }
+            let together = try await rows("together.partial", callsOf: changeSets.count)
+            #expect(together == (try await rows("apart.partial", callsOf: 1)))
+            #expect(together.count == exists.count)
+        }
+    }
 }

@@ -62,6 +62,9 @@ import Darwin
             let conflicting = try await Executables.run(
                 "seed-import", Self.arguments(fixture, database: fixture.database, ["--once", "--watch"]))
             #expect(conflicting.status == 64)
+            let noRows = try await Executables.run(
+                "seed-import", Self.arguments(fixture, database: fixture.database, ["--rows-per-transaction", "0"]))
+            #expect(noRows.status == 64 && noRows.stderr.contains("--rows-per-transaction"), "\(noRows.stderr)")
         }
     }
 
@@ -154,7 +157,8 @@ import Darwin
             let reference = try await Executables.run(
                 "seed-import",
                 Self.arguments(
-                    fixture, database: fixture.served.path("reference/events.sqlite"), ["--sync-limit", "50"]),
+                    fixture, database: fixture.served.path("reference/events.sqlite"),
+                    ["--sync-limit", "50", "--rows-per-transaction", "500"]),
                 environment: Self.environment)
             let duration = (clock.now - start)
             #expect(reference.status == 0, "\(reference.stderr)")
@@ -171,7 +175,8 @@ import Darwin
                 if mode != 1 { try Self.installCopy(of: fixture.seed, at: database) }
                 let window = mode == 0 ? duration : duration / 4
                 let delay = window * (Double(random.next() % 1000) / 1000)
-                let arguments = Self.arguments(fixture, seed: seed, database: database, ["--sync-limit", "50"])
+                let arguments = Self.arguments(
+                    fixture, seed: seed, database: database, ["--sync-limit", "50", "--rows-per-transaction", "500"])
                 var outcome = try await offPool { try Self.runAndKill(after: delay, arguments) }
                 if outcome.hasPrefix("killed-at-") {
                     let revision = Int64(outcome.dropFirst("killed-at-".count))!

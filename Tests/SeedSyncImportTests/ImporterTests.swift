@@ -36,9 +36,14 @@ import Testing
             #expect(try await fixture.serverRevision() == 81)
             let url = fixture.served.url
             let before = try await answeredRequests("/v1/changes", on: url)
-            try await fixture.importer().run()
+            let transactions = Locked(0)
+            try await fixture.importer().run { event in
+                if case .progress = event { transactions.update { $0 += 1 } }
+            }
             // 22-30, 31-40, ..., 71-80 final; 81 the head, which ends the catch-up.
             #expect(try await answeredRequests("/v1/changes", on: url) - before == 7)
+            // 60 change sets of a few rows each: the seven answers are applied in one transaction.
+            #expect(transactions.value == 1)
             #expect(try await answeredRequests("/v1/sync", on: url) == 0)
             #expect(try contents(ofSeed: fixture.database) == (try await fixture.serverContents()))
             #expect(try revision(of: fixture.database) == 81)

@@ -214,15 +214,15 @@ final class LocalDatabase: Sendable {
     }
 
     /// Applies `changeSets` in one transaction, with the revision they lead to, and lets
-    /// `pending` bring the local edits in line with them (``PendingChanges/absorb(_:in:)``). When
-    /// `stopsEarly()` says so after a change set, the transaction ends there: the result says how
+    /// `pending` bring the local edits in line with them (``PendingChanges/absorb(_:in:)``). With
+    /// `stopsEarly`, when it says so after a change set, the transaction ends there: the result says how
     /// many were applied (see ``ChangeApplier/apply(_:in:stopsEarly:)``).
     ///
     /// - Throws: ``ImportError/Code/invalidChangeSet`` when one does not follow on or does not fit
     ///   the schema, or the batch leaves a reference dangling; nothing of the batch is written then.
     func apply(
         _ changeSets: [ChangeSet], with applier: ChangeApplier, pending: PendingChanges,
-        stopsEarly: @escaping @Sendable () -> Bool = { false }
+        stopsEarly: (@Sendable () -> Bool)? = nil
     ) async throws -> ([AppliedChangeSet], [ImportEvent]) {
         do {
             return try await transaction { [self] db in

@@ -29,6 +29,12 @@ extension ImportSession {
         var feed: PrefetchingSequence<SyncResponse, FeedCursor>.Iterator?
         /// The next push when the end of the last round read it already.
         var queued: [OutboxEntry]?
+        /// Change sets of answers read and not applied yet: see ``Unapplied``.
+        var unapplied = Unapplied()
+        func applyUnapplied() async throws {
+            try await apply(
+                unapplied.take(), with: applier, pending: pending, to: database, machine: &machine, info: info)
+        }
         while true {
             try Task.checkCancellation()
             let push: [OutboxEntry]
@@ -38,13 +44,18 @@ extension ImportSession {
                 push = try await nextPush(of: pending, limit: machine.pushAllowance, in: database)
             }
             queued = nil
-            if !push.isEmpty { feed = nil }
+            if !push.isEmpty {
+                // A push asks from the database's revision: what was read is applied first.
+                try await applyUnapplied()
+                feed = nil
+            }
             let response: SyncResponse
             do {
                 response = try await next(
                     from: machine.revision, pushing: push, version: database.metadata.schemaVersion, feed: &feed)
             } catch let error as SyncClientError {
                 feed = nil
+                try await applyUnapplied()
                 switch machine.requestFailed(CatchUpMachine.Failure(error), pushed: push.count) {
                 case .recover(let minRevision):
                     database = try await recover(database, minRevision: minRevision ?? info.minRevision)
@@ -75,26 +86,13 @@ extension ImportSession {
                 machine.pushAnswered(kept: kept)
             }
             let changeSets = response.changeSets.map { $0.removingChanges(ofTypes: excluded).removingOldIDs() }
-            for batch in batches(of: changeSets) {
-                try Task.checkCancellation()
-                try await noticeBeforeMerge(Array(batch), pending: pending, in: database)
-                // An edit session that begins during the batch ends its transaction at the next change set.
-                var rest = Array(batch)
-                while !rest.isEmpty {
-                    let (applied, events) = try await gated {
-                        try await database.apply(rest, with: applier, pending: pending) {
-                            [gate = configuration.batchGate] in
-                            gate?.isWanted ?? false
-                        }
-                    }
-                    rest.removeFirst(applied.count)
-                    record(applied)
-                    record(events)
-                    machine.reached(applied.last?.revision ?? machine.revision)
-                    emit(.progress(revision: machine.revision, serverRevision: max(info.revision, machine.revision)))
-                    try await database.checkpointIfLarge()
-                }
+            unapplied.append(changeSets)
+            if response.hasMore, push.isEmpty, unapplied.rows < configuration.maxRowsPerTransaction {
+                // More to read and nothing to push: the next answer joins this transaction.
+                queued = try await nextPush(of: pending, limit: machine.pushAllowance, in: database)
+                if queued?.isEmpty == true { continue }
             }
+            try await applyUnapplied()
             if response.hasMore { continue }
             queued = try await nextPush(of: pending, limit: machine.pushAllowance, in: database)
             if machine.isFinished(nextPush: queued?.count ?? 0, answerHadChangeSets: !changeSets.isEmpty) { break }
@@ -102,6 +100,56 @@ extension ImportSession {
         report.pending = try await database.read { db in try Outbox.count(in: db) }
         emit(.caughtUp(revision: machine.revision))
         return machine.mayPush
+    }
+
+    /// Applies `changeSets` in transactions of about ``SeedImporter/Configuration/maxRowsPerTransaction``
+    /// rows, each after its merge notice, and moves `machine` along.
+    private func apply(
+        _ changeSets: [ChangeSet], with applier: ChangeApplier, pending: PendingChanges, to database: LocalDatabase,
+        machine: inout CatchUpMachine, info: SchemaInfo
+    ) async throws {
+        for batch in batches(of: changeSets) {
+            try Task.checkCancellation()
+            try await noticeBeforeMerge(Array(batch), pending: pending, in: database)
+            try await commit(
+                Array(batch), with: applier, pending: pending, to: database, machine: &machine, info: info)
+        }
+    }
+
+    /// Commits `changeSets` in one transaction, or in several when an edit session begins meanwhile
+    /// (it waits for the next change set, not for the batch).
+    ///
+    /// When one of them does not fit, the transaction fails as a whole: they are then committed
+    /// again in halves, down to that one, so that every change set before it is kept (as it was
+    /// with a transaction per answer) and the error names it alone.
+    private func commit(
+        _ changeSets: [ChangeSet], with applier: ChangeApplier, pending: PendingChanges, to database: LocalDatabase,
+        machine: inout CatchUpMachine, info: SchemaInfo
+    ) async throws {
+        var stopsEarly: (@Sendable () -> Bool)?
+        if let gate = configuration.batchGate { stopsEarly = { gate.isWanted } }
+        var rest = changeSets
+        while !rest.isEmpty {
+            let (applied, events): ([AppliedChangeSet], [ImportEvent])
+            do {
+                (applied, events) = try await gated { [rest, stopsEarly] in
+                    try await database.apply(rest, with: applier, pending: pending, stopsEarly: stopsEarly)
+                }
+            } catch let error as ImportError where error.code == .invalidChangeSet && rest.count > 1 {
+                let half = rest.count / 2
+                for part in [rest[..<half], rest[half...]] {
+                    try await commit(
+                        Array(part), with: applier, pending: pending, to: database, machine: &machine, info: info)
+                }
+                return
+            }
+            rest.removeFirst(applied.count)
+            record(applied)
+            record(events)
+            machine.reached(applied.last?.revision ?? machine.revision)
+            emit(.progress(revision: machine.revision, serverRevision: max(info.revision, machine.revision)))
+            try await database.checkpointIfLarge()
+        }
     }
 
     /// Runs the transaction `body` through the engine's ``BatchGate`` (after the app's edit
@@ -267,6 +315,28 @@ extension ImportSession {
             // The builder has removed its work file; the database is untouched.
             throw ImportError(error, otherwise: .invalidChangeSet, "cannot download the snapshot for \(databasePath)")
         }
+    }
+}
+
+/// The change sets of the answers a catch-up has read and not applied yet. While the server has
+/// more and nothing waits to be pushed, answers are read on until they hold about
+/// ``SeedImporter/Configuration/maxRowsPerTransaction`` rows, and applied together: a transaction
+/// per answer would write a page of a large database once per answer that changes a row of it
+/// (see `docs/PERFORMANCE.md`, case 3). Before a push, after a failed request, and at the end of
+/// the answers, they are applied whatever their number.
+struct Unapplied {
+    private var changeSets: [ChangeSet] = []
+    private(set) var rows = 0
+
+    mutating func append(_ more: [ChangeSet]) {
+        changeSets += more
+        rows += more.reduce(0) { $0 + $1.rowCount }
+    }
+
+    /// Every change set held, in order; none is held after.
+    mutating func take() -> [ChangeSet] {
+        defer { (changeSets, rows) = ([], 0) }
+        return changeSets
     }
 }
 

@@ -28,7 +28,7 @@ struct WriteBackFixture: Sendable {
         SeedImporter(
             configuration: .init(
                 seed: seed ?? self.seed, database: database(app),
-                server: .init(serverURL: url, token: token, requestTimeout: 10, retry: .none),
+                server: .init(serverURL: url, token: token, requestTimeout: 30, retry: .none),
                 syncLimit: 50, lockTimeout: lockTimeout, conflicts: conflicts
             ))
     }
@@ -79,7 +79,7 @@ struct WriteBackFixture: Sendable {
     }
 
     func client(token: String = liveServerToken) -> SyncClient {
-        SyncClient(configuration: .init(serverURL: url, token: token, requestTimeout: 10, retry: .none))
+        SyncClient(configuration: .init(serverURL: url, token: token, requestTimeout: 30, retry: .none))
     }
 
     func serverContents() async throws -> [String: [[JSONValue]]] {

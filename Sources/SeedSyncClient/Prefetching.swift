@@ -1,12 +1,15 @@
+import Foundation
 package import SeedSyncModel
 
-/// Answers fetched one ahead: while the caller handles one, the next is already being requested
+/// Answers fetched ahead: while the caller handles one, the next ones are already being requested
 /// and parsed. The one way snapshot pages and change feeds are read, by the builder and the
 /// importer alike.
 ///
 /// Each fetch gives an element and the cursor of the next one, or `nil` when the element was the
-/// last. A failed fetch ends the sequence with its error; an iterator that is dropped, or whose
-/// task is cancelled, cancels the request it had started.
+/// last. One task fetches them in order, as long as fewer than `ahead` elements wait to be taken
+/// and, for a sequence that weighs its elements (``weighing(_:upTo:)``), those waiting weigh less
+/// than the budget. A failed fetch ends the sequence with its error; an iterator that is dropped,
+/// or whose task is cancelled, cancels the request it had started.
 ///
 /// ```swift
 /// for try await (page, bytes) in client.snapshotPages(of: "events", after: nil, limit: 5_000) {
@@ -15,53 +18,187 @@ package import SeedSyncModel
 /// ```
 package struct PrefetchingSequence<Element: Sendable, Cursor: Sendable>: AsyncSequence, Sendable {
     private let start: Cursor
+    private let ahead: Int
+    private let weight: @Sendable (Element) -> Int
+    private let budget: Int
     private let fetch: @Sendable (Cursor) async throws -> (element: Element, next: Cursor?)
 
+    /// A sequence from `start` that keeps up to `ahead` elements (at least one) fetched before
+    /// they are asked for.
     package init(
-        from start: Cursor, fetch: @escaping @Sendable (Cursor) async throws -> (element: Element, next: Cursor?)
+        from start: Cursor, ahead: Int = 1,
+        fetch: @escaping @Sendable (Cursor) async throws -> (element: Element, next: Cursor?)
+    ) {
+        self.init(start: start, ahead: ahead, weight: { _ in 0 }, budget: .max, fetch: fetch)
+    }
+
+    private init(
+        start: Cursor, ahead: Int, weight: @escaping @Sendable (Element) -> Int, budget: Int,
+        fetch: @escaping @Sendable (Cursor) async throws -> (element: Element, next: Cursor?)
     ) {
         self.start = start
+        self.ahead = Swift.max(1, ahead)
+        self.weight = weight
+        self.budget = Swift.max(1, budget)
         self.fetch = fetch
     }
 
+    /// The same elements, each passed through `transform` in the task that fetched it: the work
+    /// is done ahead, with the fetch, while the caller handles the element before. (A weighing is
+    /// not carried over: weigh the mapped elements.)
+    package func map<T: Sendable>(_ transform: @escaping @Sendable (Element) -> T) -> PrefetchingSequence<T, Cursor> {
+        PrefetchingSequence<T, Cursor>(from: start, ahead: ahead) { [fetch] cursor in
+            let (element, next) = try await fetch(cursor)
+            return (transform(element), next)
+        }
+    }
+
+    /// The same sequence, fetching no further while the elements waiting weigh `budget` or more
+    /// (the one that crosses it is still taken): it reads ahead by how much the elements hold
+    /// (rows, bytes), not only by their number.
+    package func weighing(_ weight: @escaping @Sendable (Element) -> Int, upTo budget: Int) -> Self {
+        Self(start: start, ahead: ahead, weight: weight, budget: budget, fetch: fetch)
+    }
+
     package func makeAsyncIterator() -> Iterator {
-        Iterator(fetch: fetch, first: start)
+        let pipe = Pipe(ahead: ahead, budget: budget)
+        let (start, fetch, weight) = (start, fetch, weight)
+        pipe.start {
+            var cursor = start
+            while await pipe.waitForRoom() {
+                do {
+                    let (element, next) = try await fetch(cursor)
+                    pipe.put(element, weight: weight(element))
+                    guard let next else { return pipe.finish(.success(())) }
+                    cursor = next
+                } catch {
+                    return pipe.finish(.failure(error))
+                }
+            }
+        }
+        return Iterator(owner: Owner(pipe: pipe))
     }
 
     package struct Iterator: AsyncIteratorProtocol {
-        private let fetch: @Sendable (Cursor) async throws -> (element: Element, next: Cursor?)
-        private let request: Request
+        fileprivate let owner: Owner
 
-        fileprivate init(
-            fetch: @escaping @Sendable (Cursor) async throws -> (element: Element, next: Cursor?), first: Cursor
-        ) {
-            self.fetch = fetch
-            request = Request()
-            request.task = Task { try await fetch(first) }
-        }
-
-        /// The next element, starting the request of the one after it; `nil` after the last.
+        /// The next element, once fetched; `nil` after the last (and after an error was thrown).
         package mutating func next() async throws -> Element? {
-            guard let task = request.task else { return nil }
-            request.task = nil
-            let (element, next) = try await withTaskCancellationHandler {
-                try await task.value
+            let pipe = owner.pipe
+            return try await withTaskCancellationHandler {
+                try await pipe.take()
             } onCancel: {
-                task.cancel()
+                pipe.cancel()
             }
-            let fetch = self.fetch
-            request.task = next.map { cursor in Task { try await fetch(cursor) } }
-            return element
         }
     }
 
-    /// The request in flight; cancelled when the iterator that started it goes away.
-    private final class Request: @unchecked Sendable {
-        // Only the iterator's `next()` reads and writes it, never concurrently (an async iterator
-        // is not shared).
-        var task: Task<(element: Element, next: Cursor?), any Error>?
+    /// Cancels the fetching when the last copy of the iterator goes away.
+    fileprivate final class Owner: Sendable {
+        let pipe: Pipe
+        init(pipe: Pipe) { self.pipe = pipe }
+        deinit { pipe.cancel() }
+    }
 
-        deinit { task?.cancel() }
+    /// The elements fetched and not taken yet, between the fetching task and the iterator.
+    fileprivate final class Pipe: @unchecked Sendable {
+        // Everything below is read and written under `lock`; continuations are resumed outside it.
+        private let lock = NSLock()
+        private let ahead: Int
+        private let budget: Int
+        private var waiting: [(element: Element, weight: Int)] = []
+        private var weight = 0
+        /// How the fetching ended; a failure is thrown once, then the sequence gives `nil`.
+        private var end: Result<Void, any Error>?
+        private var cancelled = false
+        private var consumer: CheckedContinuation<Element?, any Error>?
+        private var producer: CheckedContinuation<Bool, Never>?
+        private var task: Task<Void, Never>?
+
+        init(ahead: Int, budget: Int) {
+            self.ahead = ahead
+            self.budget = budget
+        }
+
+        private var hasRoom: Bool { waiting.count < ahead && weight < budget }
+
+        func start(_ body: @escaping @Sendable () async -> Void) {
+            let task = Task { await body() }
+            lock.withLock { self.task = task }
+        }
+
+        /// Waits until another element may be fetched: `false` once cancelled.
+        func waitForRoom() async -> Bool {
+            await withCheckedContinuation { continuation in
+                let answer: Bool? = lock.withLock {
+                    if cancelled { return false }
+                    if hasRoom { return true }
+                    producer = continuation
+                    return nil
+                }
+                if let answer { continuation.resume(returning: answer) }
+            }
+        }
+
+        func put(_ element: Element, weight elementWeight: Int) {
+            let consumer: CheckedContinuation<Element?, any Error>? = lock.withLock {
+                defer { self.consumer = nil }
+                if self.consumer == nil {
+                    waiting.append((element, elementWeight))
+                    weight += elementWeight
+                }
+                return self.consumer
+            }
+            consumer?.resume(returning: element)
+        }
+
+        func finish(_ result: Result<Void, any Error>) {
+            let consumer: CheckedContinuation<Element?, any Error>? = lock.withLock {
+                guard end == nil else { return nil }
+                end = result
+                defer { self.consumer = nil }
+                return self.consumer
+            }
+            consumer?.resume(with: result.map { nil })
+        }
+
+        func take() async throws -> Element? {
+            try await withCheckedThrowingContinuation { continuation in
+                let (result, producer): (Result<Element?, any Error>?, CheckedContinuation<Bool, Never>?) =
+                    lock.withLock {
+                        if cancelled { return (.failure(CancellationError()), nil) }
+                        if !waiting.isEmpty {
+                            let first = waiting.removeFirst()
+                            weight -= first.weight
+                            let producer = hasRoom ? self.producer : nil
+                            if producer != nil { self.producer = nil }
+                            return (.success(first.element), producer)
+                        }
+                        if let end {
+                            self.end = .success(())
+                            return (end.map { nil }, nil)
+                        }
+                        consumer = continuation
+                        return (nil, nil)
+                    }
+                producer?.resume(returning: true)
+                if let result { continuation.resume(with: result) }
+            }
+        }
+
+        /// Stops the fetching: the request under way is cancelled, a waiting `take` throws
+        /// `CancellationError`.
+        func cancel() {
+            let (consumer, producer, task) = lock.withLock {
+                cancelled = true
+                if end == nil { end = .failure(CancellationError()) }
+                defer { (self.consumer, self.producer) = (nil, nil) }
+                return (self.consumer, self.producer, self.task)
+            }
+            task?.cancel()
+            consumer?.resume(throwing: CancellationError())
+            producer?.resume(returning: false)
+        }
     }
 }
 
@@ -79,7 +216,7 @@ extension SyncClient {
         }
     }
 
-    /// The change sets after `revision`, answer by answer, one ahead, until an answer says the
+    /// The change sets after `revision`, answer by answer, `ahead` answers ahead, until an answer says the
     /// server has no more (`hasMore` false). Each answer is requested from the revision the one
     /// before ended at.
     ///
@@ -91,10 +228,10 @@ extension SyncClient {
     /// at the head and must see the newest revision. `limit` applies to the `sync` requests: log
     /// reads leave the length to the server, so that every client asks for the same addresses.
     package func changeFeed(
-        from revision: Int64, limit: Int, schemaVersion: Int?, readsLog: Bool = true
+        from revision: Int64, limit: Int, schemaVersion: Int?, readsLog: Bool = true, ahead: Int = 1
     ) -> PrefetchingSequence<SyncResponse, FeedCursor> {
         let start = FeedCursor(revision: revision, readsLog: readsLog && schemaVersion != nil)
-        return PrefetchingSequence(from: start) { [self] cursor in
+        return PrefetchingSequence(from: start, ahead: ahead) { [self] cursor in
             if cursor.readsLog, let schemaVersion {
                 do {
                     let response = try await changes(after: cursor.revision, schemaVersion: schemaVersion)

@@ -93,6 +93,27 @@ import Testing
         }
     }
 
+    /// Change sets are checked as answers are read, ahead of the writes: the good change sets of
+    /// the answers before, and of the same answer before the bad one, are still applied.
+    @Test func aBadChangeSetInsideAnAnswerKeepsTheOnesBeforeIt() async throws {
+        try await withImportFixture(changesAfter: 10) { fixture in
+            let client = try await fixture.served.client()
+            let first = try await client.sync(from: fixture.seedRevision, limit: 2)
+            let second = try await client.sync(from: fixture.seedRevision + 2, limit: 2)
+            let bad = #"{"revision": $R, "types": ["ghosts"], "ghosts": {"delete": [1]}}"#
+            let good = second.changeSets.map { String(decoding: $0.jsonBytes(), as: UTF8.self) }
+            let body =
+                #"{"maxRevision": $R, "hasMore": false, "changeSets": [\#((good + [bad]).joined(separator: ","))]}"#
+            let stub = StubAnswers([.json(first, hasMore: true), .text(body.withRevision(fixture.seedRevision + 5))])
+            try await Self.serve(fixture, stub) { importer in
+                await #expect { try await importer.run() } throws: { error in
+                    (error as? ImportError)?.code == .invalidChangeSet && "\(error)".contains("ghosts")
+                }
+            }
+            #expect(try revision(of: fixture.database) == fixture.seedRevision + 4)
+        }
+    }
+
     @Test func a500IsRetriedThenTheSyncGoesOn() async throws {
         try await withImportFixture(changesAfter: 10) { fixture in
             let feed = try await fixture.served.client().sync(from: fixture.seedRevision, limit: 1000)

@@ -218,10 +218,10 @@ final class LocalDatabase: Sendable {
     /// `stopsEarly`, when it says so after a change set, the transaction ends there: the result says how
     /// many were applied (see ``ChangeApplier/apply(_:in:stopsEarly:)``).
     ///
-    /// - Throws: ``ImportError/Code/invalidChangeSet`` when one does not follow on or does not fit
-    ///   the schema, or the batch leaves a reference dangling; nothing of the batch is written then.
+    /// - Throws: ``ImportError/Code/invalidChangeSet`` when one does not follow on, or the batch
+    ///   leaves a reference dangling; nothing of the batch is written then.
     func apply(
-        _ changeSets: [ChangeSet], with applier: ChangeApplier, pending: PendingChanges,
+        _ changeSets: [CheckedChangeSet], with applier: ChangeApplier, pending: PendingChanges,
         stopsEarly: (@Sendable () -> Bool)? = nil
     ) async throws -> ([AppliedChangeSet], [ImportEvent]) {
         do {
@@ -233,8 +233,7 @@ final class LocalDatabase: Sendable {
                 return (applied, events)
             }
         } catch let error as SeedError {
-            throw ImportError(
-                .invalidChangeSet, "sync stopped: \(error); \(path) stays at revision \(try await revision())")
+            throw try await syncStopped(by: error)
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_FOREIGNKEY {
             let range = "\(changeSets.first?.revision ?? 0)…\(changeSets.last?.revision ?? 0)"
             throw ImportError(
@@ -246,6 +245,12 @@ final class LocalDatabase: Sendable {
             throw ImportError(
                 failure, otherwise: .invalidDatabase, "sync stopped, \(path) stays at its last good revision")
         }
+    }
+
+    /// The error that ends a catch-up on a change set that cannot be applied (`error` says which
+    /// and why): ``ImportError/Code/invalidChangeSet``, with the revision the database stays at.
+    func syncStopped(by error: SeedError) async throws -> ImportError {
+        ImportError(.invalidChangeSet, "sync stopped: \(error); \(path) stays at revision \(try await revision())")
     }
 
     /// Replaces every page of the database with the seed at `source`, in one transaction, and

@@ -7,9 +7,12 @@ import SeedSyncSeed
 
 extension ImportSession {
     /// `/v1/sync` from the database's revision until `hasMore` is false and the outbox has nothing
-    /// left to push. Each request pushes the next local change sets (``PendingChanges/nextPush(in:)``);
+    /// left to push. Each request pushes the next local change sets (``PendingChanges/nextPush(limit:in:)``);
     /// their results are applied in one transaction before the change sets of the answer. When
-    /// nothing is pushed, the next answer is requested and parsed while the current one is applied.
+    /// nothing is pushed, answers come from a change feed that reads and checks them ahead
+    /// (``CheckedAnswer``), about a transaction's worth, while the ones before are written, and
+    /// they are held and applied in transactions of about
+    /// ``SeedImporter/Configuration/maxRowsPerTransaction`` rows (``Unapplied``).
     /// What comes next after each answer or failure is ``CatchUpMachine``'s to decide.
     ///
     /// A token that may not push still catches up, the change sets kept.
@@ -20,17 +23,20 @@ extension ImportSession {
     func catchUp(_ database: inout LocalDatabase, info: SchemaInfo) async throws -> Bool {
         let applier = ChangeApplier(schema: database.metadata.schema)
         let pending = PendingChanges(schema: database.metadata.schema, resolution: configuration.conflicts)
-        // Types the server has and the database left out (a seed built with --types) are dropped.
-        let excluded = Set(info.types.map(\.name)).subtracting(database.metadata.schema.types.map(\.name))
+        let check = AnswerCheck(
+            applier: applier,
+            // Types the server has and the database left out (a seed built with --types) are dropped.
+            excluded: Set(info.types.map(\.name)).subtracting(database.metadata.schema.types.map(\.name)),
+            keepsSources: configuration.beforeMerge != nil)
         var machine = CatchUpMachine(revision: try await database.revision())
         configuration.batchGate?.startCatchUp()
         defer { configuration.batchGate?.endCatchUp() }
         /// The answers when nothing is pushed, one ahead (`nil` after a push or a failure).
-        var feed: PrefetchingSequence<SyncResponse, FeedCursor>.Iterator?
+        var feed: PrefetchingSequence<CheckedAnswer, FeedCursor>.Iterator?
         /// The next push when the end of the last round read it already.
         var queued: [OutboxEntry]?
         /// Change sets of answers read and not applied yet: see ``Unapplied``.
-        var unapplied = Unapplied()
+        var unapplied = Unapplied(maxRows: configuration.maxRowsPerTransaction)
         func applyUnapplied() async throws {
             try await apply(
                 unapplied.take(), with: applier, pending: pending, to: database, machine: &machine, info: info)
@@ -44,15 +50,14 @@ extension ImportSession {
                 push = try await nextPush(of: pending, limit: machine.pushAllowance, in: database)
             }
             queued = nil
-            if !push.isEmpty {
-                // A push asks from the database's revision: what was read is applied first.
-                try await applyUnapplied()
-                feed = nil
-            }
-            let response: SyncResponse
+            // A push asks from the database's revision: nothing read is held here, since every
+            // path that queues a push applies what it read first.
+            if !push.isEmpty { feed = nil }
+            let answer: CheckedAnswer
             do {
-                response = try await next(
-                    from: machine.revision, pushing: push, version: database.metadata.schemaVersion, feed: &feed)
+                answer = try await next(
+                    from: machine.revision, pushing: push, version: database.metadata.schemaVersion, check: check,
+                    feed: &feed)
             } catch let error as SyncClientError {
                 feed = nil
                 try await applyUnapplied()
@@ -75,6 +80,7 @@ extension ImportSession {
                 }
                 continue
             }
+            let response = answer.response
             if !push.isEmpty {
                 let (results, retried) = (response.results, machine.retried)
                 let (events, kept) = try await gated {
@@ -85,8 +91,12 @@ extension ImportSession {
                 record(events)
                 machine.pushAnswered(kept: kept)
             }
-            let changeSets = response.changeSets.map { $0.removingChanges(ofTypes: excluded).removingOldIDs() }
-            unapplied.append(changeSets)
+            unapplied.append(answer.changeSets)
+            if let failure = answer.failure {
+                // What came before the change set that does not fit is applied, as it would be alone.
+                try await applyUnapplied()
+                throw try await database.syncStopped(by: failure)
+            }
             if response.hasMore, push.isEmpty, unapplied.rows < configuration.maxRowsPerTransaction {
                 // More to read and nothing to push: the next answer joins this transaction.
                 queued = try await nextPush(of: pending, limit: machine.pushAllowance, in: database)
@@ -95,24 +105,25 @@ extension ImportSession {
             try await applyUnapplied()
             if response.hasMore { continue }
             queued = try await nextPush(of: pending, limit: machine.pushAllowance, in: database)
-            if machine.isFinished(nextPush: queued?.count ?? 0, answerHadChangeSets: !changeSets.isEmpty) { break }
+            if machine.isFinished(nextPush: queued?.count ?? 0, answerHadChangeSets: !answer.changeSets.isEmpty) {
+                break
+            }
         }
         report.pending = try await database.read { db in try Outbox.count(in: db) }
         emit(.caughtUp(revision: machine.revision))
         return machine.mayPush
     }
 
-    /// Applies `changeSets` in transactions of about ``SeedImporter/Configuration/maxRowsPerTransaction``
-    /// rows, each after its merge notice, and moves `machine` along.
+    /// Applies `batches`, a transaction each (see ``Unapplied``), each after its merge notice, and
+    /// moves `machine` along.
     private func apply(
-        _ changeSets: [ChangeSet], with applier: ChangeApplier, pending: PendingChanges, to database: LocalDatabase,
-        machine: inout CatchUpMachine, info: SchemaInfo
+        _ batches: [[CheckedChangeSet]], with applier: ChangeApplier, pending: PendingChanges,
+        to database: LocalDatabase, machine: inout CatchUpMachine, info: SchemaInfo
     ) async throws {
-        for batch in batches(of: changeSets) {
+        for batch in batches {
             try Task.checkCancellation()
-            try await noticeBeforeMerge(Array(batch), pending: pending, in: database)
-            try await commit(
-                Array(batch), with: applier, pending: pending, to: database, machine: &machine, info: info)
+            try await noticeBeforeMerge(batch, pending: pending, in: database)
+            try await commit(batch, with: applier, pending: pending, to: database, machine: &machine, info: info)
         }
     }
 
@@ -123,7 +134,8 @@ extension ImportSession {
     /// again in halves, down to that one, so that every change set before it is kept (as it was
     /// with a transaction per answer) and the error names it alone.
     private func commit(
-        _ changeSets: [ChangeSet], with applier: ChangeApplier, pending: PendingChanges, to database: LocalDatabase,
+        _ changeSets: [CheckedChangeSet], with applier: ChangeApplier, pending: PendingChanges,
+        to database: LocalDatabase,
         machine: inout CatchUpMachine, info: SchemaInfo
     ) async throws {
         var stopsEarly: (@Sendable () -> Bool)?
@@ -184,46 +196,40 @@ extension ImportSession {
         )
     }
 
-    /// The next `/v1/sync` answer from `revision`, in the database's schema `version`: pushing
-    /// `entries` in a request of their own, or, with nothing to push, from `feed`, the answers one
-    /// ahead (started from `revision` when there is none; it ends after an answer without `hasMore`).
+    /// The next `/v1/sync` answer from `revision`, in the database's schema `version`, checked:
+    /// pushing `entries` in a request of their own, or, with nothing to push, from `feed`, the
+    /// answers read and checked ahead (started from `revision` when there is none; it ends after
+    /// an answer without `hasMore`).
     private func next(
-        from revision: Int64, pushing entries: [OutboxEntry], version: Int,
-        feed: inout PrefetchingSequence<SyncResponse, FeedCursor>.Iterator?
-    ) async throws -> SyncResponse {
+        from revision: Int64, pushing entries: [OutboxEntry], version: Int, check: AnswerCheck,
+        feed: inout PrefetchingSequence<CheckedAnswer, FeedCursor>.Iterator?
+    ) async throws -> CheckedAnswer {
         let limit = configuration.syncLimit
         if !entries.isEmpty {
-            return try await client.sync(
-                from: revision, limit: limit, pushing: entries.map(\.pushed), schemaVersion: version)
+            return check(
+                try await client.sync(
+                    from: revision, limit: limit, pushing: entries.map(\.pushed), schemaVersion: version))
         }
-        var answers =
-            feed ?? client.changeFeed(from: revision, limit: limit, schemaVersion: version).makeAsyncIterator()
+        // Read and checked ahead up to about a transaction's rows (the one being written holds as
+        // many), so that the next transaction is read while this one is written.
+        let (ahead, rows) = (Self.maxAnswersAhead, configuration.maxRowsPerTransaction)
+        func newFeed(readsLog: Bool) -> PrefetchingSequence<CheckedAnswer, FeedCursor>.Iterator {
+            client.changeFeed(from: revision, limit: limit, schemaVersion: version, readsLog: readsLog, ahead: ahead)
+                .map(check.callAsFunction).weighing(\.rowCount, upTo: rows).makeAsyncIterator()
+        }
+        var answers = feed ?? newFeed(readsLog: true)
         defer { feed = answers }
-        guard let response = try await answers.next() else {
+        guard let answer = try await answers.next() else {
             // The last answer said there was no more; ask the origin again from where the database is.
-            answers = client.changeFeed(from: revision, limit: limit, schemaVersion: version, readsLog: false)
-                .makeAsyncIterator()
+            answers = newFeed(readsLog: false)
             return try await answers.next()!
         }
-        return response
+        return answer
     }
 
-    /// Change sets grouped into transactions of about ``SeedImporter/Configuration/maxRowsPerTransaction`` rows.
-    private func batches(of changeSets: [ChangeSet]) -> [ArraySlice<ChangeSet>] {
-        var batches: [ArraySlice<ChangeSet>] = []
-        var start = changeSets.startIndex
-        var rows = 0
-        for (index, changeSet) in zip(changeSets.indices, changeSets) {
-            if rows > 0, rows + changeSet.rowCount > configuration.maxRowsPerTransaction {
-                batches.append(changeSets[start..<index])
-                start = index
-                rows = 0
-            }
-            rows += changeSet.rowCount
-        }
-        if start < changeSets.endIndex { batches.append(changeSets[start...]) }
-        return batches
-    }
+    /// The most answers a catch-up reads and checks ahead, whatever they hold (answers of types the
+    /// database left out hold no rows).
+    static let maxAnswersAhead = 32
 
     func record(_ events: [ImportEvent]) {
         for event in events {
@@ -319,30 +325,78 @@ extension ImportSession {
 }
 
 /// The change sets of the answers a catch-up has read and not applied yet. While the server has
-/// more and nothing waits to be pushed, answers are read on until they hold about
-/// ``SeedImporter/Configuration/maxRowsPerTransaction`` rows, and applied together: a transaction
+/// more and nothing waits to be pushed, answers are read on until they hold about `maxRows` rows
+/// (``SeedImporter/Configuration/maxRowsPerTransaction``), and applied together: a transaction
 /// per answer would write a page of a large database once per answer that changes a row of it
 /// (see `docs/PERFORMANCE.md`, case 3). Before a push, after a failed request, and at the end of
-/// the answers, they are applied whatever their number.
+/// the answers, they are applied whatever their number, in batches of about `maxRows` rows, a
+/// transaction each.
 struct Unapplied {
-    private var changeSets: [ChangeSet] = []
+    let maxRows: Int
+    private var batches: [[CheckedChangeSet]] = []
+    private var lastBatchRows = 0
+    /// Rows held, over every batch.
     private(set) var rows = 0
 
-    mutating func append(_ more: [ChangeSet]) {
-        changeSets += more
-        rows += more.reduce(0) { $0 + $1.rowCount }
+    init(maxRows: Int) {
+        self.maxRows = maxRows
     }
 
-    /// Every change set held, in order; none is held after.
-    mutating func take() -> [ChangeSet] {
-        defer { (changeSets, rows) = ([], 0) }
-        return changeSets
+    mutating func append(_ more: [CheckedChangeSet]) {
+        for changeSet in more {
+            let count = changeSet.rowCount
+            if batches.isEmpty || (lastBatchRows > 0 && lastBatchRows + count > maxRows) {
+                batches.append([])
+                lastBatchRows = 0
+            }
+            batches[batches.count - 1].append(changeSet)
+            lastBatchRows += count
+            rows += count
+        }
+    }
+
+    /// Every batch held, in order; none is held after.
+    mutating func take() -> [[CheckedChangeSet]] {
+        defer { (batches, lastBatchRows, rows) = ([], 0, 0) }
+        return batches
     }
 }
 
-extension ChangeSet {
-    /// Rows the change set touches, over every type.
-    var rowCount: Int {
-        changes.reduce(0) { $0 + $1.create.count + $1.update.count + $1.delete.count }
+/// A sync answer whose change sets were checked against the database's schema where it was read
+/// (for a change feed, in the task that fetched it, ahead of the writes): see ``AnswerCheck``.
+struct CheckedAnswer: Sendable {
+    /// The answer without its change sets (they are in ``changeSets``).
+    var response: SyncResponse
+    /// The change sets that fit, in order: all of them unless ``failure`` is set.
+    var changeSets: [CheckedChangeSet]
+    /// Why the change set after ``changeSets`` does not fit; the ones after it were not checked.
+    var failure: SeedError?
+
+    /// Rows the change sets create, update or delete.
+    var rowCount: Int { changeSets.reduce(0) { $0 + $1.rowCount } }
+}
+
+/// Checks the change sets of an answer for a database: the types it left out dropped, the
+/// `__oldId__` marks removed, then ``ChangeApplier/check(_:keepingSource:)``.
+struct AnswerCheck: Sendable {
+    let applier: ChangeApplier
+    let excluded: Set<String>
+    /// Whether to keep each change set as it came (for a ``MergeNotice``).
+    let keepsSources: Bool
+
+    func callAsFunction(_ response: SyncResponse) -> CheckedAnswer {
+        var answer = CheckedAnswer(response: response, changeSets: [])
+        answer.response.changeSets = []
+        answer.changeSets.reserveCapacity(response.changeSets.count)
+        for changeSet in response.changeSets {
+            do {
+                let plain = changeSet.removingChanges(ofTypes: excluded).removingOldIDs()
+                answer.changeSets.append(try applier.check(plain, keepingSource: keepsSources))
+            } catch {
+                answer.failure = error
+                break
+            }
+        }
+        return answer
     }
 }

@@ -1,4 +1,5 @@
 public import SeedSyncModel
+import SeedSyncSeed
 
 /// A batch of server change sets about to be committed that writes or deletes rows with pending
 /// local edits, or rows a ``SyncEngine`` observer marks as being edited (see
@@ -31,7 +32,9 @@ extension ImportSession {
     /// Tells ``SeedImporter/Configuration/beforeMerge`` about `batch` when it writes rows with
     /// pending local edits or rows being edited, and waits for it to return, at most
     /// ``SeedImporter/Configuration/mergeNoticeTimeout`` seconds (the handler is then cancelled).
-    func noticeBeforeMerge(_ batch: [ChangeSet], pending: PendingChanges, in database: LocalDatabase) async throws {
+    func noticeBeforeMerge(_ batch: [CheckedChangeSet], pending: PendingChanges, in database: LocalDatabase)
+        async throws
+    {
         guard let handler = configuration.beforeMerge else { return }
         let shadowed = Set(try await database.read { db in try pending.outbox.shadowedRows(in: db) })
             .union(await configuration.rowsBeingEdited?() ?? [])
@@ -39,15 +42,17 @@ extension ImportSession {
         var rows: [String: [JSONValue]] = [:]
         var seen = Set<RowID>()
         for changes in batch.flatMap(\.changes) {
-            for key in changes.create + changes.update + changes.delete {
-                guard let string = key.keyString, case let row = RowID(type: changes.type, key: string),
+            let type = changes.type.name
+            for key in changes.creates.map(\.key) + changes.updates.map(\.key) + changes.deletes {
+                guard let string = key.keyString, case let row = RowID(type: type, key: string),
                     shadowed.contains(row), seen.insert(row).inserted
                 else { continue }
-                rows[changes.type, default: []].append(key)
+                rows[type, default: []].append(key)
             }
         }
         guard !rows.isEmpty else { return }
-        let notice = MergeNotice(rows: rows, changeSets: batch)
+        // The catch-up keeps each change set as it came while there is a handler to show it to.
+        let notice = MergeNotice(rows: rows, changeSets: batch.compactMap(\.source))
         await Self.wait(for: handler, notice, seconds: configuration.mergeNoticeTimeout)
         try Task.checkCancellation()
     }

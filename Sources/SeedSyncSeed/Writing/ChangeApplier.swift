@@ -19,23 +19,56 @@ package struct ChangeApplier: Sendable {
         tables = Dictionary(uniqueKeysWithValues: schema.types.map { ($0.name, TableSQL(type: $0)) })
     }
 
-    /// Applies `changeSets` in order inside the current transaction of `db`.
+    /// Checks `changeSet` against the schema: what ``apply(_:in:stopsEarly:)-(([CheckedChangeSet],_,_))``
+    /// writes. It needs no database, so a reader can check each change set as it arrives, off the
+    /// connection that writes them (the importer checks an answer while the one before is written).
     ///
-    /// Every change set is validated first; then the rows they write are written once each, in
-    /// key order (per type), with the last change set's version of each row: the same rows as
-    /// applying them one by one, but a table's pages are visited once each, in order, so a
-    /// transaction larger than the page cache does not write a spilled page out again (the
-    /// foreign keys are deferred to the commit, so the order cannot break them).
+    /// ```swift
+    /// let checked = try response.changeSets.map { try applier.check($0) }
+    /// ```
+    ///
+    /// - Parameter keepingSource: whether to keep `changeSet` itself beside its rows (an importer
+    ///   with a merge handler shows the change sets as the server sent them).
+    /// - Throws: ``SeedError`` `invalidData` naming the change set and the first problem.
+    package func check(_ changeSet: ChangeSet, keepingSource: Bool = false) throws(SeedError) -> CheckedChangeSet {
+        var changes: [ValidatedChanges] = []
+        if !changeSet.changes.isEmpty {
+            do {
+                changes = try schema.validate(changeSet)
+            } catch {
+                let name = changeSet.revision.map { "change set \($0)" } ?? "a change set without a revision"
+                throw SeedError.invalidData("\(name) does not fit the schema: \(error)")
+            }
+        }
+        return CheckedChangeSet(revision: changeSet.revision, changes: changes, source: keepingSource ? changeSet : nil)
+    }
+
+    /// Checks `changeSets` (``check(_:keepingSource:)``), then applies them in order inside the
+    /// current transaction of `db`.
+    @discardableResult
+    package func apply(_ changeSets: [ChangeSet], in db: Database, stopsEarly: (() -> Bool)? = nil) throws
+        -> [AppliedChangeSet]
+    {
+        try apply(changeSets.map { try check($0) }, in: db, stopsEarly: stopsEarly)
+    }
+
+    /// Applies checked change sets in order inside the current transaction of `db`.
+    ///
+    /// The rows they write are written once each, in key order (per type), with the last change
+    /// set's version of each row: the same rows as applying them one by one, but a table's pages
+    /// are visited once each, in order, so a transaction larger than the page cache does not write
+    /// a spilled page out again (the foreign keys are deferred to the commit, so the order cannot
+    /// break them).
     ///
     /// With `stopsEarly` (a sync engine whose edit sessions may be waiting for the transaction),
     /// each change set is written on its own, and after each one the applier stops when
     /// `stopsEarly()` says so: each change set leaves the rows consistent.
     ///
     /// - Returns: what each applied change set did, in order: all of them unless it stopped early.
-    /// - Throws: ``SeedError`` for a change set out of order or one that does not fit the schema;
-    ///   the caller's transaction must then roll back.
+    /// - Throws: ``SeedError`` for a change set out of order; the caller's transaction must then
+    ///   roll back.
     @discardableResult
-    package func apply(_ changeSets: [ChangeSet], in db: Database, stopsEarly: (() -> Bool)? = nil) throws
+    package func apply(_ changeSets: [CheckedChangeSet], in db: Database, stopsEarly: (() -> Bool)? = nil) throws
         -> [AppliedChangeSet]
     {
         var revision = try SeedMetadata.storedRevision(db)
@@ -51,30 +84,12 @@ package struct ChangeApplier: Sendable {
                     "change set \(changeSet.revision.map(String.init) ?? "without a revision") does not follow revision \(revision)"
                 )
             }
-            applied.append(try add(changeSet, revision: next, to: &writes))
+            for change in changeSet.changes { writes.add(change, revision: next) }
+            applied.append(changeSet.applied)
             revision = next
         }
         try write(writes.take(), in: db)
         try SeedMetadata.save(revision: revision, in: db)
-        return applied
-    }
-
-    /// Validates `changeSet` and adds its rows to `writes`.
-    private func add(_ changeSet: ChangeSet, revision: Int64, to writes: inout RowWrites) throws -> AppliedChangeSet {
-        var applied = AppliedChangeSet(revision: revision, types: [:])
-        guard !changeSet.changes.isEmpty else { return applied }
-        let changes: [ValidatedChanges]
-        do {
-            changes = try schema.validate(changeSet)
-        } catch {
-            throw SeedError.invalidData("change set \(revision) does not fit the schema: \(error)")
-        }
-        for change in changes {
-            writes.add(change, revision: revision)
-            applied.types[change.type.name] = AppliedChangeSet.Keys(
-                created: change.creates.map(\.key), updated: change.updates.map(\.key), deleted: change.deletes
-            )
-        }
         return applied
     }
 
@@ -85,12 +100,14 @@ package struct ChangeApplier: Sendable {
             let table = tables[type.name]!
             let upsert = try db.cachedStatement(sql: table.upsert)
             let delete = try db.cachedStatement(sql: table.delete)
-            let sorted = rows.sorted {
-                JSONValue.keyPrecedes($0.key, $1.key) || ($0.key == $1.key && $0.order < $1.order)
+            // Positions sorted, not the writes: moving a write retains and releases its values.
+            let order = rows.indices.sorted {
+                JSONValue.keyPrecedes(rows[$0].key, rows[$1].key) || (rows[$0].key == rows[$1].key && $0 < $1)
             }
-            for (index, write) in sorted.enumerated() {
+            for (index, position) in order.enumerated() {
+                let write = rows[position]
                 // A later change set writes this row again: its version is the one kept.
-                if index + 1 < sorted.count, sorted[index + 1].key == write.key { continue }
+                if index + 1 < order.count, rows[order[index + 1]].key == write.key { continue }
                 if let row = write.row {
                     try StatementValues.execute(upsert, row: row, of: table.type, revision: write.revision)
                 } else {
@@ -104,13 +121,12 @@ package struct ChangeApplier: Sendable {
 /// The rows a run of change sets writes, by type, before they are written (see
 /// ``ChangeApplier/apply(_:in:stopsEarly:)``).
 struct RowWrites {
-    /// One change set's write of one row: its values, or `nil` for a delete.
+    /// One change set's write of one row: its values, or `nil` for a delete. Of two writes of the
+    /// same key, the later in the list wins.
     struct Write {
         var key: JSONValue
         var row: RowValues?
         var revision: Int64
-        /// The position among the writes of the type: a later write of the same key wins.
-        var order: Int
     }
 
     private var writes: [String: [Write]] = [:]
@@ -130,10 +146,10 @@ struct RowWrites {
 extension [RowWrites.Write] {
     fileprivate mutating func append(rows change: ValidatedChanges, revision: Int64) {
         for row in change.creates + change.updates {
-            append(.init(key: row.key, row: row, revision: revision, order: count))
+            append(.init(key: row.key, row: row, revision: revision))
         }
         for key in change.deletes {
-            append(.init(key: key, row: nil, revision: revision, order: count))
+            append(.init(key: key, row: nil, revision: revision))
         }
     }
 }

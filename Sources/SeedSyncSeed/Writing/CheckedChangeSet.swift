@@ -1,0 +1,27 @@
+package import SeedSyncModel
+
+/// A `/v1/sync` change set that matched the schema (``ChangeApplier/check(_:keepingSource:)``):
+/// its rows in schema order with normalized values, ready to be written.
+package struct CheckedChangeSet: Sendable {
+    /// The revision the change set produces, or `nil` when it carried none (which applying refuses).
+    package let revision: Int64?
+    /// The checked changes per type, in the change set's order; none for a change set with no types.
+    package let changes: [ValidatedChanges]
+    /// The change set as it came, when the check was asked to keep it.
+    package let source: ChangeSet?
+
+    /// Rows the change set creates, updates or deletes, over every type.
+    package var rowCount: Int {
+        changes.reduce(0) { $0 + $1.creates.count + $1.updates.count + $1.deletes.count }
+    }
+
+    /// What the change set does once applied: the keys it names, per type.
+    var applied: AppliedChangeSet {
+        var types: [String: AppliedChangeSet.Keys] = [:]
+        for change in changes {
+            types[change.type.name] = AppliedChangeSet.Keys(
+                created: change.creates.map(\.key), updated: change.updates.map(\.key), deleted: change.deletes)
+        }
+        return AppliedChangeSet(revision: revision ?? 0, types: types)
+    }
+}

@@ -97,7 +97,7 @@ extension ImportSession {
                 try await applyUnapplied()
                 throw try await database.syncStopped(by: failure)
             }
-            if response.hasMore, push.isEmpty, unapplied.rows < configuration.maxRowsPerTransaction {
+            if response.hasMore, push.isEmpty, !unapplied.isFull {
                 // More to read and nothing to push: the next answer joins this transaction.
                 queued = try await nextPush(of: pending, limit: machine.pushAllowance, in: database)
                 if queued?.isEmpty == true { continue }
@@ -331,12 +331,21 @@ extension ImportSession {
 /// (see `docs/PERFORMANCE.md`, case 3). Before a push, after a failed request, and at the end of
 /// the answers, they are applied whatever their number, in batches of about `maxRows` rows, a
 /// transaction each.
+///
+/// The first transactions are smaller: a sixteenth of `maxRows`, then an eighth, a quarter, a half.
+/// The writer then starts on the first answers while the next ones are read (ahead, see
+/// ``CheckedAnswer``), instead of waiting for a whole transaction's worth to arrive.
 struct Unapplied {
     let maxRows: Int
     private var batches: [[CheckedChangeSet]] = []
     private var lastBatchRows = 0
     /// Rows held, over every batch.
     private(set) var rows = 0
+    /// How many times change sets were taken to be applied.
+    private var taken = 0
+
+    /// Whether enough rows are held to apply them rather than read on.
+    var isFull: Bool { rows >= Swift.max(1, maxRows >> Swift.max(0, 4 - taken)) }
 
     init(maxRows: Int) {
         self.maxRows = maxRows
@@ -357,6 +366,7 @@ struct Unapplied {
 
     /// Every batch held, in order; none is held after.
     mutating func take() -> [[CheckedChangeSet]] {
+        if !batches.isEmpty { taken += 1 }
         defer { (batches, lastBatchRows, rows) = ([], 0, 0) }
         return batches
     }

@@ -55,10 +55,14 @@ public struct SeedImporter: Sendable {
         public var syncLimit: Int
         /// Rows per transaction, about: change sets are grouped until they reach it (a larger
         /// change set is one transaction on its own), and while the server has more and nothing
-        /// waits to be pushed, the answers read are held until they reach it. Larger transactions
-        /// write each page of a large database fewer times (`seed-import` uses 50,000: about 30 %
-        /// faster into a million rows than 5,000, see `docs/PERFORMANCE.md`); smaller ones hold
-        /// less in memory and keep the app's own writes from waiting long for the writer.
+        /// waits to be pushed, the answers read are held until they reach it. The first
+        /// transactions of a catch-up hold less (a sixteenth of it, doubling), so that writing
+        /// starts at once, and while one transaction is written the answers after it are read and
+        /// checked, up to about as many rows again: a catch-up holds about twice this many rows
+        /// in memory. Larger transactions write each page of a large database fewer times
+        /// (`seed-import` uses 50,000: about 30 % faster into a million rows than 5,000, see
+        /// `docs/PERFORMANCE.md`); smaller ones hold less in memory and keep the app's own writes
+        /// from waiting long for the writer.
         public var maxRowsPerTransaction: Int
         /// Seconds to wait for another importer of the same database before giving up.
         public var lockTimeout: Double

@@ -11,8 +11,13 @@ package struct CheckedChangeSet: Sendable {
     package let source: ChangeSet?
 
     /// Rows the change set creates, updates or deletes, over every type.
-    package var rowCount: Int {
-        changes.reduce(0) { $0 + $1.creates.count + $1.updates.count + $1.deletes.count }
+    package let rowCount: Int
+
+    init(revision: Int64?, changes: [ValidatedChanges], source: ChangeSet?) {
+        self.revision = revision
+        self.changes = changes
+        self.source = source
+        rowCount = changes.reduce(0) { $0 + $1.creates.count + $1.updates.count + $1.deletes.count }
     }
 
     /// What the change set does once applied: the keys it names, per type.

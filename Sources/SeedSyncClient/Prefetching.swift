@@ -82,7 +82,8 @@ package struct PrefetchingSequence<Element: Sendable, Cursor: Sendable>: AsyncSe
     package struct Iterator: AsyncIteratorProtocol {
         fileprivate let owner: Owner
 
-        /// The next element, once fetched; `nil` after the last (and after an error was thrown).
+        /// The next element, once fetched; `nil` after the last, and after a failed fetch's error
+        /// was thrown. Once the task that waits here is cancelled, it throws `CancellationError`.
         package mutating func next() async throws -> Element? {
             let pipe = owner.pipe
             return try await withTaskCancellationHandler {
@@ -155,7 +156,8 @@ package struct PrefetchingSequence<Element: Sendable, Cursor: Sendable>: AsyncSe
         func finish(_ result: Result<Void, any Error>) {
             let consumer: CheckedContinuation<Element?, any Error>? = lock.withLock {
                 guard end == nil else { return nil }
-                end = result
+                // A consumer waiting now is given the outcome; the ones after it get `nil`.
+                end = self.consumer == nil ? result : .success(())
                 defer { self.consumer = nil }
                 return self.consumer
             }

@@ -58,8 +58,9 @@ public struct SeedImporter: Sendable {
         /// waits to be pushed, the answers read are held until they reach it. The first
         /// transactions of a catch-up hold less (a sixteenth of it, doubling), so that writing
         /// starts at once, and while one transaction is written the answers after it are read and
-        /// checked, up to about as many rows again: a catch-up holds about twice this many rows
-        /// in memory. Larger transactions write each page of a large database fewer times
+        /// checked, up to about as many rows again (and one answer more): a catch-up holds about
+        /// twice this many rows in memory, and with a ``beforeMerge`` handler each change set also
+        /// as it came, to show it in a ``MergeNotice``. Larger transactions write each page of a large database fewer times
         /// (`seed-import` uses 50,000: about 30 % faster into a million rows than 5,000, see
         /// `docs/PERFORMANCE.md`); smaller ones hold less in memory and keep the app's own writes
         /// from waiting long for the writer.

@@ -83,6 +83,20 @@ import Testing
         #expect(started.withLockedValue { $0 } == [0, 1, 2, 3])
     }
 
+    /// The error is thrown once, then the sequence gives `nil`: whether the failure came while
+    /// the caller waited for it or before it asked.
+    @Test(arguments: [true, false])
+    func anErrorIsThrownOnceThenTheSequenceEnds(callerWaits: Bool) async throws {
+        let sequence = PrefetchingSequence<Int, Int>(from: 0) { _ in
+            if callerWaits { try await Task.sleep(for: .milliseconds(200)) }
+            throw CancellationError()
+        }
+        var elements = sequence.makeAsyncIterator()
+        if !callerWaits { try await Task.sleep(for: .milliseconds(100)) }
+        await #expect(throws: CancellationError.self) { try await elements.next() }
+        #expect(try await elements.next() == nil)
+    }
+
     @Test func mapRunsWithTheFetchAhead() async throws {
         let started = NIOLockedValueBox<[Int]>([])
         let mapped = NIOLockedValueBox<[Int]>([])

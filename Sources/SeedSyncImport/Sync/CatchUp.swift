@@ -31,7 +31,8 @@ extension ImportSession {
         var machine = CatchUpMachine(revision: try await database.revision())
         configuration.batchGate?.startCatchUp()
         defer { configuration.batchGate?.endCatchUp() }
-        /// The answers when nothing is pushed, one ahead (`nil` after a push or a failure).
+        /// The answers when nothing is pushed, read and checked ahead (`nil` after a push or a
+        /// failure, which drops what it had read ahead: a push's answer starts from the database).
         var feed: PrefetchingSequence<CheckedAnswer, FeedCursor>.Iterator?
         /// The next push when the end of the last round read it already.
         var queued: [OutboxEntry]?
@@ -93,7 +94,9 @@ extension ImportSession {
             }
             unapplied.append(answer.changeSets)
             if let failure = answer.failure {
-                // What came before the change set that does not fit is applied, as it would be alone.
+                // What came before the change set that does not fit is applied, as it would be alone;
+                // nothing after it is read meanwhile.
+                feed = nil
                 try await applyUnapplied()
                 throw try await database.syncStopped(by: failure)
             }
@@ -101,6 +104,8 @@ extension ImportSession {
                 // More to read and nothing to push: the next answer joins this transaction.
                 queued = try await nextPush(of: pending, limit: machine.pushAllowance, in: database)
                 if queued?.isEmpty == true { continue }
+                // The push's answer starts from the database: reading ahead meanwhile would be lost.
+                feed = nil
             }
             try await applyUnapplied()
             if response.hasMore { continue }

@@ -41,3 +41,15 @@ import Testing
         #expect(batches.joined().map(\.revision) == (1...8).map { $0 })
     }
 }
+
+extension UnappliedTests {
+    /// Change sets without rows (of types the database left out) still count: a long run of them
+    /// is applied in bounded transactions, not held without end.
+    @Test func changeSetsWithoutRowsCountAsOneRow() throws {
+        var unapplied = Unapplied(maxRows: 64)
+        unapplied.append(try (1...4).map { try Self.deleting(0, revision: $0) })
+        #expect(unapplied.isFull)
+        unapplied.append(try (5...200).map { try Self.deleting(0, revision: $0) })
+        #expect(unapplied.take().map(\.count) == [64, 64, 64, 8])
+    }
+}

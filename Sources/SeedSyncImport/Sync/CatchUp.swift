@@ -220,7 +220,7 @@ extension ImportSession {
         let (ahead, rows) = (Self.maxAnswersAhead, configuration.maxRowsPerTransaction)
         func newFeed(readsLog: Bool) -> PrefetchingSequence<CheckedAnswer, FeedCursor>.Iterator {
             client.changeFeed(from: revision, limit: limit, schemaVersion: version, readsLog: readsLog, ahead: ahead)
-                .map(check.callAsFunction).weighing(\.rowCount, upTo: rows).makeAsyncIterator()
+                .map(check.callAsFunction).weighing(\.heldSize, upTo: rows).makeAsyncIterator()
         }
         var answers = feed ?? newFeed(readsLog: true)
         defer { feed = answers }
@@ -344,7 +344,7 @@ struct Unapplied {
     let maxRows: Int
     private var batches: [[CheckedChangeSet]] = []
     private var lastBatchRows = 0
-    /// Rows held, over every batch.
+    /// Rows held, over every batch (``CheckedChangeSet/heldSize``).
     private(set) var rows = 0
     /// How many times change sets were taken to be applied.
     private var taken = 0
@@ -358,7 +358,7 @@ struct Unapplied {
 
     mutating func append(_ more: [CheckedChangeSet]) {
         for changeSet in more {
-            let count = changeSet.rowCount
+            let count = changeSet.heldSize
             if batches.isEmpty || (lastBatchRows > 0 && lastBatchRows + count > maxRows) {
                 batches.append([])
                 lastBatchRows = 0
@@ -387,8 +387,15 @@ struct CheckedAnswer: Sendable {
     /// Why the change set after ``changeSets`` does not fit; the ones after it were not checked.
     var failure: SeedError?
 
-    /// Rows the change sets create, update or delete.
-    var rowCount: Int { changeSets.reduce(0) { $0 + $1.rowCount } }
+    /// What the answer weighs held: ``CheckedChangeSet/heldSize`` summed.
+    var heldSize: Int { changeSets.reduce(0) { $0 + $1.heldSize } }
+}
+
+extension CheckedChangeSet {
+    /// What a held change set counts for against ``Unapplied/maxRows``: its rows, and at least one
+    /// (a change set of types the database left out writes only its revision, but a long run of them
+    /// must not be held without bound).
+    var heldSize: Int { Swift.max(1, rowCount) }
 }
 
 /// Checks the change sets of an answer for a database: the types it left out dropped, the

@@ -80,7 +80,10 @@ package enum ValueMapping {
         for (index, field) in type.fields.enumerated() {
             values.append(jsonValue(row[index + 1], as: field.type))
         }
-        values.append(.int(row[type.fields.count + 1]))
+        // A damaged file may hold anything there: a revision that is not an integer reads as null
+        // (the seed's checks report it) instead of stopping the process.
+        let revision: DatabaseValue = row[type.fields.count + 1]
+        values.append(Int64.fromDatabaseValue(revision).map(JSONValue.int) ?? .null)
         return values
     }
 }

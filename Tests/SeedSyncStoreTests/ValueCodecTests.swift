@@ -204,3 +204,16 @@ import Testing
         return (rows.map { if case .array(let values) = $0 { values } else { [$0] } }, keys)
     }
 }
+
+extension ValueCodecTests {
+    /// A damaged file may hold anything in `revision`: it reads as null, never traps (the seed fuzz
+    /// target found a `NULL` revision stopping the process).
+    @Test(arguments: ["NULL", "'soon'"])
+    func aRevisionThatIsNotAnIntegerReadsAsNull(_ stored: String) throws {
+        let type = EntityType(
+            name: "notes", primaryKey: .init(name: "id", type: .integer),
+            fields: [.init(name: "body", type: .text, nullable: true)])
+        let row = try DatabaseQueue().read { db in try Row.fetchOne(db, sql: "SELECT 7, 'x', \(stored)")! }
+        #expect(ValueMapping.jsonRow(row, of: type) == [.int(7), .string("x"), .null])
+    }
+}

@@ -33,11 +33,7 @@ public enum StoreBackend: String, CaseIterable, Sendable, CustomStringConvertibl
         case .postgres:
             try await TestPostgres.withDatabase { location in
                 try await PostgresSyncStore.create(at: location, schema: schema)
-                // Requests in tests are not timed: a pooled connection may take long to come when
-                // the whole suite shares two cores (a private PostgreSQL starting, say).
-                try await PostgresSyncStore.withStore(at: location, leaseTimeout: .seconds(30)) { store in
-                    try await body(store)
-                }
+                try await TestPostgres.withStore(at: location) { store in try await body(store) }
             }
         }
     }
@@ -102,6 +98,16 @@ public enum TestPostgres {
             throw error
         }
         try await run("DROP DATABASE \(name) WITH (FORCE)", on: base)
+    }
+
+    /// Opens the store at `location` for a test: as `PostgresSyncStore.withStore(at:)`, but a
+    /// request waits up to 30 s for a pooled connection, not 5 s. Requests in tests are not timed:
+    /// a connection may take seconds to come when the whole suite shares two cores. Tests of the
+    /// lease timeout itself call `PostgresSyncStore.withStore(at:)`.
+    public static func withStore<T: Sendable>(
+        at location: PostgresLocation, _ body: @Sendable (PostgresSyncStore) async throws -> T
+    ) async throws -> T {
+        try await PostgresSyncStore.withStore(at: location, leaseTimeout: .seconds(30), body)
     }
 
     /// Runs `sql` (no parameters) on a connection of its own.

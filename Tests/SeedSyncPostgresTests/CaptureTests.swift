@@ -187,7 +187,7 @@ import Testing
             ])
         try await withTeamDatabase(tables) { location in
             try await PostgresSyncStore.attach(at: location, schema: schema)
-            try await PostgresSyncStore.withStore(at: location) { store in
+            try await TestPostgres.withStore(at: location) { store in
                 let pushed = try PushedChangeSet(
                     json: JSONParser.parse(
                         Array(
@@ -278,7 +278,7 @@ extension PushCaptureTests {
             _ = try await TestPostgres.withConnection(to: location) { connection, logger in
                 try await connection.query(PostgresQuery(unsafeSQL: withoutNotify), logger: logger)
             }
-            try await PostgresSyncStore.withStore(at: location) { store in
+            try await TestPostgres.withStore(at: location) { store in
                 let revisions = NIOLockedValueBox<[Int64]>([])
                 let watch = Task {
                     await store.watchRevisions { revision in revisions.withLockedValue { $0.append(revision) } }

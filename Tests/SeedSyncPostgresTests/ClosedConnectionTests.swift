@@ -16,7 +16,7 @@ import Testing
     @Test func aTransactionWhoseConnectionClosesFailsAtOnce() async throws {
         try await TestPostgres.withDatabase { location in
             try await PostgresSyncStore.create(at: location, schema: Fixtures.catalogSchema)
-            try await PostgresSyncStore.withStore(at: location) { store in
+            try await TestPostgres.withStore(at: location) { store in
                 let error = try await Self.failure(within: .seconds(20)) {
                     try await store.withTransaction { connection in
                         let pid = try await store.query("SELECT pg_backend_pid()", on: connection)[0].decode(Int32.self)

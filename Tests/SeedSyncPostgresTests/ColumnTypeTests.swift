@@ -40,7 +40,7 @@ import Testing
             #expect(
                 try await PostgresSyncStore.schema(at: location, tables: ["items"], dataset: "items") == Self.schema)
             try await PostgresSyncStore.attach(at: location, schema: Self.schema)
-            try await PostgresSyncStore.withStore(at: location) { store in
+            try await TestPostgres.withStore(at: location) { store in
                 let first = try #require(try await store.snapshotPage(of: "items", after: nil, limit: 10).rows.first)
                 #expect(first[7] == "123456789012345678901234567890.123456789" && first[8] == 12.5)
                 // A commit and a push write every kind of column back.

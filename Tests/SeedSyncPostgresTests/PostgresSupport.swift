@@ -70,7 +70,7 @@ func withAttachedTeamTables(_ body: @escaping @Sendable (PostgresLocation, Postg
 {
     try await withTeamDatabase { location in
         try await PostgresSyncStore.attach(at: location, schema: teamSchema)
-        try await PostgresSyncStore.withStore(at: location) { store in try await body(location, store) }
+        try await TestPostgres.withStore(at: location) { store in try await body(location, store) }
     }
 }
 

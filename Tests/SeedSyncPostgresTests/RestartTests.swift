@@ -61,7 +61,7 @@ import FoundationNetworking
         }
         #expect(waiting == 1, "the server held the request")
         let committed = ContinuousClock.now
-        try await PostgresSyncStore.withStore(at: location) { other in
+        try await TestPostgres.withStore(at: location) { other in
             _ = try await other.commit(Fixtures.catalogCreation(author: "tolkien", book: 2))
         }
         let answer = try await held

@@ -79,7 +79,7 @@ import Testing
             #expect(before.map { $0["shows"]?.attributes["1"]?["notes"] } == [nil, nil])
             #expect(try await store.snapshotPage(of: "shows", after: nil, limit: 10).columns.contains("notes") == false)
             // A server starting on the changed table starts.
-            try await PostgresSyncStore.withStore(at: location) { _ in }
+            try await TestPostgres.withStore(at: location) { _ in }
             let upgrade = try await store.upgradeFromTables()
             #expect(upgrade.changes == [.fieldAdded(type: "shows", field: "notes")] && upgrade.version.revision == 3)
             let v2 = try await changeSets(of: store, after: 1, version: 2)
@@ -91,7 +91,7 @@ import Testing
             await #expect { try await changeSets(of: store, after: 3, version: 2) } throws: {
                 ($0 as? SyncStoreError)?.code == .schemaMismatch && "\($0)".contains("notes")
             }
-            let restarted = try await PostgresSyncStore.withStore(at: location) { restarted in
+            let restarted = try await TestPostgres.withStore(at: location) { restarted in
                 try await changeSets(of: restarted, after: 3, version: 1).count
             }
             #expect(restarted == 1)
@@ -170,7 +170,7 @@ import Testing
     @Test func disabledCaptureTriggersStopTheServerFromStarting() async throws {
         try await withAttachedTeamTables { location, _ in
             try await psql("ALTER TABLE venues DISABLE TRIGGER seedsync_insert", on: location)
-            await #expect { try await PostgresSyncStore.withStore(at: location) { _ in } } throws: {
+            await #expect { try await TestPostgres.withStore(at: location) { _ in } } throws: {
                 ($0 as? PostgresStoreError)?.code == .tableMismatch && "\($0)".contains("public.venues")
             }
         }

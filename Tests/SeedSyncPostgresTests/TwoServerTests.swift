@@ -46,7 +46,7 @@ import FoundationNetworking
                 for try await state in group { if let state { states.append(state) } }
                 return states
             }
-            try await PostgresSyncStore.withStore(at: location) { store in
+            try await TestPostgres.withStore(at: location) { store in
                 let info = try await store.schemaInfo()
                 #expect(info.revision == 1 + 2 * 15 + 2 * 12)
                 let sets = try await changeSets(of: store, after: 1)
@@ -138,7 +138,7 @@ import FoundationNetworking
             }
             #expect(Set(answers.map(\.results)).count == 1, "every server answers with the first result")
             #expect(answers.first?.results.first?.status == .applied(revision: 2, keys: ["shows": ["-1": 2]]))
-            let (revision, shows) = try await PostgresSyncStore.withStore(at: location) { store in
+            let (revision, shows) = try await TestPostgres.withStore(at: location) { store in
                 (try await store.schemaInfo().revision, try await store.keys(of: "shows"))
             }
             #expect(revision == 2 && shows == [1, 2])

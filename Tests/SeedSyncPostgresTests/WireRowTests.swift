@@ -78,7 +78,7 @@ import Testing
         try await withTeamDatabase(Self.tables) { location in
             try await PostgresSyncStore.attach(at: location, schema: Self.schema)
             try await psql(Self.rows, on: location)
-            try await PostgresSyncStore.withStore(at: location) { store in
+            try await TestPostgres.withStore(at: location) { store in
                 let page = try await store.snapshotPage(of: "edges", after: nil, limit: 100)
                 let logged = try #require(try await changeSets(of: store, after: 1).first?["edges"])
                 #expect(page.rows.count == 6)
@@ -127,7 +127,7 @@ import Testing
         try await withTeamDatabase(Self.tables) { location in
             try await PostgresSyncStore.attach(at: location, schema: Self.schema)
             try await psql("INSERT INTO edges (id) VALUES (1); \(update)", on: location)
-            try await PostgresSyncStore.withStore(at: location) { store in
+            try await TestPostgres.withStore(at: location) { store in
                 await #expect { try await store.snapshotPage(of: "edges", after: nil, limit: 10) } throws: {
                     ($0 as? SyncStoreError)?.code == .schemaMismatch && "\($0)".contains("edges[1].\(field)")
                 }
@@ -147,7 +147,7 @@ import Testing
         try await withTeamDatabase(Self.tables) { location in
             try await PostgresSyncStore.attach(at: location, schema: schema)
             try await psql("INSERT INTO edges (id, decimal) VALUES (1, 12.50), (2, 0.1)", on: location)
-            try await PostgresSyncStore.withStore(at: location) { store in
+            try await TestPostgres.withStore(at: location) { store in
                 let page = try await store.snapshotPage(of: "edges", after: nil, limit: 10)
                 #expect(page.rows.map { $0[5] } == [12.5, 0.1])
                 try await psql("UPDATE edges SET decimal = 123456789012345678.5 WHERE id = 2", on: location)

@@ -215,7 +215,7 @@ import Testing
         of store: any MaintainedSyncStore, _ body: @escaping @Sendable (any MaintainedSyncStore) async throws -> Void
     ) async throws {
         if let postgres = store as? PostgresSyncStore {
-            try await PostgresSyncStore.withStore(at: postgres.location) { try await body($0) }
+            try await TestPostgres.withStore(at: postgres.location) { try await body($0) }
         } else {
             try await body(try SQLiteSyncStore(path: (store as! SQLiteSyncStore).path))
         }

@@ -94,6 +94,19 @@ package enum StatementValues {
         writer.endArray()
     }
 
+    /// Column `index` of the current row of `statement` as an integer (0 for NULL).
+    package static func integer(column index: Int32, of statement: Statement) -> Int64 {
+        sqlite3_column_int64(statement.sqliteStatement, index)
+    }
+
+    /// The bytes of column `index` of the current row of `statement` (a BLOB or TEXT; none for
+    /// NULL), copied once.
+    package static func bytes(column index: Int32, of statement: Statement) -> [UInt8] {
+        let handle = statement.sqliteStatement
+        guard let start = sqlite3_column_blob(handle, index) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: start, count: Int(sqlite3_column_bytes(handle, index))))
+    }
+
     /// Column `index` of the current row of `statement` as a key.
     package static func key(column index: Int32, of statement: Statement) -> JSONValue {
         ValueMapping.jsonKey(DatabaseValue(sqliteStatement: statement.sqliteStatement, index: index))

@@ -70,7 +70,9 @@ extension SQLiteSyncStore {
     }
 
     /// The logged change sets after `revision`: as logged when they were written in the version
-    /// asked for, else parsed and projected (`VersionProjection`).
+    /// asked for, else parsed and projected (`VersionProjection`). Those this process already
+    /// read come from its `ChangeSetCache` (a committed revision reads the same in a given version
+    /// for good); the rest are read from the log in the same transaction as the state, then cached.
     public func changeFeed(after revision: Int64, limit: Int, byteBudget: Int, version: Int?) async throws
         -> ChangeFeed
     {
@@ -83,24 +85,39 @@ extension SQLiteSyncStore {
             if revision > state.revision {
                 throw SyncStoreError.revisionAhead(requested: revision, revision: state.revision)
             }
-            let cursor = try Row.fetchCursor(
-                db.cachedStatement(
-                    sql:
-                        "SELECT revision, change_set FROM _seedsync_changes WHERE revision > ? ORDER BY revision LIMIT ?"
-                ),
-                arguments: [revision, limit]
-            )
+            let last = revision + min(Int64(limit), state.revision - revision)
             var feed = ChangeFeed.Builder(after: revision, byteBudget: byteBudget)
-            while let row = try cursor.next() {
-                let logged: Int64 = row[0]
-                var json: [UInt8] = try row.withUnsafeData(atIndex: 1) { data in data.map(Array.init) ?? [] }
-                if !projection.servesAsWritten(revision: logged) {
-                    json = try projection.project(ChangeSet(json: JSONParser.parse(json))).jsonBytes()
-                }
-                guard feed.append(EncodedChangeSet(revision: logged, json: json)) else { break }
+            self.changeSets.fill(&feed, through: last, version: projection.target.number)
+            if !feed.isFull, feed.revision < last {
+                let read = try Self.logged(after: feed.revision, through: last, into: &feed, projection, db)
+                self.changeSets.insert(read, version: projection.target.number)
             }
             return feed.feed(newest: state.revision)
         }
+    }
+
+    /// Reads the logged change sets after `revision` through `last` into `feed` until it is
+    /// full, and returns those read.
+    private static func logged(
+        after revision: Int64, through last: Int64, into feed: inout ChangeFeed.Builder,
+        _ projection: VersionProjection, _ db: Database
+    ) throws -> [EncodedChangeSet] {
+        let statement = try db.cachedStatement(
+            sql:
+                "SELECT revision, change_set FROM _seedsync_changes WHERE revision > ? AND revision <= ? ORDER BY revision"
+        )
+        let cursor = try Row.fetchCursor(statement, arguments: [revision, last])
+        var read: [EncodedChangeSet] = []
+        while try cursor.next() != nil {
+            let logged = StatementValues.integer(column: 0, of: statement)
+            var json = StatementValues.bytes(column: 1, of: statement)
+            if !projection.servesAsWritten(revision: logged) {
+                json = try projection.project(ChangeSet(json: JSONParser.parse(json))).jsonBytes()
+            }
+            read.append(EncodedChangeSet(revision: logged, json: json))
+            guard feed.append(read.last!) else { break }
+        }
+        return read
     }
 
     /// Every key of `type`, in key order (for mutation generators and tests).

@@ -32,6 +32,8 @@ public final class SQLiteSyncStore: SyncStore {
     private let served: LockedValue<ServedTables>
     /// Told of each revision this process commits (see ``watchRevisions(_:)``).
     let watches = RevisionWatches()
+    /// Change sets already read, served again without reading the log: 64 MiB at most.
+    let changeSets = ChangeSetCache(capacity: 64 << 20)
 
     /// The file the store serves.
     public var path: String { pool.path }

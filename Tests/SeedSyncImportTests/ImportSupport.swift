@@ -68,7 +68,8 @@ struct ImportFixture: Sendable {
     }
 }
 
-/// A demo store with `events` events, a seed built from it, then `changesAfter` more change sets.
+/// A demo store with `events` events, a seed built from it, then `changesAfter` more change sets;
+/// the server holds a live sync request for `maxWait` at most.
 func withImportFixture(
     events: Int = 300,
     locations: Int = 20,
@@ -76,10 +77,15 @@ func withImportFixture(
     gzip: Bool = false,
     mutationSeed: UInt64 = 11,
     changesBlockSize: Int64 = 1_000,
+    maxWait: Duration = .seconds(55),
     _ body: @escaping @Sendable (ImportFixture) async throws -> Void
 ) async throws {
     try await withServedStore(
-        events: events, locations: locations, changes: 20, configure: { $0.changesBlockSize = changesBlockSize }
+        events: events, locations: locations, changes: 20,
+        configure: {
+            $0.changesBlockSize = changesBlockSize
+            $0.maxWait = maxWait
+        }
     ) { served in
         let report = try await served.builder("seed.sqlite", pageSize: 500, gzip: gzip).build()
         _ = try await ChangeGenerator.mutate(served.store, changes: changesAfter, seed: mutationSeed)

@@ -125,47 +125,32 @@ extension PostgresSyncStore {
         return (SnapshotPage.endJSON(&writer, next: more ? rows.last![0] : .null), schemaVersion)
     }
 
-    /// The change sets after `revision`: after a fresh read of the state (shared by the requests
-    /// that arrive together, see `SharedReads`), those this process already assembled come
-    /// from the cache, and the rest are read from the log once for every request that needs the
-    /// same revisions, then cached. A committed revision never changes, so only the state read
-    /// must be newer than the request; the log read checks in its own snapshot that compaction
-    /// has not removed the rows in between.
+    /// The change sets after `revision`, as `ChangeFeedReads` serves them: a fresh state read
+    /// shared by the requests that arrive together, those this process already assembled from its
+    /// cache, the rest read from the log once for every request that needs them.
     ///
     /// Change sets are assembled and cached per schema version: a committed revision reads the
     /// same in a given version for good (versions made later apply to later revisions only).
     public func changeFeed(after revision: Int64, limit: Int, byteBudget: Int, version: Int?) async throws
         -> ChangeFeed
     {
-        let state = try await stateReads.value(for: 0) { [self] in try await readState() }
+        let state = try await feedReads.state { [self] in try await readState() }
         let projection = try servedTables.get().versions.projection(version)
-        try ChangeLogReader.check(requested: revision, revision: state.revision, minRevision: state.minRevision)
-        let last = revision + min(Int64(limit), state.revision - revision)
-        var feed = ChangeFeed.Builder(after: revision, byteBudget: byteBudget)
-        changeSets.fill(&feed, through: last, version: projection.target.number)
-        if !feed.isFull, feed.revision < last {
-            let range = LogRange(after: feed.revision, last: last, version: projection.target.number)
-            let read = try await logReads.value(for: range) { [self] in
-                try await readChangeSets(range, projection: projection)
-            }
-            if read.minRevision > range.after {
-                throw SyncStoreError.historyExpired(requested: revision, minRevision: read.minRevision)
-            }
-            for changeSet in read.changeSets where !feed.append(changeSet) { break }
-        }
-        return feed.feed(newest: state.revision)
+        return try await feedReads.feed(
+            after: revision, limit: limit, byteBudget: byteBudget, version: projection.target.number, state: state
+        ) { [self] range in try await readChangeSets(range, projection: projection) }
     }
 
-    /// Assembles the change sets of `range` from the logged rows, in one statement, and caches
-    /// them; with the `minRevision` of the same snapshot, so the caller can tell whether
-    /// compaction removed them first.
+    /// Assembles the change sets of `range` from the logged rows, in one statement; with the
+    /// `minRevision` of the same snapshot, so the caller can tell whether compaction removed them
+    /// first.
     private func readChangeSets(_ range: LogRange, projection: VersionProjection) async throws -> LoggedChangeSets {
         var binds = PostgresBindings()
         binds.append(range.after)
         binds.append(range.last)
         let query = PostgresQuery(unsafeSQL: Self.changeFeedSQL, binds: binds)
         let served = self.servedTables.get()
-        let read = try await withConnection { [self] connection in
+        return try await withConnection { [self] connection in
             var log = ChangeLogReader(projection: projection, served: served, tableSchema: tableSchema)
             for row in try await connection.rows(query, logger: logger).decode(
                 (Int64, Int64, Int64?, String?, String?, String?, ByteBuffer?).self
@@ -178,8 +163,6 @@ extension PostgresSyncStore {
             return LoggedChangeSets(
                 minRevision: log.minRevision, changeSets: log.changeSets(after: range.after, through: range.last))
         }
-        changeSets.insert(read.changeSets, version: range.version)
-        return read
     }
 
     /// The newest revision, the oldest a client may sync from and the newest schema version; the

@@ -31,12 +31,9 @@ public final class PostgresSyncStore: SyncStore {
     let servedTables: LockedValue<ServedPostgresTables>
     /// The longest a request waits for a pooled connection before it fails as unavailable.
     let leaseTimeout: Duration
-    /// Change sets already assembled, served again without reading their rows: 64 MiB at most.
-    let changeSets = ChangeSetCache(capacity: 64 << 20)
-    /// The state reads of concurrent requests, shared (one key: there is one state).
-    let stateReads = SharedReads<Int, LogState>()
-    /// The log reads of concurrent requests for the same revisions, shared.
-    let logReads = SharedReads<LogRange, LoggedChangeSets>()
+    /// The change feed's shared state and log reads, and the change sets already assembled
+    /// (64 MiB at most), served again without reading their rows.
+    let feedReads = ChangeFeedReads()
 
     private init(
         location: PostgresLocation, client: PostgresClient, logger: Logger, state: StoredState, leaseTimeout: Duration
@@ -192,27 +189,6 @@ extension ServedPostgresTables {
         guard let table = tables[name] else { throw .unknownType(name) }
         return table
     }
-}
-
-/// The newest revision, the oldest a client may sync from, and the newest schema version, as
-/// `seedsync._state` and `seedsync._schemas` hold them.
-struct LogState: Sendable {
-    var revision: Int64
-    var minRevision: Int64
-    var schemaVersion: Int
-}
-
-/// Revisions `after + 1` through `last` of the change log, in schema version `version`.
-struct LogRange: Hashable, Sendable {
-    var after: Int64
-    var last: Int64
-    var version: Int
-}
-
-/// The change sets of a ``LogRange``, with the log's `minRevision` in the same snapshot.
-struct LoggedChangeSets: Sendable {
-    var minRevision: Int64
-    var changeSets: [EncodedChangeSet]
 }
 
 /// What `seedsync._state` holds besides the revisions, read once when a store opens, and the

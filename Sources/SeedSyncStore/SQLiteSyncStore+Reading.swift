@@ -69,55 +69,54 @@ extension SQLiteSyncStore {
         return SnapshotPage.endJSON(&writer, next: count > limit ? next : .null)
     }
 
-    /// The logged change sets after `revision`: as logged when they were written in the version
-    /// asked for, else parsed and projected (`VersionProjection`). Those this process already
-    /// read come from its `ChangeSetCache` (a committed revision reads the same in a given version
-    /// for good); the rest are read from the log in the same transaction as the state, then cached.
+    /// The logged change sets after `revision`, as `ChangeFeedReads` serves them: a fresh state
+    /// read shared by the requests that arrive together, those this process already read from its
+    /// cache, the rest read from the log once for every request that needs them. A change set is
+    /// served as logged when it was written in the version asked for, else parsed and projected
+    /// (`VersionProjection`), and cached in that version.
     public func changeFeed(after revision: Int64, limit: Int, byteBudget: Int, version: Int?) async throws
         -> ChangeFeed
     {
-        try await pool.read { db in
-            let state = try StateRecord.fetch(db)
-            let projection = try self.served(db, state).versions.projection(version)
-            if revision < state.minRevision {
-                throw SyncStoreError.historyExpired(requested: revision, minRevision: state.minRevision)
+        let state = try await feedReads.state { [self] in
+            try await pool.read { db in
+                let state = try StateRecord.fetch(db)
+                _ = try self.served(db, state)
+                return LogState(
+                    revision: state.revision, minRevision: state.minRevision, schemaVersion: state.schemaVersion)
             }
-            if revision > state.revision {
-                throw SyncStoreError.revisionAhead(requested: revision, revision: state.revision)
-            }
-            let last = revision + min(Int64(limit), state.revision - revision)
-            var feed = ChangeFeed.Builder(after: revision, byteBudget: byteBudget)
-            self.changeSets.fill(&feed, through: last, version: projection.target.number)
-            if !feed.isFull, feed.revision < last {
-                let read = try Self.logged(after: feed.revision, through: last, into: &feed, projection, db)
-                self.changeSets.insert(read, version: projection.target.number)
-            }
-            return feed.feed(newest: state.revision)
+        }
+        let projection = try versions.projection(version)
+        return try await feedReads.feed(
+            after: revision, limit: limit, byteBudget: byteBudget, version: projection.target.number, state: state
+        ) { [self] range in
+            try await pool.read { db in try Self.logged(range, byteBudget: byteBudget, projection, in: db) }
         }
     }
 
-    /// Reads the logged change sets after `revision` through `last` into `feed` until it is
-    /// full, and returns those read.
+    /// The logged change sets of `range`, until one passes `byteBudget` (that one included), with
+    /// the log's `minRevision` in the same transaction.
     private static func logged(
-        after revision: Int64, through last: Int64, into feed: inout ChangeFeed.Builder,
-        _ projection: VersionProjection, _ db: Database
-    ) throws -> [EncodedChangeSet] {
+        _ range: LogRange, byteBudget: Int, _ projection: VersionProjection, in db: Database
+    ) throws -> LoggedChangeSets {
+        let minRevision = try StateRecord.fetch(db).minRevision
+        guard minRevision <= range.after else { return LoggedChangeSets(minRevision: minRevision, changeSets: []) }
         let statement = try db.cachedStatement(
             sql:
                 "SELECT revision, change_set FROM _seedsync_changes WHERE revision > ? AND revision <= ? ORDER BY revision"
         )
-        let cursor = try Row.fetchCursor(statement, arguments: [revision, last])
+        let cursor = try Row.fetchCursor(statement, arguments: [range.after, range.last])
         var read: [EncodedChangeSet] = []
-        while try cursor.next() != nil {
+        var bytes = 0
+        while bytes <= byteBudget, try cursor.next() != nil {
             let logged = StatementValues.integer(column: 0, of: statement)
             var json = StatementValues.bytes(column: 1, of: statement)
             if !projection.servesAsWritten(revision: logged) {
                 json = try projection.project(ChangeSet(json: JSONParser.parse(json))).jsonBytes()
             }
+            bytes += json.count
             read.append(EncodedChangeSet(revision: logged, json: json))
-            guard feed.append(read.last!) else { break }
         }
-        return read
+        return LoggedChangeSets(minRevision: minRevision, changeSets: read)
     }
 
     /// Every key of `type`, in key order (for mutation generators and tests).

@@ -32,14 +32,19 @@ public final class SQLiteSyncStore: SyncStore {
     private let served: LockedValue<ServedTables>
     /// Told of each revision this process commits (see ``watchRevisions(_:)``).
     let watches = RevisionWatches()
-    /// Change sets already read, served again without reading the log: 64 MiB at most.
-    let changeSets = ChangeSetCache(capacity: 64 << 20)
+    /// The change feed's shared state and log reads, and the change sets already read (64 MiB at
+    /// most), served again without reading the log.
+    let feedReads = ChangeFeedReads()
 
     /// The file the store serves.
     public var path: String { pool.path }
 
     /// The newest schema version's schema: the shape of the tables.
     public var schema: DatasetSchema { served.get().versions.schema }
+
+    /// The schema versions as last read (every read of the state reads them again when a newer
+    /// one was made).
+    var versions: ServedVersions { served.get().versions }
 
     /// Opens an existing server database.
     ///

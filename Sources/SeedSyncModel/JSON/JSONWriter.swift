@@ -89,7 +89,7 @@ package struct JSONWriter: Sendable {
     }
 
     /// Appends JSON text that is already encoded, as one value.
-    package mutating func rawValue(_ json: some Sequence<UInt8>) {
+    package mutating func rawValue(_ json: [UInt8]) {
         separate()
         bytes.append(contentsOf: json)
         needsComma = true

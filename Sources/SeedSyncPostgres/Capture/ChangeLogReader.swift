@@ -55,12 +55,6 @@ struct ChangeLogReader {
             LoggedRow(key: key, op: op, attributes: attributes))
     }
 
-    /// Fails when `requested` is outside what a log from `minRevision` to `revision` can serve.
-    static func check(requested: Int64, revision: Int64, minRevision: Int64) throws(SyncStoreError) {
-        if requested < minRevision { throw .historyExpired(requested: requested, minRevision: minRevision) }
-        if requested > revision { throw .revisionAhead(requested: requested, revision: revision) }
-    }
-
     /// The change sets of revisions `after + 1` through `last`; a revision without logged rows
     /// (a row created and deleted again in one transaction) is an empty change set.
     func changeSets(after: Int64, through last: Int64) -> [EncodedChangeSet] {

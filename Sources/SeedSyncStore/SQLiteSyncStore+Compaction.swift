@@ -10,13 +10,13 @@ extension SQLiteSyncStore {
     public func compact(keepingRevisions keep: Int64) async throws -> Compaction {
         precondition(keep >= 0, "keep must not be negative")
         return try await writeTransaction { db in
-            let state = try StateRecord.fetch(db)
+            let state = try LogState.fetch(db)
             let pinned = try SeedRecords.oldestPinned(in: db)
             let wanted = state.revision - keep
             let minRevision = max(state.minRevision, min(wanted, pinned?.revision ?? wanted))
             try db.execute(sql: "DELETE FROM _seedsync_changes WHERE revision <= ?", arguments: [minRevision])
             let removed = db.changesCount
-            try StateRecord.save(db, revision: state.revision, minRevision: minRevision)
+            try LogState.save(db, revision: state.revision, minRevision: minRevision)
             return Compaction(
                 removedChangeSets: removed, minRevision: minRevision,
                 pinnedBy: pinned.flatMap { $0.revision < wanted ? $0 : nil })

@@ -9,7 +9,7 @@ extension SQLiteSyncStore {
 
     public func schemaInfo(version: Int?) async throws -> SchemaInfo {
         try await pool.read { db in
-            let state = try StateRecord.fetch(db)
+            let state = try LogState.fetch(db)
             let served = try self.served(db, state)
             let projection = try served.versions.projection(version)
             let counts = try Self.rowCounts(served.tables, in: db)
@@ -20,7 +20,7 @@ extension SQLiteSyncStore {
     }
 
     public func revisions() async throws -> (revision: Int64, minRevision: Int64) {
-        let state = try await pool.read { db in try StateRecord.fetch(db) }
+        let state = try await pool.read { db in try LogState.fetch(db) }
         return (state.revision, state.minRevision)
     }
 
@@ -32,7 +32,7 @@ extension SQLiteSyncStore {
         async throws -> [UInt8]
     {
         try await pool.read { db in
-            let state = try StateRecord.fetch(db)
+            let state = try LogState.fetch(db)
             let served = try self.served(db, state)
             let projection = try served.versions.projection(version)
             guard let asked = projection.target.schema.type(named: type) else {
@@ -79,10 +79,9 @@ extension SQLiteSyncStore {
     {
         let state = try await feedReads.state { [self] in
             try await pool.read { db in
-                let state = try StateRecord.fetch(db)
+                let state = try LogState.fetch(db)
                 _ = try self.served(db, state)
-                return LogState(
-                    revision: state.revision, minRevision: state.minRevision, schemaVersion: state.schemaVersion)
+                return state
             }
         }
         let projection = try versions.projection(version)
@@ -98,7 +97,7 @@ extension SQLiteSyncStore {
     private static func logged(
         _ range: LogRange, byteBudget: Int, _ projection: VersionProjection, in db: Database
     ) throws -> LoggedChangeSets {
-        let minRevision = try StateRecord.fetch(db).minRevision
+        let minRevision = try LogState.fetch(db).minRevision
         guard minRevision <= range.after else { return LoggedChangeSets(minRevision: minRevision, changeSets: []) }
         let statement = try db.cachedStatement(
             sql:

@@ -54,7 +54,7 @@ public final class SQLiteSyncStore: SyncStore {
         let history: SchemaHistory
         do {
             pool = try DatabasePool(path: path, configuration: Self.configuration())
-            _ = try pool.read { db in try StateRecord.schema(db) }
+            _ = try pool.read { db in try LogState.schema(db) }
             history = try pool.write { db in
                 try db.execute(sql: PushWriter.createRecords)
                 try db.execute(sql: SeedRecords.createTable)
@@ -69,7 +69,7 @@ public final class SQLiteSyncStore: SyncStore {
 
     /// The versions and tables as of `state`, read in the same transaction: the ones in memory,
     /// or the file's history when another process upgraded it since.
-    func served(_ db: Database, _ state: StateRecord) throws -> ServedTables {
+    func served(_ db: Database, _ state: LogState) throws -> ServedTables {
         let current = served.get()
         guard state.schemaVersion != current.versions.history.newest.number else { return current }
         let fresh = ServedTables(try SchemaRecords.history(db))
@@ -79,7 +79,7 @@ public final class SQLiteSyncStore: SyncStore {
 
     /// ``served(_:_:)`` with the state read first.
     func served(_ db: Database) throws -> ServedTables {
-        try served(db, StateRecord.fetch(db))
+        try served(db, LogState.fetch(db))
     }
 
     /// Creates a server database at `path` for `schema`, filled by `populate` as revision 1 when given.
@@ -197,12 +197,8 @@ struct ServedTables: Sendable {
 }
 
 /// The revisions in the one row of `_seedsync_state`, and the newest schema version, read by every request.
-struct StateRecord {
-    var revision: Int64
-    var minRevision: Int64
-    var schemaVersion: Int
-
-    static func fetch(_ db: Database) throws -> StateRecord {
+extension LogState {
+    static func fetch(_ db: Database) throws -> LogState {
         guard
             let row = try Row.fetchOne(
                 db.cachedStatement(
@@ -210,7 +206,7 @@ struct StateRecord {
                         "SELECT revision, min_revision, (SELECT max(version) FROM _seedsync_schemas) FROM _seedsync_state WHERE id = 1"
                 ))
         else { throw DatabaseError(resultCode: .SQLITE_ERROR, message: "no state row") }
-        return StateRecord(revision: row[0], minRevision: row[1], schemaVersion: row[2])
+        return LogState(revision: row[0], minRevision: row[1], schemaVersion: row[2])
     }
 
     static func save(_ db: Database, revision: Int64, minRevision: Int64) throws {

@@ -86,6 +86,12 @@ package struct LogRange: Hashable, Sendable {
     package var after: Int64
     package var last: Int64
     package var version: Int
+
+    package init(after: Int64, last: Int64, version: Int) {
+        self.after = after
+        self.last = last
+        self.version = version
+    }
 }
 
 /// The change sets read of a ``LogRange``, consecutive from its first, with the log's

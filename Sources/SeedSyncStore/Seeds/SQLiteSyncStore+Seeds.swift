@@ -5,7 +5,7 @@ public import SeedSyncModel
 extension SQLiteSyncStore {
     public func register(_ seed: SeedRegistration) async throws -> RegisteredSeed {
         try await writeTransaction { db in
-            let state = try StateRecord.fetch(db)
+            let state = try LogState.fetch(db)
             let history = try self.served(db, state).versions.history
             let existing = try SeedRecords.find(seed.sha256, in: db)
             if let existing = try seed.check(

@@ -14,7 +14,7 @@ extension SQLiteSyncStore {
             let planned = try history.upgrading(to: schema, renaming: renames, at: history.newest.revision)
             let rebuilding = SchemaAlteration.rebuilds(planned.changes, from: history.newest.schema)
             return try SchemaAlteration.alter(db, rebuilding: rebuilding) { db in
-                let state = try StateRecord.fetch(db)
+                let state = try LogState.fetch(db)
                 let history = try SchemaRecords.history(db)
                 let made = try history.upgrading(to: schema, renaming: renames, at: state.revision)
                 guard SchemaAlteration.rebuilds(made.changes, from: history.newest.schema) == rebuilding else {

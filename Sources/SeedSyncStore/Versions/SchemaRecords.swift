@@ -18,7 +18,7 @@ enum SchemaRecords {
     static func prepare(_ db: Database) throws -> SchemaHistory {
         try db.execute(sql: createTable)
         if try Int.fetchOne(db, sql: "SELECT count(*) FROM _seedsync_schemas") == 0 {
-            try insert(SchemaVersion(schema: StateRecord.schema(db), revision: 0, renames: []), in: db)
+            try insert(SchemaVersion(schema: LogState.schema(db), revision: 0, renames: []), in: db)
         }
         return try history(db)
     }

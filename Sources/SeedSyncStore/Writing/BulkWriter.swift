@@ -24,13 +24,13 @@ extension SQLiteSyncStore {
         _ body: @escaping @Sendable (inout BulkWriter) throws -> T
     ) async throws -> (revision: Int64, result: T) {
         let written = try await writeTransaction { db in
-            let state = try StateRecord.fetch(db)
+            let state = try LogState.fetch(db)
             let served = try self.served(db, state)
             var writer = BulkWriter(db: db, tables: served.tables, revision: state.revision + 1)
             let result = try body(&writer)
             try writer.checkReferences(schema: served.schema)
             try db.execute(sql: "DELETE FROM _seedsync_changes")
-            try StateRecord.save(db, revision: writer.revision, minRevision: writer.revision)
+            try LogState.save(db, revision: writer.revision, minRevision: writer.revision)
             return (writer.revision, result)
         }
         watches.publish(written.0)

@@ -45,7 +45,7 @@ struct ChangeWriter {
 
     /// Writes the rows and logs them as the next revision, without checking references.
     func write(_ changes: [ValidatedChanges], in db: Database) throws -> Int64 {
-        let state = try StateRecord.fetch(db)
+        let state = try LogState.fetch(db)
         let revision = state.revision + 1
         for change in changes {
             try write(change, revision: revision, in: db)
@@ -54,7 +54,7 @@ struct ChangeWriter {
             sql: "INSERT INTO _seedsync_changes (revision, change_set) VALUES (?, ?)",
             arguments: [revision, Data(loggedChangeSet(changes, revision: revision))]
         )
-        try StateRecord.save(db, revision: revision, minRevision: state.minRevision)
+        try LogState.save(db, revision: revision, minRevision: state.minRevision)
         return revision
     }
 

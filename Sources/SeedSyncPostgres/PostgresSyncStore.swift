@@ -58,7 +58,8 @@ public final class PostgresSyncStore: SyncStore {
         let fresh = try await ServedPostgresTables.read(
             try await PostgresSchemaRecords.history(on: connection, logger: logger), tableSchema: tableSchema,
             on: connection, logger: logger)
-        servedTables.set(fresh)
+        // Only to a newer history: a connection that read an older state keeps its own.
+        servedTables.set(fresh) { $0.versions.history.newest.number > $1.versions.history.newest.number }
         return fresh
     }
 

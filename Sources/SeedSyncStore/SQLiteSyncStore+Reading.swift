@@ -69,34 +69,28 @@ extension SQLiteSyncStore {
         return SnapshotPage.endJSON(&writer, next: count > limit ? next : .null)
     }
 
-    /// The logged change sets after `revision`, as `ChangeFeedReads` serves them: a fresh state
-    /// read shared by the requests that arrive together, those this process already read from its
-    /// cache, the rest read from the log once for every request that needs them. A change set is
-    /// served as logged when it was written in the version asked for, else parsed and projected
-    /// (`VersionProjection`), and cached in that version.
+    /// The logged change sets after `revision`, as `ChangeFeedReads` serves them: the state, the
+    /// change sets this process already read from its cache, and the rest from the log, in one
+    /// read transaction. A change set is served as logged when it was written in the version asked
+    /// for, else parsed and projected (`VersionProjection`), and cached in that version.
     public func changeFeed(after revision: Int64, limit: Int, byteBudget: Int, version: Int?) async throws
         -> ChangeFeed
     {
-        let state = try await feedReads.state { [self] in
-            try await pool.read { db in
-                let state = try LogState.fetch(db)
-                _ = try self.served(db, state)
-                return state
-            }
-        }
-        let projection = try versions.projection(version)
-        return try await feedReads.feed(
-            after: revision, limit: limit, byteBudget: byteBudget, version: projection.target.number, state: state
-        ) { [self] range in
-            try await pool.read { db in try Self.logged(range, byteBudget: byteBudget, projection, in: db) }
+        try await pool.read { db in
+            let state = try LogState.fetch(db)
+            let projection = try self.served(db, state).versions.projection(version)
+            return try self.feedReads.feed(
+                after: revision, limit: limit, byteBudget: byteBudget, version: projection.target.number,
+                state: state
+            ) { range in try Self.logged(range, projection, in: db) }
         }
     }
 
-    /// The logged change sets of `range`, until one passes `byteBudget` (that one included), with
-    /// the log's `minRevision` in the same transaction.
-    private static func logged(
-        _ range: LogRange, byteBudget: Int, _ projection: VersionProjection, in db: Database
-    ) throws -> LoggedChangeSets {
+    /// The logged change sets of `range`, until one passes its byte budget (that one included),
+    /// with the log's `minRevision` in the same transaction.
+    private static func logged(_ range: LogRange, _ projection: VersionProjection, in db: Database) throws
+        -> LoggedChangeSets
+    {
         let minRevision = try LogState.fetch(db).minRevision
         guard minRevision <= range.after else { return LoggedChangeSets(minRevision: minRevision, changeSets: []) }
         let statement = try db.cachedStatement(
@@ -106,7 +100,7 @@ extension SQLiteSyncStore {
         let cursor = try Row.fetchCursor(statement, arguments: [range.after, range.last])
         var read: [EncodedChangeSet] = []
         var bytes = 0
-        while bytes <= byteBudget, try cursor.next() != nil {
+        while bytes <= range.byteBudget, try cursor.next() != nil {
             let logged = StatementValues.integer(column: 0, of: statement)
             var json = StatementValues.bytes(column: 1, of: statement)
             if !projection.servesAsWritten(revision: logged) {

@@ -42,10 +42,6 @@ public final class SQLiteSyncStore: SyncStore {
     /// The newest schema version's schema: the shape of the tables.
     public var schema: DatasetSchema { served.get().versions.schema }
 
-    /// The schema versions as last read (every read of the state reads them again when a newer
-    /// one was made).
-    var versions: ServedVersions { served.get().versions }
-
     /// Opens an existing server database.
     ///
     /// - Throws: ``StoreError`` when nothing is at `path` or the file is not a seed-server database.
@@ -68,12 +64,15 @@ public final class SQLiteSyncStore: SyncStore {
     }
 
     /// The versions and tables as of `state`, read in the same transaction: the ones in memory,
-    /// or the file's history when another process upgraded it since.
+    /// or the file's history when another process upgraded it since. Memory only moves to a newer
+    /// history: a read whose transaction began before an upgrade gets its own, older history and
+    /// leaves the newer one in place for the requests after it (whose change sets are projected
+    /// and cached with it).
     func served(_ db: Database, _ state: LogState) throws -> ServedTables {
         let current = served.get()
         guard state.schemaVersion != current.versions.history.newest.number else { return current }
         let fresh = ServedTables(try SchemaRecords.history(db))
-        served.set(fresh)
+        served.set(fresh) { $0.versions.history.newest.number > $1.versions.history.newest.number }
         return fresh
     }
 

@@ -9,15 +9,28 @@ import Testing
     private final class Log: @unchecked Sendable {
         let newest: Int64
         var minRevision: Int64 = 0
-        private(set) var reads: [LogRange] = []
+        private var ranges: [LogRange] = []
+        private var released = true
         private let lock = NSLock()
 
+        /// The ranges read so far.
+        var reads: [LogRange] { lock.withLock { ranges } }
+
+        /// While false, reads wait.
+        func setReleased(_ value: Bool) { lock.withLock { released = value } }
+
         init(newest: Int64) { self.newest = newest }
+
+        func readWhenReleased(_ range: LogRange) async throws -> LoggedChangeSets {
+            let logged = read(range)
+            while !lock.withLock({ released }) { try await Task.sleep(for: .milliseconds(1)) }
+            return logged
+        }
 
         var state: LogState { LogState(revision: newest, minRevision: minRevision, schemaVersion: 1) }
 
         func read(_ range: LogRange) -> LoggedChangeSets {
-            lock.withLock { reads.append(range) }
+            lock.withLock { ranges.append(range) }
             let changeSets = (range.after + 1...range.last).map {
                 EncodedChangeSet(revision: $0, json: Array(repeating: UInt8(ascii: "x"), count: 10))
             }
@@ -25,66 +38,96 @@ import Testing
         }
     }
 
-    private func feed(_ reads: ChangeFeedReads, _ log: Log, after: Int64, limit: Int = 100, budget: Int = 1 << 20)
-        async throws -> ChangeFeed
-    {
-        try await reads.feed(after: after, limit: limit, byteBudget: budget, version: 1, state: log.state) {
-            log.read($0)
+    /// A feed as the PostgreSQL store asks for it (`shared`: the log read shared between
+    /// requests) or as the SQLite store does (read at once, in the state's transaction).
+    private func feed(
+        _ reads: ChangeFeedReads, _ log: Log, after: Int64, limit: Int = 100, budget: Int = 1 << 20,
+        version: Int = 1, state: LogState? = nil, shared: Bool
+    ) async throws -> ChangeFeed {
+        let state = state ?? log.state
+        if shared {
+            return try await reads.feed(
+                after: after, limit: limit, byteBudget: budget, version: version, state: state,
+                read: { log.read($0) })
         }
+        return try reads.feed(
+            after: after, limit: limit, byteBudget: budget, version: version, state: state,
+            readingNow: { log.read($0) })
     }
 
-    @Test func cachedChangeSetsAreNotReadAgain() async throws {
+    @Test(arguments: [true, false]) func cachedChangeSetsAreNotReadAgain(shared: Bool) async throws {
         let (reads, log) = (ChangeFeedReads(), Log(newest: 10))
-        let first = try await feed(reads, log, after: 4)
+        let first = try await feed(reads, log, after: 4, shared: shared)
         #expect(first.changeSets.map(\.revision) == Array(5...10))
         #expect(!first.hasMore)
-        let second = try await feed(reads, log, after: 2)
+        let second = try await feed(reads, log, after: 2, shared: shared)
         #expect(second.changeSets.map(\.revision) == Array(3...10))
-        #expect(log.reads == [LogRange(after: 4, last: 10, version: 1), LogRange(after: 2, last: 10, version: 1)])
-        _ = try await feed(reads, log, after: 3, limit: 5)
+        #expect(log.reads.map { [$0.after, $0.last] } == [[4, 10], [2, 10]])
+        _ = try await feed(reads, log, after: 3, limit: 5, shared: shared)
         #expect(log.reads.count == 2, "3 through 8 were all cached")
     }
 
-    @Test func theLimitAndTheBudgetShortenTheFeed() async throws {
+    /// A request that waited for a read of the same range takes the range from the cache that
+    /// read filled, instead of reading the log again.
+    @Test func aRequestThatWaitedForTheSameReadTakesItFromTheCache() async throws {
         let (reads, log) = (ChangeFeedReads(), Log(newest: 10))
-        let limited = try await feed(reads, log, after: 0, limit: 3)
+        log.setReleased(false)
+        let state = log.state
+        let ask = { @Sendable in
+            try await reads.feed(
+                after: 4, limit: 100, byteBudget: 1 << 20, version: 1, state: state,
+                read: { try await log.readWhenReleased($0) })
+        }
+        async let first = ask()
+        while log.reads.isEmpty { try await Task.sleep(for: .milliseconds(1)) }
+        async let second = ask()
+        let range = LogRange(after: 4, last: 10, version: 1, byteBudget: 1 << 20)
+        while reads.waiters(for: range) == 0 { try await Task.sleep(for: .milliseconds(1)) }
+        log.setReleased(true)
+        let (a, b) = try await (first, second)
+        #expect(a.changeSets == b.changeSets)
+        #expect(b.changeSets.map(\.revision) == Array(5...10))
+        #expect(log.reads.count == 1, "the second request read the log again")
+    }
+
+    @Test(arguments: [true, false]) func theLimitAndTheBudgetShortenTheFeed(shared: Bool) async throws {
+        let (reads, log) = (ChangeFeedReads(), Log(newest: 10))
+        let limited = try await feed(reads, log, after: 0, limit: 3, shared: shared)
         #expect(limited.changeSets.map(\.revision) == [1, 2, 3])
         #expect(limited.hasMore && limited.maxRevision == 3)
-        let budgeted = try await feed(reads, log, after: 0, budget: 25)
+        let budgeted = try await feed(reads, log, after: 0, budget: 25, shared: shared)
         #expect(budgeted.changeSets.map(\.revision) == [1, 2])
         #expect(budgeted.hasMore)
     }
 
-    @Test func revisionsOutsideTheStateAreRefused() async throws {
+    @Test(arguments: [true, false]) func revisionsOutsideTheStateAreRefused(shared: Bool) async throws {
         let (reads, log) = (ChangeFeedReads(), Log(newest: 10))
         log.minRevision = 5
-        await #expect { try await feed(reads, log, after: 4) } throws: {
+        await #expect { try await feed(reads, log, after: 4, shared: shared) } throws: {
             ($0 as? SyncStoreError)?.code == .historyExpired
         }
-        await #expect { try await feed(reads, log, after: 11) } throws: {
+        await #expect { try await feed(reads, log, after: 11, shared: shared) } throws: {
             ($0 as? SyncStoreError)?.code == .revisionAhead
         }
         #expect(log.reads.isEmpty)
     }
 
     /// Compaction between the state read and the log read: the log's own `minRevision` decides.
-    @Test func aRangeCompactedAfterTheStateReadIsHistoryExpired() async throws {
+    @Test(arguments: [true, false]) func aRangeCompactedAfterTheStateReadIsHistoryExpired(shared: Bool) async throws {
         let (reads, log) = (ChangeFeedReads(), Log(newest: 10))
         let state = log.state
         log.minRevision = 6
         await #expect {
-            try await reads.feed(after: 4, limit: 100, byteBudget: 1 << 20, version: 1, state: state) { log.read($0) }
+            try await feed(reads, log, after: 4, state: state, shared: shared)
         } throws: {
             ($0 as? SyncStoreError)?.code == .historyExpired
         }
     }
 
-    @Test func versionsAreReadAndCachedApart() async throws {
+    @Test(arguments: [true, false]) func versionsAreReadAndCachedApart(shared: Bool) async throws {
         let (reads, log) = (ChangeFeedReads(), Log(newest: 3))
-        _ = try await feed(reads, log, after: 0)
-        _ = try await reads.feed(after: 0, limit: 100, byteBudget: 1 << 20, version: 2, state: log.state) {
-            log.read($0)
-        }
+        _ = try await feed(reads, log, after: 0, shared: shared)
+        _ = try await feed(reads, log, after: 0, version: 2, shared: shared)
         #expect(log.reads.map(\.version) == [1, 2])
     }
 }

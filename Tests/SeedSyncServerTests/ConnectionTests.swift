@@ -93,8 +93,7 @@ import Testing
     func earlyAnswersCloseTheConnectionWhileTheClientStillWrites(connectionHeader: String?) async throws {
         let configuration = testConfiguration { $0.maxRequestBodySize = 1 << 20 }
         try await withServer(configuration) { port in
-            // A send blocked this long fails; 15 s, not less: the suite's parallel tests slow the drain.
-            let connection = try RawConnection(port: port, timeout: 15)
+            let connection = try RawConnection(port: port, timeout: 5)  // a send blocked this long fails
             defer { connection.close() }
             let size = 20 << 20
             #expect(connection.send(Self.postHead(contentLength: size, connectionHeader.map { [$0] } ?? [])))

@@ -1,13 +1,19 @@
 /// The change feed as both stores serve it, so that clients a few revisions behind (the common
-/// case, and every client right after a commit) cost the store almost nothing.
+/// case, and every client right after a commit) cost the store little.
 ///
-/// A request reads the store's state fresh: a read that began after the request arrived, shared
-/// by the requests that arrive together (`SharedReads`), so a crowd costs two state reads, not
-/// one each. The change sets this process already read come from its ``ChangeSetCache``; the rest
-/// are read from the log once for every request that needs the same revisions, then cached. A
-/// committed revision never changes, so only the state read must be newer than the request; the
-/// log read reports the `minRevision` of its own snapshot, so a range that compaction removed in
-/// between is `historyExpired`, never a gap.
+/// A request reads the store's state fresh. The change sets this process already read come from
+/// its ``ChangeSetCache``; the rest are read from the log, then cached. A committed revision never
+/// changes, so only the state read must be newer than the request; the log read reports the
+/// `minRevision` of its own snapshot, so a range that compaction removed in between is
+/// `historyExpired`, never a gap.
+///
+/// The PostgreSQL store, whose reads are round trips, shares them: a state read that began after
+/// the request arrived, shared by the requests that arrive together (`SharedReads`), so a crowd
+/// costs two state reads, not one each, and a log read by one request for all those that need
+/// the same revisions (a read that starts when the cache already holds its range takes it from
+/// there). The SQLite store reads its state and the missing revisions in one read transaction
+/// per request (``feed(after:limit:byteBudget:version:state:readingNow:)``): its reads are cheap,
+/// and a shared read's extra task hops cost more than they save when the process is busy.
 ///
 /// ```swift
 /// let state = try await reads.state { try await readStateFromTheDatabase() }
@@ -26,6 +32,11 @@ package final class ChangeFeedReads: Sendable {
         cache = ChangeSetCache(capacity: capacity)
     }
 
+    /// The requests waiting for the next log read of `range` (for tests).
+    package func waiters(for range: LogRange) -> Int {
+        logs.waiters(for: range)
+    }
+
     /// The store's state from a `read` that started after this call (shared with the calls that
     /// arrive while it has not started).
     package func state(_ read: @escaping @Sendable () async throws -> LogState) async throws -> LogState {
@@ -33,35 +44,73 @@ package final class ChangeFeedReads: Sendable {
     }
 
     /// The change sets after `revision`, at most `limit` and `byteBudget` bytes (the first always),
-    /// in schema version `version`, as of `state`.
+    /// in schema version `version`, as of `state`, with the log read shared (the PostgreSQL store).
     ///
     /// - Parameter read: reads revisions `range.after + 1` through `range.last` from the log in
     ///   `range.version`, with the log's `minRevision` in the same snapshot; it may stop early
-    ///   (after the first change set past `byteBudget`), never leave a gap.
+    ///   (after the first change set past `range.byteBudget`), never leave a gap.
     /// - Throws: `SyncStoreError` `historyExpired` or `revisionAhead` for a revision the state does
     ///   not serve, or whatever `read` throws.
     package func feed(
         after revision: Int64, limit: Int, byteBudget: Int, version: Int, state: LogState,
         read: @escaping @Sendable (LogRange) async throws -> LoggedChangeSets
     ) async throws -> ChangeFeed {
-        if revision < state.minRevision {
-            throw SyncStoreError.historyExpired(requested: revision, minRevision: state.minRevision)
-        }
-        if revision > state.revision {
-            throw SyncStoreError.revisionAhead(requested: revision, revision: state.revision)
-        }
-        let last = revision + min(Int64(limit), state.revision - revision)
-        var feed = ChangeFeed.Builder(after: revision, byteBudget: byteBudget)
-        cache.fill(&feed, through: last, version: version)
-        guard !feed.isFull, feed.revision < last else { return feed.feed(newest: state.revision) }
-        let range = LogRange(after: feed.revision, last: last, version: version)
+        var (feed, range) = try start(
+            after: revision, limit: limit, byteBudget: byteBudget, version: version, state: state)
+        guard let range else { return feed.feed(newest: state.revision) }
         let logged = try await logs.value(for: range) { [cache] in
+            // Those that waited for the read before this one may have cached the whole range.
+            var cached = ChangeFeed.Builder(after: range.after, byteBudget: byteBudget)
+            cache.fill(&cached, through: range.last, version: version)
+            if cached.isFull || cached.revision == range.last {
+                return LoggedChangeSets(minRevision: state.minRevision, changeSets: cached.changeSets)
+            }
             let logged = try await read(range)
             cache.insert(logged.changeSets, version: version)
             return logged
         }
+        return try finish(&feed, requested: revision, logged: logged, range: range, state: state)
+    }
+
+    /// The same feed for a store that reads its state and its log in one transaction (the SQLite
+    /// store): `read` runs in it, unshared, when the cache lacks revisions.
+    package func feed(
+        after revision: Int64, limit: Int, byteBudget: Int, version: Int, state: LogState,
+        readingNow read: (LogRange) throws -> LoggedChangeSets
+    ) throws -> ChangeFeed {
+        var (feed, range) = try start(
+            after: revision, limit: limit, byteBudget: byteBudget, version: version, state: state)
+        guard let range else { return feed.feed(newest: state.revision) }
+        let logged = try read(range)
+        cache.insert(logged.changeSets, version: version)
+        return try finish(&feed, requested: revision, logged: logged, range: range, state: state)
+    }
+
+    /// Checks `revision` against `state` and fills the feed from the cache: the range still to
+    /// read, if any.
+    private func start(after revision: Int64, limit: Int, byteBudget: Int, version: Int, state: LogState)
+        throws(SyncStoreError) -> (ChangeFeed.Builder, LogRange?)
+    {
+        if revision < state.minRevision {
+            throw .historyExpired(requested: revision, minRevision: state.minRevision)
+        }
+        if revision > state.revision {
+            throw .revisionAhead(requested: revision, revision: state.revision)
+        }
+        let last = revision + min(Int64(limit), state.revision - revision)
+        var feed = ChangeFeed.Builder(after: revision, byteBudget: byteBudget)
+        cache.fill(&feed, through: last, version: version)
+        guard !feed.isFull, feed.revision < last else { return (feed, nil) }
+        return (feed, LogRange(after: feed.revision, last: last, version: version, byteBudget: byteBudget))
+    }
+
+    /// Appends what the log read gave, unless compaction removed the range first.
+    private func finish(
+        _ feed: inout ChangeFeed.Builder, requested revision: Int64, logged: LoggedChangeSets, range: LogRange,
+        state: LogState
+    ) throws(SyncStoreError) -> ChangeFeed {
         if logged.minRevision > range.after {
-            throw SyncStoreError.historyExpired(requested: revision, minRevision: logged.minRevision)
+            throw .historyExpired(requested: revision, minRevision: logged.minRevision)
         }
         for changeSet in logged.changeSets where !feed.append(changeSet) { break }
         return feed.feed(newest: state.revision)
@@ -81,16 +130,19 @@ package struct LogState: Sendable {
     }
 }
 
-/// Revisions `after + 1` through `last` of the change log, in schema version `version`.
+/// Revisions `after + 1` through `last` of the change log, in schema version `version`, for a
+/// feed of `byteBudget` bytes (a read may stop after the first change set past it).
 package struct LogRange: Hashable, Sendable {
     package var after: Int64
     package var last: Int64
     package var version: Int
+    package var byteBudget: Int
 
-    package init(after: Int64, last: Int64, version: Int) {
+    package init(after: Int64, last: Int64, version: Int, byteBudget: Int) {
         self.after = after
         self.last = last
         self.version = version
+        self.byteBudget = byteBudget
     }
 }
 

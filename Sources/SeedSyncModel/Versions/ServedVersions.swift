@@ -47,4 +47,9 @@ package final class LockedValue<Value: Sendable>: @unchecked Sendable {
     package func get() -> Value { lock.withLock { value } }
 
     package func set(_ newValue: Value) { lock.withLock { value = newValue } }
+
+    /// Replaces the value with `newValue` when `isNewer(newValue, value)`, in one step.
+    package func set(_ newValue: Value, ifNewerThanCurrent isNewer: (Value, Value) -> Bool) {
+        lock.withLock { if isNewer(newValue, value) { value = newValue } }
+    }
 }

@@ -23,7 +23,7 @@
 /// ```
 package final class ChangeFeedReads: Sendable {
     /// The change sets already read, by version and revision.
-    package let cache: ChangeSetCache
+    private let cache: ChangeSetCache
     private let states = SharedReads<Int, LogState>()
     private let logs = SharedReads<LogRange, LoggedChangeSets>()
 

@@ -76,9 +76,8 @@ ensure_swift
 end
 
 begin "release build"
-for product in seed-server seed-build seed-verify seed-import; do
-    swift build -c release --product "$product" >&2
-done
+# The whole package at once: install.sh's manual plugin builds all of it in release anyway.
+swift build -c release >&2
 bin=$(swift build -c release --show-bin-path)
 end
 

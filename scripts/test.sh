@@ -2,15 +2,21 @@
 # Runs the test suite: installs missing system packages (as root), starts a throwaway PostgreSQL
 # (the PostgreSQL store's tests need one; stopped at the end, also on failure), checks the sources'
 # format (`swift format lint`, .swift-format) and that the articles' examples are current in
-# Tests/ArticleExampleTests (scripts/article-examples.py), builds once (which type-checks them), runs `swift test`. Without a PostgreSQL
-# those tests fail: they are never skipped. Then the checks that need the build: the public API
-# against api/, the DocC documentation without warnings, real answers against docs/openapi.yaml,
-# 30 seconds of schemathesis, the hostile client matrix on both stores (scripts/hostile-clients.sh), the
-# hostile server matrix against seed-build and seed-import (scripts/hostile-servers.sh), the change log
-# through a real nginx (scripts/cache-check.sh), a short crash
-# campaign (scripts/crash-test.sh, 10 kills per target and store), short soaks on both stores
-# (scripts/soak.sh), and 15 seconds of each libFuzzer target (scripts/fuzz.sh). The tests have 15 minutes (SEEDSYNC_TEST_SECONDS): a run that
-# hangs fails with the tests that did not end and the test process's stacks (scripts/lib/watchdog.sh).
+# Tests/ArticleExampleTests (scripts/article-examples.py), builds once (which type-checks them), runs
+# `swift test`. Without a PostgreSQL those tests fail: they are never skipped. Then the checks that
+# need the build: the public API against api/, the DocC documentation without warnings, real answers
+# against docs/openapi.yaml, 30 seconds of schemathesis, the hostile client matrix on both stores
+# (scripts/hostile-clients.sh), the hostile server matrix against seed-build and seed-import
+# (scripts/hostile-servers.sh), the change log through a real nginx (scripts/cache-check.sh), a short
+# crash campaign (scripts/crash-test.sh, 10 kills per target and store), short soaks on both stores
+# (scripts/soak.sh), and 15 seconds of each libFuzzer target (scripts/fuzz.sh). The tests have 15
+# minutes (SEEDSYNC_TEST_SECONDS): a run that hangs fails with the tests that did not end and the test
+# process's stacks (scripts/lib/watchdog.sh).
+#
+# What times nothing runs beside what does, at the lowest CPU priority: the sanitized fuzz build
+# (its own scratch folder) beside `swift test`, the API dump and DocC beside the reliability suites,
+# and the two hostile matrices (mostly waiting on their own timeouts) beside each other. At the end
+# it prints each step's time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/setup.sh
@@ -20,22 +26,32 @@ source scripts/lib/watchdog.sh
 ensure_system_packages
 ensure_swift
 command -v gdb >/dev/null 2>&1 || install_packages gdb
-trap stop_postgres EXIT
+trap 'print_times; stop_background; stop_postgres' EXIT
 start_postgres
 
-swift format lint --strict --recursive Sources Tests Package.swift
+timed "format" swift format lint --strict --recursive Sources Tests Package.swift
 python3 scripts/article-examples.py --check
-swift build --build-tests
-run_bounded "${SEEDSYNC_TEST_SECONDS:-900}" swift test --skip-build "$@"
-bash scripts/api-check.sh
-bash scripts/docs.sh
-bash scripts/openapi-check.sh .build/debug
-bash scripts/schemathesis.sh .build/debug --seconds 30
+timed "debug build" swift build --build-tests
+# The sanitized fuzz build has a scratch folder of its own: it runs beside the tests, at the lowest
+# priority, on the CPU they leave idle.
+in_background "fuzz build" 1800 bash scripts/fuzz.sh --build-only
+timed "swift test" run_bounded "${SEEDSYNC_TEST_SECONDS:-900}" swift test --skip-build "$@"
+# The API dump and DocC hold .build's lock and time nothing: beside the reliability suites, which
+# only run the built executables.
+in_background "API and DocC" 1200 bash -c 'bash scripts/api-check.sh && bash scripts/docs.sh'
+openapi() { bash scripts/openapi-check.sh .build/debug && bash scripts/schemathesis.sh .build/debug --seconds 30; }
+timed "OpenAPI and schemathesis" openapi
 # The reliability suites (docs/RELIABILITY.md), short settings; each bounded, so a hang fails in minutes.
-run_bounded 600 bash scripts/hostile-clients.sh --bin .build/debug
-run_bounded 600 bash scripts/hostile-servers.sh --bin .build/debug
-run_bounded 300 bash scripts/cache-check.sh --bin .build/debug
-run_bounded 600 bash scripts/crash-test.sh --iterations 10 --events 3000 --changes 300 --bin .build/debug
-run_bounded 300 bash scripts/soak.sh --seconds 30 --backend sqlite --bin .build/debug
-run_bounded 300 bash scripts/soak.sh --seconds 45 --backend postgres --bin .build/debug
-run_bounded 900 bash scripts/fuzz.sh --seconds 15
+timed "hostile clients and servers" run_bounded_together 600 \
+    "bash scripts/hostile-clients.sh --bin .build/debug" "bash scripts/hostile-servers.sh --bin .build/debug"
+timed "cache check" run_bounded 300 bash scripts/cache-check.sh --bin .build/debug
+timed "crash campaign" run_bounded 600 bash scripts/crash-test.sh --iterations 10 --events 3000 --changes 300 --bin .build/debug
+soaks() {
+    run_bounded 300 bash scripts/soak.sh --seconds 30 --backend sqlite --bin .build/debug \
+        && run_bounded 300 bash scripts/soak.sh --seconds 45 --backend postgres --bin .build/debug
+}
+timed "soaks" soaks
+timed "fuzz build (what was left)" finish_background "fuzz build"
+# The fuzzing (CPU-bound, timed by its own clock) beside the rest of DocC.
+timed "fuzz" run_bounded 900 bash scripts/fuzz.sh --seconds 15
+timed "API and DocC (what was left)" finish_background "API and DocC"

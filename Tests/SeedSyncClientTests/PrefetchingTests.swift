@@ -53,6 +53,20 @@ import Testing
         #expect(started.withLockedValue { $0 } == [0, 1, 2, 3])
     }
 
+    /// Elements that weigh nothing (answers of types the database left out hold no rows) are still
+    /// held to `ahead`: four wait, not all ten.
+    @Test func weightlessElementsAreHeldToTheCount() async throws {
+        let started = NIOLockedValueBox<[Int]>([])
+        var elements = Self.tens(ahead: 4, started: started).weighing({ _ in 0 }, upTo: 12).makeAsyncIterator()
+        try await Self.wait(for: 4, in: started)
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(started.withLockedValue { $0 } == [0, 1, 2, 3])
+        #expect(try await elements.next() == 0)
+        try await Self.wait(for: 5, in: started)
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(started.withLockedValue { $0 } == [0, 1, 2, 3, 4])
+    }
+
     /// A consumer whose task is cancelled while it waits gets `CancellationError` at once.
     @Test func aCancelledWaitEndsAtOnce() async throws {
         let sequence = PrefetchingSequence<Int, Int>(from: 0) { _ in

@@ -15,8 +15,8 @@
 #
 # What times nothing runs beside what does, at the lowest CPU priority: the sanitized fuzz build
 # (its own scratch folder) beside `swift test`, the API dump and DocC beside the reliability suites,
-# and the two hostile matrices (mostly waiting on their own timeouts) beside each other. At the end
-# it prints each step's time.
+# and the two hostile matrices (each about two thirds of a core: much of it waits on timeouts) beside
+# each other. At the end, also on failure, it prints each step's time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/setup.sh

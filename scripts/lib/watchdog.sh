@@ -69,17 +69,21 @@ run_bounded_together() {
     return "$status"
 }
 
-# in_background NAME SECONDS COMMAND...: starts COMMAND at the lowest CPU priority (nice 19) in a
-# session of its own, with its output in a log and at most SECONDS to run. It takes only the CPU the
-# foreground leaves idle, so a timed suite beside it keeps its pace. finish_background NAME waits
-# for it, prints its output and returns its status; stop_background kills what is still running
-# (for an EXIT trap).
+# in_background NAME SECONDS COMMAND...: starts COMMAND at the lowest CPU priority in a session of
+# its own, with its output in a log and at most SECONDS to run. It takes only the CPU the foreground
+# leaves idle, so a timed suite beside it keeps its pace. With the kernel's autogroup scheduling
+# (sched_autogroup_enabled) each session shares the CPU equally with the others whatever its
+# processes' nice values, so the session's own group is set to nice 19 (/proc/self/autogroup) as
+# well as its processes (and its disk I/O the idle class, where the I/O scheduler honours it).
+# finish_background NAME waits for it, prints its output and returns its status; stop_background
+# kills what is still running (for an EXIT trap).
 declare -A background_pids=() background_logs=()
 in_background() {
     local name=$1 limit=$2
     shift 2
     background_logs[$name]=$(mktemp)
-    setsid timeout --kill-after=10 "$limit" nice -n 19 "$@" >"${background_logs[$name]}" 2>&1 &
+    setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec "$@"' in_background \
+        timeout --kill-after=10 "$limit" nice -n 19 ionice -c 3 "$@" >"${background_logs[$name]}" 2>&1 &
     background_pids[$name]=$!
 }
 finish_background() {

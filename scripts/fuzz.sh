@@ -8,23 +8,18 @@
 # per target and the coverage counters the binary holds. The targets are documented in
 # Sources/seed-fuzz/FuzzTarget.swift.
 #
-# Usage: scripts/fuzz.sh [--seconds S] [--targets json,wire,...] [--build-only]   (defaults: 60, every target)
-#   --build-only   build seed-fuzz and check its instrumentation, fuzz nothing (scripts/test.sh builds it
-#                  beside the tests)
+# Usage: scripts/fuzz.sh [--seconds S] [--targets json,wire,...]   (defaults: 60, every target)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/setup.sh
 
 seconds=60
 targets=json,wire,commit,apply,push,seed,manifest,gzip
-build_only=false
-usage="usage: scripts/fuzz.sh [--seconds S] [--targets json,wire,...] [--build-only]"
 while [ $# -gt 0 ]; do
     case $1 in
         --seconds) seconds=$2; shift 2 ;;
         --targets) targets=$2; shift 2 ;;
-        --build-only) build_only=true; shift ;;
-        *) echo "$usage" >&2; exit 64 ;;
+        *) echo "usage: scripts/fuzz.sh [--seconds S] [--targets json,wire,...]" >&2; exit 64 ;;
     esac
 done
 
@@ -48,10 +43,6 @@ for object in $objects; do
         exit 1
     fi
 done
-if $build_only; then
-    echo "fuzz: seed-fuzz built, every object instrumented"
-    exit 0
-fi
 mkdir -p .build-fuzz/crashes .build-fuzz/logs
 export LSAN_OPTIONS=suppressions=$PWD/scripts/lib/lsan.supp
 # A trap is reported by libFuzzer with its input; Swift's own crash handler would trip AddressSanitizer.

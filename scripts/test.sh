@@ -13,10 +13,7 @@
 # minutes (SEEDSYNC_TEST_SECONDS): a run that hangs fails with the tests that did not end and the test
 # process's stacks (scripts/lib/watchdog.sh).
 #
-# What times nothing runs beside what does, at the lowest CPU priority: the sanitized fuzz build
-# (its own scratch folder) beside `swift test`, the API dump and DocC beside the reliability suites,
-# and the two hostile matrices (each about two thirds of a core: much of it waits on timeouts) beside
-# each other. At the end, also on failure, it prints each step's time.
+# At the end, also on failure, it prints each step's time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/setup.sh
@@ -26,24 +23,20 @@ source scripts/lib/watchdog.sh
 ensure_system_packages
 ensure_swift
 command -v gdb >/dev/null 2>&1 || install_packages gdb
-trap 'print_times; stop_background; stop_postgres' EXIT
+trap 'print_times; stop_postgres' EXIT
 start_postgres
 
 timed "format" swift format lint --strict --recursive Sources Tests Package.swift
 python3 scripts/article-examples.py --check
 timed "debug build" swift build --build-tests
-# The sanitized fuzz build has a scratch folder of its own: it runs beside the tests, at the lowest
-# priority, on the CPU they leave idle.
-in_background "fuzz build" 1800 bash scripts/fuzz.sh --build-only
 timed "swift test" run_bounded "${SEEDSYNC_TEST_SECONDS:-900}" swift test --skip-build "$@"
-# The API dump and DocC hold .build's lock and time nothing: beside the reliability suites, which
-# only run the built executables.
-in_background "API and DocC" 1200 bash -c 'bash scripts/api-check.sh && bash scripts/docs.sh'
+timed "API check" bash scripts/api-check.sh
+timed "DocC" bash scripts/docs.sh
 openapi() { bash scripts/openapi-check.sh .build/debug && bash scripts/schemathesis.sh .build/debug --seconds 30; }
 timed "OpenAPI and schemathesis" openapi
 # The reliability suites (docs/RELIABILITY.md), short settings; each bounded, so a hang fails in minutes.
-timed "hostile clients and servers" run_bounded_together 600 \
-    "bash scripts/hostile-clients.sh --bin .build/debug" "bash scripts/hostile-servers.sh --bin .build/debug"
+timed "hostile clients" run_bounded 600 bash scripts/hostile-clients.sh --bin .build/debug
+timed "hostile servers" run_bounded 600 bash scripts/hostile-servers.sh --bin .build/debug
 timed "cache check" run_bounded 300 bash scripts/cache-check.sh --bin .build/debug
 timed "crash campaign" run_bounded 600 bash scripts/crash-test.sh --iterations 10 --events 3000 --changes 300 --bin .build/debug
 soaks() {
@@ -51,7 +44,4 @@ soaks() {
         && run_bounded 300 bash scripts/soak.sh --seconds 45 --backend postgres --bin .build/debug
 }
 timed "soaks" soaks
-timed "fuzz build (what was left)" finish_background "fuzz build"
-# The fuzzing (CPU-bound, timed by its own clock) beside the rest of DocC.
-timed "fuzz" run_bounded 900 bash scripts/fuzz.sh --seconds 15
-timed "API and DocC (what was left)" finish_background "API and DocC"
+timed "fuzz build and fuzzing" run_bounded 900 bash scripts/fuzz.sh --seconds 15

@@ -49,60 +49,6 @@ report_hang() {
     done
 }
 
-# run_bounded_together SECONDS COMMAND...: runs each COMMAND (a string, split on spaces) under
-# run_bounded SECONDS at the same time, each with its output in a log printed when all have ended
-# (in the order given), and fails when any failed. For suites that spend their time waiting.
-run_bounded_together() {
-    local limit=$1 index status=0 words pids=() logs=()
-    shift
-    for index in $(seq 1 $#); do
-        read -ra words <<<"${!index}"
-        logs+=("$(mktemp)")
-        run_bounded "$limit" "${words[@]}" >"${logs[-1]}" 2>&1 &
-        pids+=($!)
-    done
-    for index in "${!pids[@]}"; do
-        wait "${pids[$index]}" || status=1
-        cat "${logs[$index]}"
-        rm -f "${logs[$index]}"
-    done
-    return "$status"
-}
-
-# in_background NAME SECONDS COMMAND...: starts COMMAND at the lowest CPU priority in a session of
-# its own, with its output in a log and at most SECONDS to run. It takes only the CPU the foreground
-# leaves idle, so a timed suite beside it keeps its pace. With the kernel's autogroup scheduling
-# (sched_autogroup_enabled) each session shares the CPU equally with the others whatever its
-# processes' nice values, so the session's own group is set to nice 19 (/proc/self/autogroup) as
-# well as its processes (and its disk I/O the idle class, where the I/O scheduler honours it).
-# finish_background NAME waits for it, prints its output and returns its status; stop_background
-# kills what is still running (for an EXIT trap).
-declare -A background_pids=() background_logs=()
-in_background() {
-    local name=$1 limit=$2
-    shift 2
-    background_logs[$name]=$(mktemp)
-    setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec "$@"' in_background \
-        timeout --kill-after=10 "$limit" nice -n 19 ionice -c 3 "$@" >"${background_logs[$name]}" 2>&1 &
-    background_pids[$name]=$!
-}
-finish_background() {
-    local name=$1 status=0
-    wait "${background_pids[$name]}" || status=$?
-    cat "${background_logs[$name]}"
-    rm -f "${background_logs[$name]}"
-    unset "background_pids[$name]" "background_logs[$name]"
-    [ "$status" -ne 124 ] || echo "::error:: $name still running after its time limit, stopped" >&2
-    return "$status"
-}
-stop_background() {
-    local pid
-    for pid in "${background_pids[@]}"; do
-        disown "$pid" 2>/dev/null || true # no "Killed" line from the shell
-        pkill -KILL -s "$pid" 2>/dev/null || true
-    done
-}
-
 # timed NAME COMMAND...: runs COMMAND and records how long it took, for print_times.
 step_times=()
 timed() {

@@ -21,7 +21,7 @@ done
 
 ensure_swift
 tools=(seed-server seed-build seed-verify seed-import)
-# The whole package: the manual plugin below builds all of it in release (a no-op after this).
+# The whole package, as the manual plugin below builds it in release too.
 swift build -c release >&2
 bin=$(swift build -c release --show-bin-path)
 swift package plugin generate-manual --multi-page >&2

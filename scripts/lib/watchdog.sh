@@ -49,7 +49,8 @@ report_hang() {
     done
 }
 
-# timed NAME COMMAND...: runs COMMAND and records how long it took, for print_times.
+# timed NAME COMMAND...: runs COMMAND and records how long it took, for print_times. COMMAND runs as the
+# left side of `||`, so `set -e` does not stop a shell function inside it: chain its steps with `&&`.
 step_times=()
 timed() {
     local name=$1 started status=0

@@ -92,7 +92,8 @@ public struct SeedBuilder: Sendable {
         do {
             run.startRevision = try await writer.revision()
             try await progress(.started(revision: run.startRevision, rowCounts: info.rowCounts, resumed: resumed))
-            try await download(into: writer, version: info.schemaVersion, run: &run, progress: progress)
+            try await download(
+                into: writer, version: info.schemaVersion, notBefore: info.minRevision, run: &run, progress: progress)
             run.mark("download", since: start, clock: clock)
             try await catchUp(
                 writer, serverTypes: Set(info.types.map(\.name)), version: info.schemaVersion, run: &run,
@@ -162,16 +163,18 @@ public struct SeedBuilder: Sendable {
     }
 
     /// Downloads every incomplete type, one page ahead: the next page is requested and parsed
-    /// while the current one is inserted.
+    /// while the current one is inserted. Pages are read at `notBefore` or later (the history's
+    /// start), so that the catch-up from the oldest of them is still in the history.
     private func download(
-        into writer: SeedWriter, version: Int, run: inout BuildRun,
+        into writer: SeedWriter, version: Int, notBefore: Int64, run: inout BuildRun,
         progress: @Sendable (BuildEvent) async throws -> Void
     ) async throws {
         let cursors = try await writer.cursors()
         for type in writer.schema.types {
             guard let cursor = cursors[type.name], !cursor.isComplete else { continue }
             for try await (page, bytes) in client.snapshotPages(
-                of: type.name, after: cursor.after, limit: options.pageSize, schemaVersion: version)
+                of: type.name, after: cursor.after, limit: options.pageSize, schemaVersion: version,
+                notBefore: notBefore)
             {
                 try Task.checkCancellation()
                 let rows = try await writer.insert(page)

@@ -208,12 +208,14 @@ extension SyncClient {
     /// The snapshot of `type` from `after` (`nil`: the first row), page by page with the bytes
     /// each took, one page ahead, until the page whose `next` is `null`.
     package func snapshotPages(
-        of type: String, after: JSONValue?, limit: Int, schemaVersion: Int?, fields: [String]? = nil
+        of type: String, after: JSONValue?, limit: Int, schemaVersion: Int?, fields: [String]? = nil,
+        notBefore: Int64? = nil
     ) -> PrefetchingSequence<(page: SnapshotPage, bytes: Int64), JSONValue?> {
         PrefetchingSequence(from: after) { [self] after in
             let before = bytesReceived
             let page = try await snapshotPage(
-                of: type, after: after, limit: limit, schemaVersion: schemaVersion, fields: fields)
+                of: type, after: after, limit: limit, schemaVersion: schemaVersion, fields: fields,
+                notBefore: notBefore)
             return ((page, bytesReceived - before), page.next == .null ? .none : .some(page.next))
         }
     }

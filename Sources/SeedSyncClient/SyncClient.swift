@@ -95,18 +95,31 @@ public final class SyncClient: Sendable {
     /// `GET /v1/snapshot/{type}`: up to `limit` rows after `after`, in schema version
     /// `schemaVersion` (the oldest the server serves when `nil`); with `fields`, the key, those
     /// fields and `revision` alone (a column download).
+    ///
+    /// A page may have been read a while ago (the server and caches keep pages for a time): it says
+    /// its `revision`, and a catch-up from the oldest revision of the pages brings it forward. With
+    /// `notBefore`, the page is one read at that revision or later (a client whose catch-up cannot
+    /// start earlier: the history's start, or its own revision).
     public func snapshotPage(
-        of type: String, after: JSONValue?, limit: Int, schemaVersion: Int? = nil, fields: [String]? = nil
+        of type: String, after: JSONValue?, limit: Int, schemaVersion: Int? = nil, fields: [String]? = nil,
+        notBefore: Int64? = nil
     ) async throws -> SnapshotPage {
         var query = [URLQueryItem(name: "limit", value: String(limit))]
         if let key = after?.keyString { query.append(URLQueryItem(name: "after", value: key)) }
         if let schemaVersion { query.append(URLQueryItem(name: "schemaVersion", value: String(schemaVersion))) }
         if let fields { query.append(URLQueryItem(name: "fields", value: fields.joined(separator: ","))) }
+        if let notBefore { query.append(URLQueryItem(name: "notBefore", value: String(notBefore))) }
         let page = try await send(path: "v1/snapshot/\(type)", query: query) { data, label in
             try Self.parse(data, label: label, as: SnapshotPage.init(json:))
         }
         guard page.type == type else {
             throw SyncClientError(.malformedResponse, "GET /v1/snapshot/\(type) answered with a page of '\(page.type)'")
+        }
+        if let notBefore, page.revision < notBefore {
+            throw SyncClientError(
+                .malformedResponse,
+                "GET /v1/snapshot/\(type)?notBefore=\(notBefore) answered with a page read at revision \(page.revision): a cache in front of the server keeps pages under an address that leaves out the query"
+            )
         }
         if let fields, page.columns.count != fields.count + 2 || Set(page.columns.dropFirst().dropLast()) != Set(fields)
         {

@@ -31,8 +31,11 @@ public func buildApplication(
     router.add(middleware: ErrorMiddleware(metrics: metrics))
     router.add(middleware: ResponseCompressionMiddleware(minimumSize: configuration.minimumCompressionSize))
     let signal = RevisionSignal(capacity: configuration.maxWaitingRequests)
-    SyncRoutes(store: store, versions: versions, configuration: configuration, metrics: metrics, signal: signal)
-        .add(to: router)
+    SyncRoutes(
+        store: store, versions: versions, configuration: configuration, metrics: metrics, signal: signal,
+        pages: PageCache(maxAge: configuration.snapshotMaxAge)
+    )
+    .add(to: router)
     let idleTimeout = configuration.idleTimeout.components
     return Application(
         router: router,

@@ -39,11 +39,17 @@ public struct ServerConfiguration: Sendable {
     /// clients read the same addresses and a cache answers them all (see `docs/PROTOCOL.md`).
     /// A size below 1 is taken as 1.
     public var changesBlockSize: Int64
-    /// Whether `GET /v1/changes` answers say `Cache-Control: public`, which lets shared caches (a
-    /// CDN, an nginx) keep them although the request carried a token: only behind a cache that
-    /// checks tokens itself (`GET /v1/auth`), or for data anyone may read (`--shared-cache`).
-    /// Off: `private`, which only the client's own cache keeps.
+    /// Whether `GET /v1/changes` and snapshot answers say `Cache-Control: public`, which lets
+    /// shared caches (a CDN, an nginx) keep them although the request carried a token: only behind
+    /// a cache that checks tokens itself (`GET /v1/auth`), or for data anyone may read
+    /// (`--shared-cache`). Off: `private`, which only the client's own cache keeps.
     public var sharedCache: Bool
+    /// How long a snapshot page may be served after it was read: 30 seconds. The server keeps the
+    /// pages it reads that long (64 MiB at most) and answers a crowd asking for them from memory;
+    /// its answers say `max-age` of it, so HTTP caches may do the same. A page says its revision
+    /// and clients catch up from the oldest one, so an older page costs a longer catch-up, never
+    /// a lost change (`docs/PROTOCOL.md` §5). Zero reads every page afresh (`max-age=0`).
+    public var snapshotMaxAge: Duration
 
     public init(
         host: String = "127.0.0.1",
@@ -63,7 +69,8 @@ public struct ServerConfiguration: Sendable {
         maxWait: Duration = .seconds(55),
         maxWaitingRequests: Int = 10_000,
         changesBlockSize: Int64 = 1_000,
-        sharedCache: Bool = false
+        sharedCache: Bool = false,
+        snapshotMaxAge: Duration = .seconds(30)
     ) {
         self.host = host
         self.port = port
@@ -83,5 +90,6 @@ public struct ServerConfiguration: Sendable {
         self.maxWaitingRequests = maxWaitingRequests
         self.changesBlockSize = changesBlockSize
         self.sharedCache = sharedCache
+        self.snapshotMaxAge = snapshotMaxAge
     }
 }

@@ -30,9 +30,14 @@ extension SeedServerCommand {
         @Option(help: "Revisions per cacheable block of GET /v1/changes.") var changesBlockSize: Int64 = 1_000
         @Flag(
             help:
-                "Mark GET /v1/changes answers public, so shared caches keep them: only behind a cache that checks tokens (GET /v1/auth) or for data anyone may read."
+                "Mark GET /v1/changes and snapshot answers public, so shared caches keep them: only behind a cache that checks tokens (GET /v1/auth) or for data anyone may read."
         )
         var sharedCache = false
+        @Option(
+            help:
+                "Seconds a snapshot page may be served after it was read (kept in memory, and max-age for HTTP caches); 0 reads each afresh."
+        )
+        var snapshotMaxAge = 30
         @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.", transform: Serve.level)
         var logLevel: Logger.Level = .info
         @Option(help: "Log lines as text, or as one JSON object per line (json) for log collectors.")
@@ -46,6 +51,7 @@ extension SeedServerCommand {
             guard maxWait >= 0 else { throw ValidationError("--max-wait must be 0 or more") }
             guard maxWaitingRequests >= 0 else { throw ValidationError("--max-waiting-requests must be 0 or more") }
             guard changesBlockSize > 0 else { throw ValidationError("--changes-block-size must be positive") }
+            guard snapshotMaxAge >= 0 else { throw ValidationError("--snapshot-max-age must be 0 or more") }
         }
 
         func run() async throws {
@@ -76,7 +82,8 @@ extension SeedServerCommand {
                 maxWait: .seconds(maxWait),
                 maxWaitingRequests: maxWaitingRequests,
                 changesBlockSize: changesBlockSize,
-                sharedCache: sharedCache
+                sharedCache: sharedCache,
+                snapshotMaxAge: .seconds(snapshotMaxAge)
             )
             let host = self.host
             let log = logger

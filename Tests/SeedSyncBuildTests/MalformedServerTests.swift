@@ -45,19 +45,20 @@ import Testing
     @Test(arguments: badPages.map(\.0))
     func badSnapshotPagesStopTheBuild(_ name: String) async throws {
         let page = Self.badPages.first { $0.0 == name }!.1
-        try await withTemporaryDirectory { directory in
-            try await Self.serve(snapshot: page) { url in
-                let output = directory.appendingPathComponent("seed.sqlite").path
-                let client = SyncClient(
-                    configuration: .init(serverURL: url, token: nil, requestTimeout: 5, retry: .none))
-                await #expect {
-                    try await SeedBuilder(client: client, options: .init(output: output)).build()
-                } throws: { error in
-                    error is SeedError || (error as? SyncClientError)?.code == .malformedResponse
-                }
-                let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path)
-                #expect(leftovers.isEmpty)
-            }
+        try await Self.expectBuildFails(serving: ["locations": page]) { error in
+            error is SeedError || (error as? SyncClientError)?.code == .malformedResponse
+        }
+    }
+
+    /// A page read before the revision the build asked for (`notBefore`, the history's start): a
+    /// cache in front of the server that keys pages without the query. The build could not catch
+    /// up from it, and says why.
+    @Test func aPageReadBeforeTheHistoryStopsTheBuild() async throws {
+        let page =
+            #"{"type": "locations", "revision": 0, "columns": ["id", "name", "city", "latitude", "longitude", "revision"], "rows": [], "next": null}"#
+        try await Self.expectBuildFails(serving: ["locations": page]) { error in
+            (error as? SyncClientError)?.code == .malformedResponse
+                && "\(error)".contains("notBefore=1 answered with a page read at revision 0")
         }
     }
 
@@ -72,25 +73,28 @@ import Testing
             "events":
                 #"{"type": "events", "revision": 1, "columns": \#(columns), "rows": [[1, "Gig", "2026-01-01T10:00:00Z", null, 99, 10, false, null, 1]], "next": null}"#,
         ]
+        try await Self.expectBuildFails(serving: pages) { error in
+            (error as? SeedError)?.code == .invalidData && "\(error)".contains("missing row of locations")
+        }
+    }
+
+    /// Builds from a server whose snapshot pages are `snapshots` (see ``serve(snapshots:_:)``):
+    /// the build must throw an error `matches` accepts and leave nothing behind.
+    static func expectBuildFails(
+        serving snapshots: [String: String], _ matches: @escaping @Sendable (any Error) -> Bool
+    ) async throws {
         try await withTemporaryDirectory { directory in
-            try await Self.serve(snapshots: pages) { url in
+            try await serve(snapshots: snapshots) { url in
                 let output = directory.appendingPathComponent("seed.sqlite").path
                 let client = SyncClient(
                     configuration: .init(serverURL: url, token: nil, requestTimeout: 5, retry: .none))
                 await #expect {
                     try await SeedBuilder(client: client, options: .init(output: output)).build()
-                } throws: { error in
-                    (error as? SeedError)?.code == .invalidData && "\(error)".contains("missing row of locations")
-                }
+                } throws: { error in matches(error) }
                 let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path)
                 #expect(leftovers.isEmpty)
             }
         }
-    }
-
-    /// A server with the demo schema at revision 1 whose `locations` snapshot is `snapshot`.
-    static func serve(snapshot: String, _ body: @escaping @Sendable (URL) async throws -> Void) async throws {
-        try await serve(snapshots: ["locations": snapshot], body)
     }
 
     /// A server with the demo schema at revision 1 that answers each type's snapshot with its page

@@ -63,6 +63,27 @@ import Testing
         }
     }
 
+    /// The server keeps the pages it read (30 s by default), as caches in front of it may: a build
+    /// soon after another gets pages older than the server's revision and catches up from them.
+    @Test func aBuildFromKeptPagesCatchesUpFromTheirRevision() async throws {
+        try await withServedStore { served in
+            let first = try await served.builder("first.sqlite").build()
+            try await ChangeGenerator.mutate(served.store, changes: 40, seed: 8)
+            let second = try await served.builder("second.sqlite").build()
+            #expect(second.changeSets == 40)
+            #expect(second.manifest.revision == first.manifest.revision + 40)
+            #expect(try contents(ofSeed: second.output) == (try await Fixtures.contents(of: served.store)))
+            #expect(try await SeedVerifier.verify(second.output).passed)
+            // After a compaction the kept pages are older than the history: the build asks for
+            // pages read since (notBefore), not for a catch-up the server can no longer give.
+            try await ChangeGenerator.mutate(served.store, changes: 5, seed: 9)
+            _ = try await served.store.compact(keepingRevisions: 0)
+            let third = try await served.builder("third.sqlite").build()
+            #expect(third.changeSets == 0)
+            #expect(try contents(ofSeed: third.output) == (try await Fixtures.contents(of: served.store)))
+        }
+    }
+
     @Test func pageSizesAndResumptionGiveTheSameBytes() async throws {
         try await withServedStore { served in
             let reference = try await served.builder("a.sqlite", pageSize: 1000).build()

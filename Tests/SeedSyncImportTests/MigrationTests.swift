@@ -64,6 +64,23 @@ import Testing
         }
     }
 
+    /// The server keeps the column pages another app's migration read. This app migrates from a
+    /// later revision (its change sets are staged from there), so it asks for pages read since
+    /// (`notBefore`): a kept page would miss what changed in the new fields in between.
+    @Test func aMigrationUsesNoPageOlderThanItsRevision() async throws {
+        try await withUpgradedServer { fixture in
+            let other = fixture.served.path("other/events.sqlite")
+            let first = try await fixture.importer(database: other).run()
+            #expect(first.migration != nil)
+            try await fixture.mutate(30, seed: 33)
+            let caughtUp = try await fixture.importer(expectedSchemaVersion: 1).run()
+            #expect(caughtUp.migration == nil && caughtUp.changeSets >= 30)
+            let report = try await fixture.importer().run()
+            #expect(report.migration?.fromRevision == caughtUp.toRevision)
+            #expect(try contents(ofSeed: fixture.database) == (try await Fixtures.contents(of: fixture.served.store)))
+        }
+    }
+
     /// Seeds of a newer version are byte-identical however they are paged, like any seed.
     @Test func seedsOfTheNewVersionAreByteIdentical() async throws {
         try await withUpgradedServer { fixture in

@@ -160,3 +160,23 @@ import Testing
         #expect(text == #"{"error":{"code":"history_expired","message":"too old","minRevision":40}}"#)
     }
 }
+
+/// The revision a server reads from the first bytes of a page's JSON.
+@Suite struct PageRevisionTests {
+    @Test func theRevisionOfAWrittenPage() throws {
+        for type in ["events", #"odd"name\"#, "ünï"] {
+            let page = SnapshotPage(type: type, revision: 9_007_199_254_740_993, columns: ["id"], rows: [], next: .null)
+            #expect(SnapshotPage.revision(ofJSON: page.jsonBytes()) == 9_007_199_254_740_993, "\(type)")
+        }
+    }
+
+    @Test func otherJSONHasNone() {
+        for json in [
+            "", "{", #"{"type":"events""#, #"{"type":"events","revision":"#, #"{"type":"events","revision":12"#,
+            #"{"type":"events","revision":-1,"#, #"{"revision":1,"type":"events","#,
+            #"{"type":"events","revision":99999999999999999999,"#, #"{"type":"e","columns":[],"revision":1,"#,
+        ] {
+            #expect(SnapshotPage.revision(ofJSON: Array(json.utf8)) == nil, "\(json)")
+        }
+    }
+}

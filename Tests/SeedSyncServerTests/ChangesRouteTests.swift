@@ -33,25 +33,25 @@ import Testing
     @Test func answersEndAtTheirBlockAndAreFinalThere() async throws {
         try await withApp { client, _ in
             let first = try await Self.changes(client, "after=1&schemaVersion=1")
-            #expect(first.response.changeSets.compactMap(\.revision) == [2, 3, 4])
-            #expect(first.response.maxRevision == 4)
-            #expect(first.response.hasMore)
+            #expect(first.message.changeSets.compactMap(\.revision) == [2, 3, 4])
+            #expect(first.message.maxRevision == 4)
+            #expect(first.message.hasMore)
             #expect(first.cacheControl == "private, max-age=31536000, immutable")
             let second = try await Self.changes(client, "after=4&schemaVersion=1")
-            #expect(second.response.changeSets.compactMap(\.revision) == [5, 6, 7, 8])
+            #expect(second.message.changeSets.compactMap(\.revision) == [5, 6, 7, 8])
             #expect(second.cacheControl == "private, max-age=31536000, immutable")
             // The head: the newest revision, inside its block.
             let head = try await Self.changes(client, "after=8&schemaVersion=1")
-            #expect(head.response.changeSets.compactMap(\.revision) == [9, 10, 11])
-            #expect(!head.response.hasMore)
+            #expect(head.message.changeSets.compactMap(\.revision) == [9, 10, 11])
+            #expect(!head.message.hasMore)
             #expect(head.cacheControl == "private, max-age=1")
             let empty = try await Self.changes(client, "after=11&schemaVersion=1")
-            #expect(empty.response.changeSets.isEmpty && empty.response.maxRevision == 11 && !empty.response.hasMore)
+            #expect(empty.message.changeSets.isEmpty && empty.message.maxRevision == 11 && !empty.message.hasMore)
             #expect(empty.cacheControl == "private, max-age=1")
             // An address inside a block reads to the block's end.
             let inside = try await Self.changes(client, "after=6&schemaVersion=1")
-            #expect(inside.response.changeSets.compactMap(\.revision) == [7, 8])
-            #expect(inside.response.hasMore)
+            #expect(inside.message.changeSets.compactMap(\.revision) == [7, 8])
+            #expect(inside.message.hasMore)
         }
     }
 
@@ -77,8 +77,8 @@ import Testing
             #expect(after.eTag == before.eTag)
             // The head grew to its block's end and became final.
             let headAfter = try await Self.changes(client, "after=8&schemaVersion=1")
-            #expect(headAfter.response.changeSets.compactMap(\.revision) == [9, 10, 11, 12])
-            #expect(headAfter.response.hasMore)
+            #expect(headAfter.message.changeSets.compactMap(\.revision) == [9, 10, 11, 12])
+            #expect(headAfter.message.hasMore)
             #expect(headAfter.cacheControl == "private, max-age=31536000, immutable")
             #expect(headAfter.eTag != headBefore.eTag)
         }
@@ -87,19 +87,19 @@ import Testing
     @Test func limitAndBudgetShortenAFinalAnswer() async throws {
         try await withApp { client, _ in
             let limited = try await Self.changes(client, "after=4&schemaVersion=1&limit=2")
-            #expect(limited.response.changeSets.compactMap(\.revision) == [5, 6])
-            #expect(limited.response.hasMore)
+            #expect(limited.message.changeSets.compactMap(\.revision) == [5, 6])
+            #expect(limited.message.hasMore)
             #expect(limited.cacheControl == "private, max-age=31536000, immutable")
         }
         try await withApp({ $0.syncByteBudget = 1 }) { client, _ in
             let cut = try await Self.changes(client, "after=8&schemaVersion=1")
-            #expect(cut.response.changeSets.compactMap(\.revision) == [9])
-            #expect(cut.response.hasMore)
+            #expect(cut.message.changeSets.compactMap(\.revision) == [9])
+            #expect(cut.message.hasMore)
             #expect(cut.cacheControl == "private, max-age=31536000, immutable")
             // Cut at the newest revision: nothing later is committed, so the end may still move.
             let last = try await Self.changes(client, "after=10&schemaVersion=1")
-            #expect(last.response.changeSets.compactMap(\.revision) == [11])
-            #expect(!last.response.hasMore)
+            #expect(last.message.changeSets.compactMap(\.revision) == [11])
+            #expect(!last.message.hasMore)
             #expect(last.cacheControl == "private, max-age=1")
         }
     }
@@ -196,8 +196,8 @@ import Testing
     @Test func aBlockSizeBelowOneIsOne() async throws {
         try await withApp({ $0.changesBlockSize = 0 }) { client, _ in
             let answer = try await Self.changes(client, "after=4&schemaVersion=1")
-            #expect(answer.response.changeSets.compactMap(\.revision) == [5])
-            #expect(answer.response.hasMore)
+            #expect(answer.message.changeSets.compactMap(\.revision) == [5])
+            #expect(answer.message.hasMore)
         }
     }
 
@@ -217,20 +217,9 @@ import Testing
         }
     }
 
-    private struct Answer {
-        var response: SyncResponse
-        var body: String
-        var cacheControl: String?
-        var eTag: String?
-    }
-
-    private static func changes(_ client: any TestClientProtocol, _ query: String) async throws -> Answer {
-        try await client.execute(uri: "/v1/changes?\(query)", method: .get, headers: headers()) { response in
-            #expect(response.status == .ok, "\(query): \(String(buffer: response.body))")
-            let body = String(buffer: response.body)
-            return Answer(
-                response: try SyncResponse(json: JSONParser.parse(Array(body.utf8))), body: body,
-                cacheControl: response.headers[.cacheControl], eTag: response.headers[.eTag])
-        }
+    private static func changes(_ client: any TestClientProtocol, _ query: String) async throws
+        -> CacheableAnswer<SyncResponse>
+    {
+        try await cacheableAnswer(client, "/v1/changes?\(query)") { try SyncResponse(json: $0) }
     }
 }

@@ -6,6 +6,7 @@ import SeedSyncModel
 import SeedSyncServer
 import SeedSyncStore
 import SeedSyncTesting
+import Testing
 
 #if canImport(Glibc)
 import Glibc
@@ -117,4 +118,25 @@ struct RawConnection: Sendable {
     }
 
     func close() { _ = systemClose(descriptor) }
+}
+
+/// A `GET` answer that caches may keep: its message, its body, and its cache headers.
+struct CacheableAnswer<Message> {
+    var message: Message
+    var body: String
+    var cacheControl: String?
+    var eTag: String?
+}
+
+/// `GET uri` with a read token, expected to answer 200, its body read with `read`.
+func cacheableAnswer<Message>(
+    _ client: any TestClientProtocol, _ uri: String, _ read: @escaping @Sendable (JSONValue) throws -> Message
+) async throws -> CacheableAnswer<Message> {
+    try await client.execute(uri: uri, method: .get, headers: headers()) { response in
+        #expect(response.status == .ok, "\(uri): \(String(buffer: response.body))")
+        let body = String(buffer: response.body)
+        return CacheableAnswer(
+            message: try read(JSONParser.parse(Array(body.utf8))), body: body,
+            cacheControl: response.headers[.cacheControl], eTag: response.headers[.eTag])
+    }
 }

@@ -91,8 +91,9 @@ extension ImportSession {
         }
     }
 
-    /// The staged types' pages, then the change sets from `revision` until the server has no more,
-    /// in `version`, into `staging`.
+    /// The staged types' pages, read at `revision` or later (the change sets are staged from it),
+    /// then the change sets from `revision` until the server has no more, in `version`, into
+    /// `staging`.
     ///
     /// - Returns: the rows downloaded.
     private func download(
@@ -104,7 +105,7 @@ extension ImportSession {
             var after: JSONValue?
             let pages = client.snapshotPages(
                 of: type.name, after: nil, limit: Self.migrationPageSize, schemaVersion: version,
-                fields: isNew ? nil : type.fields.map(\.name))
+                fields: isNew ? nil : type.fields.map(\.name), notBefore: revision)
             for try await (page, _) in pages {
                 try Task.checkCancellation()
                 after = try staging.insert(page, after: after)

@@ -66,6 +66,32 @@ public struct SnapshotPage: Codable, Sendable, Hashable {
         return writer
     }
 
+    /// The `revision` of a page's JSON as ``beginJSON(type:revision:columns:rowCount:)`` wrote it
+    /// (`{"type":"…","revision":N,`), read from its first bytes alone; `nil` for JSON in another
+    /// shape. A server that keeps pages reads their revision this way without parsing the rows.
+    package static func revision(ofJSON json: [UInt8]) -> Int64? {
+        let opening = Array(#"{"type":""#.utf8)
+        guard json.starts(with: opening) else { return nil }
+        var index = opening.count
+        // The type's string, escapes included, up to its closing quote.
+        while index < json.count, json[index] != UInt8(ascii: "\"") {
+            index += json[index] == UInt8(ascii: "\\") ? 2 : 1
+        }
+        let member = Array(#"","revision":"#.utf8)
+        guard index < json.count, json[index...].starts(with: member) else { return nil }
+        index += member.count
+        var revision: Int64 = 0
+        let start = index
+        while index < json.count, let digit = Int64(exactly: json[index] &- UInt8(ascii: "0")), digit < 10 {
+            let (shifted, overflow) = revision.multipliedReportingOverflow(by: 10)
+            guard !overflow, case (let sum, false) = shifted.addingReportingOverflow(digit) else { return nil }
+            revision = sum
+            index += 1
+        }
+        guard index > start, index < json.count, json[index] == UInt8(ascii: ",") else { return nil }
+        return revision
+    }
+
     /// Closes `rows` and the page, and returns the JSON.
     package static func endJSON(_ writer: inout JSONWriter, next: JSONValue) -> [UInt8] {
         writer.endArray()

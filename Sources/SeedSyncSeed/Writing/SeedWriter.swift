@@ -4,7 +4,9 @@ package import SeedSyncModel
 import SeedSyncSQL
 
 /// A seed file under construction: created for a schema at the revision its download starts from,
-/// filled with snapshot pages, caught up with change sets, then finished.
+/// filled with snapshot pages, caught up with change sets, then finished. A page read at an
+/// earlier revision (kept by the server or a cache) lowers the file's revision to its own, so that
+/// the catch-up replays what changed since every page was read.
 ///
 /// While it is built the file is a private work file: WAL mode with an exclusive lock (no `-shm`,
 /// and no second process can open it), `synchronous = NORMAL`, and foreign keys unchecked until
@@ -107,7 +109,8 @@ package final class SeedWriter: Sendable {
         return SeedWriter(path: path, queue: queue, schema: metadata.schema)
     }
 
-    /// The revision the rows are at so far: the download's start until change sets are applied.
+    /// The revision the rows are at so far: the download's start (or its oldest page) until change
+    /// sets are applied.
     package func revision() async throws -> Int64 {
         try await queue.read { db in try SeedMetadata.storedRevision(db) }
     }
@@ -117,7 +120,8 @@ package final class SeedWriter: Sendable {
         try await queue.read { db in try Self.cursors(in: db) }
     }
 
-    /// Checks one snapshot page and inserts its rows, moving its type's cursor in the same transaction.
+    /// Checks one snapshot page and inserts its rows, moving its type's cursor in the same
+    /// transaction. A page read before the file's revision lowers it to the page's.
     ///
     /// - Returns: the number of rows inserted.
     /// - Throws: ``SeedError`` when the page does not follow the cursor or a row does not fit the
@@ -153,6 +157,11 @@ package final class SeedWriter: Sendable {
                             ?? cursor.after.map(ValueMapping.databaseValue(key:)), rows.isLast, page.type,
                     ]
                 )
+                // A page kept by the server or a cache since before the download began: the
+                // catch-up starts from it, so that it brings the page's rows forward.
+                if page.revision < (try SeedMetadata.storedRevision(db)) {
+                    try SeedMetadata.save(revision: page.revision, in: db)
+                }
                 return rows.rows.count
             }
         }

@@ -36,25 +36,9 @@ extension SyncRoutes {
             after: after, limit: Int(min(Int64(limit), blockEnd - after)), byteBudget: configuration.syncByteBudget,
             version: version)
         feed.hasMore = feed.hasMore || feed.maxRevision == blockEnd
-        return cacheable(Self.encode(feed, results: nil), immutable: feed.hasMore, answering: request)
-    }
-
-    /// An answer with its cache headers: `Cache-Control` (kept a year when `immutable`, else one
-    /// second; `public` only with ``ServerConfiguration/sharedCache``) and a strong `ETag`, or 304
-    /// with no body when the request's `If-None-Match` names the tag.
-    private func cacheable(_ body: [UInt8], immutable: Bool, answering request: Request) -> Response {
-        let scope = configuration.sharedCache ? "public" : "private"
-        var headers: HTTPFields = [
-            .cacheControl: "\(scope), \(immutable ? "max-age=31536000, immutable" : "max-age=1")"
-        ]
-        let tag = EntityTag(of: body)
-        if let matched = tag.matched(by: request.headers[.ifNoneMatch]) {
-            headers[.eTag] = matched
-            return Response(status: .notModified, headers: headers)
-        }
-        headers[.eTag] = tag.value
-        headers[.contentType] = "application/json"
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+        let body = Self.encode(feed, results: nil)
+        let lifetime = feed.hasMore ? "max-age=31536000, immutable" : "max-age=1"
+        return cacheable(body, tag: EntityTag(of: body), lifetime: lifetime, answering: request)
     }
 
     /// The last revision of the block that holds `after + 1`: the next multiple of `size` (a size

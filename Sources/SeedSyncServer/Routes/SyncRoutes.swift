@@ -15,6 +15,8 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
     let metrics: ServerMetrics
     /// What held sync requests wait on (see ``RevisionWatch``).
     let signal: RevisionSignal
+    /// The snapshot pages read lately (see ``PageCache``).
+    let pages: PageCache
     /// The change feeds of requests woken by one commit: one read for the crowd, not one each.
     let wokenReads = SharedReads<FeedRead, ChangeFeed>()
 
@@ -73,12 +75,12 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
 
     /// The version a request names, or the oldest served when it names none (a client that
     /// predates versions is never answered in a newer one).
-    private func version(_ named: Int?) -> Int {
+    func version(_ named: Int?) -> Int {
         named ?? versions.get().oldest.number
     }
 
     /// The newest schema that has type `name`: the one last read, or the store's now.
-    private func type(named name: String) async throws -> EntityType {
+    func type(named name: String) async throws -> EntityType {
         if let type = versions.get().newest.schema.type(named: name) { return type }
         let history = try await store.schemaHistory()
         versions.set(history)
@@ -93,30 +95,6 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
             throw ServerError.invalidParameter(name, "a whole number of 1 or more")
         }
         return number
-    }
-
-    /// `GET /v1/snapshot/{type}[?after=K][&limit=N][&schemaVersion=V][&fields=a,b]`.
-    private func snapshot(_ request: Request, _ context: Context) async throws -> Response {
-        let raw = context.parameters.get("type") ?? ""
-        let name = raw.removingPercentEncoding ?? raw
-        let type = try await type(named: name)
-        let query = request.uri.queryParameters
-        let version = version(try Self.version(query.get("schemaVersion"), named: "schemaVersion"))
-        let after = try query.get("after").map { text in
-            guard let key = type.primaryKey.type.key(from: String(text)) else {
-                throw SyncStoreError.invalidKey(String(text), type: type.name)
-            }
-            return key
-        }
-        let limit = try Self.limit(
-            query.get("limit").map { Int($0) ?? 0 }, default: configuration.defaultSnapshotLimit,
-            max: configuration.maxSnapshotLimit)
-        let fields = query.get("fields").map { text in
-            text.split(separator: ",", omittingEmptySubsequences: true).map(String.init)
-        }
-        return Self.json(
-            try await store.snapshotPageJSON(
-                of: type.name, after: after, limit: limit, version: version, fields: fields))
     }
 
     /// `POST /v1/sync`: applies the pushed change sets in order (a write token at least), then

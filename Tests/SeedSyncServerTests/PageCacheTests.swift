@@ -1,0 +1,81 @@
+import Foundation
+import SeedSyncModel
+import Testing
+
+@testable import SeedSyncServer
+
+/// The server's kept snapshot pages: shared reads for a crowd, the byte limit, `notBefore`.
+@Suite struct PageCacheTests {
+    static func page(revision: Int64, rows: Int = 0) -> [UInt8] {
+        SnapshotPage(
+            type: "events", revision: revision, columns: ["id", "revision"],
+            rows: (0..<rows).map { [.int(Int64($0)), .int(revision)] }, next: .null
+        ).jsonBytes()
+    }
+
+    static func address(_ after: String?) -> PageCache.Address {
+        PageCache.Address(type: "events", after: after, limit: 10, version: 1, fields: nil)
+    }
+
+    @Test func aCrowdMissingOnePageCostsOneRead() async throws {
+        let cache = PageCache(maxAge: .seconds(30))
+        let reads = Counter()
+        try await withThrowingTaskGroup(of: Int64.self) { group in
+            for _ in 0..<50 {
+                group.addTask {
+                    try await cache.page(at: Self.address(nil), notBefore: nil) {
+                        reads.add()
+                        try await Task.sleep(for: .milliseconds(200))
+                        return Self.page(revision: 7)
+                    }.revision
+                }
+            }
+            for try await revision in group { #expect(revision == 7) }
+        }
+        // The first caller's read, and at most one for everyone who came while it ran.
+        #expect(reads.value <= 2)
+    }
+
+    @Test func theOldestPagesGoPastTheByteLimit() async throws {
+        let size = Self.page(revision: 1, rows: 100).count
+        let cache = PageCache(maxAge: .seconds(30), byteLimit: size * 2)
+        for key in ["a", "b", "c"] {
+            _ = try await cache.page(at: Self.address(key), notBefore: nil) { Self.page(revision: 1, rows: 100) }
+        }
+        // "a" went when "c" came; "b" and "c" are kept.
+        let reads = Counter()
+        for key in ["b", "c", "a"] {
+            _ = try await cache.page(at: Self.address(key), notBefore: nil) {
+                reads.add()
+                return Self.page(revision: 2, rows: 100)
+            }
+            #expect(reads.value == (key == "a" ? 1 : 0), "\(key)")
+        }
+        // A page larger than the whole limit is served, not kept.
+        let large = PageCache(maxAge: .seconds(30), byteLimit: 10)
+        for _ in 0..<2 {
+            let page = try await large.page(at: Self.address(nil), notBefore: nil) { Self.page(revision: 3, rows: 5) }
+            #expect(page.revision == 3)
+        }
+    }
+
+    @Test func notBeforeReadsAgainAndRefusesARevisionTheStoreLacks() async throws {
+        let cache = PageCache(maxAge: .seconds(30))
+        _ = try await cache.page(at: Self.address(nil), notBefore: nil) { Self.page(revision: 4) }
+        let kept = try await cache.page(at: Self.address(nil), notBefore: 4) { Self.page(revision: 9) }
+        #expect(kept.revision == 4)
+        let fresh = try await cache.page(at: Self.address(nil), notBefore: 5) { Self.page(revision: 9) }
+        #expect(fresh.revision == 9)
+        await #expect {
+            try await cache.page(at: Self.address(nil), notBefore: 12) { Self.page(revision: 9) }
+        } throws: { ($0 as? SyncStoreError)?.code == .revisionAhead }
+    }
+}
+
+/// A count that concurrent reads may raise.
+final class Counter: @unchecked Sendable {
+    private var count = 0
+    private let lock = NSLock()
+    func add() { lock.withLock { count += 1 } }
+    var value: Int { lock.withLock { count } }
+}

@@ -1,0 +1,132 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import SeedSyncDemo
+import SeedSyncModel
+import SeedSyncServer
+import SeedSyncTesting
+import Testing
+
+/// Snapshot pages as answers caches may keep, on every store: kept by the server for their
+/// lifetime with the revision they were read at, read afresh for a `notBefore` after it, their
+/// cache headers and entity tags.
+@Suite struct SnapshotRouteTests {
+    /// A store of 60 events at revision 1: one page of `limit=1000` holds them all, so any commit
+    /// changes what a fresh read of it says.
+    func withApp(
+        _ change: (inout ServerConfiguration) -> Void = { _ in },
+        _ test: @escaping @Sendable (any TestClientProtocol, any MaintainedSyncStore) async throws -> Void
+    ) async throws {
+        let configuration = testConfiguration(change)
+        for backend in StoreBackend.allCases {
+            try await backend.withDemoStore(events: 60, locations: 10) { store in
+                let app = try await buildApplication(store: store, configuration: configuration)
+                try await app.test(.router) { client in try await test(client, store) }
+            }
+        }
+    }
+
+    @Test func aPageIsServedAsReadForItsLifetime() async throws {
+        try await withApp { client, store in
+            let first = try await Self.page(client, "events?limit=1000")
+            #expect(first.message.revision == 1)
+            #expect(first.cacheControl == "private, max-age=30")
+            try await ChangeGenerator.mutate(store, changes: 3, seed: 5)
+            let kept = try await Self.page(client, "events?limit=1000")
+            #expect(kept.body == first.body && kept.eTag == first.eTag)
+            // A client that must not start before the newest revision gets a page read now ...
+            let newest = try await store.revisions().revision
+            let fresh = try await Self.page(client, "events?limit=1000&notBefore=\(newest)")
+            #expect(fresh.message.revision == newest)
+            let now = try await store.snapshotPageJSON(of: "events", after: nil, limit: 1000, version: 1, fields: nil)
+            #expect(fresh.body == String(decoding: now, as: UTF8.self))
+            // ... which is kept in its turn, for everyone.
+            #expect(try await Self.page(client, "events?limit=1000").body == fresh.body)
+            #expect(try await Self.page(client, "events?limit=1000&notBefore=1").body == fresh.body)
+        }
+    }
+
+    @Test func aLifetimeOfZeroReadsEveryPage() async throws {
+        try await withApp({ $0.snapshotMaxAge = .zero }) { client, store in
+            let first = try await Self.page(client, "events?limit=1000")
+            #expect(first.cacheControl == "private, max-age=0")
+            try await ChangeGenerator.mutate(store, changes: 3, seed: 5)
+            let again = try await Self.page(client, "events?limit=1000")
+            #expect(again.message.revision == (try await store.revisions().revision))
+            #expect(again.eTag != first.eTag)
+        }
+    }
+
+    @Test func aKeptPageAgesOut() async throws {
+        try await withApp({ $0.snapshotMaxAge = .seconds(1) }) { client, store in
+            let first = try await Self.page(client, "events?limit=1000")
+            #expect(first.cacheControl == "private, max-age=1")
+            try await ChangeGenerator.mutate(store, changes: 3, seed: 5)
+            try await Task.sleep(for: .milliseconds(1_100))
+            let again = try await Self.page(client, "events?limit=1000")
+            #expect(again.message.revision == (try await store.revisions().revision))
+        }
+    }
+
+    /// Everything of an address but `notBefore` names the page: other fields, keys, limits or
+    /// versions are other pages.
+    @Test func pagesAreKeptByTheirWholeAddress() async throws {
+        try await withApp { client, store in
+            for address in [
+                "events?limit=1000", "events?limit=1000&fields=title", "events?limit=1000&after=30", "events?limit=7",
+                "locations?limit=1000", "events?limit=1000&schemaVersion=1",
+            ] {
+                _ = try await Self.page(client, address)
+            }
+            let titles = try await Self.page(client, "events?limit=1000&fields=title")
+            #expect(titles.message.columns == ["id", "title", "revision"])
+            let tail = try await Self.page(client, "events?limit=7&after=30")
+            #expect(tail.message.rows.first?.first == .int(31) && tail.message.rows.count == 7)
+            let whole = try await Self.page(client, "events?limit=1000")
+            let expected = try await store.snapshotPageJSON(
+                of: "events", after: nil, limit: 1000, version: 1, fields: nil)
+            #expect(whole.body == String(decoding: expected, as: UTF8.self))
+        }
+    }
+
+    @Test func entityTagsAndSharedCaches() async throws {
+        try await withApp({ $0.sharedCache = true }) { client, _ in
+            let first = try await Self.page(client, "events?limit=1000")
+            #expect(first.cacheControl == "public, max-age=30")
+            let tag = try #require(first.eTag)
+            #expect(tag.count == 34)
+            try await client.execute(
+                uri: "/v1/snapshot/events?limit=1000", method: .get,
+                headers: headers(token: TestTokens.read, [.ifNoneMatch: tag])
+            ) { response in
+                #expect(response.status == .notModified)
+                #expect(response.body.readableBytes == 0)
+                #expect(response.headers[.eTag] == tag)
+                #expect(response.headers[.cacheControl] == "public, max-age=30")
+            }
+        }
+    }
+
+    @Test func badRevisionsAreRefused() async throws {
+        try await withApp { client, _ in
+            for (query, status, code) in [
+                ("notBefore=-1", HTTPResponse.Status.badRequest, "invalid_parameter"),
+                ("notBefore=x", .badRequest, "invalid_parameter"),
+                ("notBefore=2", .conflict, "revision_ahead"),
+            ] {
+                try await client.execute(uri: "/v1/snapshot/events?\(query)", method: .get, headers: headers()) {
+                    response in
+                    #expect(response.status == status, "\(query)")
+                    #expect(errorCode(response) == code, "\(query)")
+                    #expect(response.headers[.cacheControl] == nil, "\(query)")
+                }
+            }
+        }
+    }
+
+    private static func page(_ client: any TestClientProtocol, _ address: String) async throws
+        -> CacheableAnswer<SnapshotPage>
+    {
+        try await cacheableAnswer(client, "/v1/snapshot/\(address)") { try SnapshotPage(json: $0) }
+    }
+}

@@ -198,10 +198,12 @@ copy_db() {
     cp "$1" "$2"
     if [ -e "$1-wal" ]; then cp "$1-wal" "$2-wal"; fi
 }
-# serve DATABASE: (re)starts seed-server on DATABASE; SERVER_URL is where it listens.
+# serve DATABASE: (re)starts seed-server on DATABASE; SERVER_URL is where it listens. Every snapshot
+# page is read from the store (--snapshot-max-age 0), as for a build's first run: repeated runs of a
+# case would otherwise get the pages the server kept from the run before (load.sh measures those).
 serve() {
     stop_server
-    start_server "$bin" "$1" "$work/token" "$work"
+    start_server "$bin" "$1" "$work/token" "$work" "" "" --snapshot-max-age 0
     echo "    serving $1 at $SERVER_URL (pid $SERVER_PID)" >&2
 }
 # install_or_sync SEED DATABASE: seed-import --once --json with the benchmark's token and server.
@@ -579,7 +581,7 @@ if wants 7; then
     mkdir -p "$out/pinned"
     copy_db "$out/server.sqlite" "$out/pinned/server.sqlite"
     new_token "$work/admin-token"
-    start_server "$bin" "$out/pinned/server.sqlite" "$work/token" "$work" "" "$work/admin-token"
+    start_server "$bin" "$out/pinned/server.sqlite" "$work/token" "$work" "" "$work/admin-token" --snapshot-max-age 0
     sha=$(json_field "$out/seed.sqlite.manifest.json" sha256)
     "$python" - "$SERVER_URL" "$(cat "$work/admin-token")" "$sha" "$revision" <<'PY'
 import json, sys, urllib.request

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The change log through a real HTTP cache: nginx (scripts/lib/nginx.sh: proxy_cache, auth_request to
+# The change log and snapshot pages through a real HTTP cache: nginx (scripts/lib/nginx.sh: proxy_cache, auth_request to
 # GET /v1/auth) in front of a seed-server on SQLite holding 2,500 revisions in blocks of 500. Checks:
 # - with --shared-cache, 1,000 apps catching up from one seed (scripts/bench/catchup_load.py) get no
 #   error, no answer that differs from the origin's, all reach the server's revision, and the origin
 #   answers under 1 % of their reads;
 # - a request without a token is refused by the cache (401), and a conditional one is answered 304 from
 #   the cache's store;
+# - with --shared-cache, 200 reads of one snapshot page cost the origin one, and a seed built through
+#   the cache after commits (from pages kept before them) equals one built from the origin;
 # - without --shared-cache (answers `private`), the cache keeps nothing: every read reaches the origin.
 #
 # Usage: scripts/cache-check.sh [--bin DIR]   (default: a debug build)
@@ -26,7 +28,7 @@ done
 work=$(mktemp -d)
 trap 'stop_nginx; stop_server; rm -rf "$work"' EXIT
 ensure_system_packages
-bin=$(built_products "$bin" debug seed-server)
+bin=$(built_products "$bin" debug seed-server seed-build)
 
 "$bin/seed-server" init --database "$work/server.sqlite" --demo --events 2000 --locations 50 >/dev/null
 "$bin/seed-server" mutate --database "$work/server.sqlite" --changes 2500 --seed 3 >/dev/null
@@ -43,6 +45,52 @@ catch_up() {
     python3 scripts/bench/catchup_load.py --url "$NGINX_URL" --origin "$SERVER_URL" --tokens "$work/token" \
         --apps "$1" --concurrency "$2" --start 1 --expect-revision "$revision" \
         --count-at "$SERVER_URL" --admin-token "$work/admin-token"
+}
+
+# origin_pages: the snapshot pages the origin has answered (its /metrics).
+origin_pages() {
+    curl -sf -H "Authorization: Bearer $(cat "$work/admin-token")" "$SERVER_URL/metrics" |
+        awk '/^seedsync_http_requests_total\{.*route="\/v1\/snapshot\/\{type\}"/ { sum += $NF } END { print sum + 0 }'
+}
+
+# build_seed URL NAME: seed-build from URL into $work/shared/NAME; prints its --json report.
+build_seed() {
+    "$bin/seed-build" --server "$1" --token-file "$work/token" --out "$work/shared/$2" --page-size 500 --json
+}
+
+# check_pages: snapshot pages through the cache (shared mode). A crowd asking for one page costs the
+# origin one read. A build through the cache after commits gets the pages kept from the build before
+# (older than the server's revision), catches up from them, and equals a build from the origin, byte
+# for byte.
+check_pages() {
+    local before after
+    before=$(origin_pages)
+    seq 200 | xargs -P 32 -I{} curl -sf -o /dev/null -H "Authorization: Bearer $token" "$NGINX_URL/v1/snapshot/events?limit=500" ||
+        fail "snapshot pages: a read of the first page through the cache failed"
+    after=$(origin_pages)
+    [ $((after - before)) -le 1 ] || fail "snapshot pages: 200 reads of one page through the cache cost the origin $((after - before)) reads"
+    build_seed "$NGINX_URL" first.sqlite >/dev/null
+    "$bin/seed-server" mutate --database "$work/server.sqlite" --changes 50 --seed 4 >/dev/null
+    # The head of the change log is kept one second: past it, the catch-up reaches the newest revision.
+    sleep 2
+    before=$(origin_pages)
+    build_seed "$NGINX_URL" cached.sqlite >"$work/shared/cached.json"
+    after=$(origin_pages)
+    build_seed "$SERVER_URL" origin.sqlite >"$work/shared/origin.json"
+    python3 - "$work/shared/cached.json" "$work/shared/origin.json" "$((after - before))" <<'PY' || failures=$((failures + 1))
+import json, sys
+cached, origin, origin_pages = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
+problems = []
+if cached["manifest"]["sha256"] != origin["manifest"]["sha256"]:
+    problems.append(f"the build through the cache (revision {cached['manifest']['revision']}) differs from the origin's ({origin['manifest']['revision']})")
+if origin_pages:
+    problems.append(f"the build through the cache read {origin_pages} pages at the origin, not the kept ones")
+if cached["changeSets"] < 50:
+    problems.append(f"the build through the cache caught up {cached['changeSets']} change sets, not the 50 after its kept pages")
+for problem in problems:
+    print(f"cache-check: FAIL snapshot pages: {problem}", file=sys.stderr)
+sys.exit(1 if problems else 0)
+PY
 }
 
 for mode in shared private; do
@@ -76,7 +124,8 @@ PY
         status=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $token" -H "Accept-Encoding: gzip" -H "If-None-Match: $tag" "$address")
         [ "$status" = 304 ] || fail "$mode: a conditional read ($tag) through the cache answered $status, not 304"
     fi
+    [ "$mode" = shared ] && check_pages
     stop_nginx
     stop_server
 done
-[ "$failures" -eq 0 ] && echo "cache-check: the change log through nginx: ok" || exit 1
+[ "$failures" -eq 0 ] && echo "cache-check: the change log and snapshot pages through nginx: ok" || exit 1

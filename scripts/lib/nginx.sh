@@ -1,9 +1,10 @@
 # An nginx on loopback in front of seed-servers, as a CDN or a team's reverse proxy would be: it
-# keeps `GET /v1/changes` answers in a proxy_cache (one origin read per address at a time:
-# proxy_cache_lock), asks the origin's `GET /v1/auth` before answering from the cache (auth_request,
-# the verdict kept 60 s per token, one check at a time per token), and passes every other request through. Needs setup.sh and
-# postgres.sh (free_port) sourced; started and stopped by the script that uses it (stop_nginx, also on
-# failure).
+# keeps `GET /v1/changes` answers and snapshot pages in a proxy_cache for as long as their
+# Cache-Control says (one origin read per address at a time: proxy_cache_lock), asks the origin's
+# `GET /v1/auth` before answering from the cache (auth_request, the verdict kept 60 s per token, one
+# check at a time per token), and passes every other request through. Needs setup.sh and
+# postgres.sh (free_port) sourced; started and stopped by the script that uses it (stop_nginx, also
+# on failure).
 
 NGINX_PID=
 
@@ -42,7 +43,7 @@ $servers        keepalive 64;
         proxy_http_version 1.1;
         proxy_set_header Connection "";
         proxy_read_timeout 120s;
-        location /v1/changes {
+        location ~ ^/v1/(changes|snapshot/) {
             auth_request /_auth;
             proxy_pass http://origin;
             proxy_cache changes;

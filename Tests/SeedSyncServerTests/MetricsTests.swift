@@ -79,6 +79,10 @@ import Testing
                             metrics[
                                 #"seedsync_http_request_duration_seconds_bucket{route="/v1/snapshot/{type}",method="GET",le="+Inf"}"#
                             ] == 3)
+                        // The second read of the page was answered from the page the server kept.
+                        #expect(metrics[#"seedsync_snapshot_pages_total{source="read"}"#] == 1)
+                        #expect(metrics[#"seedsync_snapshot_pages_total{source="kept"}"#] == 1)
+                        #expect((metrics["seedsync_snapshot_kept_bytes"] ?? 0) > 100)
                         #expect(metrics[#"seedsync_pushes_total{result="applied"}"#] == 1)
                         #expect(metrics[#"seedsync_pushes_total{result="conflict"}"#] == 1)
                         #expect(metrics[#"seedsync_pushes_total{result="rejected"}"#] == 1)

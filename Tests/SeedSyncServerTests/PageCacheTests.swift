@@ -27,7 +27,7 @@ import Testing
                         reads.add()
                         try await Task.sleep(for: .milliseconds(200))
                         return Self.page(revision: 7)
-                    }.revision
+                    }.page.revision
                 }
             }
             for try await revision in group { #expect(revision == 7) }
@@ -51,21 +51,45 @@ import Testing
             }
             #expect(reads.value == (key == "a" ? 1 : 0), "\(key)")
         }
+        // A page read again is as young as its new read: "b" goes before it.
+        let again = PageCache(maxAge: .seconds(30), byteLimit: size * 2)
+        for (key, revision) in [("a", 1), ("b", 1), ("a", 9), ("c", 9)] as [(String, Int64)] {
+            _ = try await again.page(at: Self.address(key), notBefore: revision) {
+                Self.page(revision: revision, rows: 100)
+            }
+        }
+        #expect(try await again.page(at: Self.address("a"), notBefore: nil) { Self.page(revision: 10) }.source == .kept)
+        #expect(try await again.page(at: Self.address("b"), notBefore: nil) { Self.page(revision: 10) }.source == .read)
         // A page larger than the whole limit is served, not kept.
         let large = PageCache(maxAge: .seconds(30), byteLimit: 10)
         for _ in 0..<2 {
-            let page = try await large.page(at: Self.address(nil), notBefore: nil) { Self.page(revision: 3, rows: 5) }
-            #expect(page.revision == 3)
+            let (page, source) = try await large.page(at: Self.address(nil), notBefore: nil) {
+                Self.page(revision: 3, rows: 5)
+            }
+            #expect(page.revision == 3 && source == .read)
         }
+    }
+
+    /// Pages read again and again under the limit leave no trail: the eviction order stays about
+    /// the size of what is kept.
+    @Test func pagesReadAgainDoNotGrowTheOrder() async throws {
+        let cache = PageCache(maxAge: .seconds(30))
+        for round in 0..<5_000 {
+            let key = "\(round % 3)"
+            _ = try await cache.page(at: Self.address(key), notBefore: Int64(round)) {
+                Self.page(revision: Int64(round))
+            }
+        }
+        #expect(cache.orderEntries <= 3 * 2 + 1024 + 1)
     }
 
     @Test func notBeforeReadsAgainAndRefusesARevisionTheStoreLacks() async throws {
         let cache = PageCache(maxAge: .seconds(30))
         _ = try await cache.page(at: Self.address(nil), notBefore: nil) { Self.page(revision: 4) }
         let kept = try await cache.page(at: Self.address(nil), notBefore: 4) { Self.page(revision: 9) }
-        #expect(kept.revision == 4)
+        #expect(kept.page.revision == 4 && kept.source == .kept)
         let fresh = try await cache.page(at: Self.address(nil), notBefore: 5) { Self.page(revision: 9) }
-        #expect(fresh.revision == 9)
+        #expect(fresh.page.revision == 9 && fresh.source == .read)
         await #expect {
             try await cache.page(at: Self.address(nil), notBefore: 12) { Self.page(revision: 9) }
         } throws: { ($0 as? SyncStoreError)?.code == .revisionAhead }

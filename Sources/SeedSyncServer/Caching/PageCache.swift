@@ -28,6 +28,13 @@ final class PageCache: @unchecked Sendable {
         var fields: [String]?
     }
 
+    /// Where an answer's page came from: kept, or a read the request waited for (its own, or one
+    /// it shared with concurrent requests of the same page).
+    enum Source: String, Sendable {
+        case kept
+        case read
+    }
+
     /// A page's JSON, its entity tag and the revision it was read at.
     struct Page: Sendable {
         let body: [UInt8]
@@ -39,6 +46,10 @@ final class PageCache: @unchecked Sendable {
     let maxAge: Duration
     let byteLimit: Int
     private var pages: [Address: Page] = [:]
+    /// Every page kept, in the order it was kept (oldest at `oldest`): what goes first past the
+    /// limit. An entry whose page was replaced since is skipped.
+    private var order: [(address: Address, readAt: ContinuousClock.Instant)] = []
+    private var oldest = 0
     private var bytes = 0
     private let lock = NSLock()
     private let reads = SharedReads<Address, Page>()
@@ -54,9 +65,9 @@ final class PageCache: @unchecked Sendable {
     /// - Throws: what `read` throws; ``SyncStoreError`` `revisionAhead` when the page read now
     ///   is still before `notBefore` (the client knows of revisions the store does not have).
     func page(at address: Address, notBefore: Int64?, read: @escaping @Sendable () async throws -> [UInt8])
-        async throws -> Page
+        async throws -> (page: Page, source: Source)
     {
-        if let kept = kept(at: address, notBefore: notBefore) { return kept }
+        if let kept = kept(at: address, notBefore: notBefore) { return (kept, .kept) }
         var page = try await reads.value(for: address) { try await self.readAndKeep(address, read) }
         if let notBefore, page.revision < notBefore {
             // Shared with a read that began before this request's revision was committed.
@@ -65,8 +76,14 @@ final class PageCache: @unchecked Sendable {
                 throw SyncStoreError.revisionAhead(requested: notBefore, revision: page.revision)
             }
         }
-        return page
+        return (page, .read)
     }
+
+    /// The bytes of the pages kept now.
+    var keptBytes: Int { lock.withLock { bytes } }
+
+    /// The entries of the eviction order, stale ones included (for tests: it stays bounded).
+    var orderEntries: Int { lock.withLock { order.count - oldest } }
 
     private func kept(at address: Address, notBefore: Int64?) -> Page? {
         guard maxAge > .zero else { return nil }
@@ -93,10 +110,22 @@ final class PageCache: @unchecked Sendable {
         lock.withLock {
             if let old = pages.updateValue(page, forKey: address) { bytes -= old.body.count }
             bytes += page.body.count
-            guard bytes > byteLimit else { return }
-            for (oldest, kept) in pages.sorted(by: { $0.value.readAt < $1.value.readAt }) where bytes > byteLimit {
-                pages[oldest] = nil
-                bytes -= kept.body.count
+            order.append((address, page.readAt))
+            while bytes > byteLimit, oldest < order.count {
+                let (address, readAt) = order[oldest]
+                oldest += 1
+                if let kept = pages[address], kept.readAt == readAt {
+                    pages[address] = nil
+                    bytes -= kept.body.count
+                }
+            }
+            // Entries of pages gone or replaced: dropped once they are most of the list.
+            if order.count - oldest > 2 * pages.count + 1024 {
+                order = order[oldest...].filter { pages[$0.address]?.readAt == $0.readAt }
+                oldest = 0
+            } else if oldest > 1024, oldest * 2 > order.count {
+                order.removeFirst(oldest)
+                oldest = 0
             }
         }
     }

@@ -21,6 +21,8 @@ import SeedSyncModel
 /// | `revision`, `min_revision` | gauge | read from the store at each scrape (the last read, when it fails) |
 /// | `change_log_revisions` | gauge | the revisions a client can sync from: `revision - min_revision` |
 /// | `waiting_requests` | gauge | live sync requests held at the scrape |
+/// | `snapshot_pages_total` | counter | `source`: `kept` (answered from a page the server keeps), `read` (the request waited for a store read, its own or one shared with concurrent requests of the page) |
+/// | `snapshot_kept_bytes` | gauge | the bytes of the snapshot pages kept at the scrape |
 final class ServerMetrics: Sendable {
     private let registry = PrometheusCollectorRegistry()
     private let factory: PrometheusMetricsFactory
@@ -28,6 +30,7 @@ final class ServerMetrics: Sendable {
     private let durations = NIOLockedValueBox<[DurationKey: CoreMetrics.Timer]>([:])
     private let pushes: [String: CoreMetrics.Counter]
     private let storeErrors: [SyncStoreError.Code: CoreMetrics.Counter]
+    private let snapshotPages: [PageCache.Source: CoreMetrics.Counter]
 
     /// Request latency buckets: from a cached sync answer (about a millisecond) to a slow snapshot.
     static let durationBuckets: [Duration] = [1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 10_000].map {
@@ -49,6 +52,15 @@ final class ServerMetrics: Sendable {
                     code,
                     Counter(
                         label: "seedsync_store_errors_total", dimensions: [("code", code.rawValue)], factory: factory)
+                )
+            })
+        snapshotPages = Dictionary(
+            uniqueKeysWithValues: [PageCache.Source.kept, .read].map { source in
+                (
+                    source,
+                    Counter(
+                        label: "seedsync_snapshot_pages_total", dimensions: [("source", source.rawValue)],
+                        factory: factory)
                 )
             })
     }
@@ -85,14 +97,21 @@ final class ServerMetrics: Sendable {
         pushes[name]?.increment()
     }
 
+    /// Counts one snapshot page answered, by where it came from.
+    func record(_ source: PageCache.Source) {
+        snapshotPages[source]?.increment()
+    }
+
     /// Counts a failure of the store's database (unreachable, or tables that no longer fit).
     func record(_ error: SyncStoreError) {
         storeErrors[error.code]?.increment()
     }
 
-    /// Records how many live sync requests are held, for the next scrape.
-    func recordWaiting(_ count: Int) {
-        gauge("seedsync_waiting_requests").record(count)
+    /// Records how many live sync requests are held and how many bytes of snapshot pages are
+    /// kept, for the next scrape.
+    func recordHeld(waiting: Int, keptPageBytes: Int) {
+        gauge("seedsync_waiting_requests").record(waiting)
+        gauge("seedsync_snapshot_kept_bytes").record(keptPageBytes)
     }
 
     /// The metrics in Prometheus text format, with the store's revisions as read for this scrape

@@ -38,10 +38,11 @@ extension SyncRoutes {
         }
         let address = PageCache.Address(
             type: type.name, after: after?.keyString, limit: limit, version: version, fields: fields)
-        let page = try await pages.page(at: address, notBefore: notBefore) { [store] in
+        let (page, source) = try await pages.page(at: address, notBefore: notBefore) { [store] in
             try await store.snapshotPageJSON(
                 of: type.name, after: after, limit: limit, version: version, fields: fields)
         }
+        metrics.record(source)
         let seconds = configuration.snapshotMaxAge.components.seconds
         return cacheable(page.body, tag: page.tag, lifetime: "max-age=\(seconds)", answering: request)
     }

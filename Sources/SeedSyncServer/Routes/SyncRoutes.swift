@@ -46,7 +46,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
     /// is counted and logged, and the rest is still served (without the store's gauges).
     private func exposition(_ context: Context) async -> Response {
         var revisions: (revision: Int64, minRevision: Int64)?
-        metrics.recordWaiting(signal.waiting)
+        metrics.recordHeld(waiting: signal.waiting, keptPageBytes: pages.keptBytes)
         do {
             revisions = try await store.revisions()
         } catch let error as SyncStoreError {

@@ -26,7 +26,9 @@ while [ $# -gt 0 ]; do
     esac
 done
 work=$(mktemp -d)
-trap 'stop_nginx; stop_server; rm -rf "$work"' EXIT
+# held_pid: the first server while check_pages runs a second one.
+held_pid=
+trap 'stop_nginx; stop_server; [ -z "$held_pid" ] || kill "$held_pid" 2>/dev/null; rm -rf "$work"' EXIT
 ensure_system_packages
 bin=$(built_products "$bin" debug seed-server seed-build)
 
@@ -65,7 +67,7 @@ build_seed() {
 check_pages() {
     local before after
     before=$(origin_pages)
-    seq 200 | xargs -P 32 -I{} curl -sf -o /dev/null -H "Authorization: Bearer $token" "$NGINX_URL/v1/snapshot/events?limit=500" ||
+    seq 200 | xargs -P 32 -I{} curl -sf -o /dev/null -H "Authorization: Bearer $token" "$NGINX_URL/v1/snapshot/events?limit=500&notBefore=0" ||
         fail "snapshot pages: a read of the first page through the cache failed"
     after=$(origin_pages)
     [ $((after - before)) -le 1 ] || fail "snapshot pages: 200 reads of one page through the cache cost the origin $((after - before)) reads"
@@ -76,7 +78,13 @@ check_pages() {
     before=$(origin_pages)
     build_seed "$NGINX_URL" cached.sqlite >"$work/shared/cached.json"
     after=$(origin_pages)
+    # The reference: a second server on the same database that keeps no pages.
+    held_pid=$SERVER_PID held_url=$SERVER_URL
+    mkdir -p "$work/fresh"
+    start_server "$bin" "$work/server.sqlite" "$work/token" "$work/fresh" "" "" --snapshot-max-age 0
     build_seed "$SERVER_URL" origin.sqlite >"$work/shared/origin.json"
+    stop_server
+    SERVER_PID=$held_pid SERVER_URL=$held_url held_pid=
     python3 - "$work/shared/cached.json" "$work/shared/origin.json" "$((after - before))" <<'PY' || failures=$((failures + 1))
 import json, sys
 cached, origin, origin_pages = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Load test on loopback: wrk against POST /v1/sync (clients 100 revisions behind),
-# GET /v1/snapshot/events?limit=1000 (one page: the crowd of a snapshot download, answered from the
-# page the server keeps, --snapshot-max-age) and the same with a random `after` (every request a page
+# GET /v1/snapshot/events?limit=1000&notBefore=0 (one page: the crowd of a snapshot download, answered
+# from the page the server keeps, --snapshot-max-age) and the same with a random `after` (every request a page
 # read from the store), 64 connections, bounded in time, for each store and for two servers on
 # one PostgreSQL; live sync latency (scripts/bench/live_latency.py: 1, 100 and 10,000 clients
 # holding `"wait"` requests, the time from a commit until each has the new revision, and the
@@ -133,13 +133,13 @@ load_server() {
     lua "$work/pages.lua" GET ""
     cat >>"$work/pages.lua" <<LUA
 request = function()
-    return wrk.format(nil, "/v1/snapshot/events?limit=1000&after=" .. math.random(1, $events))
+    return wrk.format(nil, "/v1/snapshot/events?limit=1000&notBefore=0&after=" .. math.random(1, $events))
 end
 LUA
     echo "==> $name: POST /v1/sync (100 revisions behind)" >&2
     wrk_run "$name sync" /v1/sync "$work/sync.lua" "$@"
-    echo "==> $name: GET /v1/snapshot/events?limit=1000 (one page, kept by the server)" >&2
-    wrk_run "$name snapshot" "/v1/snapshot/events?limit=1000" "$work/snapshot.lua" "$@"
+    echo "==> $name: GET /v1/snapshot/events?limit=1000&notBefore=0 (one page, kept by the server)" >&2
+    wrk_run "$name snapshot" "/v1/snapshot/events?limit=1000&notBefore=0" "$work/snapshot.lua" "$@"
     echo "==> $name: GET /v1/snapshot/events?limit=1000&after=random (every page read from the store)" >&2
     wrk_run "$name snapshot, distinct pages" "/v1/snapshot/events?limit=1000" "$work/pages.lua" "$@"
 }

@@ -7,7 +7,8 @@ public struct BuildReport: Codable, Sendable, Hashable {
     public var output: String
     public var manifestPath: String
     public var manifest: SeedManifest
-    /// The revision the download started from (R0).
+    /// The revision the catch-up started from: the server's when the download began (R0), or the
+    /// oldest page's when the server or a cache answered with pages read before it.
     public var startRevision: Int64
     /// Whether an interrupted build was continued.
     public var resumed: Bool

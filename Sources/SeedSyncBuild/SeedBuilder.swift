@@ -94,6 +94,8 @@ public struct SeedBuilder: Sendable {
             try await progress(.started(revision: run.startRevision, rowCounts: info.rowCounts, resumed: resumed))
             try await download(
                 into: writer, version: info.schemaVersion, notBefore: info.minRevision, run: &run, progress: progress)
+            // The catch-up starts from the oldest page read (kept by the server or a cache).
+            run.startRevision = try await writer.revision()
             run.mark("download", since: start, clock: clock)
             try await catchUp(
                 writer, serverTypes: Set(info.types.map(\.name)), version: info.schemaVersion, run: &run,

@@ -72,13 +72,25 @@ import Testing
             let other = fixture.served.path("other/events.sqlite")
             let first = try await fixture.importer(database: other).run()
             #expect(first.migration != nil)
+            let before = try await Fixtures.contents(of: fixture.served.store)
             try await fixture.mutate(30, seed: 33)
+            // What the column download carries changes: a kept page would hold the old values.
+            let after = try await Fixtures.contents(of: fixture.served.store)
+            #expect(Self.newEventFields(before) != Self.newEventFields(after))
             let caughtUp = try await fixture.importer(expectedSchemaVersion: 1).run()
             #expect(caughtUp.migration == nil && caughtUp.changeSets >= 30)
             let report = try await fixture.importer().run()
             #expect(report.migration?.fromRevision == caughtUp.toRevision)
             #expect(try contents(ofSeed: fixture.database) == (try await Fixtures.contents(of: fixture.served.store)))
         }
+    }
+
+    /// The fields version 2 adds to events, by key, in server contents.
+    static func newEventFields(_ contents: [String: [[JSONValue]]]) -> [JSONValue: [JSONValue]] {
+        let columns = DemoDataset.schemaV2.type(named: "events")!.columnNames
+        let added = ["notes", "venue_id"].compactMap { columns.firstIndex(of: $0) }
+        return Dictionary(
+            uniqueKeysWithValues: (contents["events"] ?? []).map { row in (row[0], added.map { row[$0] }) })
     }
 
     /// Seeds of a newer version are byte-identical however they are paged, like any seed.

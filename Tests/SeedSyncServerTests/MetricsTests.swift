@@ -32,7 +32,9 @@ import Testing
                         #expect($0.status == .unauthorized)
                     }
                     for _ in 0..<2 {
-                        try await client.execute(uri: "/v1/snapshot/events?limit=5", method: .get, headers: headers()) {
+                        try await client.execute(
+                            uri: "/v1/snapshot/events?limit=5&notBefore=1", method: .get, headers: headers()
+                        ) {
                             #expect($0.status == .ok)
                         }
                     }

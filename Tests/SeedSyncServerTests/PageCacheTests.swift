@@ -37,7 +37,8 @@ import Testing
     }
 
     @Test func theOldestPagesGoPastTheByteLimit() async throws {
-        let size = Self.page(revision: 1, rows: 100).count
+        // What a page counts: its body, its address twice (table and order) and an overhead.
+        let size = Self.page(revision: 1, rows: 100).count + 2 * Self.address("a").size + 128
         let cache = PageCache(maxAge: .seconds(30), byteLimit: size * 2)
         for key in ["a", "b", "c"] {
             _ = try await cache.page(at: Self.address(key), notBefore: nil) { Self.page(revision: 1, rows: 100) }
@@ -45,7 +46,7 @@ import Testing
         // "a" went when "c" came; "b" and "c" are kept.
         let reads = Counter()
         for key in ["b", "c", "a"] {
-            _ = try await cache.page(at: Self.address(key), notBefore: nil) {
+            _ = try await cache.page(at: Self.address(key), notBefore: 0) {
                 reads.add()
                 return Self.page(revision: 2, rows: 100)
             }
@@ -58,8 +59,8 @@ import Testing
                 Self.page(revision: revision, rows: 100)
             }
         }
-        #expect(try await again.page(at: Self.address("a"), notBefore: nil) { Self.page(revision: 10) }.source == .kept)
-        #expect(try await again.page(at: Self.address("b"), notBefore: nil) { Self.page(revision: 10) }.source == .read)
+        #expect(try await again.page(at: Self.address("a"), notBefore: 0) { Self.page(revision: 10) }.source == .kept)
+        #expect(try await again.page(at: Self.address("b"), notBefore: 0) { Self.page(revision: 10) }.source == .read)
         // A page larger than the whole limit is served, not kept.
         let large = PageCache(maxAge: .seconds(30), byteLimit: 10)
         for _ in 0..<2 {
@@ -83,16 +84,33 @@ import Testing
         #expect(cache.orderEntries <= 3 * 2 + 1024 + 1)
     }
 
-    @Test func notBeforeReadsAgainAndRefusesARevisionTheStoreLacks() async throws {
+    /// With `notBefore`, a kept page read at it or later; without, a page read after the call.
+    @Test func notBeforeChoosesWhatIsKept() async throws {
         let cache = PageCache(maxAge: .seconds(30))
         _ = try await cache.page(at: Self.address(nil), notBefore: nil) { Self.page(revision: 4) }
         let kept = try await cache.page(at: Self.address(nil), notBefore: 4) { Self.page(revision: 9) }
         #expect(kept.page.revision == 4 && kept.source == .kept)
-        let fresh = try await cache.page(at: Self.address(nil), notBefore: 5) { Self.page(revision: 9) }
+        let plain = try await cache.page(at: Self.address(nil), notBefore: nil) { Self.page(revision: 7) }
+        #expect(plain.page.revision == 7 && plain.source == .read)
+        let fresh = try await cache.page(at: Self.address(nil), notBefore: 8) { Self.page(revision: 9) }
         #expect(fresh.page.revision == 9 && fresh.source == .read)
         await #expect {
             try await cache.page(at: Self.address(nil), notBefore: 12) { Self.page(revision: 9) }
         } throws: { ($0 as? SyncStoreError)?.code == .revisionAhead }
+    }
+
+    /// A page's address counts against the limit too: many small pages under long keys cannot
+    /// hold more memory than the limit says.
+    @Test func addressesCountAgainstTheLimit() async throws {
+        let cache = PageCache(maxAge: .seconds(30), byteLimit: 1 << 20)
+        let body = Self.page(revision: 1)
+        for index in 0..<1_000 {
+            let key = String(repeating: "k", count: 1_000) + "\(index)"
+            _ = try await cache.page(at: Self.address(key), notBefore: nil) { body }
+        }
+        #expect(cache.keptBytes <= 1 << 20)
+        // About 440 entries of 2 KiB of keys each fit, not the 1,000 their bodies alone would allow.
+        #expect(cache.orderEntries < 500)
     }
 }
 

@@ -100,6 +100,18 @@ struct ShippedSeed: Sendable {
         // against the manifest then proves the copy the same bytes as what was checked.
         let sideCheck = manifest != nil && !isCompressed ? QuickCheck(of: path) : nil
         defer { _ = sideCheck?.result() }
+        do {
+            return try checkCopy(at: destination, expectedSchemaVersion: expectedSchemaVersion, sideCheck: sideCheck)
+        } catch {
+            // The install fails anyway: no need to read the shipped file to its end first.
+            sideCheck?.cancel()
+            throw error
+        }
+    }
+
+    private func checkCopy(at destination: String, expectedSchemaVersion: Int?, sideCheck: QuickCheck?) throws
+        -> SeedMetadata
+    {
         let digest = try FileCopy.copy(path, to: destination, decompress: isCompressed, limit: manifest?.size ?? .max)
         if let manifest, digest.size != manifest.size || digest.sha256 != manifest.sha256 {
             throw ImportError(
@@ -145,6 +157,8 @@ struct ShippedSeed: Sendable {
 /// ```
 private final class QuickCheck: @unchecked Sendable {
     private var outcome: Result<String?, any Error>?
+    private var file: SeedFile?
+    private var cancelled = false
     private let lock = NSLock()
     private let done = DispatchSemaphore(value: 0)
 
@@ -153,17 +167,40 @@ private final class QuickCheck: @unchecked Sendable {
             let result = Result<String?, any Error> {
                 let file = try SeedFile(path: path)
                 defer { try? file.close() }
+                let cancelled = lock.withLock {
+                    self.file = file
+                    return self.cancelled
+                }
+                if cancelled { throw CancellationError() }
                 return try file.quickCheck()
             }
-            lock.withLock { outcome = result }
+            lock.withLock {
+                outcome = result
+                file = nil
+            }
             done.signal()
         }.start()
     }
 
-    /// What the check found (`nil`: no problem), waiting for it to end; every call gets it.
+    /// Ends the check early: its result is then an error.
+    func cancel() {
+        lock.withLock {
+            cancelled = true
+            file?.interrupt()
+        }
+    }
+
+    /// What the check found (`nil`: no problem), waiting for it to end. Called from one thread at
+    /// a time; every call gets the same result.
     func result() -> Result<String?, any Error> {
-        if let outcome = lock.withLock({ outcome }) { return outcome }
+        lock.lock()
+        if let outcome {
+            lock.unlock()
+            return outcome
+        }
+        lock.unlock()
         done.wait()
+        done.signal()  // for a later call
         return lock.withLock { outcome! }
     }
 }

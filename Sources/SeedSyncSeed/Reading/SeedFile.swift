@@ -110,6 +110,12 @@ public final class SeedFile: Sendable {
         }
     }
 
+    /// Stops what another thread is reading from the file now (such as ``quickCheck()``): it
+    /// throws `SQLITE_INTERRUPT`.
+    public func interrupt() {
+        queue.interrupt()
+    }
+
     /// `PRAGMA quick_check`: `nil` when the file is sound, else the first problems SQLite found.
     public func quickCheck() throws -> String? {
         let problems = try read { db in try String.fetchAll(db, sql: "PRAGMA quick_check(3)") }

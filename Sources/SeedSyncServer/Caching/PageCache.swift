@@ -2,21 +2,25 @@ import Foundation
 import SeedSyncModel
 
 /// Snapshot pages this process has read, kept for ``ServerConfiguration/snapshotMaxAge``: the
-/// same answers HTTP caches in front of it may give for that long.
+/// same answers HTTP caches in front of it may give for the rest of that time.
 ///
-/// A page says the revision it was read at, and a client catches up from the oldest revision its
-/// pages say (`docs/PROTOCOL.md` §5), so a page read a while ago is still a true answer: the
-/// catch-up brings its rows forward. Apps that download a snapshot at about the same time ask for
-/// the same addresses (the first page, then each page's `next`), so a crowd costs one read per
-/// page and lifetime, not one per app. A request that names `notBefore` is answered from here
-/// only with a page read at that revision or later.
+/// A page says the revision it was read at, and a client that names `notBefore` catches up from
+/// the oldest revision its pages say (`docs/PROTOCOL.md` §5), so a page read a while ago, at
+/// `notBefore` or later, is still a true answer for it: the catch-up brings its rows forward. Apps
+/// that download a snapshot at about the same time ask for the same addresses (the first page,
+/// then each page's `next`), so a crowd costs a read per page and lifetime, not one per app. A
+/// request without `notBefore` comes from a client that may catch up from a revision read before
+/// its first page (as every client could before pages were kept): it gets a page read after it
+/// arrived.
 ///
-/// Concurrent misses of one address share one read (``SharedReads``). Pages are kept up to
-/// ``byteLimit`` bytes in all; past it the oldest go first, and a larger page is not kept.
+/// Concurrent reads of one address are shared (``SharedReads``: a crowd costs the read under way
+/// and one more for everyone who came during it). Pages are kept up to ``byteLimit`` bytes in all,
+/// each counted with its address and a fixed overhead; past it the oldest go first, and a larger
+/// page is not kept.
 ///
 /// ```swift
 /// let cache = PageCache(maxAge: .seconds(30))
-/// let page = try await cache.page(at: address, notBefore: nil) { try await store.snapshotPageJSON(...) }
+/// let (page, source) = try await cache.page(at: address, notBefore: 40) { try await store.snapshotPageJSON(...) }
 /// ```
 final class PageCache: @unchecked Sendable {
     /// What names a page: everything of its request but `notBefore`.
@@ -26,6 +30,11 @@ final class PageCache: @unchecked Sendable {
         var limit: Int
         var version: Int
         var fields: [String]?
+
+        /// The bytes it holds in memory, about: its strings and a fixed overhead.
+        var size: Int {
+            64 + type.utf8.count + (after?.utf8.count ?? 0) + (fields ?? []).reduce(0) { $0 + 16 + $1.utf8.count }
+        }
     }
 
     /// Where an answer's page came from: kept, or a read the request waited for (its own, or one
@@ -59,37 +68,38 @@ final class PageCache: @unchecked Sendable {
         self.byteLimit = byteLimit
     }
 
-    /// The kept page at `address` when it is younger than ``maxAge`` and read at `notBefore` or
-    /// later, else a new `read`, kept for the next requests.
+    /// With `notBefore`, the kept page at `address` when it is younger than ``maxAge`` and read at
+    /// `notBefore` or later; otherwise (and without `notBefore`) a `read` that began after this
+    /// call, kept for the next requests.
     ///
     /// - Throws: what `read` throws; ``SyncStoreError`` `revisionAhead` when the page read now
-    ///   is still before `notBefore` (the client knows of revisions the store does not have).
+    ///   is before `notBefore` (the client knows of revisions the store does not have).
     func page(at address: Address, notBefore: Int64?, read: @escaping @Sendable () async throws -> [UInt8])
         async throws -> (page: Page, source: Source)
     {
-        if let kept = kept(at: address, notBefore: notBefore) { return (kept, .kept) }
-        var page = try await reads.value(for: address) { try await self.readAndKeep(address, read) }
+        if let notBefore, let kept = kept(at: address, notBefore: notBefore) { return (kept, .kept) }
+        let page = try await reads.value(for: address) { try await self.readAndKeep(address, read) }
         if let notBefore, page.revision < notBefore {
-            // Shared with a read that began before this request's revision was committed.
-            page = try await readAndKeep(address, read)
-            guard page.revision >= notBefore else {
-                throw SyncStoreError.revisionAhead(requested: notBefore, revision: page.revision)
-            }
+            throw SyncStoreError.revisionAhead(requested: notBefore, revision: page.revision)
         }
         return (page, .read)
     }
 
-    /// The bytes of the pages kept now.
+    /// How much longer `page` may be kept, by this process or a cache: ``maxAge`` less its age.
+    func lifetime(of page: Page) -> Duration {
+        max(.zero, maxAge - (ContinuousClock.now - page.readAt))
+    }
+
+    /// The bytes counted for the pages kept now.
     var keptBytes: Int { lock.withLock { bytes } }
 
     /// The entries of the eviction order, stale ones included (for tests: it stays bounded).
     var orderEntries: Int { lock.withLock { order.count - oldest } }
 
-    private func kept(at address: Address, notBefore: Int64?) -> Page? {
+    private func kept(at address: Address, notBefore: Int64) -> Page? {
         guard maxAge > .zero else { return nil }
         return lock.withLock {
-            guard let page = pages[address], ContinuousClock.now - page.readAt < maxAge,
-                page.revision >= notBefore ?? 0
+            guard let page = pages[address], ContinuousClock.now - page.readAt < maxAge, page.revision >= notBefore
             else { return nil }
             return page
         }
@@ -98,25 +108,31 @@ final class PageCache: @unchecked Sendable {
     private func readAndKeep(_ address: Address, _ read: @Sendable () async throws -> [UInt8]) async throws -> Page {
         let readAt = ContinuousClock.now
         let body = try await read()
-        guard let revision = SnapshotPage.revision(ofJSON: body) else {
-            throw UnreadRevision(type: address.type)
-        }
+        guard let revision = SnapshotPage.revision(ofJSON: body) else { throw UnreadRevision(type: address.type) }
         let page = Page(body: body, tag: EntityTag(of: body), revision: revision, readAt: readAt)
-        if maxAge > .zero, body.count <= byteLimit { keep(page, at: address) }
+        if maxAge > .zero, Self.cost(of: page, at: address) <= byteLimit { keep(page, at: address) }
         return page
+    }
+
+    /// What a kept page counts against ``byteLimit``: its body, its address (in the table and in
+    /// the eviction order) and a fixed overhead for its entries.
+    private static func cost(of page: Page, at address: Address) -> Int {
+        page.body.count + 2 * address.size + 128
     }
 
     private func keep(_ page: Page, at address: Address) {
         lock.withLock {
-            if let old = pages.updateValue(page, forKey: address) { bytes -= old.body.count }
-            bytes += page.body.count
+            // A read that began earlier and ended later does not replace a newer page.
+            if let current = pages[address], current.readAt > page.readAt { return }
+            if let old = pages.updateValue(page, forKey: address) { bytes -= Self.cost(of: old, at: address) }
+            bytes += Self.cost(of: page, at: address)
             order.append((address, page.readAt))
             while bytes > byteLimit, oldest < order.count {
                 let (address, readAt) = order[oldest]
                 oldest += 1
                 if let kept = pages[address], kept.readAt == readAt {
                     pages[address] = nil
-                    bytes -= kept.body.count
+                    bytes -= Self.cost(of: kept, at: address)
                 }
             }
             // Entries of pages gone or replaced: dropped once they are most of the list.

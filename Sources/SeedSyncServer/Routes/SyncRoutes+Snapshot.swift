@@ -6,11 +6,14 @@ import SeedSyncModel
 ///
 /// Pages are answers that caches may keep for ``ServerConfiguration/snapshotMaxAge``: this
 /// process keeps them itself (``PageCache``), and says so in `Cache-Control` for the caches in
-/// front of it, with a strong `ETag`. A page says the revision it was read at, and clients catch up
-/// from the oldest revision their pages say, so a kept page is a true answer as long as the history
-/// still reaches its revision. A client that cannot use a page before some revision (one that
-/// must catch up from the history's start, or from its own revision) names it as `notBefore`: an
-/// address of its own for caches, and a page read at that revision or later.
+/// front of it (the lifetime left, the page's age taken off, rounded up to a second), with a
+/// strong `ETag`. A page says the
+/// revision it was read at, and a client that names `notBefore` catches up from the oldest revision
+/// its pages say, so a kept page read at `notBefore` or later is a true answer for it. `notBefore`
+/// is the revision its catch-up cannot start before (the history's start, or its own revision).
+/// A request without it gets a page read after it arrived, marked `max-age=0`: it may come from a
+/// client that catches up from a revision read before its first page, as any could before pages
+/// were kept.
 extension SyncRoutes {
     func snapshot(_ request: Request, _ context: Context) async throws -> Response {
         let raw = context.parameters.get("type") ?? ""
@@ -43,7 +46,9 @@ extension SyncRoutes {
                 of: type.name, after: after, limit: limit, version: version, fields: fields)
         }
         metrics.record(source)
-        let seconds = configuration.snapshotMaxAge.components.seconds
+        // Without notBefore the client may not catch up from an older page: no cache may keep it.
+        let left = (notBefore == nil ? Duration.zero : pages.lifetime(of: page)).components
+        let seconds = left.seconds + (left.attoseconds > 0 ? 1 : 0)
         return cacheable(page.body, tag: page.tag, lifetime: "max-age=\(seconds)", answering: request)
     }
 }

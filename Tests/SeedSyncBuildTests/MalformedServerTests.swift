@@ -87,7 +87,7 @@ import Testing
             try await serve(snapshots: snapshots) { url in
                 let output = directory.appendingPathComponent("seed.sqlite").path
                 let client = SyncClient(
-                    configuration: .init(serverURL: url, token: nil, requestTimeout: 5, retry: .none))
+                    configuration: .init(serverURL: url, token: nil, requestTimeout: 15, retry: .none))
                 await #expect {
                     try await SeedBuilder(client: client, options: .init(output: output)).build()
                 } throws: { error in matches(error) }

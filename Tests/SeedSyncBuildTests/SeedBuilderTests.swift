@@ -66,7 +66,8 @@ import Testing
     /// The server keeps the pages it read (30 s by default), as caches in front of it may: a build
     /// soon after another gets pages older than the server's revision and catches up from them.
     @Test func aBuildFromKeptPagesCatchesUpFromTheirRevision() async throws {
-        try await withServedStore { served in
+        // Pages kept an hour: the second build gets the first one's however loaded the machine.
+        try await withServedStore(configure: { $0.snapshotMaxAge = .seconds(3_600) }) { served in
             let first = try await served.builder("first.sqlite").build()
             try await ChangeGenerator.mutate(served.store, changes: 40, seed: 8)
             let second = try await served.builder("second.sqlite").build()

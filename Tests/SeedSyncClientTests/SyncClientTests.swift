@@ -308,7 +308,7 @@ import FoundationNetworking
     @Test(arguments: [false, true]) func aCancelledRequestEndsAtOnce(cancelledBeforeItStarts: Bool) async throws {
         let stub = MisbehavingServer()
         try await stub.run { url in
-            stub.plan([.slow(seconds: 8)])
+            stub.plan([.slow(seconds: 15)])
             let client = client(url, timeout: 60)
             let started = ContinuousClock.now
             let request = Task {
@@ -320,7 +320,8 @@ import FoundationNetworking
                 request.cancel()
             }
             await #expect(throws: (any Error).self) { try await request.value }
-            #expect(ContinuousClock.now - started < .seconds(5), "not the 8 s of the answer")
+            // Well under the answer's 15 s, with room for a loaded machine.
+            #expect(ContinuousClock.now - started < .seconds(10), "not the 15 s of the answer")
         }
     }
 

@@ -78,6 +78,7 @@ func withImportFixture(
     mutationSeed: UInt64 = 11,
     changesBlockSize: Int64 = 1_000,
     maxWait: Duration = .seconds(55),
+    snapshotMaxAge: Duration = .seconds(30),
     _ body: @escaping @Sendable (ImportFixture) async throws -> Void
 ) async throws {
     try await withServedStore(
@@ -85,6 +86,7 @@ func withImportFixture(
         configure: {
             $0.changesBlockSize = changesBlockSize
             $0.maxWait = maxWait
+            $0.snapshotMaxAge = snapshotMaxAge
         }
     ) { served in
         let report = try await served.builder("seed.sqlite", pageSize: 500, gzip: gzip).build()

@@ -12,8 +12,10 @@ import Testing
 /// the new version, its local edits kept, never half-migrated.
 @Suite struct MigrationTests {
     /// An app database on version 1, then the server upgraded to version 2 and changed in it.
-    func withUpgradedServer(_ body: @escaping @Sendable (ImportFixture) async throws -> Void) async throws {
-        try await withImportFixture { fixture in
+    func withUpgradedServer(
+        snapshotMaxAge: Duration = .seconds(30), _ body: @escaping @Sendable (ImportFixture) async throws -> Void
+    ) async throws {
+        try await withImportFixture(snapshotMaxAge: snapshotMaxAge) { fixture in
             try await fixture.importer().run()
             _ = try await fixture.served.store.upgrade(to: DemoDataset.schemaV2, renaming: DemoDataset.v2Renames)
             try await fixture.mutate(40, seed: 31)
@@ -68,7 +70,8 @@ import Testing
     /// later revision (its change sets are staged from there), so it asks for pages read since
     /// (`notBefore`): a kept page would miss what changed in the new fields in between.
     @Test func aMigrationUsesNoPageOlderThanItsRevision() async throws {
-        try await withUpgradedServer { fixture in
+        // Pages kept an hour: they are still there for this app however loaded the machine.
+        try await withUpgradedServer(snapshotMaxAge: .seconds(3_600)) { fixture in
             let other = fixture.served.path("other/events.sqlite")
             let first = try await fixture.importer(database: other).run()
             #expect(first.migration != nil)

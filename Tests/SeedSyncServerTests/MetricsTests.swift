@@ -21,7 +21,9 @@ import Testing
             #"{"id": "invalid", "types": ["locations"], "locations": {"create": [-1], "attributes": {"-1": {"name": 5}}}}"#
         for backend in StoreBackend.allCases {
             try await backend.withDemoStore(events: 50, locations: 10) { store in
-                let app = try await buildApplication(store: store, configuration: testConfiguration())
+                // Pages kept an hour: the second read of a page is from memory however loaded the machine.
+                let configuration = testConfiguration { $0.snapshotMaxAge = .seconds(3_600) }
+                let app = try await buildApplication(store: store, configuration: configuration)
                 try await app.test(.router) { client in
                     for token in [TestTokens.read, TestTokens.write] {
                         try await client.execute(uri: "/metrics", method: .get, headers: headers(token: token)) {

@@ -84,6 +84,20 @@ import Testing
         #expect(cache.orderEntries <= 3 * 2 + 1024 + 1)
     }
 
+    /// A kept page says the lifetime it has left, rounded up to a second, and is served for it.
+    @Test func aKeptPageSaysTheLifetimeItHasLeft() async throws {
+        let clock = TestClock()
+        let cache = PageCache(maxAge: .seconds(30), now: { clock.now })
+        let (page, _) = try await cache.page(at: Self.address(nil), notBefore: 0) { Self.page(revision: 1) }
+        #expect(cache.secondsLeft(of: page) == 30)
+        clock.advance(.milliseconds(10_500))
+        #expect(cache.secondsLeft(of: page) == 20)
+        #expect(try await cache.page(at: Self.address(nil), notBefore: 0) { Self.page(revision: 2) }.source == .kept)
+        clock.advance(.milliseconds(19_500))
+        #expect(cache.secondsLeft(of: page) == 0)
+        #expect(try await cache.page(at: Self.address(nil), notBefore: 0) { Self.page(revision: 2) }.source == .read)
+    }
+
     /// With `notBefore`, a kept page read at it or later; without, a page read after the call.
     @Test func notBeforeChoosesWhatIsKept() async throws {
         let cache = PageCache(maxAge: .seconds(30))
@@ -120,4 +134,12 @@ final class Counter: @unchecked Sendable {
     private let lock = NSLock()
     func add() { lock.withLock { count += 1 } }
     var value: Int { lock.withLock { count } }
+}
+
+/// A time that moves only when a test says so.
+final class TestClock: @unchecked Sendable {
+    private var instant = ContinuousClock.now
+    private let lock = NSLock()
+    var now: ContinuousClock.Instant { lock.withLock { instant } }
+    func advance(_ duration: Duration) { lock.withLock { instant += duration } }
 }

@@ -13,11 +13,18 @@ import Testing
 @Suite struct SnapshotRouteTests {
     /// A store of 60 events at revision 1: one page of `limit=1000` holds them all, so any commit
     /// changes what a fresh read of it says.
+    /// A lifetime no test run outlasts, however loaded the machine: what a kept page says is then
+    /// `max-age` within a minute of it.
+    static let hour = Duration.seconds(3_600)
+
     func withApp(
         _ change: (inout ServerConfiguration) -> Void = { _ in },
         _ test: @escaping @Sendable (any TestClientProtocol, any MaintainedSyncStore) async throws -> Void
     ) async throws {
-        let configuration = testConfiguration(change)
+        let configuration = testConfiguration {
+            $0.snapshotMaxAge = Self.hour
+            change(&$0)
+        }
         for backend in StoreBackend.allCases {
             try await backend.withDemoStore(events: 60, locations: 10) { store in
                 let app = try await buildApplication(store: store, configuration: configuration)
@@ -30,7 +37,7 @@ import Testing
         try await withApp { client, store in
             let first = try await Self.page(client, "events?limit=1000&notBefore=1")
             #expect(first.message.revision == 1)
-            #expect(first.cacheControl == "private, max-age=30")
+            #expect(Self.maxAge(first) ?? 0 > 3_540)
             try await ChangeGenerator.mutate(store, changes: 3, seed: 5)
             let kept = try await Self.page(client, "events?limit=1000&notBefore=1")
             #expect(kept.body == first.body && kept.eTag == first.eTag)
@@ -72,17 +79,13 @@ import Testing
         }
     }
 
-    /// A kept page says the lifetime it has left, so that a cache in front keeps it no longer than
-    /// the server's lifetime from its read.
+    /// A kept page is served for its lifetime from its read, no longer.
     @Test func aKeptPageAgesOut() async throws {
-        try await withApp({ $0.snapshotMaxAge = .seconds(3) }) { client, store in
+        try await withApp({ $0.snapshotMaxAge = .seconds(1) }) { client, store in
             let first = try await Self.page(client, "events?limit=1000&notBefore=1")
-            #expect(first.cacheControl == "private, max-age=3")
+            #expect(Self.maxAge(first) ?? 2 <= 1)
             try await ChangeGenerator.mutate(store, changes: 3, seed: 5)
             try await Task.sleep(for: .milliseconds(1_100))
-            let older = try await Self.page(client, "events?limit=1000&notBefore=1")
-            #expect(older.body == first.body && older.cacheControl == "private, max-age=2")
-            try await Task.sleep(for: .milliseconds(2_000))
             let again = try await Self.page(client, "events?limit=1000&notBefore=1")
             #expect(again.message.revision == (try await store.revisions().revision))
         }
@@ -112,7 +115,7 @@ import Testing
     @Test func entityTagsAndSharedCaches() async throws {
         try await withApp({ $0.sharedCache = true }) { client, _ in
             let first = try await Self.page(client, "events?limit=1000&notBefore=1")
-            #expect(first.cacheControl == "public, max-age=30")
+            #expect(first.cacheControl?.hasPrefix("public, max-age=") == true && Self.maxAge(first) ?? 0 > 3_540)
             let tag = try #require(first.eTag)
             #expect(tag.count == 34)
             try await client.execute(
@@ -122,7 +125,7 @@ import Testing
                 #expect(response.status == .notModified)
                 #expect(response.body.readableBytes == 0)
                 #expect(response.headers[.eTag] == tag)
-                #expect(response.headers[.cacheControl] == "public, max-age=30")
+                #expect(response.headers[.cacheControl]?.hasPrefix("public, max-age=") == true)
             }
         }
     }
@@ -142,6 +145,11 @@ import Testing
                 }
             }
         }
+    }
+
+    /// The seconds of an answer's `Cache-Control: private|public, max-age=N`.
+    private static func maxAge(_ answer: CacheableAnswer<SnapshotPage>) -> Int? {
+        answer.cacheControl?.split(separator: "max-age=").last.flatMap { Int($0) }
     }
 
     private static func page(_ client: any TestClientProtocol, _ address: String) async throws

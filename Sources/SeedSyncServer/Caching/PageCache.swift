@@ -63,9 +63,16 @@ final class PageCache: @unchecked Sendable {
     private let lock = NSLock()
     private let reads = SharedReads<Address, Page>()
 
-    init(maxAge: Duration, byteLimit: Int = 64 << 20) {
+    /// The time now (a parameter for tests).
+    private let now: @Sendable () -> ContinuousClock.Instant
+
+    init(
+        maxAge: Duration, byteLimit: Int = 64 << 20,
+        now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }
+    ) {
         self.maxAge = maxAge
         self.byteLimit = byteLimit
+        self.now = now
     }
 
     /// With `notBefore`, the kept page at `address` when it is younger than ``maxAge`` and read at
@@ -85,9 +92,11 @@ final class PageCache: @unchecked Sendable {
         return (page, .read)
     }
 
-    /// How much longer `page` may be kept, by this process or a cache: ``maxAge`` less its age.
-    func lifetime(of page: Page) -> Duration {
-        max(.zero, maxAge - (ContinuousClock.now - page.readAt))
+    /// How many more seconds `page` may be kept, by this process or a cache: ``maxAge`` less its
+    /// age, rounded up to a whole second (`max-age`).
+    func secondsLeft(of page: Page) -> Int64 {
+        let left = max(.zero, maxAge - (now() - page.readAt)).components
+        return left.seconds + (left.attoseconds > 0 ? 1 : 0)
     }
 
     /// The bytes counted for the pages kept now.
@@ -99,14 +108,14 @@ final class PageCache: @unchecked Sendable {
     private func kept(at address: Address, notBefore: Int64) -> Page? {
         guard maxAge > .zero else { return nil }
         return lock.withLock {
-            guard let page = pages[address], ContinuousClock.now - page.readAt < maxAge, page.revision >= notBefore
+            guard let page = pages[address], now() - page.readAt < maxAge, page.revision >= notBefore
             else { return nil }
             return page
         }
     }
 
     private func readAndKeep(_ address: Address, _ read: @Sendable () async throws -> [UInt8]) async throws -> Page {
-        let readAt = ContinuousClock.now
+        let readAt = now()
         let body = try await read()
         guard let revision = SnapshotPage.revision(ofJSON: body) else { throw UnreadRevision(type: address.type) }
         let page = Page(body: body, tag: EntityTag(of: body), revision: revision, readAt: readAt)

@@ -47,8 +47,7 @@ extension SyncRoutes {
         }
         metrics.record(source)
         // Without notBefore the client may not catch up from an older page: no cache may keep it.
-        let left = (notBefore == nil ? Duration.zero : pages.lifetime(of: page)).components
-        let seconds = left.seconds + (left.attoseconds > 0 ? 1 : 0)
+        let seconds = notBefore == nil ? 0 : pages.secondsLeft(of: page)
         return cacheable(page.body, tag: page.tag, lifetime: "max-age=\(seconds)", answering: request)
     }
 }

@@ -35,7 +35,7 @@ extension SeedSyncClientGettingStarted {
         _ = info
     }
 
-    /// The example at line 73 of the article.
+    /// The example at line 78 of the article.
     static func example3() async throws {
         var revision = info.revision
         while true {
@@ -49,7 +49,7 @@ extension SeedSyncClientGettingStarted {
         _ = revision
     }
 
-    /// The example at line 90 of the article.
+    /// The example at line 95 of the article.
     static func example4() async throws {
         var answer = try await client.changes(after: revision, schemaVersion: info.schemaVersion)
         while true {
@@ -63,7 +63,7 @@ extension SeedSyncClientGettingStarted {
         _ = answer
     }
 
-    /// The example at line 107 of the article.
+    /// The example at line 112 of the article.
     static func example5() async throws {
         while !Task.isCancelled {
             let response = try await client.sync(from: revision, schemaVersion: info.schemaVersion, wait: 55)
@@ -74,7 +74,7 @@ extension SeedSyncClientGettingStarted {
         }
     }
 
-    /// The example at line 123 of the article.
+    /// The example at line 128 of the article.
     static func example6() async throws {
         let edit = PushedChangeSet(
             id: "edit-0001",
@@ -108,7 +108,7 @@ extension SeedSyncClientGettingStarted {
         _ = response
     }
 
-    /// The example at line 166 of the article.
+    /// The example at line 171 of the article.
     static func example7() async throws {
         do {
             _ = try await client.sync(from: revision)

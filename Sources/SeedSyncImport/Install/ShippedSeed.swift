@@ -166,7 +166,11 @@ private final class QuickCheck: @unchecked Sendable {
         Thread { [self] in
             let result = Result<String?, any Error> {
                 let file = try SeedFile(path: path)
-                defer { try? file.close() }
+                defer {
+                    // Out of cancel()'s reach before it is closed: no interrupt of a closed file.
+                    lock.withLock { self.file = nil }
+                    try? file.close()
+                }
                 let cancelled = lock.withLock {
                     self.file = file
                     return self.cancelled
@@ -174,10 +178,7 @@ private final class QuickCheck: @unchecked Sendable {
                 if cancelled { throw CancellationError() }
                 return try file.quickCheck()
             }
-            lock.withLock {
-                outcome = result
-                file = nil
-            }
+            lock.withLock { outcome = result }
             done.signal()
         }.start()
     }

@@ -4,20 +4,32 @@
 # the lists committed in api/. A difference fails with the diff; when the change is intended, run
 # `scripts/api-check.sh --update` and commit api/ with it (and say so in CHANGELOG.md).
 #
-# Usage: scripts/api-check.sh [--update]
+# Usage: scripts/api-check.sh [-c debug|release] [--update]
+#   -c CONFIG   the build configuration whose modules are read (default debug; scripts/test.sh
+#               passes release, the build it made)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+configuration=debug
+update=false
+while [ $# -gt 0 ]; do
+    case $1 in
+        -c) configuration=$2; shift 2 ;;
+        --update) update=true; shift ;;
+        *) echo "usage: scripts/api-check.sh [-c debug|release] [--update]" >&2; exit 64 ;;
+    esac
+done
 
 modules=(SeedSyncModel SeedSyncStore SeedSyncPostgres SeedSyncServer SeedSyncDemo SeedSyncClient SeedSyncSeed SeedSyncBuild SeedSyncImport)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-swift package dump-symbol-graph --minimum-access-level public >"$work/dump.log" 2>&1 || { cat "$work/dump.log" >&2; exit 1; }
+swift package -c "$configuration" dump-symbol-graph --minimum-access-level public >"$work/dump.log" 2>&1 || { cat "$work/dump.log" >&2; exit 1; }
 graphs=$(sed -n 's/^Files written to //p' "$work/dump.log" | tail -n 1)
 [ -d "$graphs" ] || { echo "api-check: no symbol graphs found" >&2; cat "$work/dump.log" >&2; exit 1; }
 python3 scripts/lib/public_api.py "$graphs" "$work/api" "${modules[@]}"
 
-if [ "${1:-}" = "--update" ]; then
+if $update; then
     rm -rf api && cp -r "$work/api" api
     echo "api-check: api/ updated ($(cat api/*.txt | wc -l) public declarations)"
     exit 0

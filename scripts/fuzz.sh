@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Fuzzes SeedSync's readers of untrusted bytes with libFuzzer and AddressSanitizer: builds seed-fuzz
 # with `--sanitize=fuzzer --sanitize=address` (its own build folder, .build-fuzz), writes each
-# target's seed corpus with SeedSync's own writers, then runs each target for S seconds. A crash, a
-# sanitizer report, a failed round-trip check, a leak, an input slower than 10 s or a process over
-# 2 GiB fails the run; libFuzzer keeps the input in .build-fuzz/crashes/. Every Swift object of
-# SeedSync must carry both instrumentations, or the run stops before fuzzing. Prints the executions
-# per target and the coverage counters the binary holds. The targets are documented in
-# Sources/seed-fuzz/FuzzTarget.swift.
+# target's seed corpus with SeedSync's own writers, then runs each target for S seconds, one target
+# per core at a time. A crash, a sanitizer report, a failed round-trip check, a leak, an input
+# slower than 10 s or a process over 2 GiB fails the run; libFuzzer keeps the input in
+# .build-fuzz/crashes/. Every Swift object of SeedSync must carry both instrumentations, or the run
+# stops before fuzzing. Prints the executions per target and the coverage counters the binary
+# holds. The targets are documented in Sources/seed-fuzz/FuzzTarget.swift.
 #
 # Usage: scripts/fuzz.sh [--seconds S] [--targets json,wire,...]   (defaults: 60, every target)
 set -euo pipefail
@@ -48,26 +48,42 @@ export LSAN_OPTIONS=suppressions=$PWD/scripts/lib/lsan.supp
 # A trap is reported by libFuzzer with its input; Swift's own crash handler would trip AddressSanitizer.
 export SWIFT_BACKTRACE=enable=no
 
-failed=0
-printf '%-9s %12s %9s %7s %9s  %s\n' target executions "exec/s" corpus counters result
-for target in ${targets//,/ }; do
-    corpus=.build-fuzz/corpus/$target
-    log=.build-fuzz/logs/$target.log
+# fuzz_target TARGET: writes TARGET's corpus, fuzzes it, and writes its result line (and, when it
+# failed, the report) to .build-fuzz/logs/TARGET.result; fails as the target failed.
+fuzz_target() {
+    local target=$1 corpus=.build-fuzz/corpus/$1 log=.build-fuzz/logs/$1.log result=.build-fuzz/logs/$1.result
     SEEDSYNC_FUZZ_TARGET=$target SEEDSYNC_FUZZ_WRITE_CORPUS=$corpus "$fuzzer" >/dev/null 2>&1 || {
-        echo "$target: cannot write its corpus" >&2; failed=1; continue
+        echo "$target: cannot write its corpus" >"$result"; return 1
     }
-    status=0
+    local status=0
     SEEDSYNC_FUZZ_TARGET=$target "$fuzzer" "$corpus" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
         -print_final_stats=1 -artifact_prefix=".build-fuzz/crashes/$target-" >"$log" 2>&1 || status=$?
+    local counters executions speed size outcome
     counters=$(sed -n 's/^INFO: Loaded 1 modules *(\([0-9]*\) inline.*/\1/p' "$log" | head -n 1)
     executions=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
     speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
     size=$(find "$corpus" -type f | wc -l)
-    if [ "$status" -eq 0 ]; then result=passed; else result="FAILED (status $status, see $log)"; failed=1; fi
-    printf '%-9s %12s %9s %7s %9s  %s\n' "$target" "${executions:-?}" "${speed:-?}" "$size" "${counters:-?}" "$result"
+    if [ "$status" -eq 0 ]; then outcome=passed; else outcome="FAILED (status $status, see $log)"; fi
+    printf '%-9s %12s %9s %7s %9s  %s\n' "$target" "${executions:-?}" "${speed:-?}" "$size" "${counters:-?}" "$outcome" >"$result"
     # The sanitizer's or libFuzzer's report, else the log's end (a target that could not start says why there).
     if [ "$status" -ne 0 ]; then
-        grep -E "ERROR|Fatal error|Test unit written|SUMMARY" "$log" | head -20 >&2 || tail -n 20 "$log" >&2
+        grep -E "ERROR|Fatal error|Test unit written|SUMMARY" "$log" | head -20 >>"$result" || tail -n 20 "$log" >>"$result"
     fi
+    return "$status"
+}
+
+# One target per core at a time (libFuzzer runs on one); results printed in the targets' order.
+cores=$(nproc)
+list=(${targets//,/ })
+failed=0
+printf '%-9s %12s %9s %7s %9s  %s\n' target executions "exec/s" corpus counters result
+for ((first = 0; first < ${#list[@]}; first += cores)); do
+    pids=()
+    for target in "${list[@]:first:cores}"; do
+        fuzz_target "$target" &
+        pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+    for target in "${list[@]:first:cores}"; do cat ".build-fuzz/logs/$target.result"; done
 done
 exit $failed

@@ -2,7 +2,9 @@
 # Runs the test suite: installs missing system packages (as root), starts a throwaway PostgreSQL
 # (the PostgreSQL store's tests need one; stopped at the end, also on failure), checks the sources'
 # format (`swift format lint`, .swift-format) and that the articles' examples are current in
-# Tests/ArticleExampleTests (scripts/article-examples.py), builds once (which type-checks them), runs
+# Tests/ArticleExampleTests (scripts/article-examples.py), builds once in release mode, tests
+# included (which type-checks the examples; the tests reach internals through `package` access, not
+# `@testable`, so the release build needs no testability and scripts/pipeline.sh reuses it), runs
 # `swift test`. Without a PostgreSQL those tests fail: they are never skipped. Then the checks that
 # need the build: the public API against api/, the DocC documentation without warnings, real answers
 # against docs/openapi.yaml, 30 seconds of schemathesis, the hostile client matrix on both stores
@@ -28,20 +30,23 @@ start_postgres
 
 timed "format" swift format lint --strict --recursive Sources Tests Package.swift
 python3 scripts/article-examples.py --check
-timed "debug build" swift build --build-tests
-timed "swift test" run_bounded "${SEEDSYNC_TEST_SECONDS:-900}" swift test --skip-build "$@"
-timed "API check" bash scripts/api-check.sh
-timed "DocC" bash scripts/docs.sh
-openapi() { bash scripts/openapi-check.sh .build/debug && bash scripts/schemathesis.sh .build/debug --seconds 30; }
+timed "release build, tests included" swift build -c release --build-tests
+bin=$(swift build -c release --show-bin-path)
+timed "swift test" run_bounded "${SEEDSYNC_TEST_SECONDS:-900}" swift test -c release --skip-build "$@"
+timed "API check" bash scripts/api-check.sh -c release
+openapi() { bash scripts/openapi-check.sh "$bin" && bash scripts/schemathesis.sh "$bin" --seconds 30; }
 timed "OpenAPI and schemathesis" openapi
 # The reliability suites (docs/RELIABILITY.md), short settings; each bounded, so a hang fails in minutes.
-timed "hostile clients" run_bounded 600 bash scripts/hostile-clients.sh --bin .build/debug
-timed "hostile servers" run_bounded 600 bash scripts/hostile-servers.sh --bin .build/debug
-timed "cache check" run_bounded 300 bash scripts/cache-check.sh --bin .build/debug
-timed "crash campaign" run_bounded 600 bash scripts/crash-test.sh --iterations 10 --events 3000 --changes 300 --bin .build/debug
+# DocC runs on one core, mostly: beside the hostile matrices, which mostly wait on their clients.
+beside "DocC" run_bounded 600 bash scripts/docs.sh -c release
+timed "hostile clients" run_bounded 600 bash scripts/hostile-clients.sh --bin "$bin"
+timed "hostile servers" run_bounded 600 bash scripts/hostile-servers.sh --bin "$bin"
+joined "DocC"
+timed "cache check" run_bounded 300 bash scripts/cache-check.sh --bin "$bin"
+timed "crash campaign" run_bounded 600 bash scripts/crash-test.sh --iterations 10 --events 3000 --changes 300 --bin "$bin"
 soaks() {
-    run_bounded 300 bash scripts/soak.sh --seconds 30 --backend sqlite --bin .build/debug \
-        && run_bounded 300 bash scripts/soak.sh --seconds 45 --backend postgres --bin .build/debug
+    run_bounded 300 bash scripts/soak.sh --seconds 30 --backend sqlite --bin "$bin" \
+        && run_bounded 300 bash scripts/soak.sh --seconds 45 --backend postgres --bin "$bin"
 }
 timed "soaks" soaks
 timed "fuzz build and fuzzing" run_bounded 900 bash scripts/fuzz.sh --seconds 15

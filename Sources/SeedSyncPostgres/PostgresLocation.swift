@@ -1,5 +1,5 @@
 import Foundation
-import PostgresNIO
+package import PostgresNIO
 
 /// Where a PostgreSQL store lives: `postgres://USER@HOST:PORT/DATABASE` (or `postgresql://`), and
 /// the password, which never comes from the URL.
@@ -72,7 +72,7 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
         ]
 
     /// One connection's configuration, with the same settings as the pool's.
-    func connectionConfiguration() -> PostgresConnection.Configuration {
+    package func connectionConfiguration() -> PostgresConnection.Configuration {
         var configuration = PostgresConnection.Configuration(
             host: host, port: port, username: username, password: password, database: database, tls: .disable
         )

@@ -1,6 +1,6 @@
 import Foundation
 import NIOConcurrencyHelpers
-import PostgresNIO
+package import PostgresNIO
 import SeedSyncModel
 import _ConnectionPoolModule
 
@@ -12,7 +12,8 @@ extension PostgresSyncStore {
     /// While PostgreSQL is down the pool keeps retrying to connect and a lease would wait for it:
     /// a lease that takes longer than ``leaseTimeout`` fails as `storeUnavailable` instead, so a
     /// request is answered within seconds, not minutes.
-    func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws
+    package func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T)
+        async throws
         -> T
     {
         do {
@@ -59,7 +60,8 @@ extension PostgresSyncStore {
 
     /// Runs `body` in a transaction (READ COMMITTED), committed when it returns, rolled back when
     /// it throws.
-    func withTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws
+    package func withTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T)
+        async throws
         -> T
     {
         let logger = self.logger
@@ -78,7 +80,7 @@ extension PostgresSyncStore {
     }
 
     /// Runs one statement and returns its rows, collected.
-    func query(_ sql: String, _ binds: PostgresBindings = PostgresBindings(), on connection: PostgresConnection)
+    package func query(_ sql: String, _ binds: PostgresBindings = PostgresBindings(), on connection: PostgresConnection)
         async throws -> [PostgresRow]
     {
         try await connection.rows(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
@@ -114,7 +116,7 @@ extension PostgresConnection {
     ///
     /// - Throws: `ClosedConnection` when the connection had closed; `PSQLError` otherwise.
     @discardableResult
-    func rows(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
+    package func rows(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
         try await eventLoop.flatSubmit {
             guard !self.isClosed else { return self.eventLoop.makeFailedFuture(ClosedConnection()) }
             return self.query(query, logger: logger).map(\.rows)
@@ -124,8 +126,8 @@ extension PostgresConnection {
 
 /// A statement was not sent because its connection had closed: PostgreSQL went away (a restart,
 /// a crash, the network). The store's callers see it as `storeUnavailable` or `unreachable`.
-struct ClosedConnection: Error, CustomStringConvertible {
-    var description: String { "the connection to PostgreSQL closed" }
+package struct ClosedConnection: Error, CustomStringConvertible {
+    package var description: String { "the connection to PostgreSQL closed" }
 }
 
 extension [PostgresRow] {
@@ -174,8 +176,9 @@ func wireKey(_ text: String, of type: KeyType) -> JSONValue {
 
 /// A flag set once and never cleared: that a pooled connection was lent (from then on the lease
 /// timeout no longer applies), that the revision watch's `LISTEN` took effect.
-final class OnceFlag: Sendable {
+package final class OnceFlag: Sendable {
     private let value = NIOLockedValueBox(false)
-    func set() { value.withLockedValue { $0 = true } }
-    var isSet: Bool { value.withLockedValue { $0 } }
+    package init() {}
+    package func set() { value.withLockedValue { $0 = true } }
+    package var isSet: Bool { value.withLockedValue { $0 } }
 }

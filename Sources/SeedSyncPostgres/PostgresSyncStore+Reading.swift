@@ -180,7 +180,7 @@ extension PostgresSyncStore {
 
     /// The state's revisions, then the logged rows of revisions `$1` (exclusive) to `$2`: a range
     /// scan of the log's primary key, in one statement.
-    static let changeFeedSQL = """
+    package static let changeFeedSQL = """
         SELECT s.revision, s.min_revision, c.revision, c.type, c.key, c.op, c.data
         FROM seedsync._state s LEFT JOIN LATERAL (
           SELECT revision, type, key, op, data FROM seedsync._changes

@@ -2,7 +2,7 @@ import Foundation
 public import Logging
 import NIOCore
 import NIOPosix
-import PostgresNIO
+package import PostgresNIO
 public import SeedSyncModel
 
 /// The PostgreSQL store: serves tables in a PostgreSQL database, written by `seed-server` or by any
@@ -52,7 +52,7 @@ public final class PostgresSyncStore: SyncStore {
 
     /// The served versions as of a state read that saw `newest` as the newest version number:
     /// the ones in memory, or the history read again when a newer version was made since.
-    func served(newest: Int, on connection: PostgresConnection) async throws -> ServedPostgresTables {
+    package func served(newest: Int, on connection: PostgresConnection) async throws -> ServedPostgresTables {
         let current = servedTables.get()
         guard newest != current.versions.history.newest.number else { return current }
         let fresh = try await ServedPostgresTables.read(

@@ -1,5 +1,5 @@
 import Foundation
-import GRDB
+package import GRDB
 public import SeedSyncModel
 import SeedSyncSQL
 
@@ -28,7 +28,7 @@ import SeedSyncSQL
 /// the same transaction as its data and reloads the history when another process upgraded the
 /// file (`seed-server schema upgrade` beside a running `serve`), so no answer mixes two versions.
 public final class SQLiteSyncStore: SyncStore {
-    let pool: DatabasePool
+    package let pool: DatabasePool
     private let served: LockedValue<ServedTables>
     /// Told of each revision this process commits (see ``watchRevisions(_:)``).
     let watches = RevisionWatches()
@@ -77,7 +77,7 @@ public final class SQLiteSyncStore: SyncStore {
     }
 
     /// ``served(_:_:)`` with the state read first.
-    func served(_ db: Database) throws -> ServedTables {
+    package func served(_ db: Database) throws -> ServedTables {
         try served(db, LogState.fetch(db))
     }
 
@@ -178,8 +178,8 @@ public final class SQLiteSyncStore: SyncStore {
 }
 
 /// The schema versions a store serves and the SQL of the newest version's tables.
-struct ServedTables: Sendable {
-    let versions: ServedVersions
+package struct ServedTables: Sendable {
+    package let versions: ServedVersions
     let tables: [String: TableSQL]
 
     init(_ history: SchemaHistory) {

@@ -60,7 +60,7 @@ public func answeredRequests(_ route: String, on url: URL) async throws -> Int {
 private func metricLines(on url: URL) async throws -> [Substring] {
     var request = URLRequest(url: url.appendingPathComponent("metrics"))
     request.setValue("Bearer \(liveServerAdminToken)", forHTTPHeaderField: "Authorization")
-    let (data, _) = try await URLSession.shared.data(for: request)
+    let (data, _) = try await TestHTTP.data(for: request)
     return String(decoding: data, as: UTF8.self).split(separator: "\n")
 }
 

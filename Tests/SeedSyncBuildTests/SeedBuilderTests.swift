@@ -138,7 +138,7 @@ import Testing
                 }
                 try queue.close()
             } else {
-                FileManager.default.createFile(atPath: partial, contents: Data())
+                _ = FileManager.default.createFile(atPath: partial, contents: Data())
             }
             let fresh = try await served.builder("e.sqlite", resume: true).build()
             #expect(!fresh.resumed)

@@ -175,8 +175,8 @@ import FoundationNetworking
             request.url = URL(string: request.url!.absoluteString + "?limit=300")
             request.setValue("Bearer \(Self.token)", forHTTPHeaderField: "Authorization")
             request.setValue("gzip", forHTTPHeaderField: "Accept-Encoding")
-            let (_, response) = try await URLSession.shared.data(for: request)
-            #expect((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding") == "gzip")
+            let (_, response) = try await TestHTTP.data(for: request)
+            #expect(response.value(forHTTPHeaderField: "Content-Encoding") == "gzip")
         }
         let stub = MisbehavingServer()
         try await stub.run { url in
@@ -189,6 +189,23 @@ import FoundationNetworking
             await #expect { try await client(url, limit: json.utf8.count - 1).schema() } throws: {
                 ($0 as? SyncClientError)?.code == .responseTooLarge
             }
+        }
+    }
+
+    /// The tests' own requests (`TestHTTP`) end when their caller is cancelled, without waiting
+    /// for the answer (which the session may lose).
+    @Test func aTestsOwnRequestEndsWhenItsCallerIsCancelled() async throws {
+        let stub = MisbehavingServer()
+        try await stub.run { url in
+            stub.plan([.slow(seconds: 8)])
+            let started = ContinuousClock.now
+            let request = Task {
+                try await TestHTTP.data(for: URLRequest(url: url.appendingPathComponent("v1/schema")))
+            }
+            try await Task.sleep(for: .milliseconds(200))
+            request.cancel()
+            await #expect { try await request.value } throws: { ($0 as? URLError)?.code == .cancelled }
+            #expect(ContinuousClock.now - started < .seconds(6), "cancelled, it waited for the slow answer")
         }
     }
 

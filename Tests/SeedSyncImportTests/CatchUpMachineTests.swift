@@ -1,6 +1,5 @@
+import SeedSyncImport
 import Testing
-
-@testable import SeedSyncImport
 
 /// `CatchUpMachine`'s transitions, one by one: no server, no database.
 @Suite struct CatchUpMachineTests {

@@ -1,6 +1,5 @@
+import SeedSyncImport
 import Testing
-
-@testable import SeedSyncImport
 
 /// `EngineMachine`'s transitions, one by one: no server, no clock.
 @Suite struct EngineMachineTests {

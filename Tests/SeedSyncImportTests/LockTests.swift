@@ -1,7 +1,6 @@
 import Foundation
+import SeedSyncImport
 import Testing
-
-@testable import SeedSyncImport
 
 /// One importer at a time per database.
 @Suite struct LockTests {

@@ -97,7 +97,7 @@ import Testing
     /// the answers before, and of the same answer before the bad one, are still applied.
     @Test func aBadChangeSetInsideAnAnswerKeepsTheOnesBeforeIt() async throws {
         try await withImportFixture(changesAfter: 10) { fixture in
-            let client = try await fixture.served.client()
+            let client = fixture.served.client()
             let first = try await client.sync(from: fixture.seedRevision, limit: 2)
             let second = try await client.sync(from: fixture.seedRevision + 2, limit: 2)
             let bad = #"{"revision": $R, "types": ["ghosts"], "ghosts": {"delete": [1]}}"#

@@ -1,9 +1,8 @@
 import SeedSyncDemo
+import SeedSyncImport
 import SeedSyncModel
 import SeedSyncSeed
 import Testing
-
-@testable import SeedSyncImport
 
 /// `Unapplied`, the change sets a catch-up holds between answers: when it has enough to apply,
 /// and how it cuts them into transactions.

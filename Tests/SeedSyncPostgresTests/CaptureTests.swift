@@ -2,10 +2,9 @@ import Foundation
 import NIOConcurrencyHelpers
 import PostgresNIO
 import SeedSyncModel
+import SeedSyncPostgres
 import SeedSyncTesting
 import Testing
-
-@testable import SeedSyncPostgres
 
 /// Writes by other programs (psql, the team's application) to attached tables become change sets.
 @Suite struct CaptureTests {

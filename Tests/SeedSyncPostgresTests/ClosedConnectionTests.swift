@@ -2,10 +2,9 @@ import Foundation
 import NIOConcurrencyHelpers
 import PostgresNIO
 import SeedSyncModel
+import SeedSyncPostgres
 import SeedSyncTesting
 import Testing
-
-@testable import SeedSyncPostgres
 
 /// A connection PostgreSQL closes in the middle of a transaction (a crash of its backend, a
 /// restart): the statements after it and the `ROLLBACK` fail at once as `storeUnavailable`, and

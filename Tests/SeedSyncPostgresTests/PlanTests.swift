@@ -2,10 +2,9 @@ import Foundation
 import PostgresNIO
 import SeedSyncDemo
 import SeedSyncModel
+import SeedSyncPostgres
 import SeedSyncTesting
 import Testing
-
-@testable import SeedSyncPostgres
 
 /// Reads cost what they return, not what the tables hold: executed, a snapshot page and a change
 /// feed from the middle of the data touch about as many rows as they return.

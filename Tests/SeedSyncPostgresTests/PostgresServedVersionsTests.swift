@@ -1,10 +1,9 @@
 import Foundation
 import PostgresNIO
 import SeedSyncModel
+import SeedSyncPostgres
 import SeedSyncTesting
 import Testing
-
-@testable import SeedSyncPostgres
 
 /// The PostgreSQL store's served versions only move forward in memory (the SQLite store's variant
 /// is SeedSyncStoreTests' `ServedVersionsTests`): a connection whose snapshot predates an upgrade

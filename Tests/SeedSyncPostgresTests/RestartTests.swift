@@ -74,8 +74,8 @@ import FoundationNetworking
     static func get(_ url: URL) async throws -> (status: Int, retryAfter: String?, body: String) {
         var request = URLRequest(url: url, timeoutInterval: 30)
         request.setValue("Bearer \(liveServerToken)", forHTTPHeaderField: "Authorization")
-        let (data, response) = try await URLSession.shared.data(for: request)
-        let http = response as! HTTPURLResponse
+        let (data, response) = try await TestHTTP.data(for: request)
+        let http = response
         return (http.statusCode, http.value(forHTTPHeaderField: "Retry-After"), String(decoding: data, as: UTF8.self))
     }
 }

@@ -103,7 +103,7 @@ import FoundationNetworking
         var request = URLRequest(url: url.appendingPathComponent("metrics"))
         request.setValue("Bearer \(adminToken)", forHTTPHeaderField: "Authorization")
         for _ in 0..<3_000 {
-            let (data, _) = try await URLSession.shared.data(for: request)
+            let (data, _) = try await TestHTTP.data(for: request)
             let text = String(decoding: data, as: UTF8.self)
             if text.split(separator: "\n").contains(where: { $0.hasPrefix("seedsync_waiting_requests 1") }) { return }
             try await Task.sleep(for: .milliseconds(20))
@@ -130,7 +130,7 @@ import FoundationNetworking
                         request.httpMethod = "POST"
                         request.httpBody = body
                         request.setValue("Bearer \(Self.writeToken)", forHTTPHeaderField: "Authorization")
-                        let (data, _) = try await URLSession.shared.data(for: request)
+                        let (data, _) = try await TestHTTP.data(for: request)
                         return try JSONDecoder().decode(SyncResponse.self, from: data)
                     }
                 }
@@ -187,8 +187,8 @@ import FoundationNetworking
             request.httpMethod = "POST"
             request.httpBody = Data(body.utf8)
             request.setValue("Bearer \(adminToken)", forHTTPHeaderField: "Authorization")
-            let (_, response) = try await URLSession.shared.data(for: request)
-            #expect((response as? HTTPURLResponse)?.statusCode == 200)
+            let (_, response) = try await TestHTTP.data(for: request)
+            #expect(response.statusCode == 200)
         }
     }
 

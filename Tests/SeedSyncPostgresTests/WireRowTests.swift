@@ -1,10 +1,9 @@
 import Foundation
 import PostgresNIO
 import SeedSyncModel
+import SeedSyncPostgres
 import SeedSyncTesting
 import Testing
-
-@testable import SeedSyncPostgres
 
 /// Snapshot pages read typed columns, the change log `to_json` text: for every accepted column
 /// type and the edges of its values, both give the same JSON, byte for byte.

@@ -218,7 +218,7 @@ import FoundationNetworking
     private func status(of url: String, token: String? = nil) async throws -> Int {
         var request = URLRequest(url: URL(string: url)!, timeoutInterval: 10)
         if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
-        let (_, response) = try await URLSession.shared.data(for: request)
-        return (response as? HTTPURLResponse)?.statusCode ?? 0
+        let (_, response) = try await TestHTTP.data(for: request)
+        return response.statusCode
     }
 }

@@ -63,10 +63,9 @@ private func post(_ url: URL, _ body: Data, token: String) async throws -> Data 
     request.httpBody = body
     request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
     request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-    let (data, response) = try await URLSession.shared.data(for: request)
-    let status = (response as? HTTPURLResponse)?.statusCode
-    guard status == 200 else {
-        throw UnexpectedStatus(status: status ?? 0, body: String(decoding: data, as: UTF8.self))
+    let (data, response) = try await TestHTTP.data(for: request)
+    guard response.statusCode == 200 else {
+        throw UnexpectedStatus(status: response.statusCode, body: String(decoding: data, as: UTF8.self))
     }
     return data
 }

@@ -202,7 +202,7 @@ import FoundationNetworking
         var request = URLRequest(url: url.appendingPathComponent("metrics"))
         request.setValue("Bearer \(liveServerAdminToken)", forHTTPHeaderField: "Authorization")
         while ContinuousClock.now < deadline {
-            let (data, _) = try await URLSession.shared.data(for: request)
+            let (data, _) = try await TestHTTP.data(for: request)
             let held = String(decoding: data, as: UTF8.self).split(separator: "\n").first {
                 $0.hasPrefix("seedsync_waiting_requests ")
             }
@@ -219,8 +219,8 @@ import FoundationNetworking
         request.httpMethod = "POST"
         request.httpBody = Data(json.utf8)
         request.setValue("Bearer \(liveServerToken)", forHTTPHeaderField: "Authorization")
-        let (data, response) = try await URLSession.shared.data(for: request)
-        let http = response as! HTTPURLResponse
+        let (data, response) = try await TestHTTP.data(for: request)
+        let http = response
         let headers = http.allHeaderFields.reduce(into: [String: String]()) { fields, field in
             fields["\(field.key)"] = "\(field.value)"
         }

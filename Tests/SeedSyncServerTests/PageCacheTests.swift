@@ -1,8 +1,7 @@
 import Foundation
 import SeedSyncModel
+import SeedSyncServer
 import Testing
-
-@testable import SeedSyncServer
 
 /// The server's kept snapshot pages: shared reads for a crowd, the byte limit, `notBefore`.
 @Suite struct PageCacheTests {

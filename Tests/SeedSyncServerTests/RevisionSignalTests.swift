@@ -1,6 +1,5 @@
+import SeedSyncServer
 import Testing
-
-@testable import SeedSyncServer
 
 /// ``RevisionSignal`` alone: what ends a wait, and what a wait costs the signal.
 @Suite struct RevisionSignalTests {

@@ -1,9 +1,8 @@
 import Foundation
 import SeedSyncModel
+import SeedSyncStore
 import SeedSyncTesting
 import Testing
-
-@testable import SeedSyncStore
 
 /// The versions a store serves only move forward in memory: a read whose transaction began before
 /// an upgrade sees the older history, and the store keeps serving the newer one it already knew.

@@ -61,3 +61,27 @@ timed() {
     return "$status"
 }
 print_times() { printf '    %s\n' "${step_times[@]}" >&2; }
+
+# beside NAME COMMAND...: starts COMMAND in the background, its output kept in a file until
+# `joined NAME` waits for it, prints the output and records its time (as `timed` does) and fails as
+# it failed. For a step that leaves a core idle beside the steps run meanwhile.
+declare -A beside_pids beside_logs beside_started
+beside() {
+    local name=$1
+    shift
+    beside_logs[$name]=$(mktemp)
+    beside_started[$name]=$(date +%s)
+    "$@" >"${beside_logs[$name]}" 2>&1 &
+    beside_pids[$name]=$!
+}
+
+# joined NAME: waits for the step `beside NAME` started; see `beside`.
+joined() {
+    local name=$1 status=0
+    wait "${beside_pids[$name]}" || status=$?
+    step_times+=("$(printf '%-34s %5d s' "$name (beside)" "$(($(date +%s) - beside_started[$name]))")")
+    echo "==> $name (run beside the steps before):" >&2
+    cat "${beside_logs[$name]}" >&2
+    rm -f "${beside_logs[$name]}"
+    return "$status"
+}

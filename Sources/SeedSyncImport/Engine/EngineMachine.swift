@@ -12,8 +12,8 @@ import Foundation
 ///                 backingOff          failed (until syncNow)
 /// any phase ──pause──▶ paused ──resume──▶ syncing;  any phase ──stop──▶ stopped
 /// ```
-struct EngineMachine: Sendable {
-    enum Phase: Equatable, Sendable {
+package struct EngineMachine: Sendable {
+    package enum Phase: Equatable, Sendable {
         case idle
         case syncing
         /// Holding a live sync request for a revision after `revision`.
@@ -28,7 +28,7 @@ struct EngineMachine: Sendable {
     }
 
     /// What the engine does next.
-    enum Action: Equatable, Sendable {
+    package enum Action: Equatable, Sendable {
         /// Run the importer (install, push, catch up).
         case sync
         /// Hold a live sync request.
@@ -41,14 +41,16 @@ struct EngineMachine: Sendable {
         case stop
     }
 
-    private(set) var phase: Phase = .idle
+    package private(set) var phase: Phase = .idle
     /// A user-initiated sync asked for while a run was going: run again at once after it.
-    private(set) var isUrgent = false
+    package private(set) var isUrgent = false
     /// Failures in a row that a retry may fix.
     private var failures = 0
 
+    package init() {}
+
     /// The engine starts.
-    mutating func start() -> Action {
+    package mutating func start() -> Action {
         guard phase == .idle else { return next }
         phase = .syncing
         return .sync
@@ -56,7 +58,7 @@ struct EngineMachine: Sendable {
 
     /// A run ended well at `revision`: wait for the next commit, or run again at once when a sync
     /// was asked for meanwhile.
-    mutating func runSucceeded(revision: Int64, schemaVersion: Int?) -> Action {
+    package mutating func runSucceeded(revision: Int64, schemaVersion: Int?) -> Action {
         guard phase == .syncing else { return next }
         failures = 0
         if isUrgent {
@@ -69,7 +71,7 @@ struct EngineMachine: Sendable {
 
     /// A run or a wait failed: back off (longer each time) when `retryable` (the server could not
     /// be reached, or failed), else stay failed until ``syncNow()``.
-    mutating func failed(retryable: Bool) -> Action {
+    package mutating func failed(retryable: Bool) -> Action {
         switch phase {
         case .syncing, .waiting:
             isUrgent = false
@@ -86,14 +88,14 @@ struct EngineMachine: Sendable {
     }
 
     /// A wait ended (a commit, or the server's time limit): run.
-    mutating func waitEnded() -> Action {
+    package mutating func waitEnded() -> Action {
         guard case .waiting = phase else { return next }
         phase = .syncing
         return .sync
     }
 
     /// The backoff delay passed: run again.
-    mutating func backoffEnded() -> Action {
+    package mutating func backoffEnded() -> Action {
         guard case .backingOff = phase else { return next }
         phase = .syncing
         return .sync
@@ -101,7 +103,7 @@ struct EngineMachine: Sendable {
 
     /// The user asked for a sync now. A wait, a backoff or a failure ends at once (true: interrupt
     /// the step going on); a run going on is followed by another at once.
-    mutating func syncNow() -> Bool {
+    package mutating func syncNow() -> Bool {
         switch phase {
         case .syncing:
             isUrgent = true
@@ -116,7 +118,7 @@ struct EngineMachine: Sendable {
 
     /// Pause: the step going on is interrupted (true; a run stops between transactions), and
     /// nothing runs until ``resume()``.
-    mutating func pause() -> Bool {
+    package mutating func pause() -> Bool {
         switch phase {
         case .paused, .stopped, .idle:
             return false
@@ -128,21 +130,21 @@ struct EngineMachine: Sendable {
     }
 
     /// Resume after ``pause()``: run at once.
-    mutating func resume() -> Action {
+    package mutating func resume() -> Action {
         guard phase == .paused else { return next }
         phase = .syncing
         return .sync
     }
 
     /// Stop: the step going on is interrupted (true) and the loop ends.
-    mutating func stop() -> Bool {
+    package mutating func stop() -> Bool {
         guard phase != .stopped else { return false }
         phase = .stopped
         return true
     }
 
     /// What the current phase does: the action after a step that was interrupted.
-    var next: Action {
+    package var next: Action {
         switch phase {
         case .syncing: .sync
         case .waiting(let revision, let version): .wait(revision: revision, schemaVersion: version)

@@ -12,8 +12,8 @@ import Darwin
 /// The lock belongs to the open file, so the system releases it when the process ends, however it
 /// ends; a lock file left behind by a killed importer is free. A second importer polls for the lock
 /// until its timeout, then gives up with ``ImportError/Code/locked``.
-final class ImportLock {
-    let path: String
+package final class ImportLock {
+    package let path: String
     private let descriptor: Int32
 
     private init(path: String, descriptor: Int32) {
@@ -22,7 +22,7 @@ final class ImportLock {
     }
 
     /// Takes the lock of `database`, waiting at most `timeout` seconds for another importer to release it.
-    static func acquire(for database: String, timeout: Double) async throws -> ImportLock {
+    package static func acquire(for database: String, timeout: Double) async throws -> ImportLock {
         let path = database + ".lock"
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
@@ -62,7 +62,7 @@ final class ImportLock {
     }
 
     /// Releases the lock; the file stays, so the next importer locks the same inode.
-    func release() {
+    package func release() {
         flock(descriptor, LOCK_UN)
         close(descriptor)
     }

@@ -17,12 +17,12 @@ import SeedSyncSeed
 /// - Then no pending row may be left referencing a missing row, nor missing while another row
 ///   references it: the latest change set behind such a row is dropped as well
 ///   (``ImportEvent/rejected(id:code:message:)`` with code `broken_reference`), until none is.
-struct PendingChanges: Sendable {
+package struct PendingChanges: Sendable {
     let outbox: Outbox
     /// What a server change does to a pending edit of the same row (see ``ConflictResolution``).
     let resolution: ConflictResolution
     /// Change sets per push; the server accepts at most 100.
-    static let maxPerPush = 100
+    package static let maxPerPush = 100
     /// Bytes of change sets per push, and the largest change set a local write may queue: half
     /// the server's default body limit (8 MiB).
     static let maxPushBytes = 4 << 20

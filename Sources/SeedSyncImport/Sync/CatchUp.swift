@@ -3,7 +3,7 @@ import SeedSyncBuild
 import SeedSyncClient
 import SeedSyncModel
 import SeedSyncSQL
-import SeedSyncSeed
+package import SeedSyncSeed
 
 extension ImportSession {
     /// `/v1/sync` from the database's revision until `hasMore` is false and the outbox has nothing
@@ -340,23 +340,23 @@ extension ImportSession {
 /// The first transactions are smaller: a sixteenth of `maxRows`, then an eighth, a quarter, a half.
 /// The writer then starts on the first answers while the next ones are read (ahead, see
 /// ``CheckedAnswer``), instead of waiting for a whole transaction's worth to arrive.
-struct Unapplied {
-    let maxRows: Int
+package struct Unapplied {
+    package let maxRows: Int
     private var batches: [[CheckedChangeSet]] = []
     private var lastBatchRows = 0
     /// Rows held, over every batch (``CheckedChangeSet/heldSize``).
-    private(set) var rows = 0
+    package private(set) var rows = 0
     /// How many times change sets were taken to be applied.
     private var taken = 0
 
     /// Whether enough rows are held to apply them rather than read on.
-    var isFull: Bool { rows >= Swift.max(1, maxRows >> Swift.max(0, 4 - taken)) }
+    package var isFull: Bool { rows >= Swift.max(1, maxRows >> Swift.max(0, 4 - taken)) }
 
-    init(maxRows: Int) {
+    package init(maxRows: Int) {
         self.maxRows = maxRows
     }
 
-    mutating func append(_ more: [CheckedChangeSet]) {
+    package mutating func append(_ more: [CheckedChangeSet]) {
         for changeSet in more {
             let count = changeSet.heldSize
             if batches.isEmpty || (lastBatchRows > 0 && lastBatchRows + count > maxRows) {
@@ -370,7 +370,7 @@ struct Unapplied {
     }
 
     /// Every batch held, in order; none is held after.
-    mutating func take() -> [[CheckedChangeSet]] {
+    package mutating func take() -> [[CheckedChangeSet]] {
         if !batches.isEmpty { taken += 1 }
         defer { (batches, lastBatchRows, rows) = ([], 0, 0) }
         return batches

@@ -10,13 +10,13 @@ import SeedSyncClient
 /// push may carry (halved on 413); the 410 recoveries made; and the conflicting pushes kept for
 /// the catch-up to resolve (see ``ConflictResolution``), held back until the database reaches
 /// the server's revision of their rows.
-struct CatchUpMachine: Sendable {
+package struct CatchUpMachine: Sendable {
     /// The most whole-database recoveries (410) in one catch-up: a server whose history keeps
     /// expiring under the importer is an error, not a loop.
-    static let maxRecoveries = 2
+    package static let maxRecoveries = 2
 
     /// What to do after a request failed.
-    enum Recovery: Equatable, Sendable {
+    package enum Recovery: Equatable, Sendable {
         /// Replace the database from the seed or a snapshot at `minRevision` or later, then go on.
         case recover(minRevision: Int64?)
         /// Ask again (the machine changed what the next request pushes).
@@ -28,32 +28,32 @@ struct CatchUpMachine: Sendable {
     }
 
     /// What a failed request's error says, for ``requestFailed(_:pushed:)``.
-    enum Failure: Equatable, Sendable {
+    package enum Failure: Equatable, Sendable {
         case historyExpired(minRevision: Int64?)
         case forbidden
         case tooLarge
         case other
     }
 
-    private(set) var revision: Int64
+    package private(set) var revision: Int64
     /// Whether the server lets the token push; `false` after a 403 to a push.
-    private(set) var mayPush = true
-    private(set) var pushLimit = PendingChanges.maxPerPush
+    package private(set) var mayPush = true
+    package private(set) var pushLimit = PendingChanges.maxPerPush
     private var recoveries = 0
     /// Conflicting change sets kept once (by id), and the revision the database must reach before
     /// pushing again.
-    private(set) var retried: Set<String> = []
+    package private(set) var retried: Set<String> = []
     private var retryAt: Int64 = 0
 
-    init(revision: Int64) {
+    package init(revision: Int64) {
         self.revision = revision
     }
 
     /// How many local change sets the next request may push: 0 while pushing is refused or held back.
-    var pushAllowance: Int { mayPush && revision >= retryAt ? pushLimit : 0 }
+    package var pushAllowance: Int { mayPush && revision >= retryAt ? pushLimit : 0 }
 
     /// A request that pushed `pushed` change sets failed with `failure`.
-    mutating func requestFailed(_ failure: Failure, pushed: Int) -> Recovery {
+    package mutating func requestFailed(_ failure: Failure, pushed: Int) -> Recovery {
         switch failure {
         case .historyExpired(let minRevision) where recoveries < Self.maxRecoveries:
             recoveries += 1
@@ -74,20 +74,20 @@ struct CatchUpMachine: Sendable {
 
     /// A push was answered; `kept` are its conflicting change sets kept for the catch-up to
     /// resolve, with the server's revision of their rows.
-    mutating func pushAnswered(kept: [String: Int64]) {
+    package mutating func pushAnswered(kept: [String: Int64]) {
         retried.formUnion(kept.keys)
         retryAt = max(retryAt, kept.values.max() ?? 0)
     }
 
     /// The database reached `revision` (a batch committed, or a replacement).
-    mutating func reached(_ revision: Int64) {
+    package mutating func reached(_ revision: Int64) {
         self.revision = revision
     }
 
     /// After an answer without `hasMore`, with `nextPush` change sets read for the next request:
     /// whether the catch-up ends. It goes on while something is to be pushed, or while a kept push
     /// waits for a revision the answers are still bringing.
-    func isFinished(nextPush: Int, answerHadChangeSets: Bool) -> Bool {
+    package func isFinished(nextPush: Int, answerHadChangeSets: Bool) -> Bool {
         guard nextPush == 0 else { return false }
         return revision >= retryAt || !answerHadChangeSets
     }

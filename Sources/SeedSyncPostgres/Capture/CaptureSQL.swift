@@ -34,7 +34,7 @@ import SeedSyncModel
 /// functions pin `TimeZone`, `bytea_output` and `extra_float_digits`; the store's own sessions
 /// use the same settings (``sessionSettings``). Snapshot pages read typed columns and write the
 /// same wire values (see ``WireRow``).
-enum CaptureSQL {
+package enum CaptureSQL {
     /// The settings every store session and capture function runs with.
     static let sessionSettings: [(String, String)] = [
         ("TimeZone", "UTC"), ("bytea_output", "hex"), ("extra_float_digits", "1"),
@@ -100,7 +100,7 @@ enum CaptureSQL {
     /// notifies ``revisionChannel`` with the number, which PostgreSQL delivers when (and only if)
     /// the transaction commits, so every listening `seed-server` wakes its held requests. `OR
     /// REPLACE`: a store opened by a newer server gets the notification too.
-    static let revisionFunction = """
+    package static let revisionFunction = """
         CREATE OR REPLACE FUNCTION seedsync._revision() RETURNS bigint LANGUAGE plpgsql
           SET search_path = pg_catalog, pg_temp AS $$
         DECLARE r bigint := nullif(current_setting('seedsync.revision', true), '')::bigint;

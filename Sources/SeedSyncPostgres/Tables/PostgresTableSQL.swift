@@ -1,8 +1,8 @@
-import SeedSyncModel
+package import SeedSyncModel
 
 /// The SQL of one served table and its row revisions. Parameters are `$1`, `$2`, …; values are
 /// always bound, names are schema names (quoted).
-struct PostgresTableSQL: Sendable {
+package struct PostgresTableSQL: Sendable {
     let type: EntityType
     /// `"public"."events"`: the served table.
     let table: String
@@ -22,7 +22,7 @@ struct PostgresTableSQL: Sendable {
     /// creates, whose column types follow from the fields.
     let columns: [String: TableCheck.Column]
 
-    init(type: EntityType, tableSchema: String, columns: [TableCheck.Column] = []) {
+    package init(type: EntityType, tableSchema: String, columns: [TableCheck.Column] = []) {
         self.type = type
         self.columns = Dictionary(columns.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         table = "\(quote(tableSchema)).\(quote(type.name))"
@@ -171,7 +171,7 @@ struct PostgresTableSQL: Sendable {
     /// comes even with no rows. The page is cut on the key's index first, then each row's
     /// revision is looked up by key, so the cost follows the page (a join would let the planner
     /// merge from the start of the revisions' index).
-    func snapshot(after: Bool) -> String {
+    package func snapshot(after: Bool) -> String {
         let limit = after ? "$2" : "$1"
         return """
             SELECT s.revision, \(PostgresSchemaRecords.newestColumn), (SELECT v.revision FROM \(revisions) v WHERE v.key = p.\(key)), p.*

@@ -5,7 +5,7 @@ import SeedSyncModel
 /// Checks that an existing table can be served as a type: its primary key is the type's key
 /// alone, and its columns are exactly the key and the fields, each of a PostgreSQL type that maps
 /// to the field's type (see ``WireRow``), and not nullable where the field is not.
-struct TableCheck {
+package struct TableCheck {
     let table: PostgresTableSQL
     let tableSchema: String
 
@@ -46,7 +46,7 @@ struct TableCheck {
     }
 
     /// A column as the catalog describes it.
-    struct Column {
+    package struct Column {
         var name: String
         var typeName: String
         var formattedType: String

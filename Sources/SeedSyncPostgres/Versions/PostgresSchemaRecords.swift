@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
-import SeedSyncModel
+package import SeedSyncModel
 
 /// `seedsync._schemas`: every schema version of the store, one row each, created when a store
 /// made before it is opened (with the state's schema as its one version, made at revision 0).
@@ -60,8 +60,8 @@ enum PostgresSchemaRecords {
 }
 
 /// The schema versions a PostgreSQL store serves and the SQL of the newest version's tables.
-struct ServedPostgresTables: Sendable {
-    let versions: ServedVersions
+package struct ServedPostgresTables: Sendable {
+    package let versions: ServedVersions
     let tables: [String: PostgresTableSQL]
     /// Every name each type's fields had in any version, with the field's type: how a logged row's
     /// members are read, whatever version they were written in.

@@ -1,6 +1,6 @@
 import Logging
 import NIOConcurrencyHelpers
-import PostgresNIO
+package import PostgresNIO
 import SeedSyncModel
 
 extension PostgresSyncStore {
@@ -61,7 +61,7 @@ extension PostgresSyncStore {
     ///
     /// - Throws: what `body` throws, `ClosedConnection` when the connection closed first, or
     ///   `CancellationError`.
-    static func untilClosed(
+    package static func untilClosed(
         _ connection: PostgresConnection, _ body: @escaping @Sendable () async throws -> Void
     ) async throws {
         let task = Task { try await body() }

@@ -22,38 +22,46 @@ import SeedSyncModel
 /// let cache = PageCache(maxAge: .seconds(30))
 /// let (page, source) = try await cache.page(at: address, notBefore: 40) { try await store.snapshotPageJSON(...) }
 /// ```
-final class PageCache: @unchecked Sendable {
+package final class PageCache: @unchecked Sendable {
     /// What names a page: everything of its request but `notBefore`.
-    struct Address: Hashable, Sendable {
-        var type: String
-        var after: String?
-        var limit: Int
-        var version: Int
-        var fields: [String]?
+    package struct Address: Hashable, Sendable {
+        package var type: String
+        package var after: String?
+        package var limit: Int
+        package var version: Int
+        package var fields: [String]?
 
         /// The bytes it holds in memory, about: its strings and a fixed overhead.
-        var size: Int {
+        package var size: Int {
             64 + type.utf8.count + (after?.utf8.count ?? 0) + (fields ?? []).reduce(0) { $0 + 16 + $1.utf8.count }
+        }
+
+        package init(type: String, after: String?, limit: Int, version: Int, fields: [String]?) {
+            self.type = type
+            self.after = after
+            self.limit = limit
+            self.version = version
+            self.fields = fields
         }
     }
 
     /// Where an answer's page came from: kept, or a read the request waited for (its own, or one
     /// it shared with concurrent requests of the same page).
-    enum Source: String, Sendable {
+    package enum Source: String, Sendable {
         case kept
         case read
     }
 
     /// A page's JSON, its entity tag and the revision it was read at.
-    struct Page: Sendable {
-        let body: [UInt8]
+    package struct Page: Sendable {
+        package let body: [UInt8]
         let tag: EntityTag
-        let revision: Int64
-        let readAt: ContinuousClock.Instant
+        package let revision: Int64
+        package let readAt: ContinuousClock.Instant
     }
 
-    let maxAge: Duration
-    let byteLimit: Int
+    package let maxAge: Duration
+    package let byteLimit: Int
     private var pages: [Address: Page] = [:]
     /// Every page kept, in the order it was kept (oldest at `oldest`): what goes first past the
     /// limit. An entry whose page was replaced since is skipped.
@@ -66,7 +74,7 @@ final class PageCache: @unchecked Sendable {
     /// The time now (a parameter for tests).
     private let now: @Sendable () -> ContinuousClock.Instant
 
-    init(
+    package init(
         maxAge: Duration, byteLimit: Int = 64 << 20,
         now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }
     ) {
@@ -81,7 +89,7 @@ final class PageCache: @unchecked Sendable {
     ///
     /// - Throws: what `read` throws; ``SyncStoreError`` `revisionAhead` when the page read now
     ///   is before `notBefore` (the client knows of revisions the store does not have).
-    func page(at address: Address, notBefore: Int64?, read: @escaping @Sendable () async throws -> [UInt8])
+    package func page(at address: Address, notBefore: Int64?, read: @escaping @Sendable () async throws -> [UInt8])
         async throws -> (page: Page, source: Source)
     {
         if let notBefore, let kept = kept(at: address, notBefore: notBefore) { return (kept, .kept) }
@@ -94,16 +102,16 @@ final class PageCache: @unchecked Sendable {
 
     /// How many more seconds `page` may be kept, by this process or a cache: ``maxAge`` less its
     /// age, rounded up to a whole second (`max-age`).
-    func secondsLeft(of page: Page) -> Int64 {
+    package func secondsLeft(of page: Page) -> Int64 {
         let left = max(.zero, maxAge - (now() - page.readAt)).components
         return left.seconds + (left.attoseconds > 0 ? 1 : 0)
     }
 
     /// The bytes counted for the pages kept now.
-    var keptBytes: Int { lock.withLock { bytes } }
+    package var keptBytes: Int { lock.withLock { bytes } }
 
     /// The entries of the eviction order, stale ones included (for tests: it stays bounded).
-    var orderEntries: Int { lock.withLock { order.count - oldest } }
+    package var orderEntries: Int { lock.withLock { order.count - oldest } }
 
     private func kept(at address: Address, notBefore: Int64) -> Page? {
         guard maxAge > .zero else { return nil }

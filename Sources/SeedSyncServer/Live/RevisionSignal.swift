@@ -14,9 +14,9 @@ import NIOConcurrencyHelpers
 /// case .full: // 503
 /// }
 /// ```
-final class RevisionSignal: Sendable {
+package final class RevisionSignal: Sendable {
     /// How a wait ended.
-    enum Outcome: Equatable, Sendable {
+    package enum Outcome: Equatable, Sendable {
         /// A revision after the one waited on committed.
         case newer
         /// The deadline passed first (or the request was cancelled).
@@ -48,18 +48,18 @@ final class RevisionSignal: Sendable {
     }
 
     /// The most requests held at once.
-    let capacity: Int
+    package let capacity: Int
     private let state = NIOLockedValueBox(State())
 
-    init(capacity: Int) {
+    package init(capacity: Int) {
         self.capacity = capacity
     }
 
     /// The requests held now.
-    var waiting: Int { state.withLockedValue { $0.slots.count } }
+    package var waiting: Int { state.withLockedValue { $0.slots.count } }
 
     /// Records that `revision` committed and wakes every request waiting for an earlier one.
-    func publish(_ revision: Int64) {
+    package func publish(_ revision: Int64) {
         let woken = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
             guard revision > state.revision else { return [] }
             state.revision = revision
@@ -69,7 +69,7 @@ final class RevisionSignal: Sendable {
     }
 
     /// Ends every wait now and every later one at once: the server is shutting down.
-    func close() {
+    package func close() {
         let woken = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
             state.isClosed = true
             return Self.release(in: &state) { _ in true }
@@ -80,7 +80,7 @@ final class RevisionSignal: Sendable {
     /// Waits until a revision after `revision` is published, `deadline` passes, the signal closes
     /// or the task is cancelled; returns at once when one of them already happened, or with
     /// ``Outcome/full`` when ``capacity`` requests wait.
-    func wait(after revision: Int64, until deadline: ContinuousClock.Instant) async -> Outcome {
+    package func wait(after revision: Int64, until deadline: ContinuousClock.Instant) async -> Outcome {
         let admitted = state.withLockedValue { state -> Admission in
             if state.isClosed { return .answered(.closed) }
             if state.revision > revision { return .answered(.newer) }

@@ -1,7 +1,7 @@
-import Foundation
+package import Foundation
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+package import FoundationNetworking
 #endif
 
 /// Loads HTTP responses for one ``SyncClient``, refusing bodies over a size limit as they arrive
@@ -12,15 +12,17 @@ import FoundationNetworking
 /// compressed answer cannot expand past it. Every loader of the process shares one `URLSession`
 /// (``SharedSession``): a session per client kept file descriptors open after the client was gone
 /// (about four each on Linux), which an app that syncs for days, or a test suite, ran out of.
-final class BoundedLoader: @unchecked Sendable {
+package final class BoundedLoader: @unchecked Sendable {
     /// A load that ended without a complete answer.
-    enum Failure: Error {
+    package enum Failure: Error {
         case tooLarge(limit: Int)
         case transport(URLError)
     }
 
     private let lock = NSLock()
     private var received: Int64 = 0
+
+    package init() {}
 
     /// Body bytes delivered so far over all requests, after decompression.
     var bytesReceived: Int64 { lock.withLock { received } }
@@ -30,7 +32,7 @@ final class BoundedLoader: @unchecked Sendable {
     /// The load ends whatever the transport does: when the calling task is cancelled (even before
     /// the request started), and at the latest 4 × the request's timeout + 60 s after it began
     /// (`URLError.timedOut`), besides the request's own idle timeout.
-    func load(_ request: URLRequest, limit: Int) async throws -> (HTTPURLResponse, Data) {
+    package func load(_ request: URLRequest, limit: Int) async throws -> (HTTPURLResponse, Data) {
         try await SharedSession.shared.load(request, limit: limit, for: self)
     }
 

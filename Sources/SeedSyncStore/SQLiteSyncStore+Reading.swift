@@ -76,14 +76,15 @@ extension SQLiteSyncStore {
     public func changeFeed(after revision: Int64, limit: Int, byteBudget: Int, version: Int?) async throws
         -> ChangeFeed
     {
-        try await pool.read { db in
-            let state = try LogState.fetch(db)
-            let projection = try self.served(db, state).versions.projection(version)
-            return try self.feedReads.feed(
-                after: revision, limit: limit, byteBudget: byteBudget, version: projection.target.number,
-                state: state
-            ) { range in try Self.logged(range, projection, in: db) }
+        let state = try await feedReads.state { [pool] in try await pool.read { db in try LogState.fetch(db) } }
+        var tables = served.get()
+        if state.schemaVersion != tables.versions.history.newest.number {
+            tables = try await pool.read { db in try self.served(db) }
         }
+        let projection = try tables.versions.projection(version)
+        return try await feedReads.feed(
+            after: revision, limit: limit, byteBudget: byteBudget, version: projection.target.number, state: state
+        ) { [pool] range in try await pool.read { db in try Self.logged(range, projection, in: db) } }
     }
 
     /// The logged change sets of `range`, until one passes its byte budget (that one included),

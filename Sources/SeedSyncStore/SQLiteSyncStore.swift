@@ -29,7 +29,7 @@ import SeedSyncSQL
 /// file (`seed-server schema upgrade` beside a running `serve`), so no answer mixes two versions.
 public final class SQLiteSyncStore: SyncStore {
     package let pool: DatabasePool
-    private let served: LockedValue<ServedTables>
+    let served: LockedValue<ServedTables>
     /// Told of each revision this process commits (see ``watchRevisions(_:)``).
     let watches = RevisionWatches()
     /// The change feed's shared state and log reads, and the change sets already read (64 MiB at

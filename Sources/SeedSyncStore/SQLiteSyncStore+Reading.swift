@@ -69,10 +69,13 @@ extension SQLiteSyncStore {
         return SnapshotPage.endJSON(&writer, next: count > limit ? next : .null)
     }
 
-    /// The logged change sets after `revision`, as `ChangeFeedReads` serves them: the state, the
-    /// change sets this process already read from its cache, and the rest from the log, in one
-    /// read transaction. A change set is served as logged when it was written in the version asked
-    /// for, else parsed and projected (`VersionProjection`), and cached in that version.
+    /// The logged change sets after `revision`, as `ChangeFeedReads` serves them: a state read
+    /// shared by the requests that arrive together, the change sets this process already read from
+    /// its cache, and the rest from the log in a read transaction of their own, shared too, whose
+    /// `minRevision` tells a range compacted in between (`historyExpired`). A change set is served
+    /// as logged when it was written in the version asked for, else parsed and projected
+    /// (`VersionProjection`), and cached in that version. The schema is read again when the state
+    /// says another process upgraded it.
     public func changeFeed(after revision: Int64, limit: Int, byteBudget: Int, version: Int?) async throws
         -> ChangeFeed
     {

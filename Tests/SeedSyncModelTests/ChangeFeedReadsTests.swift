@@ -38,32 +38,25 @@ import Testing
         }
     }
 
-    /// A feed as the PostgreSQL store asks for it (`shared`: the log read shared between
-    /// requests) or as the SQLite store does (read at once, in the state's transaction).
+    /// A feed as the stores ask for it, the log read shared between requests.
     private func feed(
         _ reads: ChangeFeedReads, _ log: Log, after: Int64, limit: Int = 100, budget: Int = 1 << 20,
-        version: Int = 1, state: LogState? = nil, shared: Bool
+        version: Int = 1, state: LogState? = nil
     ) async throws -> ChangeFeed {
-        let state = state ?? log.state
-        if shared {
-            return try await reads.feed(
-                after: after, limit: limit, byteBudget: budget, version: version, state: state,
-                read: { log.read($0) })
-        }
-        return try reads.feed(
-            after: after, limit: limit, byteBudget: budget, version: version, state: state,
-            readingNow: { log.read($0) })
+        try await reads.feed(
+            after: after, limit: limit, byteBudget: budget, version: version, state: state ?? log.state,
+            read: { log.read($0) })
     }
 
-    @Test(arguments: [true, false]) func cachedChangeSetsAreNotReadAgain(shared: Bool) async throws {
+    @Test func cachedChangeSetsAreNotReadAgain() async throws {
         let (reads, log) = (ChangeFeedReads(), Log(newest: 10))
-        let first = try await feed(reads, log, after: 4, shared: shared)
+        let first = try await feed(reads, log, after: 4)
         #expect(first.changeSets.map(\.revision) == Array(5...10))
         #expect(!first.hasMore)
-        let second = try await feed(reads, log, after: 2, shared: shared)
+        let second = try await feed(reads, log, after: 2)
         #expect(second.changeSets.map(\.revision) == Array(3...10))
         #expect(log.reads.map { [$0.after, $0.last] } == [[4, 10], [2, 10]])
-        _ = try await feed(reads, log, after: 3, limit: 5, shared: shared)
+        _ = try await feed(reads, log, after: 3, limit: 5)
         #expect(log.reads.count == 2, "3 through 8 were all cached")
     }
 
@@ -90,44 +83,44 @@ import Testing
         #expect(log.reads.count == 1, "the second request read the log again")
     }
 
-    @Test(arguments: [true, false]) func theLimitAndTheBudgetShortenTheFeed(shared: Bool) async throws {
+    @Test func theLimitAndTheBudgetShortenTheFeed() async throws {
         let (reads, log) = (ChangeFeedReads(), Log(newest: 10))
-        let limited = try await feed(reads, log, after: 0, limit: 3, shared: shared)
+        let limited = try await feed(reads, log, after: 0, limit: 3)
         #expect(limited.changeSets.map(\.revision) == [1, 2, 3])
         #expect(limited.hasMore && limited.maxRevision == 3)
-        let budgeted = try await feed(reads, log, after: 0, budget: 25, shared: shared)
+        let budgeted = try await feed(reads, log, after: 0, budget: 25)
         #expect(budgeted.changeSets.map(\.revision) == [1, 2])
         #expect(budgeted.hasMore)
     }
 
-    @Test(arguments: [true, false]) func revisionsOutsideTheStateAreRefused(shared: Bool) async throws {
+    @Test func revisionsOutsideTheStateAreRefused() async throws {
         let (reads, log) = (ChangeFeedReads(), Log(newest: 10))
         log.minRevision = 5
-        await #expect { try await feed(reads, log, after: 4, shared: shared) } throws: {
+        await #expect { try await feed(reads, log, after: 4) } throws: {
             ($0 as? SyncStoreError)?.code == .historyExpired
         }
-        await #expect { try await feed(reads, log, after: 11, shared: shared) } throws: {
+        await #expect { try await feed(reads, log, after: 11) } throws: {
             ($0 as? SyncStoreError)?.code == .revisionAhead
         }
         #expect(log.reads.isEmpty)
     }
 
     /// Compaction between the state read and the log read: the log's own `minRevision` decides.
-    @Test(arguments: [true, false]) func aRangeCompactedAfterTheStateReadIsHistoryExpired(shared: Bool) async throws {
+    @Test func aRangeCompactedAfterTheStateReadIsHistoryExpired() async throws {
         let (reads, log) = (ChangeFeedReads(), Log(newest: 10))
         let state = log.state
         log.minRevision = 6
         await #expect {
-            try await feed(reads, log, after: 4, state: state, shared: shared)
+            try await feed(reads, log, after: 4, state: state)
         } throws: {
             ($0 as? SyncStoreError)?.code == .historyExpired
         }
     }
 
-    @Test(arguments: [true, false]) func versionsAreReadAndCachedApart(shared: Bool) async throws {
+    @Test func versionsAreReadAndCachedApart() async throws {
         let (reads, log) = (ChangeFeedReads(), Log(newest: 3))
-        _ = try await feed(reads, log, after: 0, shared: shared)
-        _ = try await feed(reads, log, after: 0, version: 2, shared: shared)
+        _ = try await feed(reads, log, after: 0)
+        _ = try await feed(reads, log, after: 0, version: 2)
         #expect(log.reads.map(\.version) == [1, 2])
     }
 }

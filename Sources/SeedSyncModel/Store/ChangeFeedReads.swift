@@ -7,13 +7,10 @@
 /// `minRevision` of its own snapshot, so a range that compaction removed in between is
 /// `historyExpired`, never a gap.
 ///
-/// The PostgreSQL store, whose reads are round trips, shares them: a state read that began after
-/// the request arrived, shared by the requests that arrive together (`SharedReads`), so a crowd
-/// costs two state reads, not one each, and a log read by one request for all those that need
-/// the same revisions (a read that starts when the cache already holds its range takes it from
-/// there). The SQLite store reads its state and the missing revisions in one read transaction
-/// per request (``feed(after:limit:byteBudget:version:state:readingNow:)``): its reads are cheap,
-/// and a shared read's extra task hops cost more than they save when the process is busy.
+/// Both stores share their reads: a state read that began after the request arrived, shared by
+/// the requests that arrive together (`SharedReads`), so a crowd costs two state reads, not one
+/// each, and a log read by one request for all those that need the same revisions (a read that
+/// starts when the cache already holds its range takes it from there).
 ///
 /// ```swift
 /// let state = try await reads.state { try await readStateFromTheDatabase() }
@@ -44,7 +41,7 @@ package final class ChangeFeedReads: Sendable {
     }
 
     /// The change sets after `revision`, at most `limit` and `byteBudget` bytes (the first always),
-    /// in schema version `version`, as of `state`, with the log read shared (the PostgreSQL store).
+    /// in schema version `version`, as of `state`, with the log read shared.
     ///
     /// - Parameter read: reads revisions `range.after + 1` through `range.last` from the log in
     ///   `range.version`, with the log's `minRevision` in the same snapshot; it may stop early
@@ -69,20 +66,6 @@ package final class ChangeFeedReads: Sendable {
             cache.insert(logged.changeSets, version: version)
             return logged
         }
-        return try finish(&feed, requested: revision, logged: logged, range: range, state: state)
-    }
-
-    /// The same feed for a store that reads its state and its log in one transaction (the SQLite
-    /// store): `read` runs in it, unshared, when the cache lacks revisions.
-    package func feed(
-        after revision: Int64, limit: Int, byteBudget: Int, version: Int, state: LogState,
-        readingNow read: (LogRange) throws -> LoggedChangeSets
-    ) throws -> ChangeFeed {
-        var (feed, range) = try start(
-            after: revision, limit: limit, byteBudget: byteBudget, version: version, state: state)
-        guard let range else { return feed.feed(newest: state.revision) }
-        let logged = try read(range)
-        cache.insert(logged.changeSets, version: version)
         return try finish(&feed, requested: revision, logged: logged, range: range, state: state)
     }
 

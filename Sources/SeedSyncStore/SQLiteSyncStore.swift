@@ -8,7 +8,9 @@ import SeedSyncSQL
 /// Files are opened as a `DatabasePool` in WAL mode: readers (snapshot pages, change feeds) run
 /// concurrently with the single writer and each sees one committed state. Writes are serialized
 /// by the pool's writer, so revisions are assigned in commit order (rule 1 of `SyncStore`).
-/// Commits are synced to disk (`synchronous = FULL`): an acknowledged revision survives a crash.
+/// Commits are synced to disk (`synchronous = FULL` on the writer): an acknowledged revision
+/// survives a crash and a power loss. GRDB sets `synchronous = NORMAL` on the writer when it
+/// turns WAL on, after `prepareDatabase` ran, so ``openPool(_:)`` sets FULL once the pool is open.
 ///
 /// ```swift
 /// try await SQLiteSyncStore.create(at: "server.sqlite", schema: DemoDataset.schema)
@@ -49,7 +51,7 @@ public final class SQLiteSyncStore: SyncStore {
         guard FileManager.default.fileExists(atPath: path) else { throw StoreError.missingDatabase(path) }
         let history: SchemaHistory
         do {
-            pool = try DatabasePool(path: path, configuration: Self.configuration())
+            pool = try Self.openPool(path)
             _ = try pool.read { db in try LogState.schema(db) }
             history = try pool.write { db in
                 try db.execute(sql: PushWriter.createRecords)
@@ -97,7 +99,7 @@ public final class SQLiteSyncStore: SyncStore {
         guard !FileManager.default.fileExists(atPath: path) else { throw StoreError.alreadyExists(path) }
         let temporary = path + ".partial-\(UUID().uuidString.prefix(8))"
         defer { SQLiteFiles.remove(at: temporary) }
-        let pool = try DatabasePool(path: temporary, configuration: configuration())
+        let pool = try openPool(temporary)
         try await pool.write { db in
             try createTables(in: db, schema: schema)
         }
@@ -141,13 +143,16 @@ public final class SQLiteSyncStore: SyncStore {
         try pool.close()
     }
 
-    static func configuration() -> Configuration {
+    /// A pool on `path` whose writer syncs every commit to disk (`synchronous = FULL`).
+    ///
+    /// Set after the pool is open: GRDB's WAL setup gives the writer `synchronous = NORMAL` after
+    /// `prepareDatabase` runs, which would let a power loss take back acknowledged revisions.
+    package static func openPool(_ path: String) throws -> DatabasePool {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
-        configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
-        }
-        return configuration
+        let pool = try DatabasePool(path: path, configuration: configuration)
+        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        return pool
     }
 
     private static func createTables(in db: Database, schema: DatasetSchema) throws {

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import SeedSyncDemo
 import SeedSyncModel
 import SeedSyncStore
@@ -8,6 +9,19 @@ import Testing
 private struct Interrupted: Error {}
 
 @Suite struct MaintenanceTests {
+    /// An acknowledged revision survives a power loss (RELIABILITY.md): the store's writer syncs
+    /// each commit (`synchronous = FULL`, 2), where GRDB's WAL setup leaves NORMAL (1).
+    @Test func theSQLiteStoresWriterSyncsEveryCommit() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try await Fixtures.emptyStore(Fixtures.catalogSchema, in: directory)
+            let level = try await store.pool.writeWithoutTransaction { db in
+                try Int.fetchOne(db, sql: "PRAGMA synchronous")
+            }
+            #expect(level == 2)
+            try store.close()
+        }
+    }
+
     @Test func createRefusesToOverwriteAndOpenRefusesMissingOrForeignFiles() async throws {
         try await withTemporaryDirectory { directory in
             let path = directory.appendingPathComponent("server.sqlite").path

@@ -100,6 +100,16 @@ package struct TableSQL: Sendable {
             """
     }
 
+    /// The first value of `field` that no row of `target` has as its key, read from the field's
+    /// index (``createIndexes``): one lookup per distinct value, not one per row.
+    package func danglingValue(through field: Field, target: TableSQL) -> String {
+        let column = quote(field.name)
+        return """
+            SELECT d.v FROM (SELECT DISTINCT \(column) AS v FROM \(table) WHERE \(column) IS NOT NULL) d \
+            WHERE NOT EXISTS (SELECT 1 FROM \(target.table) r WHERE r.\(target.key) = d.v) LIMIT 1
+            """
+    }
+
     package static func columnType(_ type: FieldType) -> String {
         switch type {
         case .integer, .boolean: "INTEGER"

@@ -157,7 +157,57 @@ import Testing
             #expect(resumed.resumed)
             #expect(try await SeedVerifier.verify(resumed.output).passed)
             #expect(resumed.manifest.revision == (try await served.store.revisions().revision))
+            // The copied seed held indexes, as the work file of an older version's finish did.
+            let fresh = try await served.builder("h.sqlite").build()
+            #expect(resumed.manifest.sha256 == fresh.manifest.sha256)
         }
+    }
+
+    /// A finish that finds a dangling reference leaves nothing at its destination and the work
+    /// file resumable, cursors included: after the catch-up that repairs it, the same file finishes.
+    @Test func aFinishThatFindsADanglingReferenceKeepsTheWorkFile() async throws {
+        try await withTemporaryDirectory { directory in
+            let destination = directory.appendingPathComponent("seed.new").path
+            let event: [JSONValue] = [1, "Gig", "2026-01-01T10:00:00Z", .null, 7, 10, false, .null, 1]
+            let writer = try await Self.downloadedWriter(in: directory, events: [event])
+            await #expect { try await writer.finish(to: destination) } throws: {
+                ($0 as? SeedError)?.code == .invalidData && "\($0)".contains("missing row of locations")
+            }
+            #expect(!FileManager.default.fileExists(atPath: destination))
+            #expect(try await writer.cursors().values.map(\.isComplete) == [true, true])
+            let location: [String: JSONValue] = ["name": "Hall", "city": "Graz", "latitude": 47.07, "longitude": 15.44]
+            let repair = TypeChanges(type: "locations", create: [7], attributes: ["7": location])
+            #expect(try await writer.apply([ChangeSet(revision: 2, changes: [repair])]) == 2)
+            try await writer.finish(to: destination)
+            #expect(try await SeedVerifier.verify(destination).passed)
+        }
+    }
+
+    /// A copy that cannot be written (its folder is gone) fails naming it, and the work file stays
+    /// resumable: the same file then finishes elsewhere.
+    @Test func aCopyThatCannotBeWrittenKeepsTheWorkFile() async throws {
+        try await withTemporaryDirectory { directory in
+            let writer = try await Self.downloadedWriter(in: directory, events: [])
+            let unwritable = directory.appendingPathComponent("gone/seed.new").path
+            await #expect { try await writer.finish(to: unwritable) } throws: { "\($0)".contains(unwritable) }
+            #expect(try await writer.cursors().values.map(\.isComplete) == [true, true])
+            let destination = directory.appendingPathComponent("seed.new").path
+            try await writer.finish(to: destination)
+            #expect(try await SeedVerifier.verify(destination).passed)
+        }
+    }
+
+    /// A work file of the demo schema at revision 1 whose download is complete: no location,
+    /// `events` as the rows of its one page.
+    static func downloadedWriter(in directory: URL, events: [[JSONValue]]) async throws -> SeedWriter {
+        let writer = try await SeedWriter.create(
+            at: directory.appendingPathComponent("seed.partial").path, schema: DemoDataset.schema, revision: 1)
+        let columns = DemoDataset.schema.types.map { [$0.primaryKey.name] + $0.fields.map(\.name) + ["revision"] }
+        _ = try await writer.insert(
+            SnapshotPage(type: "locations", revision: 1, columns: columns[0], rows: [], next: .null))
+        _ = try await writer.insert(
+            SnapshotPage(type: "events", revision: 1, columns: columns[1], rows: events, next: .null))
+        return writer
     }
 
     @Test func resumingRefusesWorkItCannotFinish() async throws {

@@ -18,7 +18,7 @@ import SeedSyncSQL
 /// let writer = try await SeedWriter.create(at: "demo.sqlite.partial", schema: schema, revision: 40)
 /// try await writer.insert(page)          // every page of every type
 /// try await writer.apply(feed.changeSets) // catch-up from revision 40
-/// try await writer.finish(to: "demo.sqlite.new") // checks, checkpoint, VACUUM INTO
+/// try await writer.finish(to: "demo.sqlite.new") // VACUUM INTO, indexes, checks, digest
 /// ```
 package final class SeedWriter: Sendable {
     /// Where one type's download stands.
@@ -37,8 +37,8 @@ package final class SeedWriter: Sendable {
     package let path: String
     /// The schema of the types in the file.
     package let schema: DatasetSchema
-    private let queue: DatabaseQueue
-    private let tables: [String: TableSQL]
+    let queue: DatabaseQueue
+    let tables: [String: TableSQL]
     private let applier: ChangeApplier
 
     private init(path: String, queue: DatabaseQueue, schema: DatasetSchema) {
@@ -182,69 +182,6 @@ package final class SeedWriter: Sendable {
         }
     }
 
-    /// Writes the finished seed to `destination`, then closes and removes the work file.
-    ///
-    /// Checks that every type was downloaded and that every reference resolves, creates the
-    /// reference indexes, runs `wal_checkpoint(TRUNCATE)`, records the ``ContentDigest``, then
-    /// `VACUUM INTO destination`: a new, compact file in
-    /// rollback-journal mode (`journal_mode=DELETE`) without free pages or build cursors. A
-    /// `VACUUM` in place would do the same but carry the work file's history in its header (the
-    /// change counter grows with every session), so a resumed build would differ by a few bytes;
-    /// the new file depends on its rows alone.
-    ///
-    /// - Throws: ``SeedError`` when a type is incomplete or a reference dangles; the work file is
-    ///   kept then.
-    package func finish(to destination: String) async throws {
-        try await queue.read { db in
-            let incomplete = try String.fetchAll(
-                db, sql: "SELECT type FROM \(SeedFormat.buildTable) WHERE complete = 0 ORDER BY type")
-            guard incomplete.isEmpty else {
-                throw SeedError(.unusable, "the snapshot of \(incomplete.joined(separator: ", ")) is incomplete")
-            }
-            if let violation = try Row.fetchOne(db, sql: "PRAGMA foreign_key_check") {
-                let table: String = violation[0]
-                let target: String = violation[2]
-                throw SeedError.invalidData(
-                    "\(table) holds a reference to a missing row of \(target) at the final revision")
-            }
-        }
-        SQLiteFiles.remove(at: destination)
-        try await Self.onFile(path) {
-            try await queue.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA cache_size = -\(Self.finishKiB)")
-                defer { try? db.execute(sql: "PRAGMA cache_size = -\(Self.cacheKiB)") }
-                try createIndexes(db)
-                guard try db.checkpointCompletely() else {
-                    throw SeedError(.busy, "\(path) could not be checkpointed completely: another process reads it")
-                }
-                let cursors = try Row.fetchAll(db, sql: "SELECT type, after, complete FROM \(SeedFormat.buildTable)")
-                try db.execute(sql: "DROP TABLE \(SeedFormat.buildTable)")
-                do {
-                    try SeedMetadata.save(contentSHA256: try ContentDigest.compute(db, schema: schema), in: db)
-                    try Self.onFile(destination) { try db.execute(sql: "VACUUM INTO ?", arguments: [destination]) }
-                } catch {
-                    // Keep the work file resumable: put the cursors back, drop the half-written copy.
-                    try? Self.createBuildTable(db, cursors: cursors.map { [$0[0], $0[1], $0[2]] })
-                    SQLiteFiles.remove(at: destination)
-                    throw error
-                }
-            }
-        }
-        try queue.close()
-        SQLiteFiles.remove(at: path)
-    }
-
-    /// The reference indexes, in schema order; those a failed `finish()` already made are kept.
-    private func createIndexes(_ db: Database) throws {
-        let existing = try Set(
-            String.fetchAll(db, sql: "SELECT sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL"))
-        for type in schema.types {
-            for statement in tables[type.name]!.createIndexes where !existing.contains(statement) {
-                try db.execute(sql: statement)
-            }
-        }
-    }
-
     /// Removes an unfinished seed at `path`, unless another process is writing it.
     ///
     /// - Throws: ``SeedError`` when the file is in use.
@@ -276,7 +213,7 @@ package final class SeedWriter: Sendable {
     }
 
     /// The build cursors: one row per type with its last key and whether it is complete.
-    private static func createBuildTable(_ db: Database, cursors: [[DatabaseValue]]) throws {
+    static func createBuildTable(_ db: Database, cursors: [[DatabaseValue]]) throws {
         try db.execute(
             sql:
                 "CREATE TABLE \(SeedFormat.buildTable) (type TEXT PRIMARY KEY NOT NULL, after, complete INTEGER NOT NULL)"
@@ -299,7 +236,7 @@ package final class SeedWriter: Sendable {
 
     /// Runs `operation` on the file at `path`; SQLite's errors become ``SeedError``s naming the
     /// file, a full disk ``SeedError/Code/diskFull`` (see ``SeedError/database(_:_:)``).
-    private static func onFile<T>(_ path: String, _ operation: () async throws -> T) async throws -> T {
+    static func onFile<T>(_ path: String, _ operation: () async throws -> T) async throws -> T {
         do {
             return try await operation()
         } catch let error as DatabaseError {
@@ -307,7 +244,7 @@ package final class SeedWriter: Sendable {
         }
     }
 
-    private static func onFile<T>(_ path: String, _ operation: () throws -> T) throws -> T {
+    static func onFile<T>(_ path: String, _ operation: () throws -> T) throws -> T {
         do {
             return try operation()
         } catch let error as DatabaseError {
@@ -317,27 +254,30 @@ package final class SeedWriter: Sendable {
 
     /// The page cache while downloading: 32 MiB, so checkpoints do not read back what was just
     /// written (SQLite's default is 2 MiB).
-    private static let cacheKiB = 32 << 10
+    static let cacheKiB = 32 << 10
     /// The page cache from the index builds on (they sort on every core, `PRAGMA threads`). SQLite's
     /// sorter holds up to the cache's size in each of its threads and in the main one: with 32 MiB
     /// the sorts took 100 MB more at ten million rows than at one. With 8 MiB a build's peak memory
     /// is the same at both sizes (139 MB), in the same time.
-    private static let finishKiB = 8 << 10
+    static let finishKiB = 8 << 10
 
-    private static func openQueue(at path: String) throws -> DatabaseQueue {
+    /// The work file's settings: page size, its exclusive lock, WAL, the download's page cache.
+    private static let workFile = """
+        PRAGMA page_size = \(SeedFormat.pageSize);
+        PRAGMA locking_mode = EXCLUSIVE;
+        PRAGMA journal_mode = WAL;
+        PRAGMA synchronous = NORMAL;
+        PRAGMA cache_size = -\(cacheKiB);
+        """
+
+    /// A connection to `path` without foreign-key enforcement or busy waits, set up by `pragmas`
+    /// and with a sorter thread per core.
+    static func openQueue(at path: String, pragmas: String = workFile) throws -> DatabaseQueue {
         var configuration = Configuration()
         configuration.foreignKeysEnabled = false
         configuration.busyMode = .immediateError
         configuration.prepareDatabase { db in
-            try db.execute(
-                sql: """
-                    PRAGMA page_size = \(SeedFormat.pageSize);
-                    PRAGMA locking_mode = EXCLUSIVE;
-                    PRAGMA journal_mode = WAL;
-                    PRAGMA synchronous = NORMAL;
-                    PRAGMA cache_size = -\(cacheKiB);
-                    PRAGMA threads = \(ProcessInfo.processInfo.activeProcessorCount);
-                    """)
+            try db.execute(sql: pragmas + "PRAGMA threads = \(ProcessInfo.processInfo.activeProcessorCount);")
         }
         do {
             return try DatabaseQueue(path: path, configuration: configuration)

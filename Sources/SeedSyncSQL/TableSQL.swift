@@ -91,15 +91,6 @@ package struct TableSQL: Sendable {
         "SELECT \(key) FROM \(table) WHERE \(quote(field.name)) = ? LIMIT 1"
     }
 
-    /// The first row whose `field` points at a missing row.
-    package func dangling(through field: Field, target: TableSQL) -> String {
-        let column = "t.\(quote(field.name))"
-        return """
-            SELECT t.\(key), \(column) FROM \(table) t LEFT JOIN \(target.table) r ON r.\(target.key) = \(column) \
-            WHERE \(column) IS NOT NULL AND r.\(target.key) IS NULL LIMIT 1
-            """
-    }
-
     /// The first value of `field` that no row of `target` has as its key, read from the field's
     /// index (``createIndexes``): one lookup per distinct value, not one per row.
     package func danglingValue(through field: Field, target: TableSQL) -> String {

@@ -72,10 +72,11 @@ package struct BulkWriter {
             let table = tables[type.name]!
             for field in type.fields {
                 guard let target = field.references else { continue }
-                let dangling = try Row.fetchOne(db, sql: table.dangling(through: field, target: tables[target]!))
-                if let dangling {
-                    let key = ValueMapping.jsonKey(dangling[0]).keyString ?? "?"
-                    let reference = ValueMapping.jsonKey(dangling[1]).keyString ?? "?"
+                let missing = table.danglingValue(through: field, target: tables[target]!)
+                if let value = try DatabaseValue.fetchOne(db, sql: missing) {
+                    let row = try DatabaseValue.fetchOne(db, sql: table.referrer(through: field), arguments: [value])
+                    let key = row.map(ValueMapping.jsonKey)?.keyString ?? "?"
+                    let reference = ValueMapping.jsonKey(value).keyString ?? "?"
                     throw StoreError.invalidLoad(
                         "\(type.name)[\(key)].\(field.name) references \(target)[\(reference)], which does not exist; nothing was loaded"
                     )

@@ -1,5 +1,5 @@
 import Foundation
-import GRDB
+package import GRDB
 package import SeedSyncModel
 
 /// The SQL of one entity type's table, shared by the server store and seed files.
@@ -149,5 +149,41 @@ extension TableSQL {
         case .string(let text): return "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
         case .blob(let data): return "X'" + data.map { String(format: "%02x", $0) }.joined() + "'"
         }
+    }
+}
+
+/// A reference to a missing row: the referring type, its field, and the value that no row of the
+/// field's target has as its key.
+package struct DanglingReference {
+    package let type: EntityType
+    package let field: Field
+    package let value: DatabaseValue
+    /// The referenced type.
+    package var target: String { field.references ?? "" }
+}
+
+extension TableSQL {
+    /// The first reference of `types` (in their order, fields in theirs) to a missing row, read
+    /// from the reference indexes (``danglingValue(through:target:)``), or `nil`.
+    ///
+    /// ```swift
+    /// if let dangling = try TableSQL.firstDanglingReference(among: schema.types, tables: tables, in: db) {
+    ///     print("\(dangling.type.name).\(dangling.field.name) references a missing \(dangling.target)")
+    /// }
+    /// ```
+    package static func firstDanglingReference(
+        among types: [EntityType], tables: [String: TableSQL], in db: Database
+    ) throws -> DanglingReference? {
+        for type in types {
+            let table = tables[type.name]!
+            for field in type.fields {
+                guard let target = field.references else { continue }
+                let missing = table.danglingValue(through: field, target: tables[target]!)
+                if let value = try DatabaseValue.fetchOne(db, sql: missing) {
+                    return DanglingReference(type: type, field: field, value: value)
+                }
+            }
+        }
+        return nil
     }
 }

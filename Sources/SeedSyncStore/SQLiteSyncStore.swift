@@ -10,7 +10,7 @@ import SeedSyncSQL
 /// by the pool's writer, so revisions are assigned in commit order (rule 1 of `SyncStore`).
 /// Commits are synced to disk (`synchronous = FULL` on the writer): an acknowledged revision
 /// survives a crash and a power loss. GRDB sets `synchronous = NORMAL` on the writer when it
-/// turns WAL on, after `prepareDatabase` ran, so ``openPool(_:)`` sets FULL once the pool is open.
+/// turns WAL on, after `prepareDatabase` ran, so the store sets FULL once its pool is open.
 ///
 /// ```swift
 /// try await SQLiteSyncStore.create(at: "server.sqlite", schema: DemoDataset.schema)
@@ -26,9 +26,11 @@ import SeedSyncSQL
 /// `_seedsync_seeds` (the registered seeds); the last three are created when a file without them is
 /// opened.
 ///
-/// The tables have the newest version's shape. Every read checks the newest version number in
-/// the same transaction as its data and reloads the history when another process upgraded the
-/// file (`seed-server schema upgrade` beside a running `serve`), so no answer mixes two versions.
+/// The tables have the newest version's shape. Every read checks the newest version number and
+/// reloads the history when another process upgraded the file (`seed-server schema upgrade`
+/// beside a running `serve`), so no answer mixes two versions: snapshot pages in the same
+/// transaction as their rows; the change feed against its state, whose revisions are logged with
+/// their version and projected through a history at least as new as the state.
 public final class SQLiteSyncStore: SyncStore {
     package let pool: DatabasePool
     let served: LockedValue<ServedTables>
@@ -67,9 +69,9 @@ public final class SQLiteSyncStore: SyncStore {
 
     /// The versions and tables as of `state`, read in the same transaction: the ones in memory,
     /// or the file's history when another process upgraded it since. Memory only moves to a newer
-    /// history: a read whose transaction began before an upgrade gets its own, older history and
-    /// leaves the newer one in place for the requests after it (whose change sets are projected
-    /// and cached with it).
+    /// history: a snapshot read whose transaction began before an upgrade gets its own, older
+    /// history and leaves the newer one in place for the requests after it (whose change sets are
+    /// projected and cached with it).
     func served(_ db: Database, _ state: LogState) throws -> ServedTables {
         let current = served.get()
         guard state.schemaVersion != current.versions.history.newest.number else { return current }

@@ -5,12 +5,12 @@ import SeedSyncTesting
 import Testing
 
 /// `seed-build` onto a volume that fills up (a small tmpfs): a clear error, and nothing left
-/// behind to keep the volume full. 256 KiB fill up early in the download, 880 KiB at its end
-/// (the work file with its WAL at their largest: the finish needs less, the work file
-/// checkpointed beside its copy).
+/// behind to keep the volume full. 256 KiB fill up early in the download, 640 KiB late in it. (The
+/// download's work file with its WAL is the build's peak; the finish needs less. A copy that fills
+/// its volume: `SeedBuilderTests.aCopyThatFillsItsVolumeKeepsTheWorkFile`.)
 @Suite(.enabled(if: SmallVolume.isAvailable, "mounting a tmpfs needs root"))
 struct FullVolumeTests {
-    @Test(arguments: [256, 880])
+    @Test(arguments: [256, 640])
     func aFullVolumeFailsTheBuildNamesTheNeedAndLeavesNothing(kilobytes: Int) async throws {
         try await withServedStore(events: 4000) { served in
             try await SmallVolume.with(kilobytes: kilobytes) { volume in

@@ -197,6 +197,32 @@ import Testing
         }
     }
 
+    /// A copy that fills its volume fails naming it and leaves nothing there; the work file stays
+    /// resumable and then finishes elsewhere.
+    @Test(.enabled(if: SmallVolume.isAvailable, "mounting a tmpfs needs root"))
+    func aCopyThatFillsItsVolumeKeepsTheWorkFile() async throws {
+        try await withServedStore(events: 4000) { served in
+            let writer = try await SeedWriter.create(
+                at: served.path("seed.partial"), schema: DemoDataset.schema,
+                revision: try await served.store.revisions().revision)
+            for type in DemoDataset.schema.types {
+                _ = try await writer.insert(
+                    try await served.store.snapshotPage(of: type.name, after: nil, limit: 100_000))
+            }
+            try await SmallVolume.with(kilobytes: 64) { volume in
+                let destination = volume.path("seed.new")
+                await #expect { try await writer.finish(to: destination) } throws: {
+                    ($0 as? SeedError)?.code == .diskFull && "\($0)".contains("cannot write \(destination)")
+                }
+                let leftovers = try FileManager.default.contentsOfDirectory(atPath: volume.path)
+                #expect(leftovers.isEmpty, "\(leftovers)")
+            }
+            #expect(try await writer.cursors().values.map(\.isComplete) == [true, true])
+            try await writer.finish(to: served.path("seed.new"))
+            #expect(try await SeedVerifier.verify(served.path("seed.new")).passed)
+        }
+    }
+
     /// A work file of the demo schema at revision 1 whose download is complete: no location,
     /// `events` as the rows of its one page.
     static func downloadedWriter(in directory: URL, events: [[JSONValue]]) async throws -> SeedWriter {

@@ -32,7 +32,11 @@ extension SeedWriter {
             try await completeCopy(at: destination)
         } catch {
             SQLiteFiles.remove(at: destination)
-            try? await queue.write { db in try Self.createBuildTable(db, cursors: cursors) }
+            // Not when cancelled (GRDB refuses the write then): the next open puts complete cursors back.
+            try? await queue.write { db in
+                try Self.createBuildTable(db, cursors: cursors)
+                try db.execute(sql: "PRAGMA cache_size = -\(Self.cacheKiB)")
+            }
             throw error
         }
         try queue.close()
@@ -68,12 +72,15 @@ extension SeedWriter {
                 try db.inTransaction {
                     let indexes = try String.fetchAll(
                         db, sql: "SELECT name FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL")
-                    for index in indexes { try db.execute(sql: "DROP INDEX \(quote(index))") }
+                    for index in indexes { try db.execute(sql: "DROP INDEX \(index.quotedDatabaseIdentifier)") }
                     try db.execute(sql: "DROP TABLE \(SeedFormat.buildTable)")
                     try SeedMetadata.save(contentSHA256: Self.placeholderDigest, in: db)
                     // VACUUM INTO gives the copy this cookie plus one: not the count of the work
                     // file's schema changes, which a build resumed in its finish makes more of.
                     try db.execute(sql: "PRAGMA schema_version = 1")
+                    guard try Int.fetchOne(db, sql: "PRAGMA schema_version") == 1 else {
+                        throw SeedError(.unusable, "\(path): SQLite refused to set the schema cookie (defensive mode?)")
+                    }
                     return .commit
                 }
                 do {
@@ -116,16 +123,11 @@ extension SeedWriter {
         for type in schema.types {
             for statement in tables[type.name]!.createIndexes { try db.execute(sql: statement) }
         }
-        for type in schema.types {
-            let table = tables[type.name]!
-            for field in type.fields {
-                guard let target = field.references else { continue }
-                let dangling = table.danglingValue(through: field, target: tables[target]!)
-                if try Row.fetchOne(db, sql: dangling) != nil {
-                    throw SeedError.invalidData(
-                        "\(type.name) holds a reference to a missing row of \(target) at the final revision")
-                }
-            }
+        if let dangling = try TableSQL.firstDanglingReference(among: schema.types, tables: tables, in: db) {
+            let value = ValueMapping.jsonKey(dangling.value).keyString ?? "?"
+            throw SeedError.invalidData(
+                "\(dangling.type.name).\(dangling.field.name) holds \(value), a reference to a missing row of \(dangling.target) at the final revision"
+            )
         }
     }
 

@@ -89,8 +89,8 @@ package final class SeedWriter: Sendable {
     /// Opens a seed whose build was interrupted, to go on where it stopped.
     ///
     /// A file without build cursors but with a seed's metadata was interrupted in ``finish(to:)``,
-    /// which drops the cursors only once every type is complete and every reference resolves: its
-    /// cursors come back as complete, and only the catch-up and the finish are left to do.
+    /// which drops the cursors only once every type is complete: its cursors come back as complete,
+    /// and only the catch-up and the finish are left to do (the finish checks the references again).
     ///
     /// - Throws: ``SeedError`` when the file is not a seed, or another process has it open.
     package static func open(at path: String) async throws -> SeedWriter {

@@ -68,20 +68,14 @@ package struct BulkWriter {
 
     /// Fails when a loaded type holds a reference to a missing row.
     fileprivate func checkReferences(schema: DatasetSchema) throws {
-        for type in schema.types where loadedTypes.contains(type.name) {
-            let table = tables[type.name]!
-            for field in type.fields {
-                guard let target = field.references else { continue }
-                let missing = table.danglingValue(through: field, target: tables[target]!)
-                if let value = try DatabaseValue.fetchOne(db, sql: missing) {
-                    let row = try DatabaseValue.fetchOne(db, sql: table.referrer(through: field), arguments: [value])
-                    let key = row.map(ValueMapping.jsonKey)?.keyString ?? "?"
-                    let reference = ValueMapping.jsonKey(value).keyString ?? "?"
-                    throw StoreError.invalidLoad(
-                        "\(type.name)[\(key)].\(field.name) references \(target)[\(reference)], which does not exist; nothing was loaded"
-                    )
-                }
-            }
-        }
+        let loaded = schema.types.filter { loadedTypes.contains($0.name) }
+        guard let dangling = try TableSQL.firstDanglingReference(among: loaded, tables: tables, in: db) else { return }
+        let referrer = tables[dangling.type.name]!.referrer(through: dangling.field)
+        let row = try DatabaseValue.fetchOne(db, sql: referrer, arguments: [dangling.value])
+        let key = row.map(ValueMapping.jsonKey)?.keyString ?? "?"
+        let reference = ValueMapping.jsonKey(dangling.value).keyString ?? "?"
+        throw StoreError.invalidLoad(
+            "\(dangling.type.name)[\(key)].\(dangling.field.name) references \(dangling.target)[\(reference)], which does not exist; nothing was loaded"
+        )
     }
 }

@@ -165,12 +165,16 @@ import Darwin
 
             var random = SplitMix64(seed: 2026)
             var outcomes: [String: Int] = [:]
-            for iteration in 0..<24 {
+            // 24 kills, 8 of each mode; then, when none of them landed in the sync by chance (it is
+            // short beside the process's start on a loaded machine), up to 12 more of mode 0.
+            var iteration = 0
+            while iteration < 24 || (outcomes["mid-sync", default: 0] == 0 && iteration < 36) {
+                defer { iteration += 1 }
                 let database = fixture.served.path("crash-\(iteration)/events.sqlite")
                 // Mode 0 starts from an installed seed, so the kill lands in the sync; mode 1 from
                 // nothing, killed early, so it lands in the install; mode 2 from the old seed with the
                 // newer one shipped, killed early, so it lands in the replacement or the sync after it.
-                let mode = iteration % 3
+                let mode = iteration < 24 ? iteration % 3 : 0
                 let seed = mode == 2 ? newer : fixture.seed
                 if mode != 1 { try Self.installCopy(of: fixture.seed, at: database) }
                 let window = mode == 0 ? duration : duration / 4

@@ -210,10 +210,10 @@ extension SyncClient {
     package func snapshotPages(
         of type: String, after: JSONValue?, limit: Int, schemaVersion: Int?, fields: [String]? = nil,
         notBefore: Int64? = nil
-    ) -> PrefetchingSequence<(page: SnapshotPage, bytes: Int64), JSONValue?> {
+    ) -> PrefetchingSequence<(page: FlatSnapshotPage, bytes: Int64), JSONValue?> {
         PrefetchingSequence(from: after) { [self] after in
             let before = bytesReceived
-            let page = try await snapshotPage(
+            let page = try await flatSnapshotPage(
                 of: type, after: after, limit: limit, schemaVersion: schemaVersion, fields: fields,
                 notBefore: notBefore)
             return ((page, bytesReceived - before), page.next == .null ? .none : .some(page.next))

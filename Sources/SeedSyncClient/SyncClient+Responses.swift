@@ -26,8 +26,14 @@ extension SyncClient {
 
     /// A large answer (snapshot pages, change feeds), parsed with ``JSONParser``.
     static func parse<T>(_ data: Data, label: String, as read: (JSONValue) throws(JSONShapeError) -> T) throws -> T {
+        try parse(data, label: label) { try read(JSONParser.parse($0)) }
+    }
+
+    /// Reads an answer with `read`, which throws ``JSONParseError`` for text that is not JSON and
+    /// any other error for JSON that is not the answer expected.
+    static func parse<T>(_ data: Data, label: String, reading read: (Data) throws -> T) throws -> T {
         do {
-            return try read(JSONParser.parse(data))
+            return try read(data)
         } catch let error as JSONParseError {
             throw SyncClientError(.malformedResponse, "\(label): the answer is not JSON (\(error))")
         } catch {

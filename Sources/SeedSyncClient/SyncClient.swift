@@ -104,13 +104,24 @@ public final class SyncClient: Sendable {
         of type: String, after: JSONValue?, limit: Int, schemaVersion: Int? = nil, fields: [String]? = nil,
         notBefore: Int64? = nil
     ) async throws -> SnapshotPage {
+        SnapshotPage(
+            try await flatSnapshotPage(
+                of: type, after: after, limit: limit, schemaVersion: schemaVersion, fields: fields,
+                notBefore: notBefore))
+    }
+
+    /// ``snapshotPage(of:after:limit:schemaVersion:fields:notBefore:)``, its rows as cells.
+    package func flatSnapshotPage(
+        of type: String, after: JSONValue?, limit: Int, schemaVersion: Int? = nil, fields: [String]? = nil,
+        notBefore: Int64? = nil
+    ) async throws -> FlatSnapshotPage {
         var query = [URLQueryItem(name: "limit", value: String(limit))]
         if let key = after?.keyString { query.append(URLQueryItem(name: "after", value: key)) }
         if let schemaVersion { query.append(URLQueryItem(name: "schemaVersion", value: String(schemaVersion))) }
         if let fields { query.append(URLQueryItem(name: "fields", value: fields.joined(separator: ","))) }
         if let notBefore { query.append(URLQueryItem(name: "notBefore", value: String(notBefore))) }
         let page = try await send(path: "v1/snapshot/\(type)", query: query) { data, label in
-            try Self.parse(data, label: label, as: SnapshotPage.init(json:))
+            try Self.parse(data, label: label, reading: { try FlatSnapshotPage(json: $0) })
         }
         guard page.type == type else {
             throw SyncClientError(.malformedResponse, "GET /v1/snapshot/\(type) answered with a page of '\(page.type)'")

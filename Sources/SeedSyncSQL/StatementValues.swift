@@ -24,6 +24,46 @@ package enum StatementValues {
             index += 1
         }
         sqlite3_bind_int64(handle, index, revision)
+        try step(statement)
+    }
+
+    /// Runs `statement` (``TableSQL/insert``) once for the row of `cells` at `positions` (key,
+    /// fields of `types`, revision), checked as a snapshot row (``FieldType/normalize(_:)`` takes
+    /// each value as it is, but a blob's base64).
+    ///
+    /// Strings of `text` and `timestamp` fields and text keys are bound from the cells' bytes;
+    /// every other value goes through ``ValueMapping``, as in ``execute(_:row:of:revision:)``.
+    ///
+    /// - Throws: `DatabaseError` as GRDB would (`SQLITE_CONSTRAINT` for a repeated key, say).
+    package static func execute(
+        _ statement: Statement, row positions: Range<Int>, of cells: SnapshotCells, types: [FieldType]
+    ) throws {
+        let handle = statement.sqliteStatement
+        sqlite3_reset(handle)
+        var index: Int32 = 1
+        for position in positions {
+            let cell = cells[position]
+            let type =
+                position == positions.lowerBound || position == positions.upperBound - 1
+                ? nil : types[position - positions.lowerBound - 1]
+            switch (cell.kind, type) {
+            case (.string, nil), (.string, .text?), (.string, .timestamp?):
+                // Not copied by SQLite: the cells outlive the step, and the bindings are cleared after it.
+                cells.withBytes(of: cell) { bind(utf8: $0, at: index, to: handle, copied: false) }
+            case (.int, nil): sqlite3_bind_int64(handle, index, cell.int)
+            case (_, let type?):
+                bind(ValueMapping.databaseValue(cells.value(of: cell), as: type), at: index, to: handle)
+            case (_, nil): bind(ValueMapping.databaseValue(key: cells.value(of: cell)), at: index, to: handle)
+            }
+            index += 1
+        }
+        defer { sqlite3_clear_bindings(handle) }
+        try step(statement)
+    }
+
+    /// Steps `statement` once, to its end, and resets it.
+    private static func step(_ statement: Statement) throws {
+        let handle = statement.sqliteStatement
         let code = sqlite3_step(handle)
         guard code == SQLITE_DONE else {
             let error = DatabaseError(failedStep: handle, sql: statement.sql)
@@ -52,14 +92,19 @@ package enum StatementValues {
 
     private static func bind(text: String, at index: Int32, to handle: SQLiteStatement) {
         var text = text
-        text.withUTF8 { bytes in
-            guard let start = bytes.baseAddress, !bytes.isEmpty else {
-                _ = sqlite3_bind_text(handle, index, "", 0, transient)
-                return
-            }
-            _ = start.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
-                sqlite3_bind_text(handle, index, $0, Int32(bytes.count), transient)
-            }
+        text.withUTF8 { bind(utf8: $0, at: index, to: handle) }
+    }
+
+    /// Binds text; unless `copied`, SQLite reads `bytes` where they are until the binding changes.
+    private static func bind(
+        utf8 bytes: UnsafeBufferPointer<UInt8>, at index: Int32, to handle: SQLiteStatement, copied: Bool = true
+    ) {
+        guard let start = bytes.baseAddress, !bytes.isEmpty else {
+            _ = sqlite3_bind_text(handle, index, "", 0, transient)
+            return
+        }
+        _ = start.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+            sqlite3_bind_text(handle, index, $0, Int32(bytes.count), copied ? transient : nil)
         }
     }
 

@@ -149,7 +149,7 @@ public final class SQLiteSyncStore: SyncStore {
     ///
     /// Set after the pool is open: GRDB's WAL setup gives the writer `synchronous = NORMAL` after
     /// `prepareDatabase` runs, which would let a power loss take back acknowledged revisions.
-    package static func openPool(_ path: String) throws -> DatabasePool {
+    static func openPool(_ path: String) throws -> DatabasePool {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         let pool = try DatabasePool(path: path, configuration: configuration)

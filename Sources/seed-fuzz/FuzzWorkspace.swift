@@ -59,7 +59,7 @@ final class FuzzWorkspace: @unchecked Sendable {
         let revision = try await store.revisions().revision
         let writer = try await SeedWriter.create(at: path, schema: DemoDataset.schema, revision: revision)
         for type in DemoDataset.schema.types {
-            _ = try await writer.insert(store.snapshotPage(of: type.name, after: nil, limit: 100_000))
+            _ = try await writer.insert(FlatSnapshotPage(store.snapshotPage(of: type.name, after: nil, limit: 100_000)))
         }
         return writer
     }
@@ -88,14 +88,25 @@ final class FuzzWorkspace: @unchecked Sendable {
         }
     }
 
+    /// Reads a snapshot page as a build does, as cells, and as values: the two must agree, and a
+    /// row the build takes must be one the values' checks take.
+    private func readPage(_ input: [UInt8]) {
+        let flat = try? FlatSnapshotPage(json: input)
+        let values = (try? JSONParser.parse(input)).flatMap { try? SnapshotPage(json: $0) }
+        precondition(
+            flat.map(SnapshotPage.init) == values, "the page read as cells differs from the page read as values")
+        guard let flat, let type = DemoDataset.schema.types.first(where: { $0.name == flat.type }),
+            (try? PageRows(flat, type: type, after: nil)) != nil
+        else { return }
+        for row in flat.rows.rows {
+            precondition((try? type.validateSnapshotRow(row)) != nil, "a page's row was taken that its checks refuse")
+        }
+    }
+
     /// Applies a change set after the seed's revision, or reads a snapshot page as a build does.
     func apply(_ input: [UInt8]) {
+        readPage(input)
         guard let json = try? JSONParser.parse(input) else { return }
-        if let page = try? SnapshotPage(json: json),
-            let type = DemoDataset.schema.types.first(where: { $0.name == page.type })
-        {
-            _ = try? PageRows(page, type: type, after: nil)
-        }
         guard let changeSet = try? ChangeSet(json: json), let writer = try? seedWriter() else { return }
         _ = try? Blocking.run {
             let revision = try await writer.revision()

@@ -39,6 +39,10 @@ import Testing
             "a next key that is not the last row's",
             #"{"type": "locations", "revision": 1, "columns": ["id", "name", "city", "latitude", "longitude", "revision"], "rows": [\#(location)], "next": 7}"#
         ),
+        (
+            "a row that is not an array",
+            #"{"type": "locations", "revision": 1, "columns": ["id", "name", "city", "latitude", "longitude", "revision"], "rows": [\#(location), 2], "next": 2}"#
+        ),
         ("a page of another type", #"{"type": "events", "revision": 1, "columns": [], "rows": [], "next": null}"#),
     ]
 

@@ -207,7 +207,7 @@ import Testing
                 revision: try await served.store.revisions().revision)
             for type in DemoDataset.schema.types {
                 _ = try await writer.insert(
-                    try await served.store.snapshotPage(of: type.name, after: nil, limit: 100_000))
+                    FlatSnapshotPage(try await served.store.snapshotPage(of: type.name, after: nil, limit: 100_000)))
             }
             try await SmallVolume.with(kilobytes: 64) { volume in
                 let destination = volume.path("seed.new")
@@ -230,9 +230,9 @@ import Testing
             at: directory.appendingPathComponent("seed.partial").path, schema: DemoDataset.schema, revision: 1)
         let columns = DemoDataset.schema.types.map { [$0.primaryKey.name] + $0.fields.map(\.name) + ["revision"] }
         _ = try await writer.insert(
-            SnapshotPage(type: "locations", revision: 1, columns: columns[0], rows: [], next: .null))
+            FlatSnapshotPage(SnapshotPage(type: "locations", revision: 1, columns: columns[0], rows: [], next: .null)))
         _ = try await writer.insert(
-            SnapshotPage(type: "events", revision: 1, columns: columns[1], rows: events, next: .null))
+            FlatSnapshotPage(SnapshotPage(type: "events", revision: 1, columns: columns[1], rows: events, next: .null)))
         return writer
     }
 

@@ -22,9 +22,10 @@ import Testing
         }
     }
 
-    /// The ways rows reach SQLite: the C API (bulk inserts, seeds), GRDB arguments (inserts and updates).
+    /// The ways rows reach SQLite: the C API from values (bulk inserts, change sets) and from a
+    /// snapshot page's cells (seeds, migrations), GRDB arguments (inserts and updates).
     enum WritePath: CaseIterable, Sendable {
-        case statementValues, valueMappingInsert, valueMappingUpdate
+        case statementValues, snapshotCells, valueMappingInsert, valueMappingUpdate
     }
 
     static func samples(of type: FieldType) -> [Sample] {
@@ -157,6 +158,11 @@ import Testing
             case .statementValues:
                 try StatementValues.execute(
                     try db.cachedStatement(sql: table.insert), row: row, of: type, revision: revision)
+            case .snapshotCells:
+                let cells = SnapshotCells([[row.key] + row.values + [.int(revision)]])
+                try StatementValues.execute(
+                    try db.cachedStatement(sql: table.insert), row: cells.cells(ofRow: 0), of: cells,
+                    types: type.fields.map(\.type))
             case .valueMappingInsert:
                 let fields = zip(type.fields, row.values).map { ValueMapping.databaseValue($1, as: $0.type) }
                 try db.execute(

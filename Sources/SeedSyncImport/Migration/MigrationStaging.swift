@@ -48,7 +48,7 @@ struct MigrationStaging {
     /// Stores the rows of `page`, checked against the staged type (keys in order after `after`).
     ///
     /// - Returns: the key to continue after, `nil` when the page was the type's last.
-    func insert(_ page: SnapshotPage, after: JSONValue?) throws -> JSONValue? {
+    func insert(_ page: FlatSnapshotPage, after: JSONValue?) throws -> JSONValue? {
         guard let type = types[page.type] else {
             throw ImportError(.invalidChangeSet, "the server sent a page of \(page.type), which was not asked for")
         }
@@ -58,11 +58,12 @@ struct MigrationStaging {
         } catch {
             throw ImportError(.invalidChangeSet, "the migration stopped: \(error)")
         }
-        try write("store a page of \(type.name)") { db in
-            let insert = try db.cachedStatement(sql: TableSQL(type: type).insert)
-            for (row, revision) in rows.rows {
-                try StatementValues.execute(insert, row: row, of: type, revision: revision)
+        do {
+            try write("store a page of \(type.name)") { db in
+                try rows.insert(with: db.cachedStatement(sql: TableSQL(type: type).insert))
             }
+        } catch let error as SeedError {
+            throw ImportError(.invalidChangeSet, "the migration stopped: \(error)")
         }
         return rows.isLast ? nil : rows.last
     }

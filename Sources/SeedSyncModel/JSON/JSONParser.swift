@@ -30,6 +30,22 @@ public enum JSONParser {
         return try result.get()
     }
 
+    /// Parses a snapshot page: its members, but `rows`, if it is an array, read into
+    /// ``SnapshotCells`` (and `null` in the members); the same JSON is accepted and refused as by
+    /// ``parse(_:)``.
+    ///
+    /// - Throws: ``JSONParseError`` with the byte offset of the first problem.
+    package static func parseSnapshotPage(_ bytes: some ContiguousBytes) throws(JSONParseError) -> (
+        members: JSONValue, rows: SnapshotCells?
+    ) {
+        let result: Result<(JSONValue, SnapshotCells?), JSONParseError> = bytes.withUnsafeBytes { raw in
+            var parser = Scanner(bytes: raw.bindMemory(to: UInt8.self))
+            parser.readsRows = true
+            return Result { () throws(JSONParseError) in (try parser.parseDocument(), parser.rows) }
+        }
+        return try result.get()
+    }
+
     /// Parses one JSON document, and keeps the text of each number that is a member of the
     /// top-level object, by member name: what a decimal column's exact value is when its row comes
     /// as JSON (`{"price": 123456789012345678901234567890.5}` would lose digits as a `Double`).
@@ -81,6 +97,9 @@ private struct Scanner {
     var depth = 0
     /// When set, the text of every number that is a member of the top-level object, by name.
     var memberNumbers: [String: String]?
+    /// Whether the top-level object's `rows` array is read into ``rows``.
+    var readsRows = false
+    var rows: SnapshotCells?
 
     init(bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
@@ -141,7 +160,13 @@ private struct Scanner {
             index += 1
             skipWhitespace()
             let valueStart = index
-            let value = try parseValue()
+            let value: JSONValue
+            if depth == 1, readsRows, name == "rows", index < bytes.count, bytes[index] == Byte.openBracket {
+                rows = try parseRows()
+                value = .null
+            } else {
+                value = try parseValue()
+            }
             if depth == 1, memberNumbers != nil, case .int = value {
                 memberNumbers?[name] = String(
                     decoding: UnsafeBufferPointer(rebasing: bytes[valueStart..<index]), as: UTF8.self)
@@ -156,6 +181,45 @@ private struct Scanner {
             guard try separator(closing: Byte.closeBrace) else { break }
         }
         return .object(members)
+    }
+
+    /// An array of rows, each an array of values, whose opening bracket is at `index`, as cells.
+    /// A row that is not an array is parsed, left out and marked (the page is refused later).
+    private mutating func parseRows() throws(JSONParseError) -> SnapshotCells {
+        var cells = SnapshotCells()
+        cells.reserveCapacity(rows: 1024, width: 8, bytes: bytes.count / 2)
+        try enter()
+        defer { depth -= 1 }
+        guard !skipEmpty(closing: Byte.closeBracket) else { return cells }
+        while true {
+            skipWhitespace()
+            if index < bytes.count, bytes[index] == Byte.openBracket {
+                try parseRow(into: &cells)
+            } else {
+                _ = try parseValue()
+                cells.appendNonArrayRow()
+            }
+            guard try separator(closing: Byte.closeBracket) else { break }
+        }
+        return cells
+    }
+
+    /// One row whose opening bracket is at `index`: strings into the cells' text, numbers and
+    /// literals as they are, arrays and objects as values.
+    private mutating func parseRow(into cells: inout SnapshotCells) throws(JSONParseError) {
+        try enter()
+        defer { depth -= 1 }
+        defer { cells.endRow() }
+        guard !skipEmpty(closing: Byte.closeBracket) else { return }
+        while true {
+            skipWhitespace()
+            if index < bytes.count, bytes[index] == Byte.quote {
+                try scanString { cells.appendString($0) }
+            } else {
+                cells.append(try parseValue())
+            }
+            guard try separator(closing: Byte.closeBracket) else { break }
+        }
     }
 
     /// After an opening bracket or brace: whether `closing` follows at once (consumed).
@@ -191,6 +255,12 @@ private struct Scanner {
 
     /// A string whose opening quote is at `index`.
     private mutating func parseString() throws(JSONParseError) -> String {
+        try scanString { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Reads the string whose opening quote is at `index` and passes its bytes, unescaped and
+    /// checked to be UTF-8, to `body`: straight from the text when it has no escape.
+    private mutating func scanString<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) throws(JSONParseError) -> R {
         index += 1
         let start = index
         var isASCII = true
@@ -199,9 +269,10 @@ private struct Scanner {
             if byte == Byte.quote {
                 let text = UnsafeBufferPointer(rebasing: bytes[start..<index])
                 index += 1
-                return try string(from: text, isASCII: isASCII, at: start)
+                try checkUTF8(text, isASCII: isASCII, at: start)
+                return body(text)
             }
-            if byte == Byte.backslash { return try parseEscapedString(from: start) }
+            if byte == Byte.backslash { return try scanEscapedString(from: start, body) }
             if byte < 0x20 { throw failure("control character in a string") }
             isASCII = isASCII && byte < 0x80
             index += 1
@@ -210,7 +281,9 @@ private struct Scanner {
     }
 
     /// The rest of a string that holds escapes, decoded into a buffer.
-    private mutating func parseEscapedString(from start: Int) throws(JSONParseError) -> String {
+    private mutating func scanEscapedString<R>(from start: Int, _ body: (UnsafeBufferPointer<UInt8>) -> R)
+        throws(JSONParseError) -> R
+    {
         var buffer = Array(bytes[start..<index])
         while index < bytes.count {
             let byte = bytes[index]
@@ -218,7 +291,8 @@ private struct Scanner {
             switch byte {
             case Byte.quote:
                 return try buffer.withUnsafeBufferPointer { (text) throws(JSONParseError) in
-                    try string(from: text, isASCII: false, at: start)
+                    try checkUTF8(text, isASCII: false, at: start)
+                    return body(text)
                 }
             case Byte.backslash: try appendEscape(to: &buffer)
             case 0..<0x20:
@@ -284,15 +358,19 @@ private struct Scanner {
         UTF8.encode(scalar) { buffer.append($0) }
     }
 
-    /// A `String` of UTF-8 bytes; ASCII needs no check, anything else must be valid UTF-8.
-    private func string(from text: UnsafeBufferPointer<UInt8>, isASCII: Bool, at start: Int) throws(JSONParseError)
-        -> String
-    {
-        if isASCII { return String(decoding: text, as: UTF8.self) }
-        guard let string = String(bytes: text, encoding: .utf8) else {
-            throw JSONParseError(code: .invalidSyntax, offset: start, reason: "a string is not valid UTF-8")
+    /// Fails unless `text` is valid UTF-8 (ASCII needs no check).
+    private func checkUTF8(_ text: UnsafeBufferPointer<UInt8>, isASCII: Bool, at start: Int) throws(JSONParseError) {
+        guard !isASCII else { return }
+        var iterator = text.makeIterator()
+        var decoder = UTF8()
+        while true {
+            switch decoder.decode(&iterator) {
+            case .scalarValue: continue
+            case .emptyInput: return
+            case .error:
+                throw JSONParseError(code: .invalidSyntax, offset: start, reason: "a string is not valid UTF-8")
+            }
         }
-        return string
     }
 
     // MARK: Numbers, literals, whitespace

@@ -1,3 +1,5 @@
+package import Foundation
+
 /// One page of `GET /v1/snapshot/{type}`: current rows in primary-key order, as columns and rows.
 ///
 /// ```json
@@ -27,16 +29,31 @@ public struct SnapshotPage: Codable, Sendable, Hashable {
     /// - Throws: ``JSONShapeError`` when a member is missing or of the wrong kind.
     public init(json: JSONValue) throws(JSONShapeError) {
         let members = try JSONMembers(json, at: "")
-        type = try members.string("type")
-        revision = try members.int64("revision")
-        columns = try members.strings("columns")
+        (type, revision, columns, next) = try Self.header(members)
         rows = try members.array("rows").enumerated().map { (index, row) throws(JSONShapeError) in
-            guard case .array(let values) = row else {
-                throw JSONShapeError(.wrongType, "rows[\(index)]", "expected an array")
-            }
+            guard case .array(let values) = row else { throw Self.notARow(index) }
             return values
         }
-        next = try members.value("next")
+    }
+
+    /// The page of `flat`'s members and rows.
+    package init(_ flat: FlatSnapshotPage) {
+        self.init(
+            type: flat.type, revision: flat.revision, columns: flat.columns, rows: flat.rows.rows, next: flat.next)
+    }
+
+    /// The members other than `rows`.
+    fileprivate static func header(_ members: JSONMembers) throws(JSONShapeError) -> (
+        type: String, revision: Int64, columns: [String], next: JSONValue
+    ) {
+        (
+            try members.string("type"), try members.int64("revision"), try members.strings("columns"),
+            try members.value("next")
+        )
+    }
+
+    fileprivate static func notARow(_ index: Int) -> JSONShapeError {
+        JSONShapeError(.wrongType, "rows[\(index)]", "expected an array")
     }
 
     public init(from decoder: any Decoder) throws {
@@ -126,5 +143,44 @@ extension EntityType {
         var selected = self
         selected.fields = self.fields.filter { fields.contains($0.name) }
         return selected
+    }
+}
+
+/// A snapshot page read for loading: the members of ``SnapshotPage``, the rows as
+/// ``SnapshotCells``, parsed from the page's JSON without a value per cell.
+///
+/// ```swift
+/// let page = try FlatSnapshotPage(json: body)
+/// page.rows.count   // the number of rows
+/// ```
+package struct FlatSnapshotPage: Sendable, Hashable {
+    package var type: String
+    package var revision: Int64
+    package var columns: [String]
+    package var rows: SnapshotCells
+    package var next: JSONValue
+
+    /// Parses a page.
+    ///
+    /// - Throws: ``JSONParseError`` for text that is not JSON, ``JSONShapeError`` for JSON that is
+    ///   not a page (the same errors, for the same text, as ``SnapshotPage/init(json:)`` after
+    ///   ``JSONParser/parse(_:)``).
+    package init(json bytes: some ContiguousBytes) throws {
+        let (json, rows) = try JSONParser.parseSnapshotPage(bytes)
+        let members = try JSONMembers(json, at: "")
+        (type, revision, columns, next) = try SnapshotPage.header(members)
+        guard let rows else {
+            // Missing, or not an array: the error of a page read as a tree.
+            _ = try members.array("rows")
+            preconditionFailure("rows is an array")
+        }
+        if let index = rows.firstNonArrayRow { throw SnapshotPage.notARow(index) }
+        self.rows = rows
+    }
+
+    /// The cells of `page`.
+    package init(_ page: SnapshotPage) {
+        (type, revision, columns, next) = (page.type, page.revision, page.columns, page.next)
+        rows = SnapshotCells(page.rows)
     }
 }

@@ -55,6 +55,30 @@ extension JSONValue {
     }
 }
 
+extension SnapshotCells {
+    /// Whether `cell` is a value a field of `type` takes as it is (`null` only when `nullable`):
+    /// what ``FieldType/normalize(_:)`` accepts, read from the cell without making a value.
+    package func fits(_ cell: Cell, _ type: FieldType, nullable: Bool) -> Bool {
+        switch (cell.kind, type) {
+        case (.null, _): nullable
+        case (.int, .integer), (.string, .text), (.bool, .boolean), (.int, .real): true
+        case (.double, .real), (_, .json): value(of: cell).isFinite
+        case (.string, .timestamp): withBytes(of: cell, RFC3339.isValid)
+        case (.string, .blob): type.normalize(value(of: cell)) != nil
+        default: false
+        }
+    }
+
+    /// Whether `cell` is a key of this type, as ``KeyType/accepts(_:)`` says.
+    package func fits(_ cell: Cell, key type: KeyType) -> Bool {
+        switch (cell.kind, type) {
+        case (.int, .integer): true
+        case (.string, .text): (1...1024).contains(byteCount(of: cell))
+        default: false
+        }
+    }
+}
+
 extension KeyType {
     /// Whether `value` is a key of this type: an integer, or a non-empty string of at most 1,024 bytes.
     public func accepts(_ value: JSONValue) -> Bool {
@@ -99,7 +123,8 @@ public enum RFC3339 {
         return text.withUTF8(isValid)
     }
 
-    private static func isValid(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
+    /// Whether the UTF-8 bytes `b` are an RFC 3339 `date-time`, as ``isValid(_:)`` says.
+    package static func isValid(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
         guard b.count >= 20, b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-"),
             b[10] == UInt8(ascii: "T") || b[10] == UInt8(ascii: "t") || b[10] == UInt8(ascii: " "),
             b[13] == UInt8(ascii: ":"), b[16] == UInt8(ascii: ":"),

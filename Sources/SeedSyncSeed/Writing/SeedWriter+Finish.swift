@@ -27,8 +27,9 @@ extension SeedWriter {
     package func finish(to destination: String) async throws {
         try await checkComplete()
         SQLiteFiles.remove(at: destination)
-        let cursors = try await copyTables(to: destination)
+        let cursors = try await dropCursors()
         do {
+            try await copyTables(to: destination)
             try await completeCopy(at: destination)
         } catch {
             SQLiteFiles.remove(at: destination)
@@ -55,11 +56,10 @@ extension SeedWriter {
     }
 
     /// Checkpoints the work file, drops its build cursors (and any index an older version's
-    /// finish made there), writes the placeholder digest, sets the schema cookie to 1, and runs
-    /// `VACUUM INTO destination`.
+    /// finish made there), writes the placeholder digest and sets the schema cookie to 1.
     ///
     /// - Returns: the cursors, to put back when a later step fails.
-    private func copyTables(to destination: String) async throws -> [[DatabaseValue]] {
+    private func dropCursors() async throws -> [[DatabaseValue]] {
         try await Self.onFile(path) { [path] in
             try await queue.writeWithoutTransaction { db in
                 // The download's cache is not needed again: memory goes to the copy's sorter.
@@ -83,15 +83,16 @@ extension SeedWriter {
                     }
                     return .commit
                 }
-                do {
-                    try Self.onFile(destination) { try db.execute(sql: "VACUUM INTO ?", arguments: [destination]) }
-                } catch {
-                    // Keep the work file resumable: put the cursors back, drop the half-written copy.
-                    try? Self.createBuildTable(db, cursors: cursors)
-                    SQLiteFiles.remove(at: destination)
-                    throw error
-                }
                 return cursors
+            }
+        }
+    }
+
+    /// Writes the work file's tables to a new file at `destination` with `VACUUM INTO`.
+    private func copyTables(to destination: String) async throws {
+        try await Self.onFile(destination) {
+            try await queue.writeWithoutTransaction { db in
+                try db.execute(sql: "VACUUM INTO ?", arguments: [destination])
             }
         }
     }

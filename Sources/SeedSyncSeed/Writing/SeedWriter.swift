@@ -127,7 +127,7 @@ package final class SeedWriter: Sendable {
     /// - Throws: ``SeedError`` when the page does not follow the cursor or a row does not fit the
     ///   schema; nothing of the page is written then.
     @discardableResult
-    package func insert(_ page: SnapshotPage) async throws -> Int {
+    package func insert(_ page: FlatSnapshotPage) async throws -> Int {
         guard let table = tables[page.type] else {
             throw SeedError.invalidData("snapshot of unknown type '\(page.type)'")
         }
@@ -141,15 +141,7 @@ package final class SeedWriter: Sendable {
                     throw SeedError.invalidData("snapshot page of \(page.type) arrived after its last page")
                 }
                 let rows = try PageRows(page, type: table.type, after: cursor.after)
-                let insert = try db.cachedStatement(sql: table.insert)
-                for (row, revision) in rows.rows {
-                    do {
-                        try StatementValues.execute(insert, row: row, of: table.type, revision: revision)
-                    } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
-                        throw SeedError.invalidData(
-                            "snapshot of \(page.type) repeats \(page.type)[\(row.key.keyString ?? "?")]")
-                    }
-                }
+                try rows.insert(with: db.cachedStatement(sql: table.insert))
                 try db.execute(
                     sql: "UPDATE \(SeedFormat.buildTable) SET after = ?, complete = ? WHERE type = ?",
                     arguments: [
@@ -162,7 +154,7 @@ package final class SeedWriter: Sendable {
                 if page.revision < (try SeedMetadata.storedRevision(db)) {
                     try SeedMetadata.save(revision: page.revision, in: db)
                 }
-                return rows.rows.count
+                return rows.count
             }
         }
     }

@@ -159,7 +159,12 @@ private final class SharedSession: NSObject, URLSessionDataDelegate, @unchecked 
         let allowed: Bool = lock.withLock {
             guard let number = loads[dataTask.taskIdentifier], let limit = pending[number]?.limit else { return false }
             pending[number]!.response = response as? HTTPURLResponse
-            if response.expectedContentLength > Int64(limit) { pending[number]!.failure = .tooLarge(limit: limit) }
+            if response.expectedContentLength > Int64(limit) {
+                pending[number]!.failure = .tooLarge(limit: limit)
+            } else if response.expectedContentLength > 0 {
+                // One allocation for the body instead of one per doubling, each copying what came.
+                pending[number]!.data.reserveCapacity(Int(response.expectedContentLength))
+            }
             return pending[number]!.failure == nil
         }
         completionHandler(allowed ? .allow : .cancel)

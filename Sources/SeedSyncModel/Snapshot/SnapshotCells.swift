@@ -134,9 +134,9 @@ package struct SnapshotCells: Sendable, Hashable {
         endRow()
     }
 
-    /// Room for about `rows` rows of `width` cells and `bytes` bytes of text.
-    package mutating func reserveCapacity(rows: Int, width: Int, bytes: Int) {
-        cells.reserveCapacity(rows * width)
+    /// Room for `cells` cells in `rows` rows and `bytes` bytes of text.
+    package mutating func reserveCapacity(cells count: Int, rows: Int, bytes: Int) {
+        cells.reserveCapacity(count)
         rowEnds.reserveCapacity(rows)
         text.reserveCapacity(bytes)
     }

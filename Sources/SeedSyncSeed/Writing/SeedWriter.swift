@@ -247,11 +247,11 @@ package final class SeedWriter: Sendable {
     /// The page cache while downloading: 32 MiB, so checkpoints do not read back what was just
     /// written (SQLite's default is 2 MiB).
     static let cacheKiB = 32 << 10
-    /// The page cache from the index builds on (they sort on every core, `PRAGMA threads`). SQLite's
-    /// sorter holds up to the cache's size in each of its threads and in the main one: with 32 MiB
-    /// the sorts took 100 MB more at ten million rows than at one. With 8 MiB a build's peak memory
-    /// is the same at both sizes (139 MB), in the same time.
-    static let finishKiB = 8 << 10
+    /// The page cache of the finish, SQLite's default: the index builds sort in it, and sort
+    /// fastest with it (the 1M-event seed's index: 0.54 s of CPU against 0.67 s with 8 MiB and
+    /// 0.89 s with 64 MiB), on one thread (sorter threads, `PRAGMA threads`, took a third more
+    /// CPU for a tenth less time, while the content digest wants the other core).
+    static let finishKiB = 2 << 10
 
     /// The work file's settings: page size, its exclusive lock, WAL, the download's page cache.
     private static let workFile = """
@@ -262,15 +262,12 @@ package final class SeedWriter: Sendable {
         PRAGMA cache_size = -\(cacheKiB);
         """
 
-    /// A connection to `path` without foreign-key enforcement or busy waits, set up by `pragmas`
-    /// and with a sorter thread per core.
+    /// A connection to `path` without foreign-key enforcement or busy waits, set up by `pragmas`.
     static func openQueue(at path: String, pragmas: String = workFile) throws -> DatabaseQueue {
         var configuration = Configuration()
         configuration.foreignKeysEnabled = false
         configuration.busyMode = .immediateError
-        configuration.prepareDatabase { db in
-            try db.execute(sql: pragmas + "PRAGMA threads = \(ProcessInfo.processInfo.activeProcessorCount);")
-        }
+        configuration.prepareDatabase { db in try db.execute(sql: pragmas) }
         do {
             return try DatabaseQueue(path: path, configuration: configuration)
         } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED

@@ -187,9 +187,11 @@ private struct Scanner {
     /// A row that is not an array is parsed, left out and marked (the page is refused later).
     private mutating func parseRows() throws(JSONParseError) -> SnapshotCells {
         var cells = SnapshotCells()
-        // At most a cell per two bytes, and fewer bytes of text than of JSON: room reserved but
-        // never touched costs no memory, and the buffers never grow (a copy of all they hold).
-        cells.reserveCapacity(cells: bytes.count / 2, rows: bytes.count / 4, bytes: bytes.count)
+        // At most a cell per two bytes and fewer bytes of text than of JSON: room reserved but never
+        // touched costs no memory, and buffers that never grow are never copied. Up to a bound, so
+        // that a large page does not reserve eight times its size.
+        let cellCount = min(bytes.count / 2, 1 << 20)
+        cells.reserveCapacity(cells: cellCount, rows: cellCount / 2, bytes: bytes.count)
         try enter()
         defer { depth -= 1 }
         guard !skipEmpty(closing: Byte.closeBracket) else { return cells }

@@ -401,6 +401,8 @@ if wants 2; then
     step "case 2: first install"
     for ((run = 1; run <= repeat; run++)); do
         remove_db "$out/install/app.sqlite"
+        # Untimed: the writeback of earlier cases' files would otherwise land in the install's fsync.
+        sync
         measure 2 seed-import-install "$run" "$bin/seed-import" --seed "$out/seed.sqlite" --database "$out/install/app.sqlite" \
             --server "$SERVER_URL" --token-file "$work/token" --once --json
     done
@@ -411,6 +413,7 @@ if wants 2; then
     fi
     for ((run = 1; run <= repeat; run++)); do
         remove_db "$out/install/app.sqlite"
+        sync
         # shellcheck disable=SC2016 # expanded by the inner shell
         measure 2 sha256-cp "$run" sh -c 'sha256sum "$1" && cp "$1" "$2"' sh "$out/seed.sqlite" "$out/install/app.sqlite"
     done

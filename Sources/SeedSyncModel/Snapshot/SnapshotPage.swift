@@ -170,9 +170,9 @@ package struct FlatSnapshotPage: Sendable, Hashable {
         let members = try JSONMembers(json, at: "")
         (type, revision, columns, next) = try SnapshotPage.header(members)
         guard let rows else {
-            // Missing, or not an array: the error of a page read as a tree.
+            // Missing, or not an array: the error of a page read as values.
             _ = try members.array("rows")
-            preconditionFailure("rows is an array")
+            throw JSONShapeError(.wrongType, "rows", "expected an array")
         }
         if let index = rows.firstNonArrayRow { throw SnapshotPage.notARow(index) }
         self.rows = rows

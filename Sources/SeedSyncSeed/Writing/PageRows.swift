@@ -9,7 +9,7 @@ import SeedSyncSQL
 /// ``insert(with:)``. A row that does not fit is read as values once, to be refused with the
 /// message of ``SeedSyncModel/EntityType/validateSnapshotRow(_:)``.
 package struct PageRows {
-    package let cells: SnapshotCells
+    private let cells: SnapshotCells
     private let type: EntityType
     /// The last key, or `nil` for an empty page.
     package let last: JSONValue?

@@ -129,6 +129,62 @@ import Testing
         #expect(try JSONDecoder().decode([String].self, from: Data(writer.bytes)) == [text])
     }
 
+    /// Every byte that must be escaped, and some that must not, at every position of strings up to
+    /// 20 bytes long: the writer scans eight bytes at a time, so a byte must be seen wherever it
+    /// falls in a word or in the tail.
+    @Test func jsonWriterEscapesEveryByteAtEveryPosition() {
+        let escapes: [UInt8: String] = [0x22: #"\""#, 0x5C: #"\\"#, 0x0A: #"\n"#, 0x0D: #"\r"#, 0x09: #"\t"#]
+        let special: [UInt8] = (0x00...0x1F).map(UInt8.init) + [0x22, 0x5C]
+        for byte in special + [0x20, 0x21, 0x23, 0x5B, 0x5D, 0x7F, 0x80, 0xA2, 0xDC, 0xFF] {
+            let escaped =
+                escapes[byte] ?? (byte < 0x20 ? String(format: "\\u%04x", Int(byte)) : String(UnicodeScalar(byte)))
+            for length in 1...20 {
+                for position in 0..<length {
+                    var text = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+                    text[position] = byte
+                    var writer = JSONWriter()
+                    text.withUnsafeBufferPointer { writer.string(utf8: $0) }
+                    var expected = Array("\"".utf8) + Array(repeating: UInt8(ascii: "a"), count: position)
+                    expected += byte >= 0x80 ? [byte] : Array(escaped.utf8)
+                    expected += Array(repeating: UInt8(ascii: "a"), count: length - position - 1) + Array("\"".utf8)
+                    #expect(writer.bytes == expected, "byte \(byte) at \(position) of \(length)")
+                }
+            }
+        }
+    }
+
+    /// Random strings over bytes near every boundary the scan tests (control, quote, backslash,
+    /// high bytes) against an escaper written byte by byte.
+    @Test func jsonWriterEscapesAsAByteByByteEscaperDoes() {
+        let alphabet: [UInt8] =
+            [0x00, 0x01, 0x09, 0x0A, 0x1F, 0x20, 0x21, 0x22, 0x23, 0x5B, 0x5C, 0x5D, 0x61, 0x7F, 0x80]
+            + [0x9F, 0xA0, 0xDC, 0xE2, 0xFE, 0xFF]
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func next(_ bound: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(bound))
+        }
+        for _ in 0..<5000 {
+            // Mostly plain text, so that words without an escape are common.
+            let text = (0..<next(41)).map { _ in next(4) == 0 ? alphabet[next(alphabet.count)] : UInt8(ascii: "x") }
+            var writer = JSONWriter()
+            text.withUnsafeBufferPointer { writer.string(utf8: $0) }
+            var expected: [UInt8] = [0x22]
+            for byte in text {
+                switch byte {
+                case 0x22, 0x5C: expected += [0x5C, byte]
+                case 0x0A: expected += Array(#"\n"#.utf8)
+                case 0x0D: expected += Array(#"\r"#.utf8)
+                case 0x09: expected += Array(#"\t"#.utf8)
+                case 0..<0x20: expected += Array(String(format: "\\u%04x", Int(byte)).utf8)
+                default: expected.append(byte)
+                }
+            }
+            expected.append(0x22)
+            #expect(writer.bytes == expected, "\(text)")
+        }
+    }
+
     @Test func jsonValueKeepsIntegersAndRealsApart() throws {
         let values = try JSONDecoder().decode(
             [JSONValue].self, from: Data(#"[1, 1.5, true, null, "x", [1], {"a": 2}, -9223372036854775808]"#.utf8))

@@ -112,11 +112,7 @@ package struct JSONWriter: Sendable {
 
     private mutating func writeString(_ text: UnsafeBufferPointer<UInt8>) {
         bytes.append(UInt8(ascii: "\""))
-        var plain = 0
-        for byte in text where byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") {
-            plain += 1
-        }
-        if plain == text.count {
+        if !Self.needsEscapes(text) {
             bytes.append(contentsOf: text)
             bytes.append(UInt8(ascii: "\""))
             return
@@ -146,6 +142,36 @@ package struct JSONWriter: Sendable {
             }
         }
         bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// Whether a byte of `text` must be escaped: a control character, `"` or `\`. Most strings
+    /// need none, and are copied whole after this scan, which reads eight bytes at a time.
+    private static func needsEscapes(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let start = text.baseAddress else { return false }
+        let raw = UnsafeRawPointer(start)
+        var index = 0
+        while index + 8 <= text.count {
+            if holdsEscape(raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)) { return true }
+            index += 8
+        }
+        while index < text.count {
+            let byte = text[index]
+            if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return true }
+            index += 1
+        }
+        return false
+    }
+
+    /// Whether one of the eight bytes of `word` is below 0x20, `"` or `\` (the bit tricks of
+    /// "Bit Twiddling Hacks": a byte below n, a byte equal to zero; exact as a yes or no).
+    private static func holdsEscape(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        let control = (word &- ones &* 0x20) & ~word & highs
+        let quote = word ^ (ones &* UInt64(UInt8(ascii: "\"")))
+        let backslash = word ^ (ones &* UInt64(UInt8(ascii: "\\")))
+        let equal = ((quote &- ones) & ~quote | (backslash &- ones) & ~backslash) & highs
+        return control | equal != 0
     }
 
     /// Decimal digits straight into the buffer: `String(number)` would allocate for every one.

@@ -117,14 +117,19 @@ package enum StatementValues {
         column index: Int32, of statement: Statement, as type: FieldType?, to writer: inout JSONWriter
     ) {
         let handle = statement.sqliteStatement
-        guard sqlite3_column_type(handle, index) == SQLITE_TEXT, type != .json else {
+        // The storage class is read once: integers (most cells of most pages) and TEXT are written
+        // without a `DatabaseValue`, through the same mapping.
+        switch sqlite3_column_type(handle, index) {
+        case SQLITE_INTEGER:
+            writer.value(ValueMapping.jsonValue(integer: sqlite3_column_int64(handle, index), as: type))
+        case SQLITE_TEXT where type != .json:
+            // TEXT is a string whatever the type: written without making a `String`.
+            let count = Int(sqlite3_column_bytes(handle, index))
+            let bytes = sqlite3_column_text(handle, index).map { UnsafeBufferPointer(start: $0, count: count) }
+            writer.string(utf8: bytes ?? UnsafeBufferPointer(start: nil, count: 0))
+        default:
             writer.value(ValueMapping.jsonValue(DatabaseValue(sqliteStatement: handle, index: index), as: type))
-            return
         }
-        // TEXT is a string whatever the type: written without making a `String`.
-        let count = Int(sqlite3_column_bytes(handle, index))
-        let bytes = sqlite3_column_text(handle, index).map { UnsafeBufferPointer(start: $0, count: count) }
-        writer.string(utf8: bytes ?? UnsafeBufferPointer(start: nil, count: 0))
     }
 
     /// The current row of `statement` (``TableSQL/columns`` order: key, fields, revision) as a

@@ -47,12 +47,19 @@ package enum ValueMapping {
         switch (value.storage, type) {
         case (.null, _): .null
         case (.string(let text), .json): (try? JSONParser.parse(Array(text.utf8))) ?? .null
-        case (.int64(let number), .boolean): .bool(number != 0)
-        case (.int64(let number), .real): .double(Double(number))
-        case (.int64(let number), _): .int(number)
+        case (.int64(let number), _): jsonValue(integer: number, as: type)
         case (.double(let number), _): .double(number)
         case (.string(let text), _): .string(text)
         case (.blob(let data), _): .string(data.base64EncodedString())
+        }
+    }
+
+    /// An INTEGER as a wire value of `type`: a flag for a `boolean`, a double for a `real`.
+    package static func jsonValue(integer number: Int64, as type: FieldType?) -> JSONValue {
+        switch type {
+        case .boolean: .bool(number != 0)
+        case .real: .double(Double(number))
+        default: .int(number)
         }
     }
 

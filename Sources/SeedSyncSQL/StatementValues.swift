@@ -40,25 +40,27 @@ package enum StatementValues {
     ) throws {
         let handle = statement.sqliteStatement
         sqlite3_reset(handle)
-        var index: Int32 = 1
-        for position in positions {
-            let cell = cells[position]
-            let type =
-                position == positions.lowerBound || position == positions.upperBound - 1
-                ? nil : types[position - positions.lowerBound - 1]
-            switch (cell.kind, type) {
-            case (.string, nil), (.string, .text?), (.string, .timestamp?):
-                // Not copied by SQLite: the cells outlive the step, and the bindings are cleared after it.
-                cells.withBytes(of: cell) { bind(utf8: $0, at: index, to: handle, copied: false) }
-            case (.int, nil): sqlite3_bind_int64(handle, index, cell.int)
-            case (_, let type?):
-                bind(ValueMapping.databaseValue(cells.value(of: cell), as: type), at: index, to: handle)
-            case (_, nil): bind(ValueMapping.databaseValue(key: cells.value(of: cell)), at: index, to: handle)
-            }
-            index += 1
+        bind(cells[positions.lowerBound], of: cells, as: nil, at: 1, to: handle)
+        for (offset, type) in types.enumerated() {
+            bind(cells[positions.lowerBound + 1 + offset], of: cells, as: type, at: Int32(offset + 2), to: handle)
         }
+        sqlite3_bind_int64(handle, Int32(types.count + 2), cells[positions.upperBound - 1].int)
         defer { sqlite3_clear_bindings(handle) }
         try step(statement)
+    }
+
+    /// Binds a cell as a value of `type` (`nil` for a key).
+    private static func bind(
+        _ cell: SnapshotCells.Cell, of cells: SnapshotCells, as type: FieldType?, at index: Int32,
+        to handle: SQLiteStatement
+    ) {
+        switch (cell.kind, type) {
+        case (.string, nil), (.string, .text?), (.string, .timestamp?):
+            // Not copied by SQLite: the cells outlive the step, and the bindings are cleared after it.
+            cells.withBytes(of: cell) { bind(utf8: $0, at: index, to: handle, copied: false) }
+        case (_, let type?): bind(ValueMapping.databaseValue(cells.value(of: cell), as: type), at: index, to: handle)
+        case (_, nil): bind(ValueMapping.databaseValue(key: cells.value(of: cell)), at: index, to: handle)
+        }
     }
 
     /// Steps `statement` once, to its end, and resets it.

@@ -91,15 +91,15 @@ import Testing
         }
     }
 
-    @Test func keysSortAsSQLiteSortsThem() {
-        let cells = SnapshotCells([[-2, 3, "B", "a", "é", "éa", 1.5]])
-        #expect(cells.precedes(cells[0], cells[1]))
-        #expect(!cells.precedes(cells[1], cells[0]))
-        #expect(cells.precedes(cells[2], cells[3]))
-        #expect(cells.precedes(cells[3], cells[4]))
-        #expect(cells.precedes(cells[4], cells[5]))
-        #expect(!cells.precedes(cells[5], cells[5]))
-        #expect(!cells.precedes(cells[1], cells[2]))
-        #expect(!cells.precedes(cells[6], cells[6]))
+    /// Cells order keys as `JSONValue.keyPrecedes` orders their values, for every pair.
+    @Test func keysSortAsTheirValuesDo() {
+        let keys: [JSONValue] = [-2, 3, .int(.min), .int(.max), "B", "a", "é", "éa", "", "a\u{0}", 1.5, .null]
+        let cells = SnapshotCells([keys])
+        for (i, first) in keys.enumerated() {
+            for (j, second) in keys.enumerated() {
+                #expect(
+                    cells.precedes(cells[i], cells[j]) == JSONValue.keyPrecedes(first, second), "\(first) \(second)")
+            }
+        }
     }
 }

@@ -89,8 +89,9 @@ package struct SnapshotCells: Sendable, Hashable {
         (0..<count).map { row($0) }
     }
 
-    /// Whether key `first` sorts before key `second` as SQLite sorts keys (integers numerically,
-    /// text by UTF-8 bytes); `false` for cells of different kinds or that are not keys.
+    /// Whether key `first` sorts before key `second`, as ``JSONValue/keyPrecedes(_:_:)`` says of
+    /// their values (integers numerically, text by UTF-8 bytes, as SQLite sorts keys), read from
+    /// the cells; `false` for cells of different kinds or that are not keys.
     package func precedes(_ first: Cell, _ second: Cell) -> Bool {
         switch (first.kind, second.kind) {
         case (.int, .int): return first.payload < second.payload

@@ -36,7 +36,7 @@ package struct PageRows {
                 if let previous {
                     cells.precedes(previous, key)
                 } else {
-                    after.map { Self.precedes($0, cells.value(of: key)) } ?? true
+                    after.map { JSONValue.keyPrecedes($0, cells.value(of: key)) } ?? true
                 }
             guard follows else {
                 let before = previous.map { cells.value(of: $0) } ?? after
@@ -96,15 +96,6 @@ package struct PageRows {
             return SeedError.invalidData("snapshot of \(type.name): a row does not fit the schema")
         } catch {
             return SeedError.invalidData("snapshot of \(type.name): \(error)")
-        }
-    }
-
-    /// Key order as SQLite sorts keys: integers numerically, text by UTF-8 bytes.
-    private static func precedes(_ first: JSONValue, _ second: JSONValue) -> Bool {
-        switch (first, second) {
-        case (.int(let a), .int(let b)): a < b
-        case (.string(let a), .string(let b)): a.utf8.lexicographicallyPrecedes(b.utf8)
-        default: false
         }
     }
 

@@ -6,8 +6,11 @@
 #                       as fast as Python (which writes no .gz either; the --gzip ratio is printed too),
 #                       150 MB
 #   2 first install     seed-import of a seed at the server's revision vs sha256sum + cp; target 1.2x
-#   3 incremental sync  seed-import --once of about --changes row changes: changes per second
-#   4 growth            seed-import --once of 400 change sets at 10,000 events and at --events
+#   3 incremental sync  seed-import --once of about --changes row changes: changes per second; and
+#                       sqlite3 writing the rows they leave, staged beforehand, in one transaction
+#                       (stage_changes): what SQLite itself needs for the same end state
+#   4 growth            seed-import --once of 400 change sets at 10,000 events and at --events; the
+#                       same sqlite3 baseline at both sizes
 #   5 seed size         the seed, gzipped, against the JSON and CSV exports of the same rows
 #   6 migration         one text column added to events: the installed app's in-place migration
 #                       (seed-import, the column downloaded) vs a full download of the new version
@@ -179,6 +182,65 @@ contender() {
 fact() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$out/facts.tsv"; }
 # note TEXT: printed under the table and kept in bench.json.
 note() { echo "$1" >>"$out/notes.txt"; }
+
+# The sqlite3 baseline of cases 3 and 4: SQLite itself bringing the installed database to the server's
+# rows, the least work that does it. stage_changes SERVER INSTALLED DIR (untimed) writes DIR/rows.sqlite,
+# every row of SERVER's data tables with a revision after INSTALLED's, in key order, DIR/deleted.sqlite,
+# the keys INSTALLED has and SERVER does not, and DIR/apply.sql, which applies them with seed-import's
+# settings (WAL, synchronous NORMAL, a 32 MiB cache, foreign keys on) in one transaction: one upsert
+# per table (locations first), then the deletes; closing checkpoints, as seed-import's does. Each row
+# is written once, set-based: no network, no JSON, no checks but SQLite's own.
+stage_changes() {
+    local server=$1 installed=$2 dir=$3 revision table columns key assignments
+    revision=$(sqlite3 "$installed" "SELECT value FROM _seedsync_seed WHERE key = 'revision'")
+    remove_db "$dir/rows.sqlite"
+    remove_db "$dir/deleted.sqlite"
+    {
+        echo "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -32768;"
+        echo "PRAGMA foreign_keys = ON; ATTACH '$dir/rows.sqlite' AS rows; ATTACH '$dir/deleted.sqlite' AS deleted;"
+        echo "BEGIN;"
+    } >"$dir/apply.sql"
+    local deletes=()
+    for table in "${tables[@]}"; do
+        columns=$(sqlite3 "$installed" "SELECT group_concat('\"' || name || '\"', ', ') FROM pragma_table_info('$table')")
+        key=$(sqlite3 "$installed" "SELECT '\"' || name || '\"' FROM pragma_table_info('$table') WHERE pk = 1")
+        assignments=$(sqlite3 "$installed" "SELECT group_concat('\"' || name || '\" = excluded.\"' || name || '\"', ', ')
+            FROM pragma_table_info('$table') WHERE pk = 0")
+        sqlite3 -bail "$dir/rows.sqlite" "ATTACH '$server' AS server;
+            CREATE TABLE \"$table\" AS SELECT $columns FROM server.\"$table\" WHERE revision > $revision ORDER BY $key"
+        sqlite3 -bail "$dir/deleted.sqlite" "ATTACH '$server' AS server; ATTACH '$installed' AS installed;
+            CREATE TABLE \"$table\" AS SELECT $key FROM installed.\"$table\" EXCEPT SELECT $key FROM server.\"$table\" ORDER BY 1"
+        echo "INSERT INTO main.\"$table\" ($columns) SELECT $columns FROM rows.\"$table\" WHERE true
+            ON CONFLICT ($key) DO UPDATE SET $assignments;" >>"$dir/apply.sql"
+        deletes=("DELETE FROM main.\"$table\" WHERE $key IN (SELECT $key FROM deleted.\"$table\");" "${deletes[@]}")
+    done
+    printf '%s\n' "${deletes[@]}" "COMMIT;" >>"$dir/apply.sql"
+}
+# staged_rows DIR: the rows DIR/apply.sql writes or deletes.
+staged_rows() {
+    local dir=$1 table total=0
+    for table in "${tables[@]}"; do
+        total=$((total + $(sqlite3 "$dir/rows.sqlite" "SELECT count(*) FROM \"$table\"") + $(sqlite3 "$dir/deleted.sqlite" "SELECT count(*) FROM \"$table\"")))
+    done
+    echo "$total"
+}
+# sqlite3_apply_runs CASE NAME INSTALLED DIR: times sqlite3 running DIR/apply.sql on a copy of INSTALLED,
+# repeat times, and fails unless its data tables end as seed-import's did in DIR/app.sqlite.
+sqlite3_apply_runs() {
+    local case=$1 name=$2 installed=$3 dir=$4 run table
+    for ((run = 1; run <= repeat; run++)); do
+        copy_db "$installed" "$dir/sqlite3.sqlite"
+        measure "$case" "$name" "$run" sqlite3 -bail "$dir/sqlite3.sqlite" ".read '$dir/apply.sql'"
+    done
+    for table in "${tables[@]}"; do
+        [ "$(sqlite3 "$dir/sqlite3.sqlite" "ATTACH '$dir/app.sqlite' AS app; SELECT
+            (SELECT count(*) FROM (SELECT * FROM main.\"$table\" EXCEPT SELECT * FROM app.\"$table\")) +
+            (SELECT count(*) FROM (SELECT * FROM app.\"$table\" EXCEPT SELECT * FROM main.\"$table\"))")" = 0 ] || {
+            echo "$name: $table differs from seed-import's in $dir/app.sqlite" >&2
+            exit 1
+        }
+    done
+}
 
 # remove_db PATH: a database and the files SQLite and seed-import keep beside it.
 # mutated_copy DIR: DIR/server.sqlite, a copy of the server database with about --changes row changes
@@ -437,6 +499,8 @@ if wants 3; then
             --server "$SERVER_URL" --token-file "$work/token" --once --json
     done
     stop_server
+    stage_changes "$out/incremental/server.sqlite" "$out/installed/app.sqlite" "$out/incremental"
+    sqlite3_apply_runs 3 sqlite3-apply "$out/installed/app.sqlite" "$out/incremental"
     report="$out/runs/seed-import-sync.1.out"
     applied_sets=$(json_field "$report" changeSets)
     applied=$(json_field "$report" inserted+updated+deleted) # row changes applied: the same every run
@@ -456,7 +520,15 @@ if wants 3; then
         "changes/s (wall)" "$(per_second "$applied" "$wall")" ">=" 100000
     result "3 incremental" "" "  - its --json seconds" "$own" "" "changes/s (own seconds)" \
         "$(per_second "$applied" "$own")"
+    staged=$(staged_rows "$out/incremental")
+    fact incremental sqlite3Rows "$staged"
+    fact incremental sqlite3MedianWallSeconds "$(median_wall sqlite3-apply)"
+    contender "3 incremental" sqlite3-apply "sqlite3, the same end rows ($staged rows)" \
+        "changes/s (wall)" "$(per_second "$applied" "$(median_wall sqlite3-apply)")"
+    result "3 incremental" "" "  seed-import against it" "" "" "seed-import / sqlite3" \
+        "$(ratio "$wall" "$(median_wall sqlite3-apply)")"
     note "case 3: --changes $changes row changes asked; mutate writes about 2.5 a change set, so $change_sets change sets (ceil(changes / 2.5)) were written; $applied row changes in $applied_sets change sets were applied."
+    note "case 3: the sqlite3 baseline writes the $staged rows (and deletes) those changes leave, staged beforehand from the server's tables in key order, with seed-import's settings in one transaction (see stage_changes); its changes/s counts the same $applied changes."
 fi
 
 # ---------------------------------------------------------------------------------------------------
@@ -477,6 +549,8 @@ growth_runs() {
             --server "$SERVER_URL" --token-file "$work/token" --once --json
     done
     stop_server
+    stage_changes "$server" "$installed" "$dir"
+    sqlite3_apply_runs 4 "$name-sqlite3" "$installed" "$dir"
 }
 
 if wants 4; then
@@ -501,6 +575,9 @@ if wants 4; then
     contender "4 growth" growth-small "sync at $GROWTH_EVENTS events"
     contender "4 growth" growth-large "sync at $events events" "large / small" \
         "$(ratio "$(median_wall growth-large)" "$(median_wall growth-small)")" "<=" 1.5
+    contender "4 growth" growth-small-sqlite3 "sqlite3, the same end rows, at $GROWTH_EVENTS events"
+    contender "4 growth" growth-large-sqlite3 "sqlite3, the same end rows, at $events events" "large / small" \
+        "$(ratio "$(median_wall growth-large-sqlite3)" "$(median_wall growth-small-sqlite3)")"
     note "case 4: $GROWTH_CHANGE_SETS change sets (mutate --seed $MUTATE_SEED) at each size: $(json_field "$out/runs/growth-small.1.out" inserted+updated+deleted) row changes at $GROWTH_EVENTS events, $(json_field "$out/runs/growth-large.1.out" inserted+updated+deleted) at $events; the large size reuses the reference seed and its installed database (same data, same revision)."
 fi
 

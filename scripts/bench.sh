@@ -191,7 +191,7 @@ note() { echo "$1" >>"$out/notes.txt"; }
 # per table (locations first), then the deletes; closing checkpoints, as seed-import's does. Each row
 # is written once, set-based: no network, no JSON, no checks but SQLite's own.
 stage_changes() {
-    local server=$1 installed=$2 dir=$3 revision table columns key assignments
+    local server=$1 installed=$2 dir=$3 revision table columns key assignments conflict
     revision=$(sqlite3 "$installed" "SELECT value FROM _seedsync_seed WHERE key = 'revision'")
     remove_db "$dir/rows.sqlite"
     remove_db "$dir/deleted.sqlite"
@@ -210,8 +210,11 @@ stage_changes() {
             CREATE TABLE \"$table\" AS SELECT $columns FROM server.\"$table\" WHERE revision > $revision ORDER BY $key"
         sqlite3 -bail "$dir/deleted.sqlite" "ATTACH '$server' AS server; ATTACH '$installed' AS installed;
             CREATE TABLE \"$table\" AS SELECT $key FROM installed.\"$table\" EXCEPT SELECT $key FROM server.\"$table\" ORDER BY 1"
+        # A table of keys alone has nothing to update.
+        conflict="DO UPDATE SET $assignments"
+        [ -n "$assignments" ] || conflict="DO NOTHING"
         echo "INSERT INTO main.\"$table\" ($columns) SELECT $columns FROM rows.\"$table\" WHERE true
-            ON CONFLICT ($key) DO UPDATE SET $assignments;" >>"$dir/apply.sql"
+            ON CONFLICT ($key) $conflict;" >>"$dir/apply.sql"
         deletes=("DELETE FROM main.\"$table\" WHERE $key IN (SELECT $key FROM deleted.\"$table\");" "${deletes[@]}")
     done
     printf '%s\n' "${deletes[@]}" "COMMIT;" >>"$dir/apply.sql"

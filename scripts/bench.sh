@@ -183,6 +183,11 @@ fact() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$out/facts.tsv"; }
 # note TEXT: printed under the table and kept in bench.json.
 note() { echo "$1" >>"$out/notes.txt"; }
 
+# quoted_columns DATABASE TABLE: TABLE's columns in DATABASE, quoted, comma-separated, in table order.
+quoted_columns() {
+    sqlite3 "$1" "SELECT group_concat('\"' || name || '\"', ', ') FROM pragma_table_info('$2')"
+}
+
 # The sqlite3 baseline of cases 3 and 4: SQLite itself bringing the installed database to the server's
 # rows, the least work that does it. stage_changes SERVER INSTALLED DIR (untimed) writes DIR/rows.sqlite,
 # every row of SERVER's data tables with a revision after INSTALLED's, in key order, DIR/deleted.sqlite,
@@ -202,7 +207,7 @@ stage_changes() {
     } >"$dir/apply.sql"
     local deletes=()
     for table in "${tables[@]}"; do
-        columns=$(sqlite3 "$installed" "SELECT group_concat('\"' || name || '\"', ', ') FROM pragma_table_info('$table')")
+        columns=$(quoted_columns "$installed" "$table")
         key=$(sqlite3 "$installed" "SELECT '\"' || name || '\"' FROM pragma_table_info('$table') WHERE pk = 1")
         assignments=$(sqlite3 "$installed" "SELECT group_concat('\"' || name || '\" = excluded.\"' || name || '\"', ', ')
             FROM pragma_table_info('$table') WHERE pk = 0")
@@ -367,7 +372,7 @@ if wants 1 || wants 5; then
         AND tbl_name NOT LIKE '\_%' ESCAPE '\' ORDER BY rowid" >"$out/data/indexes.sql"
     : >"$out/data/import.sql"
     for table in "${tables[@]}"; do
-        columns=$(sqlite3 "$out/seed.sqlite" "SELECT group_concat('\"' || name || '\"', ', ') FROM pragma_table_info('$table')")
+        columns=$(quoted_columns "$out/seed.sqlite" "$table")
         # CSV without header (NULL comes out as an empty field), and JSON: an array of objects.
         sqlite3 -csv "$out/seed.sqlite" "SELECT $columns FROM \"$table\" ORDER BY id" >"$out/data/$table.csv"
         sqlite3 -json "$out/seed.sqlite" "SELECT $columns FROM \"$table\" ORDER BY id" >"$out/data/$table.json"
@@ -524,12 +529,12 @@ if wants 3; then
     result "3 incremental" "" "  - its --json seconds" "$own" "" "changes/s (own seconds)" \
         "$(per_second "$applied" "$own")"
     staged=$(staged_rows "$out/incremental")
+    baseline=$(median_wall sqlite3-apply)
     fact incremental sqlite3Rows "$staged"
-    fact incremental sqlite3MedianWallSeconds "$(median_wall sqlite3-apply)"
+    fact incremental sqlite3MedianWallSeconds "$baseline"
     contender "3 incremental" sqlite3-apply "sqlite3, the same end rows ($staged rows)" \
-        "changes/s (wall)" "$(per_second "$applied" "$(median_wall sqlite3-apply)")"
-    result "3 incremental" "" "  seed-import against it" "" "" "seed-import / sqlite3" \
-        "$(ratio "$wall" "$(median_wall sqlite3-apply)")"
+        "changes/s (wall)" "$(per_second "$applied" "$baseline")"
+    result "3 incremental" "" "  seed-import against it" "" "" "seed-import / sqlite3" "$(ratio "$wall" "$baseline")"
     note "case 3: --changes $changes row changes asked; mutate writes about 2.5 a change set, so $change_sets change sets (ceil(changes / 2.5)) were written; $applied row changes in $applied_sets change sets were applied."
     note "case 3: the sqlite3 baseline writes the $staged rows (and deletes) those changes leave, staged beforehand from the server's tables in key order, with seed-import's settings in one transaction (see stage_changes); its changes/s counts the same $applied changes."
 fi

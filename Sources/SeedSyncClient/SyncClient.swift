@@ -78,9 +78,22 @@ public final class SyncClient: Sendable {
 
     /// `GET /v1/schema`: schema version `version`, or the newest the server serves when `nil`.
     ///
+    /// A server answers a request that names no version in the oldest it serves (PROTOCOL.md §9),
+    /// listing every version it serves: when the newest is another, it is asked for by number.
+    ///
     /// - Throws: ``SyncClientError`` with ``SyncClientError/Code/unknownSchemaVersion`` when the
     ///   server does not serve `version`.
     public func schema(version: Int? = nil) async throws -> SchemaInfo {
+        guard let version else {
+            let info = try await schema(named: nil)
+            guard let newest = info.servedVersions.last, newest != info.schemaVersion else { return info }
+            return try await schema(named: newest)
+        }
+        return try await schema(named: version)
+    }
+
+    /// `GET /v1/schema`, naming `version` or none.
+    private func schema(named version: Int?) async throws -> SchemaInfo {
         let query = version.map { [URLQueryItem(name: "version", value: String($0))] } ?? []
         let info = try await send(path: "v1/schema", query: query) { data, label in
             try Self.decode(SchemaInfo.self, from: data, label: label)

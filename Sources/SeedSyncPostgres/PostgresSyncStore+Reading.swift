@@ -36,7 +36,7 @@ extension PostgresSyncStore {
                 }
                 let cells = row.makeRandomAccess()
                 let newest = try cells[2].decode(Int.self)
-                guard newest == served.versions.history.newest.number else {
+                guard newest == served.versions.storedNewest else {
                     _ = try await self.served(newest: newest, on: connection)
                     continue
                 }
@@ -74,7 +74,7 @@ extension PostgresSyncStore {
                     table = PostgresTableSQL(type: try table.type.selecting(fields), tableSchema: tableSchema)
                 }
                 let page = try await page(of: table, after: after, limit: limit, on: connection)
-                guard page.schemaVersion == served.versions.history.newest.number else {
+                guard page.schemaVersion == served.versions.storedNewest else {
                     _ = try await self.served(newest: page.schemaVersion, on: connection)
                     continue
                 }

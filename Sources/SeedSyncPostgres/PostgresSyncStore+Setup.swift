@@ -99,11 +99,7 @@ extension PostgresSyncStore {
         _ prepare: @escaping @Sendable (PostgresConnection) async throws -> Void,
         adopt: (@Sendable (PostgresConnection, Int64) async throws -> Void)? = nil
     ) async throws -> Int64 {
-        if let long = schema.types.first(where: { $0.name.utf8.count > PostgresTableSQL.maximumNameLength }) {
-            throw PostgresStoreError.tableMismatch(
-                "the type name \(long.name) is longer than \(PostgresTableSQL.maximumNameLength) characters, which PostgreSQL cannot serve (its names end at 63 bytes)"
-            )
-        }
+        try PostgresTableSQL.checkNames(of: schema)
         guard SchemaNames.isValid(tableSchema) else {
             throw PostgresStoreError.invalidLocation(
                 "the table schema '\(tableSchema.clippedForMessage)' must match ^[a-z][a-z0-9_]{0,62}$")

@@ -54,12 +54,10 @@ public final class PostgresSyncStore: SyncStore {
     /// the ones in memory, or the history read again when a newer version was made since.
     package func served(newest: Int, on connection: PostgresConnection) async throws -> ServedPostgresTables {
         let current = servedTables.get()
-        guard newest != current.versions.history.newest.number else { return current }
-        let fresh = try await ServedPostgresTables.read(
-            try await PostgresSchemaRecords.history(on: connection, logger: logger), tableSchema: tableSchema,
-            on: connection, logger: logger)
+        guard newest != current.versions.storedNewest else { return current }
+        let fresh = try await ServedPostgresTables.read(tableSchema: tableSchema, on: connection, logger: logger)
         // Only to a newer history: a connection that read an older state keeps its own.
-        servedTables.set(fresh) { $0.versions.history.newest.number > $1.versions.history.newest.number }
+        servedTables.set(fresh) { $0.versions.storedNewest > $1.versions.storedNewest }
         return fresh
     }
 
@@ -113,14 +111,18 @@ public final class PostgresSyncStore: SyncStore {
                 }
                 try await PostgresSchemaRecords.prepare(on: connection, logger: logger)
                 try await connection.rows("COMMIT", logger: logger)
-                state.history = try await PostgresSchemaRecords.history(on: connection, logger: logger)
                 state.served = try await ServedPostgresTables.read(
-                    state.history, tableSchema: state.tableSchema, on: connection, logger: logger)
+                    tableSchema: state.tableSchema, on: connection, logger: logger)
+                for broken in state.served.versions.unreadable {
+                    logger.error(
+                        "schema version not served",
+                        metadata: ["version": "\(broken.number)", "error": "\(broken.reason)"])
+                }
             } catch let error as PSQLError {
                 _ = try? await connection.rows("ROLLBACK", logger: logger)
                 throw PostgresStoreError.connection(error, location: location)
             }
-            for type in state.history.newest.schema.types {
+            for type in state.served.schema.types {
                 try await TableCheck(
                     table: PostgresTableSQL(type: type, tableSchema: state.tableSchema), tableSchema: state.tableSchema
                 )
@@ -195,7 +197,6 @@ extension ServedPostgresTables {
 /// What `seedsync._state` holds besides the revisions, read once when a store opens, and the
 /// schema versions (read after `_schemas` is made sure of).
 struct StoredState {
-    var history: SchemaHistory
     var tableSchema: String
     /// The versions with the catalog's columns, read once the bookkeeping is there.
     var served: ServedPostgresTables
@@ -214,10 +215,11 @@ struct StoredState {
                         "\(location) holds a SeedSync store of format \(format); this seed-server reads format \(CaptureSQL.format)"
                     )
                 }
-                let history = SchemaHistory(try JSONDecoder().decode(DatasetSchema.self, from: Data(json.utf8)))
+                // The state's schema, until the versions are read (they need `_schemas`, made next).
+                let schema = try JSONDecoder().decode(DatasetSchema.self, from: Data(json.utf8))
                 return StoredState(
-                    history: history, tableSchema: tableSchema,
-                    served: ServedPostgresTables(history, tableSchema: tableSchema))
+                    tableSchema: tableSchema,
+                    served: ServedPostgresTables(ServedVersions(SchemaHistory(schema)), tableSchema: tableSchema))
             }
         } catch let error as PSQLError {
             if error.sqlState == "42P01" || error.sqlState == "3F000" {

@@ -81,7 +81,7 @@ extension SQLiteSyncStore {
     {
         let state = try await feedReads.state { [pool] in try await pool.read { db in try LogState.fetch(db) } }
         var tables = served.get()
-        if state.schemaVersion != tables.versions.history.newest.number {
+        if state.schemaVersion != tables.versions.storedNewest {
             tables = try await pool.read { db in try self.served(db) }
         }
         let projection = try tables.versions.projection(version)

@@ -51,20 +51,20 @@ public final class SQLiteSyncStore: SyncStore {
     /// - Throws: ``StoreError`` when nothing is at `path` or the file is not a seed-server database.
     public init(path: String) throws {
         guard FileManager.default.fileExists(atPath: path) else { throw StoreError.missingDatabase(path) }
-        let history: SchemaHistory
+        let versions: ServedVersions
         do {
             pool = try Self.openPool(path)
             _ = try pool.read { db in try LogState.schema(db) }
-            history = try pool.write { db in
+            versions = try pool.write { db in
                 try db.execute(sql: PushWriter.createRecords)
                 try db.execute(sql: SeedRecords.createTable)
-                return try SchemaRecords.prepare(db)
+                return try SchemaRecords.prepare(db, path: path)
             }
         } catch let error as DatabaseError where error.resultCode == .SQLITE_ERROR || error.resultCode == .SQLITE_NOTADB
         {
             throw StoreError.notAServerDatabase(path)
         }
-        served = LockedValue(ServedTables(history))
+        served = LockedValue(ServedTables(versions))
     }
 
     /// The versions and tables as of `state`, read in the same transaction: the ones in memory,
@@ -74,9 +74,9 @@ public final class SQLiteSyncStore: SyncStore {
     /// projected and cached with it).
     func served(_ db: Database, _ state: LogState) throws -> ServedTables {
         let current = served.get()
-        guard state.schemaVersion != current.versions.history.newest.number else { return current }
-        let fresh = ServedTables(try SchemaRecords.history(db))
-        served.set(fresh) { $0.versions.history.newest.number > $1.versions.history.newest.number }
+        guard state.schemaVersion != current.versions.storedNewest else { return current }
+        let fresh = ServedTables(try SchemaRecords.versions(db, path: path))
+        served.set(fresh) { $0.versions.storedNewest > $1.versions.storedNewest }
         return fresh
     }
 
@@ -118,17 +118,39 @@ public final class SQLiteSyncStore: SyncStore {
         try FileManager.default.moveItem(atPath: temporary, toPath: path)
     }
 
-    /// A write transaction of the pool, where a volume that is full or failing is `storeUnavailable`
-    /// (503 with `Retry-After`: clients retry) naming the file, instead of SQLite's bare message. The
-    /// transaction is rolled back whole; once there is room the same write succeeds.
+    /// A write transaction of the pool, where what passes is `storeUnavailable` (503 with
+    /// `Retry-After`: clients retry) naming the file, instead of SQLite's bare message: a volume
+    /// that is full or failing, or the write lock held by another process for longer than the busy
+    /// timeout (``busyTimeout``; `seed-server schema upgrade` or `load` beside a running server).
+    /// The transaction is rolled back whole; once there is room, or the lock is free, the same
+    /// write succeeds.
     func writeTransaction<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await mappingUnavailable { try await pool.write(body) }
+    }
+
+    /// ``writeTransaction(_:)`` outside a transaction, alone in the pool (no reader of this
+    /// process runs meanwhile): for schema changes, which open their own.
+    func barrierWriteWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T)
+        async throws -> T
+    {
+        try await mappingUnavailable { try await pool.barrierWriteWithoutTransaction(body) }
+    }
+
+    private func mappingUnavailable<T>(_ write: () async throws -> T) async throws -> T {
         do {
-            return try await pool.write(body)
+            return try await write()
         } catch let error as DatabaseError where error.isVolumeFailure {
             throw SyncStoreError.storeUnavailable(
                 "\(path) cannot be written: \(error.reason); free space on its volume or check the volume")
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY {
+            throw SyncStoreError.storeUnavailable(
+                "\(path) is locked by another process writing it (such as seed-server schema upgrade or load) for more than \(Int(Self.busyTimeout)) s"
+            )
         }
     }
+
+    /// How long a write waits for another process's write lock before it fails as unavailable.
+    static let busyTimeout: TimeInterval = 5
 
     /// Closes the file; later calls fail.
     public func close() throws {
@@ -151,7 +173,7 @@ public final class SQLiteSyncStore: SyncStore {
     /// `prepareDatabase` runs, which would let a power loss take back acknowledged revisions.
     static func openPool(_ path: String) throws -> DatabasePool {
         var configuration = Configuration()
-        configuration.busyMode = .timeout(10)
+        configuration.busyMode = .timeout(busyTimeout)
         let pool = try DatabasePool(path: path, configuration: configuration)
         try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         return pool
@@ -189,9 +211,9 @@ package struct ServedTables: Sendable {
     package let versions: ServedVersions
     let tables: [String: TableSQL]
 
-    init(_ history: SchemaHistory) {
-        versions = ServedVersions(history)
-        tables = Dictionary(uniqueKeysWithValues: history.newest.schema.types.map { ($0.name, TableSQL(type: $0)) })
+    init(_ versions: ServedVersions) {
+        self.versions = versions
+        tables = Dictionary(uniqueKeysWithValues: versions.schema.types.map { ($0.name, TableSQL(type: $0)) })
     }
 
     var schema: DatasetSchema { versions.schema }

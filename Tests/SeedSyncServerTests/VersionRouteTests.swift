@@ -26,12 +26,25 @@ import Testing
         }
     }
 
-    @Test func schemaOfEachVersionNewestByDefault() async throws {
+    /// A request that names no version gets the oldest from every endpoint: a client written
+    /// before versions existed reads the schema, then pages and change sets of the same shape.
+    @Test func schemaOfEachVersionOldestByDefault() async throws {
         try await withUpgradedApp { client in
+            var columns: [String] = []
             try await client.execute(uri: "/v1/schema", method: .get, headers: headers()) { response in
                 let info = try decode(SchemaInfo.self, response)
-                #expect(info.schemaVersion == 4 && info.servedVersions == [3, 4])
+                #expect(info.schemaVersion == 3 && info.servedVersions == [3, 4])
                 #expect(info.versions?.map(\.revision) == [0, 1])
+                columns = info.schema.type(named: "authors")?.columnNames ?? []
+            }
+            try await client.execute(uri: "/v1/snapshot/authors", method: .get, headers: headers()) { response in
+                #expect(try decode(SnapshotPage.self, response).columns == columns)
+            }
+            try await client.execute(
+                uri: "/v1/sync", method: .post, headers: headers(), body: body(#"{"maxRevision": 0}"#)
+            ) { response in
+                let attributes = try decode(SyncResponse.self, response).changeSets.first?["authors"]?.attributes
+                #expect(attributes?["le-guin"].map { Set($0.keys) } == Set(columns.dropFirst()))
             }
             try await client.execute(uri: "/v1/schema?version=3", method: .get, headers: headers()) { response in
                 let info = try decode(SchemaInfo.self, response)

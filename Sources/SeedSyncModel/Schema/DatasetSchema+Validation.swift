@@ -1,22 +1,65 @@
+import Foundation
+
 extension DatasetSchema {
+    /// The most types a schema may declare.
+    public static let maximumTypes = 500
+    /// The most fields a type may have besides its key: a table then has at most 1,002 columns
+    /// (key and revision), within SQLite's 2,000 and PostgreSQL's 1,600.
+    public static let maximumFields = 1000
+    /// The most bytes a field's default may take as JSON: it is written into every row that lacks
+    /// the field.
+    public static let maximumDefaultBytes = 4096
+    /// The most bytes a schema may take as JSON: every server keeps each version in memory, and
+    /// `GET /v1/schema` sends one whole.
+    public static let maximumSchemaBytes = 1 << 20
+
     /// Checks the rules every schema must follow before a store is created from it.
     ///
-    /// Names match `^[a-z][a-z0-9_]{0,62}$`, type names do not start with `sqlite_` and are not
-    /// members of a change set (`types`, `revision`, `conflict`, `id`), no field is called `revision`,
-    /// names are unique, and every reference names a type of this schema whose primary key has the
-    /// field's type.
+    /// Names match `^[a-z][a-z0-9_]{0,62}$`, type names do not start with `sqlite_`, are not
+    /// members of a change set (`types`, `revision`, `conflict`, `id`) and are not the name of a
+    /// reference's index (`<type>_<field>_index`, see docs/SEED-FORMAT.md), no field is called
+    /// `revision`, names are unique, every reference names a type of this schema whose primary key
+    /// has the field's type, a default fits its field's type (text without U+0000), and the schema
+    /// keeps within ``maximumTypes``, ``maximumFields``, ``maximumDefaultBytes`` and
+    /// ``maximumSchemaBytes``.
     ///
     /// - Throws: ``SchemaError`` naming the first rule broken.
     public func validate() throws {
-        try validate(allowingReservedTypeNames: false)
+        try validate(after: nil)
     }
 
-    /// ``validate()``, but for a schema already in use (in a seed, from a server): a type named
-    /// like a change-set member was allowed before the rule, and a dataset that is only read works
-    /// with it (only its writes cannot be expressed).
+    /// ``validate()`` for a new version of a store whose newest version is `current`: a type of
+    /// `current` named like a change-set member (allowed before the rule) keeps its name, and no
+    /// new type takes the name of an index `current` has. Every way a schema enters a store
+    /// (`init --schema`, `--attach`, an upgrade from a file or from the tables) comes through here.
+    ///
+    /// - Throws: ``SchemaError`` naming the first rule broken.
+    public func validate(after current: DatasetSchema?) throws {
+        try validateShape(reservedAllowed: Set(current?.types.map(\.name) ?? []))
+        try validateLimits()
+        let indexes = Set((current?.types ?? []).flatMap(\.indexNames) + types.flatMap(\.indexNames))
+        if let type = types.first(where: { indexes.contains($0.name) }) {
+            throw SchemaError(
+                .reservedName,
+                "type name '\(type.name)' is the name of the index SeedSync keeps for a reference (<type>_<field>_index); choose another"
+            )
+        }
+    }
+
+    /// The rules of ``validate()`` but the limits, for a schema already in use (in a seed, from a
+    /// server, a stored version): a type named like a change-set member was allowed before the
+    /// rule, and a dataset that is only read works with it (only its writes cannot be expressed).
     package func validate(allowingReservedTypeNames: Bool) throws {
+        try validateShape(reservedAllowed: allowingReservedTypeNames ? nil : [])
+    }
+
+    /// Names, references and defaults; a reserved type name passes when `reservedAllowed` holds
+    /// it, or is `nil`.
+    private func validateShape(reservedAllowed: Set<String>?) throws {
         guard SchemaNames.isValidDataset(dataset) else {
-            throw SchemaError(.invalidName, "dataset name '\(dataset)' must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+            throw SchemaError(
+                .invalidName,
+                "dataset name '\(dataset.clippedForMessage)' must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
         }
         guard schemaVersion >= 1 else {
             throw SchemaError(.invalidVersion, "schemaVersion must be 1 or more, not \(schemaVersion)")
@@ -24,7 +67,7 @@ extension DatasetSchema {
         guard !types.isEmpty else { throw SchemaError(.noTypes, "the schema declares no types") }
         var typeNames = Set<String>()
         for type in types {
-            try type.validateNames(allowingReserved: allowingReservedTypeNames)
+            try type.validateNames(allowingReserved: reservedAllowed.map { $0.contains(type.name) } ?? true)
             guard typeNames.insert(type.name).inserted else {
                 throw SchemaError(.duplicateName, "type '\(type.name)' is declared twice")
             }
@@ -37,6 +80,38 @@ extension DatasetSchema {
         }
     }
 
+    /// The counts and sizes of ``validate()``, checked before anything is written.
+    private func validateLimits() throws {
+        guard types.count <= Self.maximumTypes else {
+            throw SchemaError(
+                .tooLarge,
+                "the schema declares \(types.count) types, more than the \(Self.maximumTypes) a dataset may have")
+        }
+        for type in types where type.fields.count > Self.maximumFields {
+            throw SchemaError(
+                .tooLarge,
+                "type \(type.name) has \(type.fields.count) fields, more than the \(Self.maximumFields) a type may have; split it into types that reference each other"
+            )
+        }
+        for type in types {
+            for field in type.fields {
+                guard let value = field.default, let bytes = try? JSONEncoder().encode(value) else { continue }
+                guard bytes.count <= Self.maximumDefaultBytes else {
+                    throw SchemaError(
+                        .tooLarge,
+                        "the default of \(type.name).\(field.name) takes \(bytes.count) bytes, more than the \(Self.maximumDefaultBytes) a default may; choose a shorter one, or none"
+                    )
+                }
+            }
+        }
+        let size = (try? JSONEncoder.stable().encode(self).count) ?? 0
+        guard size <= Self.maximumSchemaBytes else {
+            throw SchemaError(
+                .tooLarge,
+                "the schema takes \(size) bytes as JSON, more than the \(Self.maximumSchemaBytes) a schema may")
+        }
+    }
+
     private func validateDefault(of field: Field, in type: EntityType) throws {
         guard let value = field.default else { return }
         guard field.references == nil else {
@@ -44,6 +119,10 @@ extension DatasetSchema {
                 .invalidDefault,
                 "field \(type.name).\(field.name) references \(field.references!) and cannot have a default; make it nullable"
             )
+        }
+        guard !value.holdsNUL else {
+            throw SchemaError(
+                .invalidDefault, "the default of \(type.name).\(field.name) holds U+0000 (NUL), which no text may hold")
         }
         guard field.type.normalize(value) == value else {
             throw SchemaError(
@@ -67,9 +146,14 @@ extension DatasetSchema {
 }
 
 extension EntityType {
+    /// The names of the indexes SeedSync keeps for this type's references: `<type>_<field>_index`.
+    package var indexNames: [String] {
+        fields.filter { $0.references != nil }.map { "\(name)_\($0.name)_index" }
+    }
+
     fileprivate func validateNames(allowingReserved: Bool) throws {
         guard SchemaNames.isValid(name) else {
-            throw SchemaError(.invalidName, "type name '\(name)' must match ^[a-z][a-z0-9_]{0,62}$")
+            throw SchemaError(.invalidName, "type name '\(name.clippedForMessage)' must match ^[a-z][a-z0-9_]{0,62}$")
         }
         guard !name.hasPrefix("sqlite_") else {
             throw SchemaError(.invalidName, "type name '\(name)' must not start with sqlite_")
@@ -80,7 +164,8 @@ extension EntityType {
         var seen = Set<String>()
         for column in [primaryKey.name] + fields.map(\.name) {
             guard SchemaNames.isValid(column) else {
-                throw SchemaError(.invalidName, "field name '\(name).\(column)' must match ^[a-z][a-z0-9_]{0,62}$")
+                throw SchemaError(
+                    .invalidName, "field name '\(name).\(column.clippedForMessage)' must match ^[a-z][a-z0-9_]{0,62}$")
             }
             guard column != SchemaNames.revisionColumn else {
                 throw SchemaError(
@@ -99,6 +184,7 @@ public struct SchemaError: Error, CustomStringConvertible, Sendable {
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case invalidName, reservedName, duplicateName, invalidVersion, noTypes, invalidReference, invalidDefault
+            case tooLarge
         }
 
         private let base: Base
@@ -106,7 +192,8 @@ public struct SchemaError: Error, CustomStringConvertible, Sendable {
 
         /// A dataset, type or field name does not match its pattern.
         public static let invalidName = Code(.invalidName)
-        /// A field is called `revision`, which every type carries itself.
+        /// A name is reserved: a field called `revision` (every type carries its own), a type named
+        /// like a change-set member or like the index of a reference.
         public static let reservedName = Code(.reservedName)
         /// A type, or a field of one type, is declared twice.
         public static let duplicateName = Code(.duplicateName)
@@ -116,8 +203,12 @@ public struct SchemaError: Error, CustomStringConvertible, Sendable {
         public static let noTypes = Code(.noTypes)
         /// A reference names no type of the schema, or one whose key has another type.
         public static let invalidReference = Code(.invalidReference)
-        /// A field's default does not fit its type, or the field is a reference.
+        /// A field's default does not fit its type, holds U+0000, or the field is a reference.
         public static let invalidDefault = Code(.invalidDefault)
+        /// The schema has more types, fields or bytes than ``DatasetSchema/maximumTypes``,
+        /// ``DatasetSchema/maximumFields``, ``DatasetSchema/maximumDefaultBytes`` or
+        /// ``DatasetSchema/maximumSchemaBytes`` allow.
+        public static let tooLarge = Code(.tooLarge)
 
         public var description: String { base.rawValue }
     }

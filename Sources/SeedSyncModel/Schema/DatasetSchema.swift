@@ -122,8 +122,10 @@ public struct Field: Codable, Sendable, Hashable {
         type = try container.decode(FieldType.self, forKey: .type)
         nullable = try container.decodeIfPresent(Bool.self, forKey: .nullable) ?? false
         references = try container.decodeIfPresent(String.self, forKey: .references)
+        // Read as the field's type has it: JSON writes the real 0.0 as `0`, which reads back as an
+        // integer. A default that does not fit stays as it is, for `validate()` to refuse.
         let given = try container.decodeIfPresent(JSONValue.self, forKey: .default)
-        self.default = given == .null ? nil : given
+        self.default = given.flatMap { $0 == .null ? nil : type.normalize($0) ?? $0 }
     }
 
     public func encode(to encoder: any Encoder) throws {

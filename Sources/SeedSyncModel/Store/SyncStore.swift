@@ -315,6 +315,14 @@ public struct SyncStoreError: Error, CustomStringConvertible, Sendable {
         )
     }
 
+    /// Version `number` is stored but cannot be read (``SchemaHistory/read(_:)``): the reason says why.
+    public static func unreadableSchemaVersion(_ number: Int, reason: String) -> Self {
+        Self(
+            .unknownSchemaVersion,
+            "schema version \(number) is stored but cannot be served: \(reason); the server's operator must fix or remove it (seed-server schema versions lists what is served)"
+        )
+    }
+
     /// The tables no longer match the schema; `detail` names the table and the column.
     public static func schemaMismatch(_ detail: String) -> Self {
         Self(.schemaMismatch, "the database no longer matches the served schema: \(detail)")

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Every schema version a store has served, oldest first: what lets clients of every version keep
 /// syncing after the schema changed.
 ///
@@ -40,7 +42,9 @@ public struct SchemaHistory: Sendable, Hashable {
         }
         var history = SchemaHistory(first.schema, revision: first.revision)
         for version in versions.dropFirst() {
-            history = try history.upgrading(to: version.schema, renaming: version.renames, at: version.revision).history
+            history = try history.upgrading(
+                to: version.schema, renaming: version.renames, at: version.revision, asStored: true
+            ).history
         }
         self = history
     }
@@ -66,6 +70,89 @@ public struct SchemaHistory: Sendable, Hashable {
     public func version(writing revision: Int64) -> SchemaVersion {
         versions[index(writing: revision)]
     }
+}
+
+extension SchemaHistory {
+    /// The versions a store keeps, read row by row (`rows` oldest first): the longest run from the
+    /// first that reads back as a history, and each version after it, unreadable, with the
+    /// reason. A version that cannot be read (a row changed by hand, or written by a server with a
+    /// since-fixed defect) makes that version and the ones after it unavailable, never the
+    /// versions before it: a server keeps serving those.
+    ///
+    /// - Returns: the history, `nil` when not even the first version reads.
+    package static func read(_ rows: [StoredVersion]) -> (history: SchemaHistory?, unreadable: [UnreadableVersion]) {
+        var history: SchemaHistory?
+        let decoder = JSONDecoder()
+        for (index, row) in rows.enumerated() {
+            do throws(SchemaUpgradeError) {
+                let version: SchemaVersion
+                do {
+                    version = SchemaVersion(
+                        schema: try decoder.decode(DatasetSchema.self, from: Data(row.schema.utf8)),
+                        revision: row.revision,
+                        renames: try decoder.decode([FieldRename].self, from: Data(row.renames.utf8)))
+                } catch {
+                    throw SchemaUpgradeError(.invalidHistory, "its JSON does not read as a schema (\(error))")
+                }
+                guard version.number == row.number else {
+                    throw SchemaUpgradeError(.invalidHistory, "its schema says schemaVersion \(version.number)")
+                }
+                if let current = history {
+                    history = try current.upgrading(
+                        to: version.schema, renaming: version.renames, at: version.revision, asStored: true
+                    ).history
+                } else {
+                    do {
+                        try version.schema.validate(allowingReservedTypeNames: true)
+                    } catch {
+                        throw SchemaUpgradeError(.invalidSchema, "\(error)")
+                    }
+                    history = SchemaHistory(version.schema, revision: version.revision)
+                }
+            } catch {
+                let reason = error.detail
+                let unreadable = rows[index...].enumerated().map { offset, later in
+                    UnreadableVersion(
+                        number: later.number,
+                        reason: offset == 0 ? reason : "it follows version \(row.number), which cannot be read")
+                }
+                return (history, unreadable)
+            }
+        }
+        return (history, [])
+    }
+}
+
+/// One row of a store's schema versions, as stored: the schema and the renames as JSON text.
+package struct StoredVersion: Sendable {
+    package var number: Int
+    package var revision: Int64
+    package var schema: String
+    package var renames: String
+
+    package init(number: Int, revision: Int64, schema: String, renames: String) {
+        self.number = number
+        self.revision = revision
+        self.schema = schema
+        self.renames = renames
+    }
+}
+
+extension StoredVersion {
+    /// `version` as a store keeps it.
+    package init(_ version: SchemaVersion) throws {
+        let encoder = JSONEncoder.stable()
+        self.init(
+            number: version.number, revision: version.revision,
+            schema: String(decoding: try encoder.encode(version.schema), as: UTF8.self),
+            renames: String(decoding: try encoder.encode(version.renames), as: UTF8.self))
+    }
+}
+
+/// A stored schema version no server can serve, and why (see ``SchemaHistory/read(_:)``).
+package struct UnreadableVersion: Sendable, Hashable {
+    package var number: Int
+    package var reason: String
 }
 
 /// One schema version: the schema, when it was made, and what was renamed on the way to it.

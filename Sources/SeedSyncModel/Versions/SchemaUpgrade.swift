@@ -12,9 +12,22 @@ extension SchemaHistory {
     public func upgrading(to schema: DatasetSchema, renaming renames: [FieldRename] = [], at revision: Int64)
         throws(SchemaUpgradeError) -> SchemaUpgrade
     {
+        try upgrading(to: schema, renaming: renames, at: revision, asStored: false)
+    }
+
+    /// ``upgrading(to:renaming:at:)``; `asStored` for a version a store or a server already has,
+    /// which was checked by the rules of its day (see ``DatasetSchema/validate(allowingReservedTypeNames:)``):
+    /// a new version meets every rule of ``DatasetSchema/validate(after:)``.
+    func upgrading(to schema: DatasetSchema, renaming renames: [FieldRename], at revision: Int64, asStored: Bool)
+        throws(SchemaUpgradeError) -> SchemaUpgrade
+    {
         let current = newest
         do {
-            try schema.validate(allowingReservedTypeNames: true)
+            if asStored {
+                try schema.validate(allowingReservedTypeNames: true)
+            } else {
+                try schema.validate(after: current.schema)
+            }
         } catch {
             throw SchemaUpgradeError(.invalidSchema, "\(error)")
         }
@@ -194,7 +207,7 @@ extension SchemaHistory {
             }
         }
         do {
-            return try SchemaHistory(old).upgrading(to: new, renaming: renames, at: 0).changes
+            return try SchemaHistory(old).upgrading(to: new, renaming: renames, at: 0, asStored: true).changes
         } catch  where error.code == .noChange {
             return []
         }
@@ -270,9 +283,12 @@ public struct SchemaUpgradeError: Error, CustomStringConvertible, Sendable {
 
     public let code: Code
     public let description: String
+    /// The description without its lead-in: what is wrong.
+    package let detail: String
 
     public init(_ code: Code, _ description: String) {
         self.code = code
+        self.detail = description
         self.description = "schema upgrade refused: " + description
     }
 }

@@ -4,10 +4,14 @@ import Foundation
 /// made once per history. Stores keep one and replace it whole when a newer version shows.
 package struct ServedVersions: Sendable {
     package let history: SchemaHistory
+    /// The stored versions after the history that cannot be read, with the reason (see
+    /// ``SchemaHistory/read(_:)``): unavailable, and named so when asked for.
+    package let unreadable: [UnreadableVersion]
     private let projections: [Int: VersionProjection]
 
-    package init(_ history: SchemaHistory) {
+    package init(_ history: SchemaHistory, unreadable: [UnreadableVersion] = []) {
         self.history = history
+        self.unreadable = unreadable
         projections = Dictionary(
             uniqueKeysWithValues: history.versions.map {
                 ($0.number, try! VersionProjection(history: history, version: $0.number))
@@ -17,12 +21,19 @@ package struct ServedVersions: Sendable {
     /// The newest version's schema: the shape of the stored rows.
     package var schema: DatasetSchema { history.newest.schema }
 
+    /// The newest version number stored, readable or not: what a store's state read names.
+    package var storedNewest: Int { unreadable.last?.number ?? history.newest.number }
+
     /// The projection to `version`, or to the newest when `nil`.
     ///
-    /// - Throws: ``SyncStoreError`` `unknownSchemaVersion` for a version the history lacks.
+    /// - Throws: ``SyncStoreError`` `unknownSchemaVersion` for a version the history lacks, or
+    ///   one stored that cannot be read (its message says why).
     package func projection(_ version: Int?) throws(SyncStoreError) -> VersionProjection {
         let number = version ?? history.newest.number
         guard let projection = projections[number] else {
+            if let broken = unreadable.first(where: { $0.number == number }) {
+                throw .unreadableSchemaVersion(number, reason: broken.reason)
+            }
             throw .unknownSchemaVersion(number, kept: history.versions.map(\.number))
         }
         return projection

@@ -31,6 +31,16 @@ package struct PostgresTableSQL: Sendable {
         key = quote(type.primaryKey.name)
     }
 
+    /// Refuses a schema whose names PostgreSQL cannot serve: a type name longer than
+    /// ``maximumNameLength``. Every way a schema enters a PostgreSQL store checks it.
+    static func checkNames(of schema: DatasetSchema) throws {
+        if let long = schema.types.first(where: { $0.name.utf8.count > maximumNameLength }) {
+            throw PostgresStoreError.tableMismatch(
+                "the type name \(long.name) is longer than \(maximumNameLength) characters, which PostgreSQL cannot serve (its names end at 63 bytes)"
+            )
+        }
+    }
+
     var keyColumnType: String { type.primaryKey.type == .integer ? "bigint" : "text" }
 
     /// `CREATE TABLE` for `init --schema`: the types a team would choose, deferred foreign keys.

@@ -20,36 +20,41 @@ enum PostgresSchemaRecords {
             """, logger: logger)
     }
 
-    /// Every version, oldest first.
-    static func history(on connection: PostgresConnection, logger: Logger) async throws -> SchemaHistory {
-        let decoder = JSONDecoder()
-        var versions: [SchemaVersion] = []
-        for (json, revision, renames) in try await connection.rows(
-            "SELECT schema, revision, renames FROM seedsync._schemas ORDER BY version", logger: logger
-        ).decode((String, Int64, String).self) {
-            versions.append(
-                SchemaVersion(
-                    schema: try decoder.decode(DatasetSchema.self, from: Data(json.utf8)), revision: revision,
-                    renames: try decoder.decode([FieldRename].self, from: Data(renames.utf8))))
+    /// Every version, oldest first: the ones that read, and the unreadable ones after them
+    /// (``SchemaHistory/read(_:)``).
+    ///
+    /// - Throws: ``PostgresStoreError`` `notInitialized` when not even the first version reads.
+    static func versions(on connection: PostgresConnection, logger: Logger) async throws -> ServedVersions {
+        var rows: [StoredVersion] = []
+        for (number, revision, schema, renames) in try await connection.rows(
+            "SELECT version, revision, schema, renames FROM seedsync._schemas ORDER BY version", logger: logger
+        ).decode((Int, Int64, String, String).self) {
+            rows.append(StoredVersion(number: number, revision: revision, schema: schema, renames: renames))
         }
-        return try SchemaHistory(versions: versions)
+        let (history, unreadable) = SchemaHistory.read(rows)
+        guard let history else {
+            throw PostgresStoreError(
+                .notInitialized,
+                "the store's first schema version (seedsync._schemas) cannot be read: \(unreadable.first?.reason ?? "there is none")"
+            )
+        }
+        return ServedVersions(history, unreadable: unreadable)
     }
 
     /// Records `version` and makes its schema the state's.
     static func insert(_ version: SchemaVersion, on connection: PostgresConnection, logger: Logger) async throws {
-        let encoder = JSONEncoder.stable()
-        let schema = String(decoding: try encoder.encode(version.schema), as: UTF8.self)
+        let stored = try StoredVersion(version)
         var binds = PostgresBindings()
-        binds.append(version.number)
-        binds.append(version.revision)
-        binds.append(schema)
-        binds.append(String(decoding: try encoder.encode(version.renames), as: UTF8.self))
+        binds.append(stored.number)
+        binds.append(stored.revision)
+        binds.append(stored.schema)
+        binds.append(stored.renames)
         _ = try await connection.rows(
             PostgresQuery(
                 unsafeSQL: "INSERT INTO seedsync._schemas (version, revision, schema, renames) VALUES ($1, $2, $3, $4)",
                 binds: binds), logger: logger)
         var schemaBind = PostgresBindings()
-        schemaBind.append(schema)
+        schemaBind.append(stored.schema)
         _ = try await connection.rows(
             PostgresQuery(unsafeSQL: "UPDATE seedsync._state SET schema = $1 WHERE id = 1", binds: schemaBind),
             logger: logger)
@@ -67,10 +72,11 @@ package struct ServedPostgresTables: Sendable {
     /// members are read, whatever version they were written in.
     let memberTypes: [String: [String: FieldType]]
 
-    /// The versions of `history` and the SQL of its newest version's tables, whose `columns`
-    /// (by type, as the catalog has them) say what written values are cast to.
-    init(_ history: SchemaHistory, tableSchema: String, columns: [String: [TableCheck.Column]] = [:]) {
-        versions = ServedVersions(history)
+    /// The versions and the SQL of the newest version's tables, whose `columns` (by type, as the
+    /// catalog has them) say what written values are cast to.
+    init(_ versions: ServedVersions, tableSchema: String, columns: [String: [TableCheck.Column]] = [:]) {
+        self.versions = versions
+        let history = versions.history
         tables = Dictionary(
             uniqueKeysWithValues: history.newest.schema.types.map {
                 ($0.name, PostgresTableSQL(type: $0, tableSchema: tableSchema, columns: columns[$0.name] ?? []))
@@ -88,15 +94,16 @@ package struct ServedPostgresTables: Sendable {
 }
 
 extension ServedPostgresTables {
-    /// The versions of `history` with the catalog's columns of its newest version's tables.
-    static func read(
-        _ history: SchemaHistory, tableSchema: String, on connection: PostgresConnection, logger: Logger
-    ) async throws -> ServedPostgresTables {
+    /// The stored versions with the catalog's columns of the newest version's tables.
+    static func read(tableSchema: String, on connection: PostgresConnection, logger: Logger) async throws
+        -> ServedPostgresTables
+    {
+        let versions = try await PostgresSchemaRecords.versions(on: connection, logger: logger)
         var columns: [String: [TableCheck.Column]] = [:]
-        for type in history.newest.schema.types {
+        for type in versions.schema.types {
             let table = PostgresTableSQL(type: type, tableSchema: tableSchema).table
             columns[type.name] = try await TableCheck.columns(of: table, on: connection, logger: logger)
         }
-        return ServedPostgresTables(history, tableSchema: tableSchema, columns: columns)
+        return ServedPostgresTables(versions, tableSchema: tableSchema, columns: columns)
     }
 }

@@ -53,11 +53,27 @@ extension PostgresSyncStore {
         let upgrade = try await withTransaction { [self] connection in
             let revision = try await query(
                 "SELECT revision FROM seedsync._state WHERE id = 1 FOR UPDATE", on: connection)[0].decode(Int64.self)
-            let history = try await PostgresSchemaRecords.history(on: connection, logger: logger)
-            let made = try history.upgrading(
-                to: try await newSchema(history, connection), renaming: renames, at: revision)
+            let versions = try await PostgresSchemaRecords.versions(on: connection, logger: logger)
+            if let broken = versions.unreadable.first {
+                throw SchemaUpgradeError(
+                    .invalidHistory,
+                    "stored schema version \(broken.number) cannot be read (\(broken.reason)); fix or remove it before upgrading"
+                )
+            }
+            let made = try versions.history.upgrading(
+                to: try await newSchema(versions.history, connection), renaming: renames, at: revision)
+            try PostgresTableSQL.checkNames(of: made.version.schema)
             try await prepareTables(for: made, at: revision, on: connection)
             try await PostgresSchemaRecords.insert(made.version, on: connection, logger: logger)
+            // Read back as every server will read it, before the commit: a version no server
+            // could read is never stored.
+            let stored = try await PostgresSchemaRecords.versions(on: connection, logger: logger)
+            guard stored.unreadable.isEmpty, stored.history == made.history else {
+                throw SchemaUpgradeError(
+                    .invalidSchema,
+                    "version \(made.version.number) does not read back as it was written (\(stored.unreadable.first?.reason ?? "it reads back changed")); nothing was changed"
+                )
+            }
             return made
         }
         _ = try await schemaHistory()

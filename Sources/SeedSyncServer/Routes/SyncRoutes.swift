@@ -67,14 +67,15 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
     /// `GET /health`; `HEAD /health` answers with its status and headers alone.
     private static var health: Response { json(Array(#"{"status":"ok"}"#.utf8)) }
 
-    /// `GET /v1/schema[?version=N]`: the newest version by default.
+    /// `GET /v1/schema[?version=N]`: the oldest version served by default, as every endpoint.
     private func schemaInfo(_ request: Request) async throws -> Response {
-        let version = try Self.version(request.uri.queryParameters.get("version"), named: "version")
+        let version = version(try Self.version(request.uri.queryParameters.get("version"), named: "version"))
         return Self.json(try JSONEncoder.stable().encode(try await store.schemaInfo(version: version)))
     }
 
-    /// The version a request names, or the oldest served when it names none (a client that
-    /// predates versions is never answered in a newer one).
+    /// The version a request names, or the oldest served when it names none: every endpoint
+    /// answers a request without a version in the same one, so a client that predates versions
+    /// (it reads `/v1/schema`, then pages and change sets) is never answered in two.
     func version(_ named: Int?) -> Int {
         named ?? versions.get().oldest.number
     }

@@ -7,26 +7,88 @@ extension SQLiteSyncStore {
     /// `MaintainedSyncStore/upgrade(to:renaming:)`), in one transaction: the tables take the new
     /// shape (`SchemaAlteration`) and the version is recorded. Readers go on meanwhile (WAL) and
     /// see the old shape or the new, never a mix; writers wait for the transaction.
+    ///
+    /// All or nothing: the new version is checked whole first (``SchemaHistory/upgrading(to:renaming:at:)``,
+    /// and no new table or index may take the name of an object the file has), outside the write
+    /// lock; then, in the transaction, planned again, applied, and the stored versions read back as
+    /// every server will read them: a version a server could not read is never committed.
+    ///
+    /// - Throws: `SchemaUpgradeError` for a change that cannot be made; nothing is changed then.
     public func upgrade(to schema: DatasetSchema, renaming renames: [FieldRename] = []) async throws -> SchemaUpgrade {
-        let upgrade = try await pool.barrierWriteWithoutTransaction { db in
-            // Checked outside a transaction; made again inside it, under the write lock.
-            let history = try SchemaRecords.history(db)
-            let planned = try history.upgrading(to: schema, renaming: renames, at: history.newest.revision)
-            let rebuilding = SchemaAlteration.rebuilds(planned.changes, from: history.newest.schema)
-            return try SchemaAlteration.alter(db, rebuilding: rebuilding) { db in
+        let path = path
+        let planned = try await pool.read { db in
+            let versions = try SchemaRecords.versions(db, path: path)
+            try Self.refuseUnreadable(versions)
+            let planned = try versions.history.upgrading(
+                to: schema, renaming: renames, at: versions.history.newest.revision)
+            try Self.checkNames(of: planned, in: db)
+            return planned
+        }
+        let rebuilding = SchemaAlteration.rebuilds(
+            planned.changes, from: planned.history.versions.dropLast().last!.schema)
+        let upgrade = try await barrierWriteWithoutTransaction { db in
+            try SchemaAlteration.alter(db, rebuilding: rebuilding) { db in
                 let state = try LogState.fetch(db)
-                let history = try SchemaRecords.history(db)
+                let versions = try SchemaRecords.versions(db, path: path)
+                try Self.refuseUnreadable(versions)
+                let history = versions.history
                 let made = try history.upgrading(to: schema, renaming: renames, at: state.revision)
                 guard SchemaAlteration.rebuilds(made.changes, from: history.newest.schema) == rebuilding else {
                     throw StoreError.invalidLoad("the schema changed while the upgrade started; run it again")
                 }
                 try SchemaAlteration.apply(
-                    made.changes, from: history.newest.schema, to: schema, withoutRowID: false, in: db)
+                    made.changes, from: history.newest.schema, to: made.version.schema, withoutRowID: false, in: db)
                 try SchemaRecords.insert(made.version, in: db)
+                let stored = try SchemaRecords.versions(db, path: path)
+                guard stored.unreadable.isEmpty, stored.history == made.history else {
+                    throw SchemaUpgradeError(
+                        .invalidSchema,
+                        "version \(made.version.number) does not read back as it was written (\(stored.unreadable.first?.reason ?? "it reads back changed")); nothing was changed"
+                    )
+                }
                 return made
             }
         }
         _ = try await schemaHistory()
         return upgrade
+    }
+
+    /// Refuses to build on a history with a stored version that cannot be read.
+    private static func refuseUnreadable(_ versions: ServedVersions) throws {
+        guard let broken = versions.unreadable.first else { return }
+        throw SchemaUpgradeError(
+            .invalidHistory,
+            "stored schema version \(broken.number) cannot be read (\(broken.reason)); fix or remove it before upgrading"
+        )
+    }
+
+    /// Refuses a new type whose table, or a new reference whose index, would take the name of an
+    /// object the file already has (a table, an index, a view or a trigger of any origin).
+    private static func checkNames(of upgrade: SchemaUpgrade, in db: Database) throws {
+        let schema = upgrade.version.schema
+        var names: [(String, String)] = []
+        for change in upgrade.changes {
+            switch change {
+            case .typeAdded(let name):
+                let type = schema.type(named: name)!
+                names.append((name, "the table of type \(name)"))
+                names += type.indexNames.map { ($0, "the index of a reference of \(name)") }
+            case .fieldAdded(let typeName, let field):
+                guard schema.type(named: typeName)!.field(named: field)!.references != nil else { continue }
+                names.append(("\(typeName)_\(field)_index", "the index of \(typeName).\(field)"))
+            default:
+                continue
+            }
+        }
+        for (name, role) in names {
+            if let kind = try String.fetchOne(
+                db, sql: "SELECT type FROM sqlite_master WHERE name = ? COLLATE NOCASE", arguments: [name])
+            {
+                throw SchemaUpgradeError(
+                    .invalidSchema,
+                    "\(role) would be named \(name), but the database already has a \(kind) of that name; choose another name"
+                )
+            }
+        }
     }
 }

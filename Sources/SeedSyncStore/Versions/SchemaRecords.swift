@@ -14,39 +14,39 @@ enum SchemaRecords {
         """
 
     /// Creates the table when the file predates it, with the state's schema as its one version
-    /// (made at revision 0), and returns the history.
-    static func prepare(_ db: Database) throws -> SchemaHistory {
+    /// (made at revision 0), and returns the versions.
+    static func prepare(_ db: Database, path: String) throws -> ServedVersions {
         try db.execute(sql: createTable)
         if try Int.fetchOne(db, sql: "SELECT count(*) FROM _seedsync_schemas") == 0 {
             try insert(SchemaVersion(schema: LogState.schema(db), revision: 0, renames: []), in: db)
         }
-        return try history(db)
+        return try versions(db, path: path)
     }
 
-    /// Every version, oldest first.
-    static func history(_ db: Database) throws -> SchemaHistory {
-        let decoder = JSONDecoder()
-        let versions = try Row.fetchAll(
-            db, sql: "SELECT schema, revision, renames FROM _seedsync_schemas ORDER BY version"
-        ).map { row in
-            SchemaVersion(
-                schema: try decoder.decode(DatasetSchema.self, from: Data((row[0] as String).utf8)),
-                revision: row[1],
-                renames: try decoder.decode([FieldRename].self, from: Data((row[2] as String).utf8)))
+    /// Every version, oldest first: the ones that read, and the unreadable ones after them
+    /// (``SchemaHistory/read(_:)``).
+    ///
+    /// - Throws: ``StoreError`` `notAServerDatabase` when not even the first version reads.
+    static func versions(_ db: Database, path: String) throws -> ServedVersions {
+        let rows = try Row.fetchAll(
+            db, sql: "SELECT version, revision, schema, renames FROM _seedsync_schemas ORDER BY version"
+        ).map { row in StoredVersion(number: row[0], revision: row[1], schema: row[2], renames: row[3]) }
+        let (history, unreadable) = SchemaHistory.read(rows)
+        guard let history else {
+            throw StoreError(
+                .notAServerDatabase,
+                "\(path) cannot be served: its first schema version cannot be read: \(unreadable.first?.reason ?? "there is none")"
+            )
         }
-        return try SchemaHistory(versions: versions)
+        return ServedVersions(history, unreadable: unreadable)
     }
 
     /// Records `version` and makes its schema the state's.
     static func insert(_ version: SchemaVersion, in db: Database) throws {
-        let encoder = JSONEncoder.stable()
-        let schema = String(decoding: try encoder.encode(version.schema), as: UTF8.self)
+        let stored = try StoredVersion(version)
         try db.execute(
             sql: "INSERT INTO _seedsync_schemas (version, revision, schema, renames) VALUES (?, ?, ?, ?)",
-            arguments: [
-                version.number, version.revision, schema,
-                String(decoding: try encoder.encode(version.renames), as: UTF8.self),
-            ])
-        try db.execute(sql: "UPDATE _seedsync_state SET schema = ? WHERE id = 1", arguments: [schema])
+            arguments: [stored.number, stored.revision, stored.schema, stored.renames])
+        try db.execute(sql: "UPDATE _seedsync_state SET schema = ? WHERE id = 1", arguments: [stored.schema])
     }
 }

@@ -110,6 +110,7 @@ public final class PostgresSyncStore: SyncStore {
                     _ = try await connection.rows(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
                 try await PostgresSchemaRecords.prepare(on: connection, logger: logger)
+                try await pinSettings(of: state.served.tables.values, on: connection, logger: logger)
                 try await connection.rows("COMMIT", logger: logger)
                 state.served = try await ServedPostgresTables.read(
                     tableSchema: state.tableSchema, on: connection, logger: logger)
@@ -134,6 +135,28 @@ public final class PostgresSyncStore: SyncStore {
             try await body(
                 PostgresSyncStore(
                     location: location, client: client, logger: logger, state: state, leaseTimeout: leaseTimeout))
+        }
+    }
+
+    /// Pins ``CaptureSQL/sessionSettings`` on the capture functions of `tables` that were made
+    /// before one of the settings joined them.
+    private static func pinSettings(
+        of tables: some Sequence<PostgresTableSQL>, on connection: PostgresConnection, logger: Logger
+    ) async throws {
+        let pinned = CaptureSQL.sessionSettings.map { "\($0.0)=\($0.1)".lowercased() }
+        for table in tables {
+            var binds = PostgresBindings()
+            binds.append(table.captureFunction)
+            let rows = try await connection.rows(
+                PostgresQuery(
+                    unsafeSQL: "SELECT coalesce(proconfig, '{}')::text[] FROM pg_proc WHERE oid = to_regproc($1)",
+                    binds: binds), logger: logger)
+            for config in try rows.decode([String].self) {
+                guard !Set(pinned).isSubset(of: config.map { $0.lowercased() }) else { continue }
+                for statement in CaptureSQL.pinSettings(table) {
+                    _ = try await connection.rows(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+            }
         }
     }
 

@@ -15,10 +15,10 @@ import Testing
         CREATE TYPE status AS ENUM ('draft', 'live');
         CREATE TABLE items (
           id bigint PRIMARY KEY, ref uuid NOT NULL, status status NOT NULL, doc jsonb, meta json,
-          tags text[], scores integer[], price numeric NOT NULL, rate numeric(10, 2)
+          tags text[], scores integer[], price numeric NOT NULL, rate numeric(10, 2), day date, clock time, span interval
         );
         INSERT INTO items VALUES (1, 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', 'draft', '{"x": [1, 2]}', '[true]',
-          '{"a", "b"}', '{1, 2}', 123456789012345678901234567890.123456789, 12.50)
+          '{"a", "b"}', '{1, 2}', 123456789012345678901234567890.123456789, 12.50, '2026-11-28', '10:15', '1 day')
         """
 
     static let schema = DatasetSchema(
@@ -32,6 +32,8 @@ import Testing
                     Field(name: "tags", type: .json, nullable: true),
                     Field(name: "scores", type: .json, nullable: true),
                     Field(name: "price", type: .text), Field(name: "rate", type: .real, nullable: true),
+                    Field(name: "day", type: .text, nullable: true), Field(name: "clock", type: .text, nullable: true),
+                    Field(name: "span", type: .text, nullable: true),
                 ])
         ])
 
@@ -43,17 +45,20 @@ import Testing
             try await TestPostgres.withStore(at: location) { store in
                 let first = try #require(try await store.snapshotPage(of: "items", after: nil, limit: 10).rows.first)
                 #expect(first[7] == "123456789012345678901234567890.123456789" && first[8] == 12.5)
+                #expect(first[9] == "2026-11-28" && first[10] == "10:15:00" && first[11] == "P1D")
                 // A commit and a push write every kind of column back.
                 let values: [String: JSONValue] = [
                     "ref": "b1eebc99-9c0b-4ef8-bb6d-6bb9bd380a12", "status": "live",
                     "doc": .object(["k": .array(["v", 1])]), "meta": 3, "tags": .array(["x", "y z"]),
                     "scores": .array([4, .null, 6]), "price": "0.000000000000000000001", "rate": 7.25,
+                    "day": "1999-12-31", "clock": "23:59:59.5", "span": "P1Y2M3DT4H5M6.5S",
                 ]
                 try await store.commit(
                     ChangeSet(changes: [TypeChanges(type: "items", create: [2], attributes: ["2": values])]))
                 var edit = values
                 edit["status"] = "draft"
                 edit["tags"] = .array([])
+                edit["span"] = "PT-0.5S"
                 edit["revision"] = 2
                 let pushed = try await store.push(
                     PushedChangeSet(
@@ -70,7 +75,8 @@ import Testing
                     rows[1]
                         == [
                             2, "b1eebc99-9c0b-4ef8-bb6d-6bb9bd380a12", "draft", .object(["k": .array(["v", 1])]), 3,
-                            .array([]), .array([4, .null, 6]), "0.000000000000000000001", 7.25, 3,
+                            .array([]), .array([4, .null, 6]), "0.000000000000000000001", 7.25, "1999-12-31",
+                            "23:59:59.5", "PT-0.5S", 3,
                         ])
                 // An enum label the type lacks is refused by PostgreSQL, as an invalid change set.
                 var wrong = values

@@ -18,7 +18,8 @@ import Testing
           at timestamptz, local timestamp,
           data bytea,
           tag uuid, state mood, padded char(4), doc jsonb, raw json,
-          ints integer[], names text[], amounts numeric[], grid bigint[][], flags boolean[], ids uuid[]
+          ints integer[], names text[], amounts numeric[], grid bigint[][], flags boolean[], ids uuid[],
+          day date, clock time, span interval
         )
         """
 
@@ -46,6 +47,8 @@ import Testing
                     Field(name: "amounts", type: .json, nullable: true),
                     Field(name: "grid", type: .json, nullable: true), Field(name: "flags", type: .json, nullable: true),
                     Field(name: "ids", type: .json, nullable: true),
+                    Field(name: "day", type: .text, nullable: true), Field(name: "clock", type: .text, nullable: true),
+                    Field(name: "span", type: .text, nullable: true),
                 ])
         ])
 
@@ -70,6 +73,12 @@ import Testing
         UPDATE edges SET doc = '"just text"', raw = '7', ints = '{}', state = 'calm' WHERE id = 2;
         UPDATE edges SET doc = 'false' WHERE id = 3;
         UPDATE edges SET doc = 'null' WHERE id = 4;
+        UPDATE edges SET day = '2026-11-28', clock = '00:00:00', span = '0' WHERE id = 1;
+        UPDATE edges SET day = '0001-01-01', clock = '23:59:59.999999', span = '1 year 2 mons 3 days 04:05:06.5' WHERE id = 2;
+        UPDATE edges SET day = '9999-12-31', clock = '24:00:00', span = '-1 year -2 mons +3 days -04:05:06' WHERE id = 3;
+        UPDATE edges SET day = '2000-02-29', clock = '10:15:00.25', span = '-0.5 seconds' WHERE id = 4;
+        UPDATE edges SET day = '1969-12-31', clock = '12:00:00.000001', span = '1 mon -1 day 100000 hours' WHERE id = 5;
+        UPDATE edges SET span = '-1 year 11 mons -00:00:00.000001' WHERE id = 6;
         COMMIT
         """
 
@@ -111,6 +120,19 @@ import Testing
                 #expect(json(first[23]) == #"["a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"]"#)
                 #expect(page.rows[1][16] == "just text" && page.rows[1][17] == 7 && page.rows[1][18] == .array([]))
                 #expect(page.rows[2][16] == false && page.rows[3][16] == .null, "JSON null is the field's null")
+                // date, time and interval as text: ISO 8601, intervals as IntervalStyle iso_8601 writes them.
+                #expect(
+                    page.rows.map { $0[24] } == [
+                        "2026-11-28", "0001-01-01", "9999-12-31", "2000-02-29", "1969-12-31", .null,
+                    ])
+                #expect(
+                    page.rows[1][25] == "23:59:59.999999" && page.rows[2][25] == "24:00:00"
+                        && page.rows[3][25] == "10:15:00.25")
+                #expect(
+                    page.rows.map { $0[26] } == [
+                        "PT0S", "P1Y2M3DT4H5M6.5S", "P-1Y-2M3DT-4H-5M-6S", "PT-0.5S", "P1M-1DT100000H",
+                        "P-1MT-0.000001S",
+                    ])
             }
         }
     }

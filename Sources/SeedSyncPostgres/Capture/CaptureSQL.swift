@@ -37,8 +37,14 @@ import SeedSyncModel
 package enum CaptureSQL {
     /// The settings every store session and capture function runs with.
     static let sessionSettings: [(String, String)] = [
-        ("TimeZone", "UTC"), ("bytea_output", "hex"), ("extra_float_digits", "1"),
+        ("TimeZone", "UTC"), ("bytea_output", "hex"), ("extra_float_digits", "1"), ("IntervalStyle", "iso_8601"),
     ]
+
+    /// Pins ``sessionSettings`` on a table's capture function, for stores whose functions were made
+    /// before a setting joined them (`IntervalStyle`, for `interval` columns); run when a store opens.
+    static func pinSettings(_ table: PostgresTableSQL) -> [String] {
+        sessionSettings.map { "ALTER FUNCTION \(table.captureFunction)() SET \(quote($0.0)) = \(literal($0.1))" }
+    }
 
     /// The version of the bookkeeping layout, kept in `_state.format`.
     static let format = 1

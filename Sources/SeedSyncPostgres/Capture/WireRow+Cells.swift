@@ -81,6 +81,11 @@ extension WireRow {
         case (.text, .text), (.text, .varchar), (.text, .bpchar): return text(&bytes)
         case (.text, .uuid): return uuidText(&bytes).map(JSONValue.string)
         case (.text, .numeric): return numericText(&bytes).map(JSONValue.string)
+        case (.text, .date):
+            return bytes.readInteger(as: Int32.self).flatMap(dateText(daysSince2000:)).map { .string($0) }
+        case (.text, .time):
+            return bytes.readInteger(as: Int64.self).flatMap(timeText(microseconds:)).map { .string($0) }
+        case (.text, .interval): return intervalText(&bytes).map(JSONValue.string)
         case (.text, let other) where other.rawValue >= firstUserTypeID: return text(&bytes)  // an enum's label
         case (.boolean, .bool): return bytes.readInteger(as: UInt8.self).map { .bool($0 != 0) }
         case (.timestamp, .timestamptz), (.timestamp, .timestamp):
@@ -217,6 +222,60 @@ func numericText(_ bytes: inout ByteBuffer) -> String? {
         text += "." + fraction.prefix(Int(scale))
     }
     return text
+}
+
+/// `2026-11-28` for a binary `date` (days since 2000-01-01), as `to_json` writes it; nil for
+/// `±infinity` and years outside 1 to 9999.
+func dateText(daysSince2000 days: Int32) -> String? {
+    guard days != .min, days != .max else { return nil }
+    let (year, month, day) = RFC3339.civil(daysSince1970: Int64(days) + 10_957)
+    guard (1...9999).contains(year) else { return nil }
+    return digits(year, 4) + "-" + digits(month, 2) + "-" + digits(day, 2)
+}
+
+/// `10:15:00.25` for a binary `time` (microseconds since midnight), as `to_json` writes it: the
+/// fraction's trailing zeros cut.
+func timeText(microseconds: Int64) -> String? {
+    guard (0...86_400_000_000).contains(microseconds) else { return nil }
+    let seconds = microseconds / 1_000_000
+    return digits(seconds / 3600, 2) + ":" + digits(seconds / 60 % 60, 2) + ":" + digits(seconds % 60, 2)
+        + fractionText(microseconds % 1_000_000)
+}
+
+/// An `interval` in binary format (microseconds, days, months) as PostgreSQL writes it under
+/// `IntervalStyle = iso_8601` (`P1Y2M3DT4H5M6.5S`, `PT0S`, each part with its own sign), which
+/// the store's sessions and capture functions use (`CaptureSQL.sessionSettings`).
+func intervalText(_ bytes: inout ByteBuffer) -> String? {
+    guard let time = bytes.readInteger(as: Int64.self), let days = bytes.readInteger(as: Int32.self),
+        let months = bytes.readInteger(as: Int32.self)
+    else { return nil }
+    let (years, month) = (months / 12, months % 12)
+    let hours = time / 3_600_000_000
+    let minutes = (time - hours * 3_600_000_000) / 60_000_000
+    let rest = time - hours * 3_600_000_000 - minutes * 60_000_000
+    let (seconds, micros) = (rest / 1_000_000, rest % 1_000_000)
+    guard years != 0 || month != 0 || days != 0 || time != 0 else { return "PT0S" }
+    func part(_ value: Int64, _ unit: String) -> String { value == 0 ? "" : "\(value)\(unit)" }
+    var text = "P" + part(Int64(years), "Y") + part(Int64(month), "M") + part(Int64(days), "D")
+    if time != 0 { text += "T" + part(hours, "H") + part(minutes, "M") }
+    if seconds != 0 || micros != 0 {
+        text += (seconds < 0 || micros < 0 ? "-" : "") + "\(abs(seconds))" + fractionText(abs(micros)) + "S"
+    }
+    return text
+}
+
+/// `.25` for 250,000 microseconds, nothing for none: six digits, trailing zeros cut.
+private func fractionText(_ micros: Int64) -> String {
+    guard micros != 0 else { return "" }
+    var text = digits(micros, 6)
+    while text.last == "0" { text.removeLast() }
+    return "." + text
+}
+
+/// `value` in decimal, zero-padded to `width` digits.
+private func digits(_ value: Int64, _ width: Int) -> String {
+    let text = String(value)
+    return String(repeating: "0", count: max(0, width - text.count)) + text
 }
 
 /// RFC 3339 in UTC for a binary timestamp (microseconds since 2000-01-01): `2026-11-22T10:15:00.25Z`;

@@ -101,7 +101,8 @@ package struct PostgresTableSQL: Sendable {
         case (.json, _):
             return
                 "(SELECT coalesce(array_agg(e), '{}') FROM jsonb_array_elements_text(CAST(\(bound) AS jsonb)) e)::\(column.formattedType)"
-        case (.text, "uuid"), (.text, "numeric"): return "CAST(\(bound) AS \(column.formattedType))"
+        case (.text, "uuid"), (.text, "numeric"), (.text, "date"), (.text, "time"), (.text, "interval"):
+            return "CAST(\(bound) AS \(column.formattedType))"
         case (.text, _) where column.isEnum: return "CAST(\(bound) AS \(column.formattedType))"
         default: return bound
         }

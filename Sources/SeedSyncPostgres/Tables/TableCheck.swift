@@ -15,7 +15,7 @@ package struct TableCheck {
     static let acceptedTypes: [FieldType: Set<String>] = [
         .integer: ["int2", "int4", "int8"],
         .real: ["float4", "float8", "numeric"],
-        .text: ["text", "varchar", "bpchar", "uuid", "numeric"],
+        .text: ["text", "varchar", "bpchar", "uuid", "numeric", "date", "time", "interval"],
         .boolean: ["bool"],
         .timestamp: ["timestamptz", "timestamp"],
         .blob: ["bytea"],
@@ -37,8 +37,9 @@ package struct TableCheck {
     }
 
     /// The field type a column is served as when a schema is read from the tables: `numeric` as a
-    /// `real` when its declared precision fits a double (15 digits), else as exact `text`; `uuid`
-    /// and enums as `text`; `json`, `jsonb` and arrays as `json`. `nil` for a type no field maps.
+    /// `real` when its declared precision fits a double (15 digits), else as exact `text`; `uuid`,
+    /// enums, `date`, `time` and `interval` as `text`; `json`, `jsonb` and arrays as `json`. `nil`
+    /// for a type no field maps.
     static func fieldType(of column: Column) -> FieldType? {
         if column.typeName == "numeric" { return (column.numericPrecision ?? 1000) <= 15 ? .real : .text }
         if column.isEnum { return .text }

@@ -96,7 +96,10 @@ extension PostgresSyncStore {
             }
             try await TableCheck(table: table, tableSchema: tableSchema).run(
                 on: connection, logger: logger, allowingExtraColumns: true)
-            guard isNew else { continue }
+            guard isNew else {
+                try await checkDefaults(of: type, added: upgrade.changes, on: connection)
+                continue
+            }
             for statement in CaptureSQL.attach(table) {
                 _ = try await connection.rows(PostgresQuery(unsafeSQL: statement), logger: logger)
             }
@@ -164,8 +167,14 @@ extension PostgresSyncStore {
         return type
     }
 
-    /// `type` with the column default of each of `fields` that is a constant; when `required` (new
-    /// columns of a served table, which its rows already have), a field that is not nullable needs one.
+    /// `type` with a default for each of `fields`, new columns: the value every row that needs one
+    /// holds (see ``heldValues(of:in:on:)``), else the column's default when it is a constant. When
+    /// `required` (new columns of a served table, which its rows already have), a field that is
+    /// not nullable needs one.
+    ///
+    /// - Throws: ``PostgresStoreError`` `tableMismatch` naming the column and what to do: rows that
+    ///   need a default hold different values (a volatile default filled them), or a `NOT NULL`
+    ///   column has no default to give.
     private func withDefaults(
         _ type: EntityType, fields: [Field], required: Bool = true, on connection: PostgresConnection
     ) async throws -> EntityType {
@@ -175,8 +184,21 @@ extension PostgresSyncStore {
         var type = type
         for index in type.fields.indices where fields.contains(where: { $0.name == type.fields[index].name }) {
             let field = type.fields[index]
-            let expression = columns.first { $0.name == field.name }?.defaultExpression
-            type.fields[index].default = expression.flatMap { ColumnDefault.constant($0, as: field.type) }
+            let column = columns.first { $0.name == field.name }
+            let expression = column?.defaultExpression
+            let held = required ? try await heldValues(of: field, in: type, on: connection) : []
+            guard held.count <= 1 else {
+                throw PostgresStoreError.tableMismatch(
+                    "\(name).\(field.name) holds different values in rows last written before it was added (\(expression.map { "its default \($0) gave each row its own" } ?? "they were set without a change set")): older change sets, which lack it, cannot say which. Write those rows once so their values are logged (UPDATE \(name) SET \(field.name) = \(field.name)), then upgrade again"
+                )
+            }
+            if let value = held.first {
+                type.fields[index].default = value == .null ? nil : value
+            } else {
+                type.fields[index].default = column.flatMap { column in
+                    expression.flatMap { ColumnDefault.constant($0, of: column, as: field.type) }
+                }
+            }
             if required, !field.nullable, type.fields[index].default == nil {
                 throw PostgresStoreError.tableMismatch(
                     "\(name).\(field.name) is NOT NULL and has \(expression.map { "the default \($0), which is not a constant" } ?? "no default"): clients need one value for the rows that existed before it. Give the column a constant default or make it nullable, or state the new version in a schema file"
@@ -185,15 +207,70 @@ extension PostgresSyncStore {
         }
         return type
     }
+
+    /// Refuses a new field of `type` whose default is not the value the rows that need it hold
+    /// (``heldValues(of:in:on:)``): a schema file that says otherwise would have clients see rows
+    /// the table does not have.
+    private func checkDefaults(of type: EntityType, added changes: [SchemaChange], on connection: PostgresConnection)
+        async throws
+    {
+        for change in changes {
+            guard case .fieldAdded(type.name, let name) = change, let field = type.field(named: name) else { continue }
+            let held = try await heldValues(of: field, in: type, on: connection)
+            let stated = field.default ?? .null
+            guard held.allSatisfy({ $0 == stated }) else {
+                let values = held.map { String(decoding: JSONWriter.bytes(of: $0), as: UTF8.self) }
+                throw PostgresStoreError.tableMismatch(
+                    "\(tableSchema).\(type.name).\(name): rows last written before it was added hold \(values.joined(separator: " and ")), which older change sets cannot carry, but the new version gives it the default \(field.default.map { String(decoding: JSONWriter.bytes(of: $0), as: UTF8.self) } ?? "null"). State the default they hold, or write those rows once so their values are logged (UPDATE \(tableSchema).\(type.name) SET \(name) = \(name)), then upgrade again"
+                )
+            }
+        }
+    }
+
+    /// The distinct values (two at most) that the new column of `field` holds in the rows whose
+    /// last change set in the log was written without it: rows written before the column was
+    /// added, which a client of the new version gets from those change sets, the field taking its
+    /// default. Their values are what PostgreSQL put there when the column was added (its default,
+    /// or `NULL`), so the default served is exactly that; rows whose last change is no longer in
+    /// the log reach clients through snapshots and column downloads, with their own values.
+    private func heldValues(of field: Field, in type: EntityType, on connection: PostgresConnection) async throws
+        -> [JSONValue]
+    {
+        let table = PostgresTableSQL(type: type, tableSchema: tableSchema)
+        let column = quote(field.name)
+        var binds = PostgresBindings()
+        binds.append(type.name)
+        binds.append(field.name)
+        let sql = """
+            SELECT DISTINCT json_build_object('k', 0, 'v', t.\(column))::text FROM \(table.table) t
+            JOIN \(table.revisions) r ON r.key = t.\(table.key)
+            JOIN seedsync._changes c ON c.revision = r.revision AND c.type = $1 AND c.key = t.\(table.key)::text
+            WHERE c.data IS NOT NULL AND (c.data::json -> $2) IS NULL LIMIT 2
+            """
+        let name = "\(tableSchema).\(type.name)"
+        return try await query(sql, binds, on: connection).map { row in
+            let json = Array(try row.decode(String.self).utf8)
+            let read = try WireRow.members(
+                json: json, key: PrimaryKey(name: "k", type: .integer), fieldTypes: ["v": field.type], table: name)
+            return read.attributes["v"] ?? .null
+        }
+    }
 }
 
 /// Column defaults PostgreSQL prints that are constants, as wire values: `'text'::text`, `42`,
 /// `'1.5'::double precision`, `true`, `'2026-01-01 00:00:00+00'::timestamp with time zone`,
 /// `'{"a": 1}'::jsonb`, `'{}'::integer[]` (an empty array; other array literals are not read).
+/// Used for a new column no stored row needs a default for (see `heldValues`): what an older
+/// client's new rows get.
 enum ColumnDefault {
-    /// The constant `expression` stands for, for a field of `type`, or `nil` when it is not a
-    /// constant of that type (a function call such as `now()` or `nextval(…)`).
-    static func constant(_ expression: String, as type: FieldType) -> JSONValue? {
+    /// The constant `expression` stands for, for a field of `type` on `column`, or `nil` when it
+    /// is not a constant of that type (a function call such as `now()` or `nextval(…)`).
+    static func constant(_ expression: String, of column: TableCheck.Column, as type: FieldType) -> JSONValue? {
+        let value = constant(expression, as: type, array: column.typeName.hasPrefix("_"))
+        return value.flatMap { type.normalize($0) }
+    }
+
+    private static func constant(_ expression: String, as type: FieldType, array: Bool) -> JSONValue? {
         var text = expression.trimmingCharacters(in: .whitespaces)
         while text.hasPrefix("("), text.hasSuffix(")") { text = String(text.dropFirst().dropLast()) }
         var literal: String
@@ -212,7 +289,7 @@ enum ColumnDefault {
         case .text: return quoted || Double(literal) != nil ? .string(literal) : nil
         case .json:
             guard quoted else { return nil }
-            if literal == "{}" { return .array([]) }  // an empty array column
+            if array { return literal == "{}" ? .array([]) : nil }  // an array column: only `'{}'` is read
             return (try? JSONParser.parse(Array(literal.utf8))).flatMap { $0 == .null ? nil : $0 }
         case .boolean: return literal == "true" ? .bool(true) : literal == "false" ? .bool(false) : nil
         case .integer: return Int64(literal).map(JSONValue.int)

@@ -71,7 +71,14 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
             ("application_name", "seed-server"), ("idle_in_transaction_session_timeout", "60s"),
         ]
 
-    /// One connection's configuration, with the same settings as the pool's.
+    /// The longest a statement of the pool waits for a lock another session holds (`lock_timeout`):
+    /// a table locked by a team's `ALTER TABLE` or `LOCK TABLE`, the store's lock held by a long
+    /// transaction. Past it the request fails as unavailable (503, `Retry-After`) instead of
+    /// holding its connection for as long as the lock is held.
+    package static let lockTimeout = Duration.seconds(3)
+
+    /// One connection's configuration, with the same settings as the pool's but the lock timeout
+    /// (setup waits for other servers' setup).
     package func connectionConfiguration() -> PostgresConnection.Configuration {
         var configuration = PostgresConnection.Configuration(
             host: host, port: port, username: username, password: password, database: database, tls: .disable
@@ -89,7 +96,8 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
         )
         configuration.options.maximumConnections = maximumConnections
         configuration.options.connectTimeout = .seconds(5)
-        configuration.options.additionalStartupParameters = Self.sessionParameters
+        configuration.options.additionalStartupParameters =
+            Self.sessionParameters + [("lock_timeout", "\(Self.lockTimeout.components.seconds)s")]
         return configuration
     }
 }

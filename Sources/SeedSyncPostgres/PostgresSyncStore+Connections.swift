@@ -58,6 +58,22 @@ extension PostgresSyncStore {
         }
     }
 
+    /// Runs `body`, statements that need `table`'s lock: a lock another session held past the lock
+    /// timeout (SQLSTATE 55P03) fails as `storeUnavailable` naming the table, and for a second
+    /// after it, requests for the table fail so at once, without taking a connection
+    /// (``LockedTables``): a table locked for minutes does not starve the pool, so requests for
+    /// the other tables and the change log are served meanwhile.
+    func lockTimeout<T>(of table: PostgresTableSQL, _ body: () async throws -> T) async throws -> T {
+        let name = "\(tableSchema).\(table.type.name)"
+        try lockedTables.check(table.type.name, name: name)
+        do {
+            return try await body()
+        } catch let error as PSQLError where error.sqlState == "55P03" {
+            lockedTables.mark(table.type.name)
+            throw LockedTables.unavailable(name)
+        }
+    }
+
     /// Runs `body` in a transaction (READ COMMITTED), committed when it returns, rolled back when
     /// it throws.
     package func withTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T)
@@ -96,6 +112,15 @@ extension PostgresSyncStore {
         switch error.sqlState {
         case "42703", "42P01", "42804", "42883":
             return SyncStoreError.schemaMismatch("\(error.serverMessage ?? "a table changed") in \(location)")
+        case "42P10":
+            // ON CONFLICT (key) without a unique index on the key: the primary key was dropped.
+            return SyncStoreError.schemaMismatch(
+                "a served table of \(location) lost its primary key on the key column; add it again (ALTER TABLE … ADD PRIMARY KEY (…))"
+            )
+        case "55P03":
+            return SyncStoreError.storeUnavailable(
+                "a lock in \(location) was held by another session for more than \(PostgresLocation.lockTimeout.components.seconds) s (an ALTER TABLE, a LOCK TABLE, seed-server schema upgrade, or a long transaction writing served tables)"
+            )
         default:
             return PostgresStoreError.connection(error, location: location)
         }
@@ -172,6 +197,44 @@ extension PostgresBindings {
 /// The key of a row as the wire has it, from the text PostgreSQL gave (`key::text`).
 func wireKey(_ text: String, of type: KeyType) -> JSONValue {
     type == .integer ? Int64(text).map(JSONValue.int) ?? .string(text) : .string(text)
+}
+
+/// The served tables that a statement found locked by another session lately: requests for one
+/// fail at once for ``window`` after that, then the next tries again.
+package final class LockedTables: Sendable {
+    private let until = NIOLockedValueBox([String: ContinuousClock.Instant]())
+    /// How long requests for a table fail at once after a statement on it timed out on its lock.
+    static let window = Duration.seconds(1)
+
+    package init() {}
+
+    /// The entry of `GET /v1/schema`'s row counts, which read every table.
+    static let counts = "*counts"
+
+    func isMarked(_ type: String) -> Bool {
+        until.withLockedValue { until in until[type].map { $0 > .now } ?? false }
+    }
+
+    func mark(_ type: String) {
+        until.withLockedValue { $0[type] = .now + Self.window }
+    }
+
+    /// - Throws: `storeUnavailable` when `type` timed out on its lock within the window.
+    func check(_ type: String, name: String) throws(SyncStoreError) {
+        let locked = until.withLockedValue { until in
+            guard let end = until[type] else { return false }
+            if end > .now { return true }
+            until[type] = nil
+            return false
+        }
+        if locked { throw Self.unavailable(name) }
+    }
+
+    static func unavailable(_ table: String) -> SyncStoreError {
+        .storeUnavailable(
+            "\(table) is locked by another session (an ALTER TABLE, a LOCK TABLE, or a long transaction) for more than \(PostgresLocation.lockTimeout.components.seconds) s"
+        )
+    }
 }
 
 /// A flag set once and never cleared: that a pooled connection was lent (from then on the lease

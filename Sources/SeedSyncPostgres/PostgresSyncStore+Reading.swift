@@ -27,11 +27,20 @@ extension PostgresSyncStore {
             for _ in 0..<3 {
                 let served = self.servedTables.get()
                 let projection = try served.versions.projection(version)
-                let types = served.schema.types
+                // Without the row counts (optional in the protocol) while a table is locked.
+                let counting = !lockedTables.isMarked(LockedTables.counts)
+                let types = counting ? served.schema.types : []
                 let counts = types.map { ", (\(served.tables[$0.name]!.count))" }.joined()
                 let sql =
                     "SELECT revision, min_revision, \(PostgresSchemaRecords.newestColumn)\(counts) FROM seedsync._state WHERE id = 1"
-                guard let row = try await query(sql, on: connection).first else {
+                let rows: [PostgresRow]
+                do {
+                    rows = try await query(sql, on: connection)
+                } catch let error as PSQLError where error.sqlState == "55P03" && counting {
+                    lockedTables.mark(LockedTables.counts)
+                    continue
+                }
+                guard let row = rows.first else {
                     throw SyncStoreError.schemaMismatch("seedsync._state is empty")
                 }
                 let cells = row.makeRandomAccess()
@@ -47,7 +56,7 @@ extension PostgresSyncStore {
                 return projection.project(
                     SchemaInfo(
                         schema: served.schema, revision: try cells[0].decode(Int64.self),
-                        minRevision: try cells[1].decode(Int64.self), rowCounts: rowCounts))
+                        minRevision: try cells[1].decode(Int64.self), rowCounts: counting ? rowCounts : nil))
             }
             throw SyncStoreError.storeUnavailable("the schema of \(location) kept changing while it was read")
         }
@@ -61,7 +70,10 @@ extension PostgresSyncStore {
     public func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int, version: Int?, fields: [String]?)
         async throws -> [UInt8]
     {
-        try await withConnection { [self] connection in
+        if let table = servedTables.get().tables[type] {
+            try lockedTables.check(type, name: "\(tableSchema).\(table.type.name)")
+        }
+        return try await withConnection { [self] connection in
             for _ in 0..<3 {
                 let served = self.servedTables.get()
                 let projection = try served.versions.projection(version)
@@ -73,7 +85,9 @@ extension PostgresSyncStore {
                 if projection.isNewest, let fields {
                     table = PostgresTableSQL(type: try table.type.selecting(fields), tableSchema: tableSchema)
                 }
-                let page = try await page(of: table, after: after, limit: limit, on: connection)
+                let page = try await lockTimeout(of: table) { [table] in
+                    try await self.page(of: table, after: after, limit: limit, on: connection)
+                }
                 guard page.schemaVersion == served.versions.storedNewest else {
                     _ = try await self.served(newest: page.schemaVersion, on: connection)
                     continue
@@ -104,11 +118,12 @@ extension PostgresSyncStore {
             let cells = row.makeRandomAccess()
             revision = try cells[0].decode(Int64.self)
             schemaVersion = try cells[1].decode(Int.self)
+            try TableHealth(try cells[2].decode(String?.self), table: name, type: table.type.name).check()
             if positions == nil {
-                positions = try WireRow.positions(in: cells, from: 3, of: table.type, table: name)
+                positions = try WireRow.positions(in: cells, from: 4, of: table.type, table: name)
             }
             guard let positions, cells[positions[0]].bytes != nil else { continue }
-            guard let rowRevision = try cells[2].decode(Int64?.self) else {
+            guard let rowRevision = try cells[3].decode(Int64?.self) else {
                 throw SyncStoreError.schemaMismatch(
                     "a row of \(name) has no revision: it was written with the capture triggers switched off, so clients never heard of it"
                 )

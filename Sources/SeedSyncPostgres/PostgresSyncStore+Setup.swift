@@ -73,7 +73,7 @@ extension PostgresSyncStore {
 
     /// Refuses a table with an integer key above ``DatasetSchema/largestCommittedKey``: the rows
     /// apps push take keys after the largest, and would have none left.
-    private static func checkKeys(of table: PostgresTableSQL, on connection: PostgresConnection, logger: Logger)
+    static func checkKeys(of table: PostgresTableSQL, on connection: PostgresConnection, logger: Logger)
         async throws
     {
         guard table.type.primaryKey.type == .integer else { return }

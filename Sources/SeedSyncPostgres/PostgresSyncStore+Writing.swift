@@ -28,7 +28,25 @@ extension PostgresSyncStore {
     }
 
     /// Writes the rows, without checking references; the revision the capture gave them.
+    ///
+    /// The tables are locked first (the lock the writes take anyway), then checked
+    /// (``TableHealth``): held until the commit, the lock keeps any DDL from changing them in
+    /// between, so a write is never confirmed to a table whose capture is gone.
+    ///
+    /// - Throws: `SyncStoreError.schemaMismatch` when a table lost its capture or its key,
+    ///   `storeUnavailable` when another session holds a lock on one past the lock timeout.
     func write(_ changes: [ValidatedChanges], on connection: PostgresConnection) async throws -> Int64 {
+        let written = changes.map { tables[$0.type.name]! }
+        for table in written {
+            try await lockTimeout(of: table) {
+                _ = try await query("LOCK TABLE \(table.table) IN ROW EXCLUSIVE MODE", on: connection)
+            }
+        }
+        for problem in try await TableHealth.problems(
+            of: written, tableSchema: tableSchema, on: connection, logger: logger)
+        {
+            try problem.check()
+        }
         for change in changes { try await write(change, on: connection) }
         // The capture's revision; taken here when no statement changed a row (an empty revision).
         let rows = try await query("SELECT seedsync._revision()", on: connection)

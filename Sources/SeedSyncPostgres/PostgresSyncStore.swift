@@ -34,6 +34,8 @@ public final class PostgresSyncStore: SyncStore {
     /// The change feed's shared state and log reads, and the change sets already assembled
     /// (64 MiB at most), served again without reading their rows.
     let feedReads = ChangeFeedReads()
+    /// The tables found locked by another session lately (see ``lockTimeout(of:_:)``).
+    let lockedTables = LockedTables()
 
     private init(
         location: PostgresLocation, client: PostgresClient, logger: Logger, state: StoredState, leaseTimeout: Duration

@@ -9,7 +9,7 @@ extension SeedServerCommand {
     struct Schema: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print a schema file for PostgreSQL tables, upgrade a store's schema, or list its versions.",
-            subcommands: [Print.self, Upgrade.self, Versions.self],
+            subcommands: [Print.self, Upgrade.self, Versions.self, Reattach.self],
             defaultSubcommand: Print.self
         )
     }
@@ -97,6 +97,38 @@ extension SeedServerCommand.Schema {
             let changes = upgrade.changes.map(\.description).joined(separator: ", ")
             print(
                 "schema version \(upgrade.version.number) from revision \(upgrade.version.revision) on: \(changes); versions served: \(upgrade.history.versions.map { String($0.number) }.joined(separator: ", "))"
+            )
+        }
+    }
+
+    struct Reattach: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "PostgreSQL: take back served tables whose capture was lost (a table rebuilt, triggers dropped).",
+            discussion: """
+                After a served table was dropped and created again, or its seedsync_* triggers were dropped or \
+                disabled, its writes are no longer logged and servers answer 503 schema_mismatch for it. This \
+                checks each table against the newest schema version, makes its capture again, and makes its rows \
+                one bulk revision: clients download a new snapshot, and nothing they hold is out of date.
+                """
+        )
+
+        @OptionGroup var options: DatabaseOption
+        @Option(help: "The served tables to take back, comma-separated.") var tables: String
+
+        func run() async throws {
+            guard let location = try options.postgres() else {
+                throw ValidationError("reattach is for PostgreSQL tables: give a postgres:// --database")
+            }
+            let names = tables.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            // Opening the store reports the tables that lost their capture: the very tables this
+            // command takes back, so not worth a line.
+            var quiet = Logger(label: "seed-server.postgres")
+            quiet.logLevel = .critical
+            let revision = try await PostgresSyncStore.withStore(at: location, maximumConnections: 2, logger: quiet) {
+                try await $0.reattach(names)
+            }
+            print(
+                "reattached \(names.joined(separator: ", ")): their rows are revision \(revision), and every later write to them is captured; clients download a new snapshot"
             )
         }
     }

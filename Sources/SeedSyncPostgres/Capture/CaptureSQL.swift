@@ -157,6 +157,14 @@ package enum CaptureSQL {
         ]
     }
 
+    /// Drops what is left of one table's capture: its triggers, row revisions and capture function
+    /// (before ``attach(_:)`` makes them again, see `PostgresSyncStore.reattach(_:)`).
+    static func detach(_ table: PostgresTableSQL) -> [String] {
+        ["lock", "insert", "update", "delete", "truncate"].map {
+            "DROP TRIGGER IF EXISTS seedsync_\($0) ON \(table.table)"
+        } + ["DROP TABLE IF EXISTS \(table.revisions)", "DROP FUNCTION IF EXISTS \(table.captureFunction)()"]
+    }
+
     /// Gives every row present now the revision `$1` (the bulk revision of an attach).
     static func adopt(_ table: PostgresTableSQL) -> String {
         "INSERT INTO \(table.revisions) (key, revision) SELECT \(table.key), $1 FROM \(table.table)"

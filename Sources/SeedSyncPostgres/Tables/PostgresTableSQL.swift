@@ -43,6 +43,22 @@ package struct PostgresTableSQL: Sendable {
 
     var keyColumnType: String { type.primaryKey.type == .integer ? "bigint" : "text" }
 
+    /// What is wrong with the table as a served one, as an SQL expression: `NULL` when it has its
+    /// five capture triggers, enabled, and a primary key of its key column alone; `'capture'` when
+    /// a trigger is gone or disabled (the table was dropped and created again, or they were dropped
+    /// or switched off: writes to it may not be logged), `'key'` when the primary key is gone or
+    /// changed. Read in the statements that serve and write the table, see ``TableHealth``.
+    var health: String {
+        let name = literal(table)
+        return """
+            CASE WHEN (SELECT count(*) FROM pg_trigger WHERE tgrelid = to_regclass(\(name)) \
+            AND tgname LIKE 'seedsync\\_%' AND tgenabled <> 'D') <> 5 THEN 'capture' \
+            WHEN NOT EXISTS (SELECT FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] \
+            WHERE i.indrelid = to_regclass(\(name)) AND i.indisprimary AND i.indnatts = 1 \
+            AND a.attname = \(literal(type.primaryKey.name))) THEN 'key' END
+            """
+    }
+
     /// `CREATE TABLE` for `init --schema`: the types a team would choose, deferred foreign keys.
     var create: [String] {
         // Text keys in byte order, as the embedded store pages them.
@@ -185,7 +201,7 @@ package struct PostgresTableSQL: Sendable {
     package func snapshot(after: Bool) -> String {
         let limit = after ? "$2" : "$1"
         return """
-            SELECT s.revision, \(PostgresSchemaRecords.newestColumn), (SELECT v.revision FROM \(revisions) v WHERE v.key = p.\(key)), p.*
+            SELECT s.revision, \(PostgresSchemaRecords.newestColumn), \(health), (SELECT v.revision FROM \(revisions) v WHERE v.key = p.\(key)), p.*
             FROM seedsync._state s
             LEFT JOIN LATERAL (
               SELECT t.* FROM \(table) t \(after ? "WHERE t.\(key) > $1 " : "")ORDER BY t.\(key) LIMIT \(limit)

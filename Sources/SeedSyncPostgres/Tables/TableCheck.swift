@@ -116,33 +116,32 @@ package struct TableCheck {
         }
     }
 
-    /// For a table the store already serves: its five capture triggers present and enabled, or
-    /// it does not start; the columns checked as ``run(on:logger:allowingExtraColumns:)`` does,
-    /// but a mismatch is only logged: the rows written before it, and every other table, are
-    /// still served, and what would carry the new shape is answered `schema_mismatch` until the
-    /// schema is upgraded (`seed-server schema upgrade`) or the change undone. Columns no version
-    /// names yet are not served, and not reported.
+    /// For a table the store already serves, when a server starts: the columns checked as
+    /// ``run(on:logger:allowingExtraColumns:)`` does and its health (``TableHealth``), each
+    /// problem logged, not thrown: the server starts and serves every other table, and what the
+    /// problem touches is answered `schema_mismatch` until the schema is upgraded (`seed-server
+    /// schema upgrade`), the change undone, or the table taken back (`seed-server schema reattach`).
+    /// Columns no version names yet are not served, and not reported.
     func runServed(on connection: PostgresConnection, logger: Logger) async throws {
+        let name = "\(tableSchema).\(table.type.name)"
         do {
             try await run(on: connection, logger: logger, allowingExtraColumns: true)
         } catch let error as PostgresStoreError where error.code == .tableMismatch {
+            let missing = try await Self.columns(of: table.table, on: connection, logger: logger).isEmpty
             logger.error(
                 "served table changed",
                 metadata: [
                     "error":
-                        "\(error.description): rows written since are answered schema_mismatch; upgrade the schema (seed-server schema upgrade) or undo the change"
+                        "\(missing ? "there is no table \(name) (dropped or renamed)" : error.description): what it touches is answered schema_mismatch; \(missing ? "create or rename it back, then run seed-server schema reattach --tables \(table.type.name)" : "upgrade the schema (seed-server schema upgrade) or undo the change")"
                 ])
+            if missing { return }
         }
-        var binds = PostgresBindings()
-        binds.append(table.table)
-        let sql =
-            "SELECT count(*) FROM pg_trigger WHERE tgrelid = to_regclass($1) AND tgname LIKE 'seedsync\\_%' AND tgenabled <> 'D'"
-        for count in try await connection.rows(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
-            .decode(Int64.self)
-        where count != 5 {
-            throw PostgresStoreError.tableMismatch(
-                "\(tableSchema).\(table.type.name) is missing enabled capture triggers (seedsync_*): writes to it would not reach clients; re-enable them (ALTER TABLE … ENABLE TRIGGER ALL)"
-            )
+        for problem in try await TableHealth.problems(
+            of: [table], tableSchema: tableSchema, on: connection, logger: logger)
+        {
+            logger.error(
+                "served table cannot be served",
+                metadata: ["error": "\(TableHealth.message(problem.problem!, table: name, type: table.type.name))"])
         }
     }
 

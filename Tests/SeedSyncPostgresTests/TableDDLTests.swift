@@ -1,0 +1,158 @@
+import Foundation
+import PostgresNIO
+import SeedSyncModel
+import SeedSyncPostgres
+import SeedSyncTesting
+import Testing
+
+/// A team's DDL on a served table: a rebuild, a lock, a dropped primary key. Each ends served or
+/// refused with a message that says what to do, never a write confirmed that no client gets, never
+/// a wait without bound, never a server that cannot start.
+@Suite struct TableDDLTests {
+    static let show3: ChangeSet = ChangeSet(changes: [
+        TypeChanges(
+            type: "shows", create: [3],
+            attributes: [
+                "3": [
+                    "title": "Matinee", "venue": "hall", "price": 8, "rating": .null, "sold_out": false,
+                    "starts_at": "2026-02-01T14:00:00Z", "seats": .null,
+                ]
+            ])
+    ])
+
+    /// Qualified: the test role is called `seedsync`, like the bookkeeping's schema, which its
+    /// search path puts first.
+    static let rebuild = """
+        CREATE TABLE public.shows_backup AS SELECT * FROM public.shows;
+        DROP TABLE public.shows;
+        CREATE TABLE public.shows (
+          id integer PRIMARY KEY, title varchar(200) NOT NULL, venue varchar(20) REFERENCES public.venues (code),
+          price numeric(8, 2) NOT NULL, rating real, sold_out boolean NOT NULL DEFAULT false,
+          starts_at timestamptz NOT NULL, seats smallint
+        );
+        INSERT INTO public.shows SELECT * FROM public.shows_backup;
+        DROP TABLE public.shows_backup
+        """
+
+    /// The usual rebuild under a running store: no write is confirmed to the new table, whose
+    /// writes are not logged; pages answer `schema_mismatch` saying how to take it back; a store
+    /// opened anew starts; `reattach` takes it back as one bulk revision.
+    @Test func aRebuiltTableIsRefusedUntilReattached() async throws {
+        try await withAttachedTeamTables { location, store in
+            try await psql(Self.rebuild, on: location)
+            let revision = try await store.revisions().revision
+            await #expect {
+                try await store.commit(Self.show3)
+            } throws: {
+                ($0 as? SyncStoreError)?.code == .schemaMismatch && "\($0)".contains("reattach --tables shows")
+            }
+            #expect(try await store.revisions().revision == revision, "no revision was taken")
+            await #expect {
+                try await store.snapshotPage(of: "shows", after: nil, limit: 10)
+            } throws: {
+                ($0 as? SyncStoreError)?.code == .schemaMismatch && "\($0)".contains("lost its capture triggers")
+            }
+            // Every other table is served and written.
+            #expect(try await store.snapshotPage(of: "venues", after: nil, limit: 10).rows.count == 1)
+            try await store.commit(
+                ChangeSet(changes: [
+                    TypeChanges(type: "venues", create: ["club"], attributes: ["club": ["name": "Club"]])
+                ]))
+            // A write the capture does not see, then a server that starts, then the way back.
+            try await psql(
+                "INSERT INTO public.shows VALUES (4, 'Unseen', 'hall', 1, NULL, false, '2026-03-01 10:00+00', NULL)",
+                on: location)
+            try await TestPostgres.withStore(at: location) { restarted async throws in
+                #expect(try await restarted.snapshotPage(of: "venues", after: nil, limit: 10).rows.count == 2)
+                let bulk = try await restarted.reattach(["shows"])
+                #expect(bulk == revision + 2)
+                let rows = try await Fixtures.contents(of: restarted)["shows"]
+                #expect(rows?.map { $0[0] } == [1, 4] && rows?.allSatisfy { $0.last == .int(bulk) } == true)
+                await #expect {
+                    try await restarted.changeFeed(after: revision, limit: 10, byteBudget: 1 << 20)
+                } throws: { ($0 as? SyncStoreError)?.code == .historyExpired }
+            }
+            let after = try await store.commit(Self.show3)
+            let logged = try await changeSets(of: store, after: after - 1)
+            #expect(logged.map(\.revision) == [after] && logged[0]["shows"]?.create == [3])
+        }
+    }
+
+    /// A table locked by another session (every `ALTER TABLE` takes this lock): what needs it is
+    /// answered 503 after the lock timeout, naming the table, and for a while at once; the other
+    /// tables, the change log and the schema (without row counts) are served meanwhile.
+    @Test func aLockedTableIsAnsweredUnavailableAndTheRestServed() async throws {
+        try await withAttachedTeamTables { location, store in
+            try await TestPostgres.withConnection(to: location) { locker, logger in
+                try await locker.execute("BEGIN; LOCK TABLE shows IN ACCESS EXCLUSIVE MODE", logger: logger)
+                // More requests for the locked table than the pool has connections.
+                let outcomes = try await withThrowingTaskGroup(of: String.self) { group in
+                    for _ in 0..<30 {
+                        group.addTask {
+                            do {
+                                _ = try await store.snapshotPage(of: "shows", after: nil, limit: 10)
+                                return "served"
+                            } catch let error as SyncStoreError {
+                                return "\(error.code) \(error.description.contains("public.shows is locked"))"
+                            }
+                        }
+                    }
+                    return try await group.reduce(into: [String]()) { $0.append($1) }
+                }
+                #expect(Set(outcomes) == ["store_unavailable true"])
+                #expect(try await store.snapshotPage(of: "venues", after: nil, limit: 10).rows.count == 1)
+                #expect(try await store.changeFeed(after: 1, limit: 10, byteBudget: 1 << 20).maxRevision == 1)
+                let info = try await store.schemaInfo()
+                #expect(info.revision == 1 && info.rowCounts == nil)
+                await #expect {
+                    try await store.commit(Self.show3)
+                } throws: {
+                    ($0 as? SyncStoreError)?.code == .storeUnavailable && "\($0)".contains("public.shows is locked")
+                }
+                try await locker.execute("ROLLBACK", logger: logger)
+            }
+            try await Task.sleep(for: .seconds(1))
+            #expect(try await store.snapshotPage(of: "shows", after: nil, limit: 10).rows.count == 1)
+            #expect(try await store.commit(Self.show3) == 2)
+        }
+    }
+
+    /// A served table's primary key dropped: writes and pages are refused saying so, a store opens
+    /// anew, and with the key back everything is served again.
+    @Test func aDroppedPrimaryKeyIsRefusedUntilItIsBack() async throws {
+        try await withAttachedTeamTables { location, store in
+            try await psql("ALTER TABLE shows DROP CONSTRAINT shows_pkey", on: location)
+            for attempt in [
+                { try await store.commit(Self.show3) },
+                { _ = try await store.snapshotPage(of: "shows", after: nil, limit: 10) },
+                {
+                    let update = ChangeSet(changes: [
+                        TypeChanges(
+                            type: "shows", update: [1],
+                            attributes: [
+                                "1": [
+                                    "title": "Opening night", "venue": "hall", "price": 12.5, "rating": 0.1,
+                                    "sold_out": false, "starts_at": "2026-01-01T19:00:00Z", "seats": 300,
+                                    "revision": 1,
+                                ]
+                            ])
+                    ])
+                    let pushed = try await store.push(
+                        PushedChangeSet(id: "p", changeSet: update), retention: .seconds(60))
+                    Issue.record("pushed: \(pushed)")
+                },
+            ] as [@Sendable () async throws -> Void] {
+                await #expect {
+                    try await attempt()
+                } throws: {
+                    ($0 as? SyncStoreError)?.code == .schemaMismatch && "\($0)".contains("lost its primary key")
+                }
+            }
+            try await TestPostgres.withStore(at: location) { restarted async throws in
+                #expect(try await restarted.snapshotPage(of: "venues", after: nil, limit: 10).rows.count == 1)
+            }
+            try await psql("ALTER TABLE shows ADD PRIMARY KEY (id)", on: location)
+            #expect(try await store.commit(Self.show3) == 2)
+        }
+    }
+}

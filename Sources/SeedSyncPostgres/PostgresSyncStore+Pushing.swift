@@ -86,10 +86,14 @@ extension PostgresSyncStore {
         } catch let error as SyncStoreError where error.code == .invalidChangeSet {
             _ = try await query("ROLLBACK TO SAVEPOINT push", on: connection)
             return .rejected(code: error.code.rawValue, message: error.description)
-        } catch is ForeignKeyRefusal {
-            // A foreign key that is not deferrable (on an attached table) refused a reference:
-            // answered as a conflict, as the store's own reference check would be.
+        } catch let refusal as ForeignKeyRefusal {
+            // A foreign key that is not deferrable (on an attached table) refused a reference: to
+            // a served table, answered as a conflict, as the store's own reference check would be;
+            // to a table the client cannot see, rejected with the reason, which the app is told.
             _ = try await query("ROLLBACK TO SAVEPOINT push", on: connection)
+            guard try await refusal.pointsAt(any: tables.values.map(\.table), on: connection, logger: logger) else {
+                return .rejected(code: refusal.error.code.rawValue, message: refusal.error.description)
+            }
             return .conflict(try await conflictRows(push, related: [], projection: projection, on: connection))
         }
     }

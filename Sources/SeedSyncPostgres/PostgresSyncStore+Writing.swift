@@ -1,3 +1,4 @@
+import Logging
 import PostgresNIO
 public import SeedSyncModel
 
@@ -103,7 +104,10 @@ extension PostgresSyncStore {
             guard let refusal = PostgresStoreError.refusal(error) else { throw error }
             let refused = invalid(
                 .refused, "\(table.type.name)[\(key.keyString!)] cannot be written: PostgreSQL refused it (\(refusal))")
-            if error.sqlState == "23503" { throw ForeignKeyRefusal(error: refused) }
+            if error.sqlState == "23503" {
+                throw ForeignKeyRefusal(
+                    error: refused, constraint: error.serverInfo?[.constraintName], table: table.table)
+            }
             throw refused
         }
     }
@@ -180,7 +184,30 @@ extension PostgresStoreError {
 }
 
 /// A foreign key of the table itself (not deferrable, on an attached table) refused a row: an
-/// invalid change set for a commit, a conflict for a push (someone else broke the reference).
+/// invalid change set for a commit; for a push, a conflict when it points at a served table
+/// (someone else broke the reference), a rejection naming it when it points at a table the
+/// client cannot see.
 struct ForeignKeyRefusal: Error {
     let error: SyncStoreError
+    /// The constraint PostgreSQL named, and the table it is on.
+    let constraint: String?
+    let table: String
+
+    /// Whether the constraint points at one of `tables` (qualified names, as `PostgresTableSQL`
+    /// has them); `false` when it cannot be read.
+    func pointsAt(any tables: [String], on connection: PostgresConnection, logger: Logger) async throws -> Bool {
+        guard let constraint else { return false }
+        var binds = PostgresBindings()
+        binds.append(constraint)
+        binds.append(table)
+        binds.append(tables)
+        let rows = try await connection.rows(
+            PostgresQuery(
+                unsafeSQL: """
+                    SELECT confrelid IN (SELECT to_regclass(n) FROM unnest($3::text[]) n) FROM pg_constraint
+                    WHERE conname = $1 AND conrelid = to_regclass($2) AND contype = 'f'
+                    """,
+                binds: binds), logger: logger)
+        return try rows.first?.decode(Bool.self) ?? false
+    }
 }

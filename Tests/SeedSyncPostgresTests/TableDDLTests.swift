@@ -156,3 +156,50 @@ import Testing
         }
     }
 }
+
+/// A push refused by a foreign key of the table itself: to a table the client cannot see, it is
+/// rejected with the reason (the app is told why its edit went); to a served one, a conflict.
+@Suite struct ForeignKeyRefusalTests {
+    static let tables = """
+        CREATE TABLE owners (id integer PRIMARY KEY);
+        CREATE TABLE pets (id bigint PRIMARY KEY, name text NOT NULL, owner_id integer REFERENCES owners (id));
+        INSERT INTO owners VALUES (1);
+        INSERT INTO pets VALUES (1, 'Rex', 1)
+        """
+
+    static let schema = DatasetSchema(
+        dataset: "pets", schemaVersion: 1,
+        types: [
+            EntityType(
+                name: "pets", primaryKey: PrimaryKey(name: "id", type: .integer),
+                fields: [Field(name: "name", type: .text), Field(name: "owner_id", type: .integer, nullable: true)])
+        ])
+
+    @Test func aForeignKeyToAnUnservedTableRejectsThePushWithTheReason() async throws {
+        try await withTeamDatabase(Self.tables) { location in
+            try await PostgresSyncStore.attach(at: location, schema: Self.schema)
+            try await TestPostgres.withStore(at: location) { store in
+                let create = ChangeSet(changes: [
+                    TypeChanges(type: "pets", create: [-1], attributes: ["-1": ["name": "Tom", "owner_id": 999]])
+                ])
+                let result = try await store.push(
+                    PushedChangeSet(id: "tom", changeSet: create), retention: .seconds(60))
+                guard case .rejected(let code, let message) = result.status else {
+                    Issue.record("not rejected: \(result)")
+                    return
+                }
+                #expect(code == "invalid_change_set" && message.contains("pets_owner_id_fkey"))
+                #expect(try await store.revisions().revision == 1)
+                let fine = ChangeSet(changes: [
+                    TypeChanges(type: "pets", create: [-1], attributes: ["-1": ["name": "Tom", "owner_id": 1]])
+                ])
+                let applied = try await store.push(
+                    PushedChangeSet(id: "tom-2", changeSet: fine), retention: .seconds(60))
+                guard case .applied = applied.status else {
+                    Issue.record("not applied: \(applied)")
+                    return
+                }
+            }
+        }
+    }
+}

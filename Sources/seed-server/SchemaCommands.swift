@@ -9,7 +9,7 @@ extension SeedServerCommand {
     struct Schema: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print a schema file for PostgreSQL tables, upgrade a store's schema, or list its versions.",
-            subcommands: [Print.self, Upgrade.self, Versions.self, Reattach.self],
+            subcommands: [Print.self, Upgrade.self, Versions.self, Reattach.self, RepairLog.self],
             defaultSubcommand: Print.self
         )
     }
@@ -130,6 +130,39 @@ extension SeedServerCommand.Schema {
             print(
                 "reattached \(names.joined(separator: ", ")): their rows are revision \(revision), and every later write to them is captured; clients download a new snapshot"
             )
+        }
+    }
+
+    struct RepairLog: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "repair-log",
+            abstract: "PostgreSQL: mend change sets logged while a served column was away and came back.",
+            discussion: """
+                A served column renamed and renamed back, dropped and added again, or retyped and retyped back, \
+                with writes in between and no schema upgrade, leaves rows in the change log without the field: \
+                servers answer them 503 schema_mismatch (no value for the field). This gives each such row the \
+                field's value as the table holds it now (a row deleted since: the field's default, or the zero \
+                value of its type), so clients sync through them and keep their databases.
+                """
+        )
+
+        @OptionGroup var options: DatabaseOption
+
+        func run() async throws {
+            guard let location = try options.postgres() else {
+                throw ValidationError("repair-log is for PostgreSQL stores: give a postgres:// --database")
+            }
+            var quiet = Logger(label: "seed-server.postgres")
+            quiet.logLevel = .critical
+            let repair = try await PostgresSyncStore.withStore(at: location, maximumConnections: 2, logger: quiet) {
+                try await $0.repairLog()
+            }
+            guard !repair.rows.isEmpty else {
+                print("every logged row has every field of its version: nothing to mend")
+                return
+            }
+            let counts = repair.rows.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }
+            print("mended \(counts.joined(separator: ", ")) logged rows with the values the tables hold now")
         }
     }
 

@@ -203,3 +203,48 @@ import Testing
         }
     }
 }
+
+/// A served column changed and changed back without an upgrade, with a write in between: the
+/// rows logged meanwhile lack the field, every client behind them is answered 503, and
+/// `repairLog()` gives them the values the table holds, so clients sync through without a new
+/// snapshot.
+@Suite struct LogRepairTests {
+    @Test(arguments: [
+        (
+            "renamed and back",
+            "ALTER TABLE public.shows RENAME COLUMN title TO name; UPDATE public.shows SET seats = 250 WHERE id IN (1, 2); ALTER TABLE public.shows RENAME COLUMN name TO title"
+        ),
+        (
+            "dropped and added again",
+            "ALTER TABLE public.shows DROP COLUMN rating; UPDATE public.shows SET seats = 250 WHERE id IN (1, 2); ALTER TABLE public.shows ADD COLUMN rating real; UPDATE public.shows SET rating = 2 WHERE id = 1"
+        ),
+        (
+            "retyped and back",
+            "ALTER TABLE public.shows ALTER COLUMN seats TYPE text; UPDATE public.shows SET seats = '250' WHERE id IN (1, 2); ALTER TABLE public.shows ALTER COLUMN seats TYPE smallint USING seats::smallint"
+        ),
+    ])
+    func aColumnChangedAndBackIsMendedAndClientsSyncThrough(change: String, alterations: String) async throws {
+        try await withAttachedTeamTables { location, store in
+            try await psql(
+                "INSERT INTO public.shows VALUES (2, 'Late', 'hall', 5, NULL, false, '2026-01-02 22:00+00', 10)",
+                on: location)
+            try await psql(alterations, on: location)
+            try await psql("DELETE FROM public.shows WHERE id = 2", on: location)
+            await #expect(Comment(rawValue: change)) {
+                try await changeSets(of: store, after: 1)
+            } throws: {
+                ($0 as? SyncStoreError)?.code == .schemaMismatch && "\($0)".contains("shows[1]")
+            }
+            let repair = try await store.repairLog()
+            #expect(repair.rows == ["shows": 2], "\(change): shows 1 and 2, the second deleted since")
+            let sets = try await changeSets(of: store, after: 1)
+            let start: [String: [[JSONValue]]] = [
+                "venues": [["hall", "Main Hall", "2001-02-03T04:05:06.5Z", "AQL/", 1]],
+                "shows": [[1, "Opening", "hall", 12.5, 0.1, false, "2026-01-01T19:00:00Z", 300, 1]],
+            ]
+            #expect(
+                replay(sets, onto: start, schema: teamSchema) == (try await Fixtures.contents(of: store)), "\(change)")
+            #expect(try await store.repairLog().rows.isEmpty, "a second repair finds nothing")
+        }
+    }
+}

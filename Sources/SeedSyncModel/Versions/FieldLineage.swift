@@ -1,28 +1,28 @@
 /// One field of a type through the versions of a history: every name it had, and the versions
 /// that have it (a contiguous range: a dropped field never comes back, see ``SchemaHistory``).
-struct FieldLineage: Sendable, Hashable {
+package struct FieldLineage: Sendable, Hashable {
     /// The field in each version that has it, by index in ``SchemaHistory/versions``.
-    var fields: [Int: Field]
+    package var fields: [Int: Field]
     /// Every name the field had, oldest first, without repeats.
-    var names: [String]
+    package var names: [String]
     /// The first and last version (indices) that have the field.
-    var first: Int
-    var last: Int
+    package var first: Int
+    package var last: Int
 
     /// Whether the version at `index` has the field.
-    func isPresent(in index: Int) -> Bool { (first...last).contains(index) }
+    package func isPresent(in index: Int) -> Bool { (first...last).contains(index) }
 
     /// The value a row written in the version at `index` without the field has for it: the
     /// default it was added with for rows from before it existed, the default it had when it was
     /// dropped for rows written after (or while its column was going).
-    func absentValue(writtenIn index: Int) -> JSONValue {
+    package func absentValue(writtenIn index: Int) -> JSONValue {
         index < first ? fields[first]!.absentValue : fields[last]!.absentValue
     }
 }
 
 extension SchemaHistory {
     /// The lineages of the fields of `type`, over every version that has the type.
-    func lineages(of type: String) -> [FieldLineage] {
+    package func lineages(of type: String) -> [FieldLineage] {
         var lineages: [FieldLineage] = []
         /// The lineage of each field name in the previous version.
         var previous: [String: Int] = [:]

@@ -62,7 +62,7 @@ public struct SchemaHistory: Sendable, Hashable {
 
     /// The index in ``versions`` of the version change sets of `revision` were written in: the
     /// newest made before that revision.
-    func index(writing revision: Int64) -> Int {
+    package func index(writing revision: Int64) -> Int {
         versions.lastIndex { $0.revision < revision } ?? 0
     }
 

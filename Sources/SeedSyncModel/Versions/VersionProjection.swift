@@ -114,7 +114,7 @@ public struct VersionProjection: Sendable {
         // version dropped it (the column went before the upgrade that says so).
         guard !slot.lineage.isPresent(in: written) || !slot.lineage.isPresent(in: history.versions.count - 1) else {
             throw .schemaMismatch(
-                "\(type)[\(key.clippedForMessage)] has no value for \(slot.lineage.fields[written]!.name), which its version \(history.versions[written].number) has (a column dropped or renamed before the schema was upgraded)"
+                "\(type)[\(key.clippedForMessage)] has no value for \(slot.lineage.fields[written]!.name), which its version \(history.versions[written].number) has (a column dropped, renamed or retyped before the schema was upgraded): upgrade the schema, or if the change was undone, mend the log (seed-server schema repair-log)"
             )
         }
         return slot.lineage.absentValue(writtenIn: written)

@@ -67,7 +67,7 @@ struct WireRow {
 
     /// The wire value of a member of a logged row: `text` is the number's text when the member
     /// is a number (a `numeric` column's exact digits).
-    private static func wireValue(
+    static func wireValue(
         _ value: JSONValue, text: String?, of type: FieldType, name: String, row key: JSONValue, table: String
     ) throws(SyncStoreError) -> JSONValue {
         if value == .null { return .null }

@@ -108,6 +108,58 @@ import FoundationNetworking
         }
     }
 
+    /// A revision committed between a client's catch-up and its `"wait"` request: the request is
+    /// answered at once with it (a client timing out after 10 s would fail the test, where the
+    /// wait asked for 55).
+    @Test(arguments: StoreBackend.allCases)
+    func aRevisionBetweenTheCatchUpAndTheWaitIsAnsweredAtOnce(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            let first = try await store.commit(Fixtures.catalogCreation())
+            try await withLiveServer(store) { url in
+                let client = Self.client(url)
+                let caughtUp = try await client.sync(from: 0)
+                #expect(caughtUp.maxRevision == first && !caughtUp.hasMore)
+                let second = try await store.commit(Fixtures.catalogCreation(author: "b", book: 2))
+                let answer = try await client.sync(from: caughtUp.maxRevision, wait: 55)
+                #expect(answer.changeSets.map(\.revision) == [second])
+                // And one that arrives after a commit another writer made, seen only by the watch.
+                try await Self.commitAsAnotherWriter(to: store)
+                #expect(try await client.sync(from: second, wait: 55).changeSets.map(\.revision) == [second + 1])
+            }
+        }
+    }
+
+    /// Clients that reset their held connections at once: each slot is freed when its connection
+    /// closes, long before its wait would end, so a crowd of abandoned waits cannot fill the
+    /// server's capacity.
+    @Test func abandonedHeldRequestsFreeTheirSlots() async throws {
+        try await StoreBackend.sqlite.withStore { store in
+            let first = try await store.commit(Fixtures.catalogCreation())
+            try await withLiveServer(
+                store,
+                configure: {
+                    $0.maxWaitingRequests = 20
+                    $0.maxWait = .seconds(600)
+                }
+            ) { url in
+                let body = #"{"maxRevision": \#(first), "wait": 600}"#
+                let request =
+                    "POST /v1/sync HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(liveServerToken)\r\n"
+                    + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+                let connections = try (0..<20).map { _ in try RawConnection(port: url.port!) }
+                for connection in connections { #expect(connection.send(request)) }
+                try await Self.waitUntilHeld(20, on: url)
+                for connection in connections { connection.reset() }
+                try await Self.waitUntilHeld(0, on: url)
+                // A client's wait is held again: the slots were freed.
+                async let held = Self.client(url).sync(from: first, wait: 55)
+                try await Self.waitUntilHeld(1, on: url)
+                let second = try await store.commit(Fixtures.catalogCreation(author: "b", book: 2))
+                #expect(try await held.changeSets.map(\.revision) == [second])
+            }
+        }
+    }
+
     @Test func aClientBehindIsAnsweredAtOnceAndAPushIsNeverHeld() async throws {
         try await StoreBackend.sqlite.withStore { store in
             let first = try await store.commit(Fixtures.catalogCreation())

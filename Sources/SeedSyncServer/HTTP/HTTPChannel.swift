@@ -4,7 +4,9 @@ import NIOCore
 import NIOHTTP1
 
 /// Hummingbird's HTTP/1.1 channel with a ``ConnectionCloseHandler`` right after NIO's request
-/// decoder, the only place where a request's HTTP version is still known.
+/// decoder, the only place where a request's HTTP version is still known; and a request whose
+/// connection closes under it is cancelled: a held live sync request whose client went away
+/// (reset, or closed) frees its slot at once, not when its wait would have ended.
 struct SeedHTTP1Channel: ServerChildChannel {
     typealias Value = HTTP1Channel.Value
     let base: HTTP1Channel
@@ -19,7 +21,13 @@ struct SeedHTTP1Channel: ServerChildChannel {
     }
 
     func handle(value: Value, logger: Logger) async {
-        await base.handle(value: value, logger: logger)
+        let closed = value.channel.closeFuture
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await base.handle(value: value, logger: logger) }
+            group.addTask { try? await closed.get() }
+            await group.next()
+            group.cancelAll()
+        }
     }
 }
 

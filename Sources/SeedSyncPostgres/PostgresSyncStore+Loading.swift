@@ -48,13 +48,11 @@ extension PostgresSyncStore: MaintainedSyncStore {
             }
             if buffer.readableBytes > 0 { try await writer.write(buffer) }
         }
-        if type.primaryKey.type == .integer,
-            let largest = try await query("SELECT max(\(table.key))::bigint FROM seedsync_load", on: connection)
-                .first.flatMap({ try $0.decode(Int64?.self) }),
-            largest > DatasetSchema.largestCommittedKey
+        if let outside = try await PostgresSyncStore.keyOutsideRange(
+            of: table, in: "seedsync_load", on: connection, logger: logger)
         {
             throw PostgresStoreError(
-                .invalidLoad, "\(ChangeSetError.keyTooLarge(type.name, largest)); nothing was loaded")
+                .invalidLoad, "\(ChangeSetError.keyOutOfRange(type.name, outside)); nothing was loaded")
         }
         try await connection.rows(PostgresQuery(unsafeSQL: table.upsert(from: "seedsync_load")), logger: logger)
         try await connection.rows("DROP TABLE seedsync_load", logger: logger)

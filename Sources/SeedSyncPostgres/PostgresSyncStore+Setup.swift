@@ -71,20 +71,33 @@ extension PostgresSyncStore {
         }
     }
 
-    /// Refuses a table with an integer key above ``DatasetSchema/largestCommittedKey``: the rows
-    /// apps push take keys after the largest, and would have none left.
+    /// Refuses a table with an integer key outside ``DatasetSchema/committedKeys``: negative keys
+    /// are the apps' temporary ones, and the rows apps push take keys after the largest, and would
+    /// have none left past 2^62 − 1.
     static func checkKeys(of table: PostgresTableSQL, on connection: PostgresConnection, logger: Logger)
         async throws
     {
-        guard table.type.primaryKey.type == .integer else { return }
-        let rows = try await connection.rows(
-            PostgresQuery(unsafeSQL: "SELECT max(\(table.key))::bigint FROM \(table.table)"), logger: logger)
-        for (largest) in try rows.decode(Int64?.self) {
-            guard let largest, largest > DatasetSchema.largestCommittedKey else { continue }
-            throw PostgresStoreError.tableMismatch(
-                "\(table.table) holds key \(largest), above \(DatasetSchema.largestCommittedKey) (2^62 − 1), the largest SeedSync serves: the rows apps create take keys after the largest one; give that row a smaller key, then attach again"
-            )
+        guard let key = try await keyOutsideRange(of: table, in: table.table, on: connection, logger: logger) else {
+            return
         }
+        throw PostgresStoreError.tableMismatch(
+            "\(table.table) holds the key \(key): \(DatasetSchema.keyRangeReason(key)), then attach again")
+    }
+
+    /// The smallest key of `source` (a table with `table`'s key column) below
+    /// ``DatasetSchema/committedKeys``, else its largest above, else `nil`; text keys have no range.
+    static func keyOutsideRange(
+        of table: PostgresTableSQL, in source: String, on connection: PostgresConnection, logger: Logger
+    ) async throws -> Int64? {
+        guard table.type.primaryKey.type == .integer else { return nil }
+        let rows = try await connection.rows(
+            PostgresQuery(unsafeSQL: "SELECT min(\(table.key))::bigint, max(\(table.key))::bigint FROM \(source)"),
+            logger: logger)
+        for (smallest, largest) in try rows.decode((Int64?, Int64?).self) {
+            if let smallest, smallest < 0 { return smallest }
+            if let largest, largest > DatasetSchema.largestCommittedKey { return largest }
+        }
+        return nil
     }
 
     /// The transaction both `init`s share: `prepare` makes or checks the tables, then the

@@ -31,7 +31,11 @@ import Testing
         ("ALTER TABLE venues RENAME TO places", "there is no table public.venues"),
         (
             "ALTER TABLE shows ALTER COLUMN id TYPE bigint; INSERT INTO shows VALUES (4611686018427387904, 'Last', 'hall', 1, NULL, false, '2026-01-01 20:00+01', 1)",
-            "holds key 4611686018427387904, above 4611686018427387903"
+            "holds the key 4611686018427387904: integer keys end at 4611686018427387903"
+        ),
+        (
+            "INSERT INTO shows VALUES (-3, 'Temporary', 'hall', 1, NULL, false, '2026-01-01 20:00+01', 1)",
+            "holds the key -3: integer keys of stored rows are 0 or more"
         ),
     ])
     func attachRefusesTablesThatDoNotMatchAndChangesNothing(change: String, message: String) async throws {
@@ -167,11 +171,20 @@ import Testing
         }
     }
 
-    @Test func disabledCaptureTriggersStopTheServerFromStarting() async throws {
+    /// A capture trigger switched off: the server starts and serves the other tables; the table is
+    /// refused (writes to it may have gone unlogged) until `reattach` takes it back.
+    @Test func disabledCaptureTriggersMakeTheTableUnavailableNotTheServer() async throws {
         try await withAttachedTeamTables { location, _ in
             try await psql("ALTER TABLE venues DISABLE TRIGGER seedsync_insert", on: location)
-            await #expect { try await TestPostgres.withStore(at: location) { _ in } } throws: {
-                ($0 as? PostgresStoreError)?.code == .tableMismatch && "\($0)".contains("public.venues")
+            try await TestPostgres.withStore(at: location) { store in
+                await #expect { try await store.snapshotPage(of: "venues", after: nil, limit: 10) } throws: {
+                    ($0 as? SyncStoreError)?.code == .schemaMismatch
+                        && "\($0)".contains("public.venues has lost its capture triggers")
+                        && "\($0)".contains("seed-server schema reattach --tables venues")
+                }
+                #expect(try await store.snapshotPage(of: "shows", after: nil, limit: 10).rows.count == 1)
+                _ = try await store.reattach(["venues"])
+                #expect(try await store.snapshotPage(of: "venues", after: nil, limit: 10).rows.count == 1)
             }
         }
     }

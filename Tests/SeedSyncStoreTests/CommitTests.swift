@@ -62,6 +62,10 @@ import Testing
             #"{"types":["books"],"books":{"create":[4611686018427387904],"attributes":{"4611686018427387904":{"title":"T","price":1,"in_stock":true}}}}"#,
             "books[4611686018427387904] cannot be created: integer keys end at 4611686018427387903"
         ),
+        (
+            #"{"types":["books"],"books":{"create":[-5],"attributes":{"-5":{"title":"T","price":1,"in_stock":true}}}}"#,
+            "books[-5] cannot be created: integer keys of stored rows are 0 or more"
+        ),
     ])
     func rejectedChangeSetsWriteNothing(json: String, message: String) async throws {
         for backend in StoreBackend.allCases {

@@ -115,6 +115,10 @@ private struct Interrupted: Error {}
             #"{"id": 5, "title": "T", "price": 1, "in_stock": true}\#n{"id": 4611686018427387904, "title": "T", "price": 1, "in_stock": true}"#,
             "books[4611686018427387904] cannot be created: integer keys end at 4611686018427387903"
         ),
+        (
+            #"{"id": 5, "title": "T", "price": 1, "in_stock": true}\#n{"id": -1, "title": "T", "price": 1, "in_stock": true}"#,
+            "books[-1] cannot be created: integer keys of stored rows are 0 or more"
+        ),
     ])
     func badLoadsWriteNothing(content: String, message: String) async throws {
         for backend in StoreBackend.allCases {

@@ -23,9 +23,14 @@ extension DatasetSchema {
     /// after the largest one used or ever given: a row at `Int64.max` would leave them none, for good.
     package static let largestCommittedKey: Int64 = (1 << 62) - 1
 
+    /// The integer keys a row may be created with by a commit or a bulk load, or have in a table a
+    /// store attaches: 0 to ``largestCommittedKey``. Negative keys are the apps' own: a row an app
+    /// creates has one until its push gives it a real key.
+    package static let committedKeys: ClosedRange<Int64> = 0...largestCommittedKey
+
     /// ``validate(_:)`` for a store's commit: a change set that does not fit is
-    /// `SyncStoreError` `invalidChangeSet`, the store's error for it. An integer key above
-    /// ``largestCommittedKey`` cannot be created.
+    /// `SyncStoreError` `invalidChangeSet`, the store's error for it. An integer key outside
+    /// ``committedKeys`` cannot be created.
     package func validateCommit(_ changeSet: ChangeSet) throws(SyncStoreError) -> [ValidatedChanges] {
         let changes: [ValidatedChanges]
         do {
@@ -34,8 +39,8 @@ extension DatasetSchema {
             throw .invalidChangeSet(error)
         }
         for change in changes where change.type.primaryKey.type == .integer {
-            if let row = change.creates.first(where: { ($0.key.intValue ?? 0) > Self.largestCommittedKey }) {
-                throw .invalidChangeSet(.keyTooLarge(change.type.name, row.key.intValue!))
+            if let row = change.creates.first(where: { !Self.committedKeys.contains($0.key.intValue ?? 0) }) {
+                throw .invalidChangeSet(.keyOutOfRange(change.type.name, row.key.intValue!))
             }
         }
         do {
@@ -269,11 +274,17 @@ extension EntityType {
 }
 
 extension ChangeSetError {
-    /// `type[key]` is above ``DatasetSchema/largestCommittedKey``: refused by a commit and a bulk load.
-    package static func keyTooLarge(_ type: String, _ key: Int64) -> Self {
-        ChangeSetError(
-            .invalidKey,
-            "\(type)[\(key)] cannot be created: integer keys end at \(DatasetSchema.largestCommittedKey) (2^62 − 1), so that the rows apps create always have keys to take"
-        )
+    /// `type[key]` is outside ``DatasetSchema/committedKeys``: refused by a commit and a bulk load.
+    package static func keyOutOfRange(_ type: String, _ key: Int64) -> Self {
+        ChangeSetError(.invalidKey, "\(type)[\(key)] cannot be created: \(DatasetSchema.keyRangeReason(key))")
+    }
+}
+
+extension DatasetSchema {
+    /// Why `key`, outside ``committedKeys``, cannot be a stored row's key, and what to do.
+    package static func keyRangeReason(_ key: Int64) -> String {
+        key < 0
+            ? "integer keys of stored rows are 0 or more, since apps give the rows they create negative keys until a push gives them real ones; give the row a key of 0 or more"
+            : "integer keys end at \(largestCommittedKey) (2^62 − 1), so that the rows apps create always have keys to take; give the row a smaller key"
     }
 }

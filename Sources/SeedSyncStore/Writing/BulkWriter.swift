@@ -57,8 +57,8 @@ package struct BulkWriter {
         var count = 0
         let integerKeys = table.type.primaryKey.type == .integer
         while let row = try rows.nextRow() {
-            if integerKeys, let key = row.key.intValue, key > DatasetSchema.largestCommittedKey {
-                throw SyncStoreError.invalidChangeSet(.keyTooLarge(type, key))
+            if integerKeys, let key = row.key.intValue, !DatasetSchema.committedKeys.contains(key) {
+                throw SyncStoreError.invalidChangeSet(.keyOutOfRange(type, key))
             }
             try StatementValues.execute(statement, row: row, of: table.type, revision: revision)
             count += 1

@@ -247,6 +247,7 @@ let package = Package(
                 "SeedSyncTesting", .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         // The Swift examples of the DocC articles, type-checked (scripts/article-examples.py writes them).

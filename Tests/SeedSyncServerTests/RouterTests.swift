@@ -1,5 +1,6 @@
 import CompressNIO
 import Foundation
+import GRDB
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
@@ -378,6 +379,44 @@ import Testing
             }
             #expect(try await store.schemaInfo().revision == 11)
             #expect(try await Fixtures.contents(of: store) == before)
+        }
+    }
+
+    /// Another process holds the SQLite file's write lock (as `seed-server schema upgrade` does
+    /// while it runs): an admin commit and a push are 503 `store_unavailable` with `Retry-After`,
+    /// saying the file is locked, after the busy timeout; once the lock is free they succeed.
+    @Test func writesThatMeetAnotherProcesssLockAre503() async throws {
+        try await StoreBackend.sqlite.withDemoStore(events: 20, locations: 5) { store in
+            let app = try await buildApplication(store: store, configuration: testConfiguration())
+            var configuration = Configuration()
+            configuration.allowsUnsafeTransactions = true  // the lock is held across accesses
+            let other = try DatabaseQueue(path: (store as! SQLiteSyncStore).path, configuration: configuration)
+            try await app.test(.router) { client in
+                try await other.writeWithoutTransaction { db in try db.execute(sql: "BEGIN IMMEDIATE") }
+                let changeSet =
+                    #"{"types":["locations"],"locations":{"create":[900],"attributes":{"900":{"name":"Hall","city":"Bern","latitude":46.9,"longitude":7.4}}}}"#
+                let push =
+                    #"{"maxRevision": 1, "changeSets": [{"id": "p", "types": ["locations"], "locations": {"create": [-1], "attributes": {"-1": {"name": "Tent", "city": "Bern", "latitude": 46.9, "longitude": 7.4}}}}]}"#
+                for (uri, token, json) in [
+                    ("/v1/admin/changes", TestTokens.admin, changeSet), ("/v1/sync", TestTokens.write, push),
+                ] {
+                    try await client.execute(uri: uri, method: .post, headers: headers(token: token), body: body(json))
+                    {
+                        response in
+                        #expect(response.status == .serviceUnavailable, "\(uri)")
+                        #expect(errorCode(response) == "store_unavailable" && response.headers[.retryAfter] != nil)
+                        #expect(String(buffer: response.body).contains("is locked by another process"))
+                    }
+                }
+                try await other.writeWithoutTransaction { db in try db.execute(sql: "ROLLBACK") }
+                try await client.execute(
+                    uri: "/v1/admin/changes", method: .post, headers: headers(token: TestTokens.admin),
+                    body: body(changeSet)
+                ) { response in
+                    #expect(response.status == .ok)
+                }
+            }
+            try other.close()
         }
     }
 

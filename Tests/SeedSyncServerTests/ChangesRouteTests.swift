@@ -176,6 +176,14 @@ import Testing
                 // The last block ends at the largest revision, not past it.
                 ("after=9223372036854775806&schemaVersion=1", .conflict, "revision_ahead"),
                 ("after=0&schemaVersion=1", .gone, "history_expired"),
+                // One answer, one address: numbers in another form than the plain one are refused,
+                // or a cache would keep the same immutable answer under each.
+                ("after=+5&schemaVersion=1", .badRequest, "invalid_parameter"),
+                ("after=05&schemaVersion=1", .badRequest, "invalid_parameter"),
+                ("after=5&schemaVersion=01", .badRequest, "invalid_parameter"),
+                ("after=5&schemaVersion=1&limit=%2B2", .badRequest, "invalid_parameter"),
+                ("after=5&schemaVersion=1&limit=02", .badRequest, "invalid_parameter"),
+                ("after=5&schemaVersion=%201", .badRequest, "invalid_parameter"),
             ] {
                 try await client.execute(uri: "/v1/changes?\(query)", method: .get, headers: headers()) { response in
                     #expect(response.status == status, "\(query)")

@@ -22,7 +22,7 @@ import Testing
                 #expect(plain.headers[.contentEncoding] == nil)
                 #expect(plain.headers[.vary] == "Accept-Encoding")
 
-                for accept in ["gzip", "deflate, gzip;q=0.8", "*"] {
+                for accept in ["gzip", "deflate, gzip;q=0.8", "*", "GZIP;Q=1.000", "x-gzip", "br;q=0, *;q=0.5"] {
                     let compressed = try await client.execute(
                         uri: uri, method: .get, headers: headers(token: TestTokens.read, [.acceptEncoding: accept]))
                     #expect(compressed.headers[.contentEncoding] == "gzip", "\(accept)")
@@ -31,7 +31,12 @@ import Testing
                     var body = compressed.body
                     #expect(try body.decompress(with: .gzip) == plain.body)
                 }
-                for refused in ["gzip;q=0", "identity", "br"] {
+                // RFC 9110: a coding named with q=0 is refused even where `*` allows the rest; an
+                // invalid quality does not count.
+                for refused in [
+                    "gzip;q=0", "identity", "br", "gzip;q=0, *", "*, gzip;q=0.000", "gzip;q=abc", "gzip;q=2",
+                    "gzip;q=0.0001", "gzip;q=-1", "*;q=1.5",
+                ] {
                     let response = try await client.execute(
                         uri: uri, method: .get, headers: headers(token: TestTokens.read, [.acceptEncoding: refused]))
                     #expect(response.headers[.contentEncoding] == nil, "\(refused)")

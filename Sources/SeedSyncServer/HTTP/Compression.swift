@@ -31,15 +31,40 @@ struct ResponseCompressionMiddleware<Context: RequestContext>: RouterMiddleware 
 
     private static var gzip: CompressionAlgorithm { .gzip(configuration: .init(compressionLevel: .fastestCompression)) }
 
-    /// Whether an `Accept-Encoding` value allows gzip: `gzip` or `*` with a non-zero quality.
+    /// Whether an `Accept-Encoding` value allows gzip (RFC 9110 §12.5.3): `gzip` (or `x-gzip`)
+    /// with a quality above 0, or else `*` with one. A coding named with `q=0` is refused even
+    /// when `*` allows the rest; an item whose quality is not a valid `qvalue` (`0` to `1`, three
+    /// decimals at most) is ignored.
     static func acceptsGzip(_ header: String?) -> Bool {
         guard let header else { return false }
-        return header.split(separator: ",").contains { item in
+        var gzip: Double?
+        var any: Double?
+        for item in header.split(separator: ",") {
             let parts = item.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-            guard parts.first == "gzip" || parts.first == "*" else { return false }
-            let quality = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
-            return quality > 0
+            guard let coding = parts.first else { continue }
+            let parameters = parts.dropFirst()
+            guard let quality = parameters.first(where: { $0.hasPrefix("q=") }).map({ qvalue($0.dropFirst(2)) }) ?? 1
+            else { continue }
+            switch coding {
+            case "gzip", "x-gzip": gzip = max(gzip ?? 0, quality)
+            case "*": any = max(any ?? 0, quality)
+            default: continue
+            }
         }
+        return (gzip ?? any ?? 0) > 0
+    }
+
+    /// A `qvalue`: `0`, `0.5`, `0.001`, `1`, `1.000`; `nil` for anything else.
+    private static func qvalue(_ text: Substring) -> Double? {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard (1...2).contains(parts.count), parts[0] == "0" || parts[0] == "1" else { return nil }
+        if parts.count == 2 {
+            guard parts[1].count <= 3, parts[1].allSatisfy(\.isASCII), parts[1].allSatisfy(\.isNumber) else {
+                return nil
+            }
+            guard parts[0] == "0" || parts[1].allSatisfy({ $0 == "0" }) else { return nil }
+        }
+        return Double(text)
     }
 
     private static func collect(_ body: ResponseBody) async throws -> ByteBuffer {

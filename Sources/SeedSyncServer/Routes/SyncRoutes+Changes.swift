@@ -20,17 +20,14 @@ import SeedSyncModel
 extension SyncRoutes {
     func changes(_ request: Request) async throws -> Response {
         let query = request.uri.queryParameters
-        guard let text = query.get("after") else {
+        guard let after = try Self.wholeNumber(query.get("after"), named: "after", atLeast: 0) else {
             throw ServerError.invalidParameter("after", "given: the revision to read from")
-        }
-        guard let after = Int64(text), after >= 0 else {
-            throw ServerError.invalidParameter("after", "a whole number of 0 or more")
         }
         guard let version = try Self.version(query.get("schemaVersion"), named: "schemaVersion") else {
             throw ServerError.invalidParameter(
                 "schemaVersion", "given: an answer is cached by its address, which must name the version")
         }
-        let limit = try Self.limit(query.get("limit").map { Int($0) ?? 0 }, default: .max, max: .max)
+        let limit = try Self.limit(query.get("limit"), default: .max, max: .max)
         let blockEnd = Self.blockEnd(after: after, size: configuration.changesBlockSize)
         var feed = try await store.changeFeed(
             after: after, limit: Int(min(Int64(limit), blockEnd - after)), byteBudget: configuration.syncByteBudget,

@@ -28,17 +28,11 @@ extension SyncRoutes {
             return key
         }
         let limit = try Self.limit(
-            query.get("limit").map { Int($0) ?? 0 }, default: configuration.defaultSnapshotLimit,
-            max: configuration.maxSnapshotLimit)
+            query.get("limit"), default: configuration.defaultSnapshotLimit, max: configuration.maxSnapshotLimit)
         let fields = query.get("fields").map { text in
             text.split(separator: ",", omittingEmptySubsequences: true).map(String.init)
         }
-        let notBefore = try query.get("notBefore").map { text in
-            guard let revision = Int64(text), revision >= 0 else {
-                throw ServerError.invalidParameter("notBefore", "a whole number of 0 or more")
-            }
-            return revision
-        }
+        let notBefore = try Self.wholeNumber(query.get("notBefore"), named: "notBefore", atLeast: 0)
         let address = PageCache.Address(
             type: type.name, after: after?.keyString, limit: limit, version: version, fields: fields)
         let (page, source) = try await pages.page(at: address, notBefore: notBefore) { [store] in

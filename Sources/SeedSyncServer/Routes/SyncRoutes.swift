@@ -91,11 +91,23 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
 
     /// A schema version parameter: a whole number of 1 or more when given.
     static func version(_ text: String?, named name: String) throws -> Int? {
+        try wholeNumber(text, named: name, atLeast: 1).map { Int($0) }
+    }
+
+    /// A whole-number query parameter of `minimum` or more, when given, written the one way a
+    /// number is (`5`, not `+5` or `05`): an answer a cache keeps is kept under one address only.
+    static func wholeNumber(_ text: String?, named name: String, atLeast minimum: Int64) throws -> Int64? {
         guard let text else { return nil }
-        guard let number = Int(text), number >= 1 else {
-            throw ServerError.invalidParameter(name, "a whole number of 1 or more")
+        guard let number = Int64(text), String(number) == text, number >= minimum, number <= Int.max else {
+            throw ServerError.invalidParameter(
+                name, "a whole number of \(minimum) or more, in decimal digits alone (no sign, no leading zero)")
         }
         return number
+    }
+
+    /// A `limit` query parameter (see ``limit(_:default:max:)``).
+    static func limit(_ text: String?, default defaultValue: Int, max maximum: Int) throws -> Int {
+        try limit(wholeNumber(text, named: "limit", atLeast: 1).map { Int($0) }, default: defaultValue, max: maximum)
     }
 
     /// `POST /v1/sync`: applies the pushed change sets in order (a write token at least), then

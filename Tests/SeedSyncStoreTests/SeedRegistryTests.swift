@@ -34,6 +34,29 @@ import Testing
         }
     }
 
+    /// A retired seed registered again (`seed-build --register` of the same seed) pins the history
+    /// again, as the command promises, while the history still reaches it; once compacted past, it
+    /// is refused as expired, never answered as if it pinned anything.
+    @Test(arguments: StoreBackend.allCases) func aRetiredSeedRegisteredAgainPinsTheHistoryAgain(backend: StoreBackend)
+        async throws
+    {
+        try await backend.withDemoStore(events: 40, locations: 5) { store in
+            try await ChangeGenerator.mutate(store, changes: 30, seed: 3)
+            let registration = SeedRegistration(sha256: Self.sha, revision: 11, schemaVersion: 1)
+            let first = try await store.register(registration)
+            _ = try await store.retireSeed(sha256: Self.sha)
+            let again = try await store.register(registration)
+            #expect(again.retiredAt == nil && again.registeredAt == first.registeredAt)
+            #expect(try await store.registeredSeeds() == [again])
+            #expect(try await store.compact(keepingRevisions: 5).minRevision == 11)
+            _ = try await store.retireSeed(sha256: Self.sha)
+            #expect(try await store.compact(keepingRevisions: 5).minRevision == 26)
+            await #expect { try await store.register(registration) } throws: {
+                ($0 as? SyncStoreError)?.code == .historyExpired
+            }
+        }
+    }
+
     @Test(arguments: StoreBackend.allCases) func registrationsTheHistoryCannotServeAreRefused(backend: StoreBackend)
         async throws
     {

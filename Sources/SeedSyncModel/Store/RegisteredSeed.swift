@@ -60,15 +60,25 @@ public struct SeedList: Codable, Sendable, Hashable {
 }
 
 extension SeedRegistration {
+    /// What a store does with a registration that passes ``check(revision:minRevision:history:existing:)``.
+    package enum Outcome: Sendable, Hashable {
+        /// The seed pins the history already: nothing to write, the record answered.
+        case registered(RegisteredSeed)
+        /// The seed was retired: it pins the history again from now on (its record without
+        /// `retiredAt`), as `seed-build --register` promises.
+        case reactivated(RegisteredSeed)
+        /// A seed not seen before: this record is to be written.
+        case new(RegisteredSeed)
+    }
+
     /// The rules every store checks a registration by, given its state: the SHA-256's form, a
-    /// version the store serves, a revision its history reaches, and the same values as an
-    /// `existing` record of the same seed.
+    /// version the store serves, a revision its history reaches (a retired seed too, before it
+    /// pins the history again), and the same values as an `existing` record of the same seed.
     ///
-    /// - Returns: `existing` when the seed is registered already (nothing to write).
     /// - Throws: ``SyncStoreError`` naming the rule broken.
     package func check(
         revision current: Int64, minRevision: Int64, history: SchemaHistory, existing: RegisteredSeed?
-    ) throws(SyncStoreError) -> RegisteredSeed? {
+    ) throws(SyncStoreError) -> Outcome {
         guard Self.isValidSHA256(sha256) else {
             throw .invalidRegistration("sha256 must be 64 lowercase hexadecimal digits")
         }
@@ -78,14 +88,18 @@ extension SeedRegistration {
                     "seed \(sha256) is registered already at revision \(existing.revision), schema version \(existing.schemaVersion)"
                 )
             }
-            return existing
+            guard existing.retiredAt != nil else { return .registered(existing) }
+            if revision < minRevision { throw .historyExpired(requested: revision, minRevision: minRevision) }
+            var active = existing
+            active.retiredAt = nil
+            return .reactivated(active)
         }
         guard history.version(schemaVersion) != nil else {
             throw .unknownSchemaVersion(schemaVersion, kept: history.versions.map(\.number))
         }
         if revision < minRevision { throw .historyExpired(requested: revision, minRevision: minRevision) }
         if revision > current { throw .revisionAhead(requested: revision, revision: current) }
-        return nil
+        return .new(record())
     }
 
     /// The record of this seed, registered `now`.

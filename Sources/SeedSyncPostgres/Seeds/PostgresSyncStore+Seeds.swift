@@ -13,12 +13,18 @@ extension PostgresSyncStore {
             let (revision, minRevision, newest) = try state[0].decode((Int64, Int64, Int).self)
             let history = try await served(newest: newest, on: connection).versions.history
             let existing = try await PostgresSeedRecords.find(seed.sha256, on: connection, store: self)
-            if let existing = try seed.check(
-                revision: revision, minRevision: minRevision, history: history, existing: existing)
-            {
+            let record: RegisteredSeed
+            switch try seed.check(revision: revision, minRevision: minRevision, history: history, existing: existing) {
+            case .registered(let existing):
                 return existing
+            case .reactivated(let active):
+                var binds = PostgresBindings()
+                binds.append(seed.sha256)
+                _ = try await query("UPDATE seedsync._seeds SET retired_at = NULL WHERE sha256 = $1", binds, on: connection)
+                return active
+            case .new(let new):
+                record = new
             }
-            let record = seed.record()
             var binds = PostgresBindings()
             binds.append(record.sha256)
             binds.append(record.revision)

@@ -8,14 +8,18 @@ extension SQLiteSyncStore {
             let state = try LogState.fetch(db)
             let history = try self.served(db, state).versions.history
             let existing = try SeedRecords.find(seed.sha256, in: db)
-            if let existing = try seed.check(
+            switch try seed.check(
                 revision: state.revision, minRevision: state.minRevision, history: history, existing: existing)
             {
-                return existing
+            case .registered(let record):
+                return record
+            case .reactivated(let record):
+                try db.execute(sql: "UPDATE _seedsync_seeds SET retired_at = NULL WHERE sha256 = ?", arguments: [seed.sha256])
+                return record
+            case .new(let record):
+                try SeedRecords.insert(record, in: db)
+                return record
             }
-            let record = seed.record()
-            try SeedRecords.insert(record, in: db)
-            return record
         }
     }
 

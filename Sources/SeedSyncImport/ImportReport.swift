@@ -38,6 +38,10 @@ public struct ImportReport: Sendable, Hashable, Codable {
     public var schemaVersion: Int?
     /// The migration of the database to a newer schema version, when the run made one.
     public var migration: Migration?
+    /// The schema version the app expects (``SeedImporter/Configuration/expectedSchemaVersion``)
+    /// when the server does not serve it (yet): the database stays in ``schemaVersion``, and a
+    /// later run migrates once the server serves it.
+    public var expectedVersionNotServed: Int?
 
     init(database: String) {
         self.database = database

@@ -41,6 +41,7 @@ struct SyncCommand: AsyncParsableCommand {
     ) var live = false
     @Option(help: "A file holding the bearer token (instead of SEED_TOKEN).") var tokenFile: String?
     @Option(
+        parsing: .unconditional,  // `-1` is a value to refuse by name, not an unknown flag
         help:
             "The schema version this app is built for: the database migrates up to it (not past it) when the server serves it; a newer seed is refused. Default: the newest the server serves."
     ) var expectSchemaVersion: Int?
@@ -183,6 +184,12 @@ struct SyncCommand: AsyncParsableCommand {
             }
         }
         progress.end()
+        if let expected = report.expectedVersionNotServed {
+            FileHandle.standardError.write(
+                Data(
+                    "seed-import: warning: the server does not serve schema version \(expected) (--expect-schema-version) yet: the database stays at version \(report.schemaVersion.map(String.init) ?? "?"), and a later run migrates it once the server serves it\n"
+                        .utf8))
+        }
         if let problem = report.seedProblem {
             FileHandle.standardError.write(
                 Data(

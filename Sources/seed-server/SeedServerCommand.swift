@@ -156,7 +156,9 @@ extension SeedServerCommand {
             abstract: "Drop change history older than the newest K revisions, but none a registered seed needs.")
 
         @OptionGroup var options: DatabaseOption
-        @Option(name: .customLong("keep-revisions"), help: "Number of newest revisions whose change sets stay.")
+        @Option(
+            name: .customLong("keep-revisions"), parsing: .unconditional,  // `-5` is refused by name
+            help: "Number of newest revisions whose change sets stay.")
         var keep: Int64
 
         func validate() throws {

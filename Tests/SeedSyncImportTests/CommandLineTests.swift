@@ -43,6 +43,21 @@ import Darwin
         }
     }
 
+    /// An app built for a schema version the server does not serve yet: the run succeeds in the
+    /// version the database has, and says so (a warning, and the report's field).
+    @Test func anExpectedVersionTheServerDoesNotServeIsAWarning() async throws {
+        try await withImportFixture { fixture in
+            let result = try await Executables.run(
+                "seed-import",
+                Self.arguments(fixture, database: fixture.database, ["--json", "--expect-schema-version", "99"]),
+                environment: Self.environment)
+            #expect(result.status == 0, "\(result.stderr)")
+            let report = try JSONDecoder().decode(ImportReport.self, from: Data(result.stdout.utf8))
+            #expect(report.expectedVersionNotServed == 99 && report.schemaVersion == 1)
+            #expect(result.stderr.contains("warning: the server does not serve schema version 99"), "\(result.stderr)")
+        }
+    }
+
     @Test func failsWithOneClearLine() async throws {
         try await withImportFixture { fixture in
             let result = try await Executables.run(
@@ -58,6 +73,10 @@ import Darwin
                 "seed-import", Self.arguments(fixture, database: fixture.database, ["--expect-schema-version", "0"]),
                 environment: Self.environment)
             #expect(wrongVersion.status == 64 && wrongVersion.stderr.contains("1 or more"), "\(wrongVersion.stderr)")
+            let negative = try await Executables.run(
+                "seed-import", Self.arguments(fixture, database: fixture.database, ["--expect-schema-version", "-1"]),
+                environment: Self.environment)
+            #expect(negative.status == 64 && negative.stderr.contains("--expect-schema-version must be 1 or more"))
             #expect(!FileManager.default.fileExists(atPath: fixture.database))
             let conflicting = try await Executables.run(
                 "seed-import", Self.arguments(fixture, database: fixture.database, ["--once", "--watch"]))

@@ -69,6 +69,84 @@ import Testing
     }
 }
 
+/// The limits and names every way a schema enters a store checks (`DatasetSchema.validate()`).
+@Suite struct SchemaLimitTests {
+    static func type(_ name: String, fields: [Field] = []) -> EntityType {
+        EntityType(name: name, primaryKey: PrimaryKey(name: "id", type: .integer), fields: fields)
+    }
+
+    @Test func schemasPastTheLimitsOrNamedLikeSeedSyncsObjectsAreRefused() {
+        let refused: [(DatasetSchema, SchemaError.Code, String)] = [
+            (
+                DatasetSchema(dataset: "d", schemaVersion: 1, types: (0...500).map { Self.type("t\($0)") }),
+                .tooLarge, "501 types"
+            ),
+            (
+                DatasetSchema(
+                    dataset: "d", schemaVersion: 1,
+                    types: [Self.type("w", fields: (0...1000).map { Field(name: "f\($0)", type: .integer) })]),
+                .tooLarge, "1001 fields"
+            ),
+            (
+                DatasetSchema(
+                    dataset: "d", schemaVersion: 1,
+                    types: [
+                        Self.type(
+                            "w",
+                            fields: [
+                                Field(name: "f", type: .text, default: .string(String(repeating: "é", count: 3000)))
+                            ])
+                    ]),
+                .tooLarge, "the default of w.f"
+            ),
+            (
+                DatasetSchema(
+                    dataset: "d", schemaVersion: 1,
+                    types: [Self.type("w", fields: [Field(name: "f", type: .json, default: .object(["a\u{0}": 1]))])]),
+                .invalidDefault, "U+0000"
+            ),
+            (
+                DatasetSchema(
+                    dataset: "d", schemaVersion: 1,
+                    types: [
+                        Self.type("a", fields: [Field(name: "b", type: .integer, nullable: true, references: "a")]),
+                        Self.type("a_b_index"),
+                    ]),
+                .reservedName, "a_b_index"
+            ),
+        ]
+        for (schema, code, words) in refused {
+            #expect { try schema.validate() } throws: { ($0 as? SchemaError)?.code == code && "\($0)".contains(words) }
+        }
+        let wide = DatasetSchema(
+            dataset: "d", schemaVersion: 1,
+            types: (0..<499).map { Self.type("t\($0)") }
+                + [Self.type("w", fields: (0..<1000).map { Field(name: "f\($0)", type: .integer) })])
+        #expect(throws: Never.self) { try wide.validate() }
+    }
+
+    /// A type named like a change-set member, allowed before the rule, keeps its name through an
+    /// upgrade; a new one is refused.
+    @Test func reservedNamesAreKeptButNeverNew() throws {
+        let old = DatasetSchema(dataset: "d", schemaVersion: 1, types: [Self.type("conflict")])
+        var next = old
+        next.schemaVersion = 2
+        next.types.append(Self.type("items"))
+        #expect(throws: Never.self) { try next.validate(after: old) }
+        next.types.append(Self.type("types"))
+        #expect { try next.validate(after: old) } throws: { ($0 as? SchemaError)?.code == .reservedName }
+    }
+
+    /// A default reads back as its field's type has it: JSON writes the real 0.0 as `0`.
+    @Test func defaultsDecodeAsTheirFieldsType() throws {
+        let json = #"{"name": "r", "type": "real", "nullable": false, "default": 0}"#
+        let field = try JSONDecoder().decode(Field.self, from: Data(json.utf8))
+        #expect(field.default == .double(0))
+        let schema = DatasetSchema(dataset: "d", schemaVersion: 1, types: [Self.type("t", fields: [field])])
+        #expect(try JSONDecoder().decode(DatasetSchema.self, from: JSONEncoder().encode(schema)) == schema)
+    }
+}
+
 @Suite struct ChangeSetValidationTests {
     let schema = Fixtures.catalogSchema
 

@@ -115,6 +115,9 @@ import FoundationNetworking
             let free = try await Executables.run(
                 "seed-server", ["compact", "--database", database, "--keep-revisions", "5"])
             #expect(free.stdout.contains("clients can sync from revision 26") && !free.stdout.contains("kept back"))
+            let negative = try await Executables.run(
+                "seed-server", ["compact", "--database", database, "--keep-revisions", "-5"])
+            #expect(negative.status == 64 && negative.stderr.contains("--keep-revisions must not be negative"))
         }
     }
 

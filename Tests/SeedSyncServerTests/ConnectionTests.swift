@@ -64,6 +64,24 @@ import Testing
         }
     }
 
+    /// A request head past NIO's 80 KiB (a 100 KB `If-None-Match`) is 431 `headers_too_large`
+    /// saying so, not "broken framing", and the connection ends.
+    @Test func aHugeRequestHeadIs431() async throws {
+        try await withServer { port in
+            let connection = try RawConnection(port: port, timeout: 10)
+            defer { connection.close() }
+            let tag = "\"" + String(repeating: "a", count: 100_000) + "\""
+            #expect(
+                connection.send(
+                    "GET /v1/changes?after=0&schemaVersion=3 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                        + "Authorization: Bearer \(TestTokens.read)\r\nIf-None-Match: \(tag)\r\n\r\n"))
+            let (answer, closed) = try await offPool { connection.receiveAll() }
+            #expect(answer.hasPrefix("HTTP/1.1 431"), "\(answer.prefix(300))")
+            #expect(errorCode(inRawAnswer: answer) == "headers_too_large")
+            #expect(closed)
+        }
+    }
+
     /// A client that closes (FIN) or resets (RST) its connection halfway through a body went away;
     /// the server logs the request at info, never an error.
     @Test(arguments: [false, true])

@@ -213,6 +213,9 @@ import FoundationNetworking
                 #expect(body.contains("wait must be 0 or more seconds"), "\(body)")
                 let (fraction, _, _) = try await Self.post(url, #"{"maxRevision": 0, "wait": 1.5}"#)
                 #expect(fraction == 400)
+                let (huge, _, message) = try await Self.post(url, #"{"maxRevision": 0, "wait": 99999999999999999999}"#)
+                #expect(
+                    huge == 400 && message.contains("wait: out of range: integers here fit in 64 bits"), "\(message)")
             }
         }
     }

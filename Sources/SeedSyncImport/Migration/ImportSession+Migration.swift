@@ -16,7 +16,11 @@ extension ImportSession {
     /// ahead of the server: it goes on in the version it has).
     func migrationTarget(for database: LocalDatabase, newest: SchemaInfo) -> Int? {
         let wanted = configuration.expectedSchemaVersion ?? newest.schemaVersion
-        guard wanted > database.metadata.schemaVersion, newest.servedVersions.contains(wanted) else { return nil }
+        guard wanted > database.metadata.schemaVersion else { return nil }
+        guard newest.servedVersions.contains(wanted) else {
+            report.expectedVersionNotServed = wanted
+            return nil
+        }
         return wanted
     }
 

@@ -29,7 +29,13 @@ package struct JSONMembers: Sendable {
     }
 
     package func int64(_ name: String) throws(JSONShapeError) -> Int64 {
-        guard case .int(let number) = try value(name) else {
+        let value = try value(name)
+        if case .double(let number) = value, number.rounded() == number, abs(number) >= 0x1p63 {
+            throw JSONShapeError(
+                .invalidValue, path(of: name),
+                "out of range: integers here fit in 64 bits (-9223372036854775808 to 9223372036854775807)")
+        }
+        guard case .int(let number) = value else {
             throw JSONShapeError(.wrongType, path(of: name), "expected an integer")
         }
         return number

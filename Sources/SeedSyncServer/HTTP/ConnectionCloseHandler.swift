@@ -29,6 +29,8 @@ final class ConnectionCloseHandler: ChannelDuplexHandler, RemovableChannelHandle
     private var closeAfterResponse = false
     private var discarding = false
     private var lingerTask: Scheduled<Void>?
+    /// Whether the request head that could not be parsed was too large, not malformed.
+    private var headTooLarge = false
 
     init(linger: TimeAmount = defaultLinger) {
         self.linger = linger
@@ -50,6 +52,7 @@ final class ConnectionCloseHandler: ChannelDuplexHandler, RemovableChannelHandle
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         guard !discarding else { return }  // the rest of an unread body may well be broken
+        if let error = error as? HTTPParserError, error == .headerOverflow { headTooLarge = true }
         context.fireErrorCaught(error)
     }
 
@@ -90,12 +93,15 @@ final class ConnectionCloseHandler: ChannelDuplexHandler, RemovableChannelHandle
     }
 
     /// An answer to no request is Hummingbird's bare 400 for a request head NIO could not parse:
-    /// it gets the protocol's JSON error body (`malformed_http`) and ends the connection.
+    /// it gets the protocol's JSON error body (`malformed_http`, or 431 `headers_too_large` for a
+    /// head past NIO's size limit) and ends the connection.
     private func writeMalformedRequestAnswer(
         _ head: HTTPResponseHead, context: ChannelHandlerContext, promise: EventLoopPromise<Void>?
     ) {
         var head = head
-        let body = (try? ServerError.malformedHTTP.jsonBody()) ?? ByteBuffer()
+        let error = headTooLarge ? ServerError.headersTooLarge : ServerError.malformedHTTP
+        if headTooLarge { head.status = .init(statusCode: 431) }
+        let body = (try? error.jsonBody()) ?? ByteBuffer()
         head.headers.replaceOrAdd(name: "content-type", value: "application/json")
         head.headers.replaceOrAdd(name: "content-length", value: String(body.readableBytes))
         head.headers.replaceOrAdd(name: "connection", value: "close")

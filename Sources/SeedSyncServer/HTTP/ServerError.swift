@@ -31,6 +31,8 @@ package struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable
         package static let malformedGzip = Code("malformed_gzip")
         /// 400: the request's HTTP framing is broken.
         package static let malformedHTTP = Code("malformed_http")
+        /// 431: the request head (request line and headers) is larger than the server reads.
+        package static let headersTooLarge = Code("headers_too_large")
         /// 400: the connection ended before the whole body arrived.
         package static let incompleteBody = Code("incomplete_body")
         /// 400: another malformed request.
@@ -138,6 +140,16 @@ package struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable
         var error = ServerError(
             .badRequest, code: .malformedHTTP,
             message: "the request is not valid HTTP/1.1: a broken head or body framing")
+        error.headers[.connection] = "close"
+        return error
+    }()
+
+    /// 431 `headers_too_large`, closing the connection: the request head passed the 80 KiB
+    /// NIO's HTTP decoder reads (a huge `If-None-Match` or cookie), so the rest cannot be read.
+    static let headersTooLarge: ServerError = {
+        var error = ServerError(
+            .init(code: 431, reasonPhrase: "Request Header Fields Too Large"), code: .headersTooLarge,
+            message: "the request line and headers take more than 80 KiB; send shorter headers")
         error.headers[.connection] = "close"
         return error
     }()

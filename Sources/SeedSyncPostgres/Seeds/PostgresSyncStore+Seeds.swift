@@ -20,7 +20,8 @@ extension PostgresSyncStore {
             case .reactivated(let active):
                 var binds = PostgresBindings()
                 binds.append(seed.sha256)
-                _ = try await query("UPDATE seedsync._seeds SET retired_at = NULL WHERE sha256 = $1", binds, on: connection)
+                _ = try await query(
+                    "UPDATE seedsync._seeds SET retired_at = NULL WHERE sha256 = $1", binds, on: connection)
                 return active
             case .new(let new):
                 record = new

@@ -14,7 +14,8 @@ extension SQLiteSyncStore {
             case .registered(let record):
                 return record
             case .reactivated(let record):
-                try db.execute(sql: "UPDATE _seedsync_seeds SET retired_at = NULL WHERE sha256 = ?", arguments: [seed.sha256])
+                try db.execute(
+                    sql: "UPDATE _seedsync_seeds SET retired_at = NULL WHERE sha256 = ?", arguments: [seed.sha256])
                 return record
             case .new(let record):
                 try SeedRecords.insert(record, in: db)

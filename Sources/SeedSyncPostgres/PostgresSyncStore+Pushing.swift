@@ -70,7 +70,7 @@ extension PostgresSyncStore {
                         temporary, try await newKeys(type, count: temporary.count, on: connection)))
             }
             let changes = push.resolved(with: keys)
-            let revision = try await write(changes, on: connection)
+            let revision = try await write(changes, defaulting: projection.fieldsUnknown(), on: connection)
             let problems = try await referenceProblems(of: changes, on: connection)
             guard problems.isEmpty else {
                 _ = try await query("ROLLBACK TO SAVEPOINT push", on: connection)

@@ -36,7 +36,14 @@ extension PostgresSyncStore {
     ///
     /// - Throws: `SyncStoreError.schemaMismatch` when a table lost its capture or its key,
     ///   `storeUnavailable` when another session holds a lock on one past the lock timeout.
-    func write(_ changes: [ValidatedChanges], on connection: PostgresConnection) async throws -> Int64 {
+    ///
+    /// - Parameter defaulted: by type, fields whose columns created rows leave to their own
+    ///   default (the fields a pushing client's version does not have: a column's default is what
+    ///   PostgreSQL gives them, `now()` and sequences included).
+    func write(
+        _ changes: [ValidatedChanges], defaulting defaulted: [String: Set<String>] = [:],
+        on connection: PostgresConnection
+    ) async throws -> Int64 {
         let written = changes.map { tables[$0.type.name]! }
         for table in written {
             try await lockTimeout(of: table) {
@@ -48,17 +55,23 @@ extension PostgresSyncStore {
         {
             try problem.check()
         }
-        for change in changes { try await write(change, on: connection) }
+        for change in changes {
+            try await write(change, defaulting: defaulted[change.type.name] ?? [], on: connection)
+        }
         // The capture's revision; taken here when no statement changed a row (an empty revision).
         let rows = try await query("SELECT seedsync._revision()", on: connection)
         return try rows[0].decode(Int64.self)
     }
 
-    private func write(_ change: ValidatedChanges, on connection: PostgresConnection) async throws {
+    private func write(_ change: ValidatedChanges, defaulting defaulted: Set<String>, on connection: PostgresConnection)
+        async throws
+    {
         let table = tables[change.type.name]!
-        let insert = table.insert + " ON CONFLICT (\(table.key)) DO NOTHING RETURNING 1"
+        let insert = table.insert(defaulting: defaulted) + " ON CONFLICT (\(table.key)) DO NOTHING RETURNING 1"
         for row in change.creates {
-            guard try await run(insert, table.binds(row), row: row.key, of: table, on: connection) else {
+            guard
+                try await run(insert, table.binds(row, skipping: defaulted), row: row.key, of: table, on: connection)
+            else {
                 throw invalid(
                     .rowExists, "\(change.type.name)[\(row.key.keyString!)] cannot be created: it already exists")
             }
@@ -164,10 +177,13 @@ extension PostgresSyncStore {
 }
 
 extension PostgresTableSQL {
-    /// Key, then fields, as ``insert`` and ``update`` bind them.
-    func binds(_ row: RowValues) -> PostgresBindings {
+    /// Key, then fields, as ``insert`` and ``update`` bind them; without the `skipped` fields, as
+    /// ``insert(defaulting:)`` binds them.
+    func binds(_ row: RowValues, skipping skipped: Set<String> = []) -> PostgresBindings {
         var binds = PostgresBindings(key: row.key)
-        for (field, value) in zip(type.fields, row.values) { binds.append(value, as: field.type) }
+        for (field, value) in zip(type.fields, row.values) where !skipped.contains(field.name) {
+            binds.append(value, as: field.type)
+        }
         return binds
     }
 }

@@ -170,6 +170,23 @@ public struct VersionProjection: Sendable {
 }
 
 extension VersionProjection {
+    /// The fields of the newest version the served version does not have, by type: the fields a
+    /// client of this version cannot write. A row it creates takes their default; a store whose
+    /// tables have defaults of their own (PostgreSQL) lets the column's default fill them.
+    package func fieldsUnknown() -> [String: Set<String>] {
+        let newest = history.versions.count - 1
+        guard targetIndex != newest else { return [:] }
+        var unknown: [String: Set<String>] = [:]
+        for type in history.newest.schema.types {
+            let names = history.lineages(of: type.name).filter {
+                $0.isPresent(in: newest) && !$0.isPresent(in: targetIndex)
+            }
+            .map { $0.fields[newest]!.name }
+            if !names.isEmpty { unknown[type.name] = Set(names) }
+        }
+        return unknown
+    }
+
     /// A change set a client of the served version pushed, as the newest version has it: fields
     /// under their newest names, fields the newest version dropped left out, and fields the client
     /// does not know filled in: a created row takes their default (or `null`), an updated row keeps

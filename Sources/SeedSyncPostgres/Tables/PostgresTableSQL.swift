@@ -127,10 +127,18 @@ package struct PostgresTableSQL: Sendable {
     private var columnNames: [String] { ([type.primaryKey.name] + type.fields.map(\.name)).map(quote) }
 
     /// Key, then fields: `$1` … `$n`.
-    var insert: String {
-        let values = ["$1"] + type.fields.enumerated().map { placeholder($0 + 2, $1) }
-        return
-            "INSERT INTO \(table) (\(columnNames.joined(separator: ", "))) VALUES (\(values.joined(separator: ", ")))"
+    var insert: String { insert(defaulting: []) }
+
+    /// Key, then the fields but `defaulted`, which take the column's own default (`DEFAULT`): `$1`
+    /// … `$n` as ``binds(_:skipping:)`` gives them.
+    func insert(defaulting defaulted: Set<String>) -> String {
+        var columns = [key]
+        var values = ["$1"]
+        for field in type.fields where !defaulted.contains(field.name) {
+            columns.append(quote(field.name))
+            values.append(placeholder(values.count + 1, field))
+        }
+        return "INSERT INTO \(table) (\(columns.joined(separator: ", "))) VALUES (\(values.joined(separator: ", ")))"
     }
 
     /// Every row of the table `source` (same columns), replacing the row of an existing key.

@@ -56,6 +56,9 @@ package struct TableCheck {
         var defaultExpression: String? = nil
         /// `pg_type.typtype`: `b` a base type, `e` an enum, `d` a domain, …
         var typeKind: String = "b"
+        /// Whether the column is generated (`GENERATED ALWAYS AS (…) STORED`): PostgreSQL computes
+        /// it, no write may set it, so it is never served (and never in the way of a table's check).
+        var isGenerated = false
 
         var isEnum: Bool { typeKind == "e" }
 
@@ -103,6 +106,11 @@ package struct TableCheck {
                     "\(name).\(column) is \(found.formattedType), which cannot hold a \(fieldType.rawValue) field (accepted: \(accepted))"
                 )
             }
+            guard !found.isGenerated else {
+                throw PostgresStoreError.tableMismatch(
+                    "\(name).\(column) is a generated column, which clients could not write: leave it out of the schema (it stays unserved)"
+                )
+            }
             guard nullable || found.notNull else {
                 throw PostgresStoreError.tableMismatch(
                     "\(name).\(column) allows NULL but the schema says it does not; make the column NOT NULL or the field nullable"
@@ -110,7 +118,7 @@ package struct TableCheck {
             }
         }
         let known = Set(expected.map(\.0))
-        if !allowingExtraColumns, let extra = columns.first(where: { !known.contains($0.name) }) {
+        if !allowingExtraColumns, let extra = columns.first(where: { !known.contains($0.name) && !$0.isGenerated }) {
             throw PostgresStoreError.tableMismatch(
                 "\(name) has a column \(extra.name) the schema does not name; add the field to the schema file")
         }
@@ -151,19 +159,19 @@ package struct TableCheck {
         binds.append(table)
         let sql = """
             SELECT a.attname::text, t.typname::text, format_type(a.atttypid, a.atttypmod), a.attnotnull,
-              pg_get_expr(d.adbin, d.adrelid), t.typtype::text
+              pg_get_expr(d.adbin, d.adrelid), t.typtype::text, a.attgenerated <> ''
             FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
             LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
             WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum
             """
         var columns: [Column] = []
-        for (name, typeName, formatted, notNull, defaultExpression, kind) in try await connection.rows(
+        for (name, typeName, formatted, notNull, defaultExpression, kind, generated) in try await connection.rows(
             PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger
-        ).decode((String, String, String, Bool, String?, String).self) {
+        ).decode((String, String, String, Bool, String?, String, Bool).self) {
             columns.append(
                 Column(
                     name: name, typeName: typeName, formattedType: formatted, notNull: notNull,
-                    defaultExpression: defaultExpression, typeKind: kind))
+                    defaultExpression: defaultExpression, typeKind: kind, isGenerated: generated))
         }
         return columns
     }

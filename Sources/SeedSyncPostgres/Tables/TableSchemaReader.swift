@@ -6,7 +6,8 @@ public import SeedSyncModel
 extension PostgresSyncStore {
     /// A schema file for existing tables, read from PostgreSQL's catalog: one type per table with
     /// its primary key, every other column as a field (type, nullability) and a reference for each
-    /// single-column foreign key to another of the tables. `seed-server schema` prints it, so a
+    /// single-column foreign key to another of the tables. Generated columns are left out: no
+    /// client could write them. `seed-server schema` prints it, so a
     /// team does not write one by hand before `init --attach`.
     ///
     /// ```swift
@@ -64,7 +65,8 @@ extension PostgresSyncStore {
         }
         let references = try await foreignKeys(of: table, on: connection, logger: logger)
         var fields: [Field] = []
-        for column in columns where column.name != keyColumn.name {
+        // Generated columns are PostgreSQL's to compute: no client could write them.
+        for column in columns where column.name != keyColumn.name && !column.isGenerated {
             guard let type = fieldType(of: column) else {
                 throw PostgresStoreError.tableMismatch(
                     "\(tableSchema).\(name).\(column.name) is \(column.formattedType), which no field type maps to; leave the table out or change the column"

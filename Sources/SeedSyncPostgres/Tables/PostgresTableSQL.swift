@@ -115,8 +115,11 @@ package struct PostgresTableSQL: Sendable {
         case (.timestamp, _): return "CAST(\(bound) AS timestamptz)"
         case (.json, "json"), (.json, "jsonb"): return "CAST(\(bound) AS \(column.typeName))"
         case (.json, _):
-            return
-                "(SELECT coalesce(array_agg(e), '{}') FROM jsonb_array_elements_text(CAST(\(bound) AS jsonb)) e)::\(column.formattedType)"
+            // `null` stays NULL; an array, element by element (an empty one is `{}`).
+            return """
+                CASE WHEN \(bound)::text IS NULL THEN NULL ELSE \
+                (SELECT coalesce(array_agg(e), '{}') FROM jsonb_array_elements_text(CAST(\(bound) AS jsonb)) e) END::\(column.formattedType)
+                """
         case (.text, "uuid"), (.text, "numeric"), (.text, "date"), (.text, "time"), (.text, "interval"):
             return "CAST(\(bound) AS \(column.formattedType))"
         case (.text, _) where column.isEnum: return "CAST(\(bound) AS \(column.formattedType))"

@@ -39,10 +39,31 @@ extension PostgresSyncStore {
     public func upgradeFromTables(
         adding newTables: [String] = [], renaming renames: [FieldRename] = [], schemaVersion: Int? = nil
     ) async throws -> SchemaUpgrade {
-        try await upgrade(renaming: renames) { [self] history, connection in
-            try await tableSchema(
-                after: history.newest.schema, adding: newTables, renaming: renames, schemaVersion: schemaVersion,
-                on: connection)
+        do {
+            return try await upgrade(renaming: renames) { [self] history, connection in
+                try await tableSchema(
+                    after: history.newest.schema, adding: newTables, renaming: renames, schemaVersion: schemaVersion,
+                    on: connection)
+            }
+        } catch let error as SchemaUpgradeError where error.code == .noChange {
+            let generated = try await generatedColumns()
+            guard !generated.isEmpty else { throw error }
+            throw SchemaUpgradeError(
+                .noChange,
+                "the tables have no new column to serve: \(generated.joined(separator: ", ")) \(generated.count == 1 ? "is a generated column" : "are generated columns"), which clients could not write, so never served"
+            )
+        }
+    }
+
+    /// The generated columns of the served tables, as `schema.table.column`.
+    private func generatedColumns() async throws -> [String] {
+        try await withConnection { [self] connection in
+            var names: [String] = []
+            for table in tables.values.sorted(by: { $0.type.name < $1.type.name }) {
+                names += try await TableCheck.columns(of: table.table, on: connection, logger: logger)
+                    .filter(\.isGenerated).map { "\(tableSchema).\(table.type.name).\($0.name)" }
+            }
+            return names
         }
     }
 
@@ -192,7 +213,11 @@ extension PostgresSyncStore {
                     "\(name).\(field.name) holds different values in rows last written before it was added (\(expression.map { "its default \($0) gave each row its own" } ?? "they were set without a change set")): older change sets, which lack it, cannot say which. Write those rows once so their values are logged (UPDATE \(name) SET \(field.name) = \(field.name)), then upgrade again"
                 )
             }
-            if let value = held.first {
+            // No logged row needs it: the value the rows never logged hold, when they all hold one
+            // (what the ALTER TABLE gave them: `now()` too), else the column's constant default.
+            let unlogged =
+                required && held.isEmpty ? try await heldValues(of: field, in: type, logged: false, on: connection) : []
+            if let value = held.first ?? (unlogged.count == 1 ? unlogged.first : nil) {
                 type.fields[index].default = value == .null ? nil : value
             } else {
                 type.fields[index].default = column.flatMap { column in
@@ -232,20 +257,22 @@ extension PostgresSyncStore {
     /// added, which a client of the new version gets from those change sets, the field taking its
     /// default. Their values are what PostgreSQL put there when the column was added (its default,
     /// or `NULL`), so the default served is exactly that; rows whose last change is no longer in
-    /// the log reach clients through snapshots and column downloads, with their own values.
-    private func heldValues(of field: Field, in type: EntityType, on connection: PostgresConnection) async throws
-        -> [JSONValue]
-    {
+    /// the log reach clients through snapshots and column downloads, with their own values. Those
+    /// rows' values instead when not `logged` (bulk revisions, compacted history).
+    private func heldValues(
+        of field: Field, in type: EntityType, logged: Bool = true, on connection: PostgresConnection
+    ) async throws -> [JSONValue] {
         let table = PostgresTableSQL(type: type, tableSchema: tableSchema)
         let column = quote(field.name)
         var binds = PostgresBindings()
         binds.append(type.name)
-        binds.append(field.name)
+        if logged { binds.append(field.name) }
+        let log = "seedsync._changes c WHERE c.revision = r.revision AND c.type = $1 AND c.key = t.\(table.key)::text"
         let sql = """
             SELECT DISTINCT json_build_object('k', 0, 'v', t.\(column))::text FROM \(table.table) t
-            JOIN \(table.revisions) r ON r.key = t.\(table.key)
-            JOIN seedsync._changes c ON c.revision = r.revision AND c.type = $1 AND c.key = t.\(table.key)::text
-            WHERE c.data IS NOT NULL AND (c.data::json -> $2) IS NULL LIMIT 2
+            JOIN \(table.revisions) r ON r.key = t.\(table.key) WHERE \(logged
+                ? "EXISTS (SELECT FROM \(log) AND c.data IS NOT NULL AND (c.data::json -> $2) IS NULL)"
+                : "NOT EXISTS (SELECT FROM \(log))") LIMIT 2
             """
         let name = "\(tableSchema).\(type.name)"
         return try await query(sql, binds, on: connection).map { row in

@@ -27,8 +27,8 @@ extension PostgresSyncStore {
             for _ in 0..<3 {
                 let served = self.servedTables.get()
                 let projection = try served.versions.projection(version)
-                // Without the row counts (optional in the protocol) while a table is locked.
-                let counting = !lockedTables.isMarked(LockedTables.counts)
+                // Without the row counts (optional in the protocol) while a table is locked or gone.
+                var counting = !lockedTables.isMarked(LockedTables.counts)
                 let types = counting ? served.schema.types : []
                 let counts = types.map { ", (\(served.tables[$0.name]!.count))" }.joined()
                 let sql =
@@ -39,6 +39,13 @@ extension PostgresSyncStore {
                 } catch let error as PSQLError where error.sqlState == "55P03" && counting {
                     lockedTables.mark(LockedTables.counts)
                     continue
+                } catch let error as PSQLError where error.sqlState == "42P01" && counting {
+                    // A served table is gone (renamed, or dropped to be made again): the schema and
+                    // revisions are still served, without counts; pages of it answer 503.
+                    rows = try await query(
+                        "SELECT revision, min_revision, \(PostgresSchemaRecords.newestColumn) FROM seedsync._state WHERE id = 1",
+                        on: connection)
+                    counting = false
                 }
                 guard let row = rows.first else {
                     throw SyncStoreError.schemaMismatch("seedsync._state is empty")
@@ -50,7 +57,7 @@ extension PostgresSyncStore {
                     continue
                 }
                 var rowCounts: [String: Int] = [:]
-                for (index, type) in types.enumerated() {
+                for (index, type) in types.enumerated() where counting {
                     rowCounts[type.name] = Int(try cells[index + 3].decode(Int64.self))
                 }
                 return projection.project(

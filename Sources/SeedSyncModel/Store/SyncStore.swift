@@ -315,7 +315,8 @@ public struct SyncStoreError: Error, CustomStringConvertible, Sendable {
         )
     }
 
-    /// Version `number` is stored but cannot be read (``SchemaHistory/read(_:)``): the reason says why.
+    /// Version `number` is stored but cannot be read (a row changed by hand, or written by a server
+    /// with a defect since fixed): the reason says why.
     public static func unreadableSchemaVersion(_ number: Int, reason: String) -> Self {
         Self(
             .unknownSchemaVersion,

@@ -70,6 +70,20 @@ public enum StoreBackend: String, CaseIterable, Sendable, CustomStringConvertibl
     }
 }
 
+/// Runs `body` with a second store on the database of `store`: another server process, or the
+/// same one restarted.
+public func withSecondStore(
+    of store: any MaintainedSyncStore, _ body: @escaping @Sendable (any MaintainedSyncStore) async throws -> Void
+) async throws {
+    if let postgres = store as? PostgresSyncStore {
+        try await TestPostgres.withStore(at: postgres.location) { try await body($0) }
+    } else {
+        let second = try SQLiteSyncStore(path: (store as! SQLiteSyncStore).path)
+        defer { try? second.close() }
+        try await body(second)
+    }
+}
+
 /// The PostgreSQL server the tests use: `SEEDSYNC_POSTGRES_URL` (a superuser, password in
 /// `PGPASSWORD`), which `scripts/test.sh` starts. Each test gets a database of its own.
 public enum TestPostgres {

@@ -125,44 +125,39 @@ import Testing
     }
 
     private func check(_ column: Column) async throws {
-        try await withTeamDatabase(Self.tables) { location in
-            try await PostgresSyncStore.attach(at: location, schema: Self.schema)
-            // Rows 2 and 3 are logged before the column; row 1 is the attach's bulk revision.
-            try await psql("UPDATE public.items SET name = name || '!' WHERE id IN (2, 3)", on: location)
-            try await withTwoServedStores(at: location) { a, urlA, b, urlB in
-                try await withTemporaryDirectory { directory in
-                    let apps = try await Apps(directory: directory, a: urlA, b: urlB)
-                    try await psql("ALTER TABLE public.items ADD COLUMN c \(column.definition)", on: location)
-                    try await psql("INSERT INTO public.items (id, name) VALUES (10, 'after')", on: location)
-                    // Between the ALTER and the upgrade both apps sync on, without the column.
-                    #expect(try await apps.old.run().schemaVersion == 1)
-                    #expect(try await apps.new.run().schemaVersion == 1)
-                    let before = try await StorageDump.of(location)
-                    let outcome: Result<SchemaUpgrade, any Error>
-                    do {
-                        outcome = .success(try await a.upgradeFromTables())
-                    } catch {
-                        outcome = .failure(error)
-                    }
-                    switch (column.expected, outcome) {
-                    case (.served(let likePsql), .success(let upgrade)):
-                        try await checkServed(
-                            upgrade, likePsql: likePsql, stores: (a, b), urlB: urlB, apps: apps, location: location)
-                    case (.refused(let words), .failure(let error)):
-                        #expect("\(error)".contains("items.c") && "\(error)".contains(words), "\(error)")
-                        #expect(try await StorageDump.of(location) == before, "a refused upgrade changes nothing")
-                        #expect(try await apps.old.run().schemaVersion == 1)
-                        #expect(try await apps.new.run().schemaVersion == 1)
-                        #expect(try await b.schemaInfo().servedVersions == [1])
-                        try await TestPostgres.withStore(at: location) { restarted in
-                            _ = try await restarted.snapshotPage(of: "items", after: nil, limit: 10)
-                        }
-                    case (.served, .failure(let error)):
-                        Issue.record("refused, but should be served: \(error)")
-                    case (.refused, .success(let upgrade)):
-                        Issue.record("served, but should be refused: \(upgrade.version.schema.types[0].fields)")
-                    }
+        // Rows 2 and 3 are logged before the column; row 1 is the attach's bulk revision.
+        try await withAppsOnTwoServers(
+            Self.tables, Self.schema, before: "UPDATE public.items SET name = name || '!' WHERE id IN (2, 3)"
+        ) { location, a, b, urlB, apps in
+            try await psql("ALTER TABLE public.items ADD COLUMN c \(column.definition)", on: location)
+            try await psql("INSERT INTO public.items (id, name) VALUES (10, 'after')", on: location)
+            // Between the ALTER and the upgrade both apps sync on, without the column.
+            #expect(try await apps.old.run().schemaVersion == 1)
+            #expect(try await apps.new.run().schemaVersion == 1)
+            let before = try await StorageDump.of(location)
+            let outcome: Result<SchemaUpgrade, any Error>
+            do {
+                outcome = .success(try await a.upgradeFromTables())
+            } catch {
+                outcome = .failure(error)
+            }
+            switch (column.expected, outcome) {
+            case (.served(let likePsql), .success(let upgrade)):
+                try await checkServed(
+                    upgrade, likePsql: likePsql, stores: (a, b), urlB: urlB, apps: apps, location: location)
+            case (.refused(let words), .failure(let error)):
+                #expect("\(error)".contains("items.c") && "\(error)".contains(words), "\(error)")
+                #expect(try await StorageDump.of(location) == before, "a refused upgrade changes nothing")
+                #expect(try await apps.old.run().schemaVersion == 1)
+                #expect(try await apps.new.run().schemaVersion == 1)
+                #expect(try await b.schemaInfo().servedVersions == [1])
+                try await TestPostgres.withStore(at: location) { restarted in
+                    _ = try await restarted.snapshotPage(of: "items", after: nil, limit: 10)
                 }
+            case (.served, .failure(let error)):
+                Issue.record("refused, but should be served: \(error)")
+            case (.refused, .success(let upgrade)):
+                Issue.record("served, but should be refused: \(upgrade.version.schema.types[0].fields)")
             }
         }
     }
@@ -236,6 +231,28 @@ import Testing
             new = importer(newDatabase, b, expecting: nil)
             _ = try await old.run()
             _ = try await new.run()
+        }
+    }
+}
+
+/// Runs `body` with `tables` (SQL) attached as `schema` in a database of their own, `before` run by
+/// psql, two servers on it and two apps from one seed (``ColumnMatrixTests/Apps``): the stage of
+/// both matrices. `body` gets the database, both stores, the second server's address and the apps.
+func withAppsOnTwoServers(
+    _ tables: String, _ schema: DatasetSchema, before: String,
+    _ body:
+        @escaping @Sendable (
+            PostgresLocation, PostgresSyncStore, PostgresSyncStore, URL, ColumnMatrixTests.Apps
+        ) async throws -> Void
+) async throws {
+    try await withTeamDatabase(tables) { location in
+        try await PostgresSyncStore.attach(at: location, schema: schema)
+        try await psql(before, on: location)
+        try await withTwoServedStores(at: location) { a, urlA, b, urlB in
+            try await withTemporaryDirectory { directory in
+                let apps = try await ColumnMatrixTests.Apps(directory: directory, a: urlA, b: urlB)
+                try await body(location, a, b, urlB, apps)
+            }
         }
     }
 }

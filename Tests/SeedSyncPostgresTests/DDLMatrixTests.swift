@@ -119,40 +119,36 @@ import Testing
     }
 
     private func check(_ ddl: DDL) async throws {
-        try await withTeamDatabase(Self.tables) { location in
-            try await PostgresSyncStore.attach(at: location, schema: Self.schema)
-            try await psql("UPDATE public.items SET qty = 20 WHERE id = 2", on: location)
-            try await withTwoServedStores(at: location) { a, urlA, b, urlB in
-                try await withTemporaryDirectory { directory in
-                    let apps = try await ColumnMatrixTests.Apps(directory: directory, a: urlA, b: urlB)
-                    let confirmed = try await Self.changed(ddl, location: location) {
-                        if ddl.writes {
-                            try await psql("UPDATE public.items SET name = name || '+' WHERE id = 2", on: location)
-                        }
-                        let confirmed = try await during(ddl, urlB: urlB, apps: apps, store: b)
-                        try await Self.bounded("a restarted server") {
-                            try await TestPostgres.withStore(at: location) { restarted in
-                                _ = try await restarted.snapshotPage(of: "tags", after: nil, limit: 10)
-                            }
-                        }
-                        return confirmed
-                    }
-                    switch ddl.wayBack {
-                    case .none: break
-                    case .repairLog: _ = try await a.repairLog()
-                    case .reattach: _ = try await a.reattach(["items"])
-                    }
-                    // Both apps sync again, equal to the tables, every confirmed push in them.
-                    _ = try await apps.old.run()
-                    _ = try await apps.new.run()
-                    let tables = try await Fixtures.contents(of: a)
-                    #expect(try contents(ofSeed: apps.oldDatabase) == tables, "\(ddl.name): the old app")
-                    #expect(try contents(ofSeed: apps.newDatabase) == tables, "\(ddl.name): the new app")
-                    let names = Set((tables["items"] ?? []).map { $0[1] })
-                    if let confirmed {
-                        #expect(names.contains(.string(confirmed)), "\(ddl.name): the confirmed push \(confirmed)")
+        try await withAppsOnTwoServers(
+            Self.tables, Self.schema, before: "UPDATE public.items SET qty = 20 WHERE id = 2"
+        ) {
+            location, a, b, urlB, apps in
+            let confirmed = try await Self.changed(ddl, location: location) {
+                if ddl.writes {
+                    try await psql("UPDATE public.items SET name = name || '+' WHERE id = 2", on: location)
+                }
+                let confirmed = try await during(ddl, urlB: urlB, apps: apps, store: b)
+                try await Self.bounded("a restarted server") {
+                    try await TestPostgres.withStore(at: location) { restarted in
+                        _ = try await restarted.snapshotPage(of: "tags", after: nil, limit: 10)
                     }
                 }
+                return confirmed
+            }
+            switch ddl.wayBack {
+            case .none: break
+            case .repairLog: _ = try await a.repairLog()
+            case .reattach: _ = try await a.reattach(["items"])
+            }
+            // Both apps sync again, equal to the tables, every confirmed push in them.
+            _ = try await apps.old.run()
+            _ = try await apps.new.run()
+            let tables = try await Fixtures.contents(of: a)
+            #expect(try contents(ofSeed: apps.oldDatabase) == tables, "\(ddl.name): the old app")
+            #expect(try contents(ofSeed: apps.newDatabase) == tables, "\(ddl.name): the new app")
+            let names = Set((tables["items"] ?? []).map { $0[1] })
+            if let confirmed {
+                #expect(names.contains(.string(confirmed)), "\(ddl.name): the confirmed push \(confirmed)")
             }
         }
     }

@@ -211,16 +211,6 @@ import Testing
         }
     }
 
-    private func withSecondStore(
-        of store: any MaintainedSyncStore, _ body: @escaping @Sendable (any MaintainedSyncStore) async throws -> Void
-    ) async throws {
-        if let postgres = store as? PostgresSyncStore {
-            try await TestPostgres.withStore(at: postgres.location) { try await body($0) }
-        } else {
-            try await body(try SQLiteSyncStore(path: (store as! SQLiteSyncStore).path))
-        }
-    }
-
     private func changeSets(of store: any SyncStore, version: Int?) async throws -> [ChangeSet] {
         try await store.changeFeed(after: 0, limit: 100, byteBudget: 1 << 24, version: version).changeSets.map {
             try ChangeSet(json: JSONParser.parse($0.json))

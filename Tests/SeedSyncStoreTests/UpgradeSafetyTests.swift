@@ -79,7 +79,7 @@ import Testing
                 #expect(try await StorageDump.of(store) == before, "\(kind)")
             }
             // The store, and a store opened anew on the same database, serve as before.
-            try await withReopened(store) { reopened async throws in
+            try await withSecondStore(of: store) { reopened async throws in
                 #expect(try await reopened.schemaHistory().versions.map(\.number) == [3])
                 #expect(try await reopened.schemaInfo().rowCounts == ["authors": 1, "books": 1])
             }
@@ -111,7 +111,7 @@ import Testing
                     ALTER TABLE public.books ADD COLUMN tags jsonb NOT NULL DEFAULT '[]';
                     ALTER TABLE public.books ADD COLUMN blob bytea NOT NULL DEFAULT '\\x000102'
                     """)
-            try await withReopened(store) { reopened async throws in
+            try await withSecondStore(of: store) { reopened async throws in
                 let info = try await reopened.schemaInfo(version: 4)
                 #expect(info.types[1].fields.suffix(5) == fields[...])
                 let page = try await reopened.snapshotPage(of: "books", after: nil, limit: 10, version: 4)
@@ -140,7 +140,7 @@ import Testing
                 }
                 try queue.close()
             }
-            try await withReopened(store) { reopened async throws in
+            try await withSecondStore(of: store) { reopened async throws in
                 #expect(try await reopened.schemaHistory().versions.map(\.number) == [3])
                 #expect(try await reopened.schemaInfo(version: 3).rowCounts == ["authors": 1, "books": 1])
                 #expect(
@@ -167,15 +167,4 @@ import Testing
         }
     }
 
-    private func withReopened(
-        _ store: any MaintainedSyncStore, _ body: @escaping @Sendable (any MaintainedSyncStore) async throws -> Void
-    ) async throws {
-        if let postgres = store as? PostgresSyncStore {
-            try await TestPostgres.withStore(at: postgres.location) { try await body($0) }
-        } else {
-            let reopened = try SQLiteSyncStore(path: (store as! SQLiteSyncStore).path)
-            try await body(reopened)
-            try reopened.close()
-        }
-    }
 }

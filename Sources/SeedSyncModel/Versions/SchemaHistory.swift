@@ -150,7 +150,7 @@ extension StoredVersion {
 }
 
 /// A stored schema version no server can serve, and why (see ``SchemaHistory/read(_:)``).
-package struct UnreadableVersion: Sendable, Hashable {
+package struct UnreadableVersion: Error, Sendable, Hashable {
     package var number: Int
     package var reason: String
 }

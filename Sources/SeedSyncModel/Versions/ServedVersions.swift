@@ -18,6 +18,17 @@ package struct ServedVersions: Sendable {
             })
     }
 
+    /// The versions of a store's stored `rows`, oldest first (``SchemaHistory/read(_:)``).
+    ///
+    /// - Throws: the first version when not even it can be read: nothing can be served.
+    package static func reading(_ rows: [StoredVersion]) throws(UnreadableVersion) -> ServedVersions {
+        let (history, unreadable) = SchemaHistory.read(rows)
+        guard let history else {
+            throw unreadable.first ?? UnreadableVersion(number: 1, reason: "there is none")
+        }
+        return ServedVersions(history, unreadable: unreadable)
+    }
+
     /// The newest version's schema: the shape of the stored rows.
     package var schema: DatasetSchema { history.newest.schema }
 

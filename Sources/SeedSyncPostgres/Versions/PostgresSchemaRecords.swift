@@ -31,14 +31,12 @@ enum PostgresSchemaRecords {
         ).decode((Int, Int64, String, String).self) {
             rows.append(StoredVersion(number: number, revision: revision, schema: schema, renames: renames))
         }
-        let (history, unreadable) = SchemaHistory.read(rows)
-        guard let history else {
+        do {
+            return try ServedVersions.reading(rows)
+        } catch {
             throw PostgresStoreError(
-                .notInitialized,
-                "the store's first schema version (seedsync._schemas) cannot be read: \(unreadable.first?.reason ?? "there is none")"
-            )
+                .notInitialized, "the store's first schema version (seedsync._schemas) cannot be read: \(error.reason)")
         }
-        return ServedVersions(history, unreadable: unreadable)
     }
 
     /// Records `version` and makes its schema the state's.

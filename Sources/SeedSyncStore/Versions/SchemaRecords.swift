@@ -31,14 +31,13 @@ enum SchemaRecords {
         let rows = try Row.fetchAll(
             db, sql: "SELECT version, revision, schema, renames FROM _seedsync_schemas ORDER BY version"
         ).map { row in StoredVersion(number: row[0], revision: row[1], schema: row[2], renames: row[3]) }
-        let (history, unreadable) = SchemaHistory.read(rows)
-        guard let history else {
+        do {
+            return try ServedVersions.reading(rows)
+        } catch {
             throw StoreError(
                 .notAServerDatabase,
-                "\(path) cannot be served: its first schema version cannot be read: \(unreadable.first?.reason ?? "there is none")"
-            )
+                "\(path) cannot be served: its first schema version cannot be read: \(error.reason)")
         }
-        return ServedVersions(history, unreadable: unreadable)
     }
 
     /// Records `version` and makes its schema the state's.

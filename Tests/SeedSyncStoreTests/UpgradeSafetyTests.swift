@@ -168,3 +168,43 @@ import Testing
     }
 
 }
+
+/// Defaults reach SQL through one path (`TableSQL.literal`, SQLite's `ADD COLUMN … DEFAULT` takes no
+/// bound value): hostile text round-trips exactly, and `--add-tables` cannot bring a reserved name.
+@Suite struct UpgradeDefaultTests {
+    static let hostile: [String] = [
+        "it's", "'); DROP TABLE books; --", "\\", "\\'", "\"", "a''b", "😀 ünïcödé", "line\nbreak\ttab", "%s%n",
+        String(repeating: "x", count: 4000),
+    ]
+
+    @Test func hostileTextDefaultsRoundTripOnTheEmbeddedStore() async throws {
+        try await StoreBackend.sqlite.withStore { store in
+            try await store.commit(Fixtures.catalogCreation())
+            var schema = Fixtures.catalogSchema
+            schema.schemaVersion = 4
+            schema.types[1].fields += Self.hostile.enumerated().map { index, text in
+                Field(name: "d\(index)", type: .text, default: .string(text))
+            }
+            try await store.upgrade(to: schema, renaming: [])
+            let page = try await store.snapshotPage(of: "books", after: nil, limit: 10)
+            #expect(Array(page.rows[0][6..<(6 + Self.hostile.count)]) == Self.hostile.map(JSONValue.string))
+            #expect(
+                try await store.schemaInfo(version: 4).types[1].fields.suffix(Self.hostile.count).map(\.default)
+                    == Self.hostile.map { .string($0) })
+        }
+    }
+
+    @Test func aTableNamedLikeAChangeSetMemberIsNotAddedFromTheTables() async throws {
+        try await StoreBackend.postgres.withStore { store in
+            let postgres = try #require(store as? PostgresSyncStore)
+            try await TestPostgres.runScript("CREATE TABLE public.types (id bigint PRIMARY KEY)", on: postgres.location)
+            let before = try await StorageDump.of(store)
+            await #expect {
+                try await postgres.upgradeFromTables(adding: ["types"])
+            } throws: { error in
+                (error as? SchemaUpgradeError)?.code == .invalidSchema && "\(error)".contains("'types' is reserved")
+            }
+            #expect(try await StorageDump.of(store) == before)
+        }
+    }
+}

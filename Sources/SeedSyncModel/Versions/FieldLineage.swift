@@ -21,6 +21,15 @@ package struct FieldLineage: Sendable, Hashable {
 }
 
 extension SchemaHistory {
+    /// The lineages of every type's fields (``lineages(of:)``), by type name.
+    package func lineagesByType() -> [String: [FieldLineage]] {
+        var names: [String] = []
+        for version in versions {
+            for type in version.schema.types where !names.contains(type.name) { names.append(type.name) }
+        }
+        return Dictionary(uniqueKeysWithValues: names.map { ($0, lineages(of: $0)) })
+    }
+
     /// The lineages of the fields of `type`, over every version that has the type.
     package func lineages(of type: String) -> [FieldLineage] {
         var lineages: [FieldLineage] = []

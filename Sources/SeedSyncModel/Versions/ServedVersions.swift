@@ -12,9 +12,10 @@ package struct ServedVersions: Sendable {
     package init(_ history: SchemaHistory, unreadable: [UnreadableVersion] = []) {
         self.history = history
         self.unreadable = unreadable
+        let lineages = history.lineagesByType()
         projections = Dictionary(
             uniqueKeysWithValues: history.versions.map {
-                ($0.number, try! VersionProjection(history: history, version: $0.number))
+                ($0.number, try! VersionProjection(history: history, version: $0.number, lineages: lineages))
             })
     }
 

@@ -20,6 +20,8 @@ public struct VersionProjection: Sendable {
     public let target: SchemaVersion
     let targetIndex: Int
     private let slots: [String: [Slot]]
+    /// The lineages of every type's fields over the history, made once (see ``SchemaHistory/lineagesByType()``).
+    private let lineages: [String: [FieldLineage]]
 
     /// One field of the served version: its name there and its lineage.
     struct Slot: Sendable {
@@ -31,18 +33,26 @@ public struct VersionProjection: Sendable {
     ///
     /// - Throws: ``SyncStoreError`` `unknownSchemaVersion` when the history has no such version.
     public init(history: SchemaHistory, version number: Int) throws(SyncStoreError) {
+        try self.init(history: history, version: number, lineages: history.lineagesByType())
+    }
+
+    /// ``init(history:version:)`` with the history's lineages made already: a store makes a
+    /// projection to each version it serves from one set.
+    init(history: SchemaHistory, version number: Int, lineages: [String: [FieldLineage]]) throws(SyncStoreError) {
         guard let index = history.versions.firstIndex(where: { $0.number == number }) else {
             throw .unknownSchemaVersion(number, kept: history.versions.map(\.number))
         }
         self.history = history
+        self.lineages = lineages
         targetIndex = index
         target = history.versions[index]
         var slots: [String: [Slot]] = [:]
         for type in target.schema.types {
-            let lineages = history.lineages(of: type.name)
-            slots[type.name] = type.fields.map { field in
-                Slot(name: field.name, lineage: lineages.first { $0.fields[index]?.name == field.name }!)
+            var byName: [String: FieldLineage] = [:]
+            for lineage in lineages[type.name] ?? [] {
+                if let field = lineage.fields[index] { byName[field.name] = lineage }
             }
+            slots[type.name] = type.fields.map { field in Slot(name: field.name, lineage: byName[field.name]!) }
         }
         self.slots = slots
     }
@@ -178,7 +188,7 @@ extension VersionProjection {
         guard targetIndex != newest else { return [:] }
         var unknown: [String: Set<String>] = [:]
         for type in history.newest.schema.types {
-            let names = history.lineages(of: type.name).filter {
+            let names = (lineages[type.name] ?? []).filter {
                 $0.isPresent(in: newest) && !$0.isPresent(in: targetIndex)
             }
             .map { $0.fields[newest]!.name }

@@ -142,14 +142,19 @@ import Testing
         }
     }
 
-    /// A new column's default becomes the field's when it is a constant; a NOT NULL column whose
-    /// default is not is refused, and so is a table without the upgrade's shape.
+    /// A new column's default is what its rows hold; a column whose rows logged before it hold
+    /// different values (a volatile default) is refused, and so is a table without the upgrade's shape.
     @Test func columnDefaultsAndMissingColumnsOnUpgrade() async throws {
         try await withAttachedTeamTables { location, store in
-            try await psql("ALTER TABLE shows ADD COLUMN made timestamptz NOT NULL DEFAULT now()", on: location)
+            try await psql(
+                """
+                INSERT INTO shows VALUES (2, 'Late', 'hall', 5, NULL, false, '2026-01-02 22:00+00', 10);
+                UPDATE shows SET seats = 301 WHERE id = 1;
+                ALTER TABLE shows ADD COLUMN made timestamptz NOT NULL DEFAULT clock_timestamp()
+                """, on: location)
             await #expect { try await store.upgradeFromTables() } throws: {
                 ($0 as? PostgresStoreError)?.code == .tableMismatch && "\($0)".contains("public.shows.made")
-                    && "\($0)".contains("not a constant")
+                    && "\($0)".contains("holds different values") && "\($0)".contains("UPDATE public.shows SET made")
             }
             try await psql(
                 """

@@ -35,8 +35,8 @@ extension DatasetSchema {
     ///
     /// - Throws: ``SchemaError`` naming the first rule broken.
     public func validate(after current: DatasetSchema?) throws {
+        try validateLimits()  // first: a schema of 200,000 types is refused at once
         try validateShape(reservedAllowed: Set(current?.types.map(\.name) ?? []))
-        try validateLimits()
         let indexes = Set((current?.types ?? []).flatMap(\.indexNames) + types.flatMap(\.indexNames))
         if let type = types.first(where: { indexes.contains($0.name) }) {
             throw SchemaError(

@@ -18,7 +18,9 @@ extension PostgresSyncStore {
     ///   ``PostgresStoreError`` `tableMismatch` when a table does not have the new shape; nothing
     ///   is changed then.
     public func upgrade(to schema: DatasetSchema, renaming renames: [FieldRename] = []) async throws -> SchemaUpgrade {
-        try await upgrade(renaming: renames) { _, _ in schema }
+        // Checked before the store's lock is taken (and again under it): writers never wait on a refusal.
+        _ = try await schemaHistory().upgrading(to: schema, renaming: renames, at: .max)
+        return try await upgrade(renaming: renames) { _, _ in schema }
     }
 
     /// ``upgrade(to:renaming:)`` with the new version read from the tables, after the team's own

@@ -236,7 +236,8 @@ let package = Package(
             name: "SeedSyncImportTests",
             dependencies: [
                 "SeedSyncImport", "SeedSyncBuild", "SeedSyncSeed", "SeedSyncClient", "SeedSyncStore", "SeedSyncDemo",
-                "SeedSyncServer", "SeedSyncTesting", "SeedSyncModel", .product(name: "GRDB", package: "GRDB.swift"),
+                "SeedSyncServer", "SeedSyncTesting", "SeedSyncModel", "SeedSyncPostgres",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -77,6 +77,12 @@ public struct PostgresLocation: Sendable, CustomStringConvertible {
     /// holding its connection for as long as the lock is held.
     package static let lockTimeout = Duration.seconds(3)
 
+    /// The longest a transaction of the store waits for a lock (`SET LOCAL lock_timeout`), first of
+    /// all the store's own (the `_state` row every captured write takes, so writers queue for it):
+    /// longer than ``lockTimeout``, since a crowd of writers waits its turn there; bounded, so a
+    /// long transaction of another program fails the write as unavailable instead of holding it.
+    package static let storeLockTimeout = Duration.seconds(15)
+
     /// One connection's configuration, with the same settings as the pool's but the lock timeout
     /// (setup waits for other servers' setup).
     package func connectionConfiguration() -> PostgresConnection.Configuration {

@@ -75,7 +75,8 @@ extension PostgresSyncStore {
     }
 
     /// Runs `body` in a transaction (READ COMMITTED), committed when it returns, rolled back when
-    /// it throws.
+    /// it throws. Its statements wait for locks at most ``PostgresLocation/storeLockTimeout``
+    /// (writes then lock their tables with ``PostgresLocation/lockTimeout``, see `write`).
     package func withTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T)
         async throws
         -> T
@@ -83,6 +84,11 @@ extension PostgresSyncStore {
         let logger = self.logger
         return try await withConnection { connection in
             try await connection.rows("BEGIN ISOLATION LEVEL READ COMMITTED", logger: logger)
+            try await connection.rows(
+                PostgresQuery(
+                    unsafeSQL:
+                        "SET LOCAL lock_timeout = '\(PostgresLocation.storeLockTimeout.components.seconds)s'"),
+                logger: logger)
             let result: T
             do {
                 result = try await body(connection)
@@ -119,7 +125,7 @@ extension PostgresSyncStore {
             )
         case "55P03":
             return SyncStoreError.storeUnavailable(
-                "a lock in \(location) was held by another session for more than \(PostgresLocation.lockTimeout.components.seconds) s (an ALTER TABLE, a LOCK TABLE, seed-server schema upgrade, or a long transaction writing served tables)"
+                "a lock in \(location) was held by another session for too long (an ALTER TABLE, a LOCK TABLE, seed-server schema upgrade or load, or a long transaction writing served tables)"
             )
         default:
             return PostgresStoreError.connection(error, location: location)

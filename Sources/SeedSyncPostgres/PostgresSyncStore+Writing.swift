@@ -45,6 +45,8 @@ extension PostgresSyncStore {
         on connection: PostgresConnection
     ) async throws -> Int64 {
         let written = changes.map { tables[$0.type.name]! }
+        _ = try await query(
+            "SET LOCAL lock_timeout = '\(PostgresLocation.lockTimeout.components.seconds)s'", on: connection)
         for table in written {
             try await lockTimeout(of: table) {
                 _ = try await query("LOCK TABLE \(table.table) IN ROW EXCLUSIVE MODE", on: connection)

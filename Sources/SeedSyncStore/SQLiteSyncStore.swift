@@ -150,7 +150,7 @@ public final class SQLiteSyncStore: SyncStore {
     }
 
     /// How long a write waits for another process's write lock before it fails as unavailable.
-    static let busyTimeout: TimeInterval = 5
+    static let busyTimeout: TimeInterval = 10
 
     /// Closes the file; later calls fail.
     public func close() throws {

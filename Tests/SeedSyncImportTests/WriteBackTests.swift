@@ -4,6 +4,7 @@ import SeedSyncBuild
 import SeedSyncClient
 import SeedSyncImport
 import SeedSyncModel
+import SeedSyncPostgres
 import SeedSyncTesting
 import Testing
 
@@ -74,14 +75,19 @@ import Darwin
         }
     }
 
-    /// A server row with the smallest key there is (`Int64.min`, which the admin endpoint takes):
-    /// a new local row still gets a free negative key (it was an arithmetic overflow, a crash of
-    /// the app), the next one another free one, and both are pushed.
+    /// A server row with the smallest key there is (`Int64.min`), and others with negative keys,
+    /// written by a program of the team's own (the store's commits refuse them): a new local row
+    /// still gets a free negative key (it was an arithmetic overflow, a crash of the app), the next
+    /// one another free one, and both are pushed.
     @Test func aRowWithTheSmallestKeyLeavesTemporaryKeysFree() async throws {
-        try await withWriteBack(.sqlite) { fixture in
-            try await fixture.commit(
-                #"{"types": ["locations"], "locations": {"create": [-9223372036854775808, -1, -3], "attributes": {"-9223372036854775808": {"name": "Lowest", "city": "Nice", "latitude": 0.0, "longitude": 0.0}, "-1": {"name": "Minus one", "city": "Nice", "latitude": 0.0, "longitude": 0.0}, "-3": {"name": "Minus three", "city": "Nice", "latitude": 0.0, "longitude": 0.0}}}}"#
-            )
+        try await withWriteBack(.postgres) { fixture in
+            let postgres = try #require(fixture.store as? PostgresSyncStore)
+            try await TestPostgres.runScript(
+                """
+                INSERT INTO public.locations (id, name, city, latitude, longitude) VALUES
+                  (-9223372036854775808, 'Lowest', 'Nice', 0, 0), (-1, 'Minus one', 'Nice', 0, 0),
+                  (-3, 'Minus three', 'Nice', 0, 0)
+                """, on: postgres.location)
             try await fixture.sync("app")
             let importer = fixture.importer("app")
             // In one write: -2, then not -3 (a server row), but the next free key below.

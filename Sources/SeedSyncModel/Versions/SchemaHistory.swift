@@ -82,44 +82,79 @@ extension SchemaHistory {
     /// - Returns: the history, `nil` when not even the first version reads.
     package static func read(_ rows: [StoredVersion]) -> (history: SchemaHistory?, unreadable: [UnreadableVersion]) {
         var history: SchemaHistory?
-        let decoder = JSONDecoder()
         for (index, row) in rows.enumerated() {
-            do throws(SchemaUpgradeError) {
-                let version: SchemaVersion
-                do {
-                    version = SchemaVersion(
-                        schema: try decoder.decode(DatasetSchema.self, from: Data(row.schema.utf8)),
-                        revision: row.revision,
-                        renames: try decoder.decode([FieldRename].self, from: Data(row.renames.utf8)))
-                } catch {
-                    throw SchemaUpgradeError(.invalidHistory, "its JSON does not read as a schema (\(error))")
-                }
-                guard version.number == row.number else {
-                    throw SchemaUpgradeError(.invalidHistory, "its schema says schemaVersion \(version.number)")
-                }
-                if let current = history {
-                    history = try current.upgrading(
-                        to: version.schema, renaming: version.renames, at: version.revision, asStored: true
-                    ).history
-                } else {
-                    do {
-                        try version.schema.validate(allowingReservedTypeNames: true)
-                    } catch {
-                        throw SchemaUpgradeError(.invalidSchema, "\(error)")
-                    }
-                    history = SchemaHistory(version.schema, revision: version.revision)
-                }
+            do {
+                history = try reading(row, after: history)
             } catch {
-                let reason = error.detail
                 let unreadable = rows[index...].enumerated().map { offset, later in
                     UnreadableVersion(
                         number: later.number,
-                        reason: offset == 0 ? reason : "it follows version \(row.number), which cannot be read")
+                        reason: offset == 0 ? error.detail : "it follows version \(row.number), which cannot be read")
                 }
                 return (history, unreadable)
             }
         }
         return (history, [])
+    }
+
+    /// `history` with the stored version `row` after it (or `row` alone, the first version), as
+    /// a server reads it; also how an upgrade reads back the version it wrote before it commits.
+    ///
+    /// - Throws: ``SchemaUpgradeError`` saying why the row cannot be read.
+    package static func reading(_ row: StoredVersion, after history: SchemaHistory?) throws(SchemaUpgradeError)
+        -> SchemaHistory
+    {
+        let version: SchemaVersion
+        do {
+            let decoder = JSONDecoder()
+            version = SchemaVersion(
+                schema: try decoder.decode(DatasetSchema.self, from: Data(row.schema.utf8)), revision: row.revision,
+                renames: try decoder.decode([FieldRename].self, from: Data(row.renames.utf8)))
+        } catch {
+            throw SchemaUpgradeError(.invalidHistory, "its JSON does not read as a schema (\(error))")
+        }
+        guard version.number == row.number else {
+            throw SchemaUpgradeError(.invalidHistory, "its schema says schemaVersion \(version.number)")
+        }
+        if let history {
+            return try history.upgrading(
+                to: version.schema, renaming: version.renames, at: version.revision, asStored: true
+            ).history
+        }
+        do {
+            try version.schema.validate(allowingReservedTypeNames: true)
+        } catch {
+            throw SchemaUpgradeError(.invalidSchema, "\(error)")
+        }
+        return SchemaHistory(version.schema, revision: version.revision)
+    }
+}
+
+extension SchemaHistory {
+    /// Checks that `row`, the version `upgrade` wrote, reads back after `history` (the versions
+    /// before it) as the history the upgrade made: what an upgrade checks before it commits, so
+    /// a version no server could read is never stored.
+    ///
+    /// - Throws: ``SchemaUpgradeError`` `invalidSchema` saying why.
+    package static func readBack(_ row: StoredVersion?, of upgrade: SchemaUpgrade, after history: SchemaHistory)
+        throws(SchemaUpgradeError)
+    {
+        let number = upgrade.version.number
+        guard let row else {
+            throw SchemaUpgradeError(.invalidSchema, "version \(number) was not stored; nothing was changed")
+        }
+        let read: SchemaHistory
+        do {
+            read = try reading(row, after: history)
+        } catch {
+            throw SchemaUpgradeError(
+                .invalidSchema,
+                "version \(number) does not read back as it was written (\(error.detail)); nothing was changed")
+        }
+        guard read == upgrade.history else {
+            throw SchemaUpgradeError(
+                .invalidSchema, "version \(number) reads back other than it was written; nothing was changed")
+        }
     }
 }
 

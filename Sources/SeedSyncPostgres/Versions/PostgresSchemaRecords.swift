@@ -39,6 +39,27 @@ enum PostgresSchemaRecords {
         }
     }
 
+    /// Reads back the version `upgrade` wrote, as every server will read it, after the versions of
+    /// `history` (read in the same transaction).
+    ///
+    /// - Throws: `SchemaUpgradeError` when it does not read back as written: the transaction is
+    ///   rolled back, and the version is never stored.
+    static func readBack(
+        _ upgrade: SchemaUpgrade, after history: SchemaHistory, on connection: PostgresConnection, logger: Logger
+    ) async throws {
+        var binds = PostgresBindings()
+        binds.append(upgrade.version.number)
+        var stored: StoredVersion?
+        for (number, revision, schema, renames) in try await connection.rows(
+            PostgresQuery(
+                unsafeSQL: "SELECT version, revision, schema, renames FROM seedsync._schemas WHERE version = $1",
+                binds: binds), logger: logger
+        ).decode((Int, Int64, String, String).self) {
+            stored = StoredVersion(number: number, revision: revision, schema: schema, renames: renames)
+        }
+        try SchemaHistory.readBack(stored, of: upgrade, after: history)
+    }
+
     /// Records `version` and makes its schema the state's.
     static func insert(_ version: SchemaVersion, on connection: PostgresConnection, logger: Logger) async throws {
         let stored = try StoredVersion(version)

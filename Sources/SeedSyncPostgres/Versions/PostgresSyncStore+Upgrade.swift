@@ -74,9 +74,12 @@ extension PostgresSyncStore {
         _ newSchema: @escaping @Sendable (SchemaHistory, PostgresConnection) async throws -> DatasetSchema
     ) async throws -> SchemaUpgrade {
         let upgrade = try await withTransaction { [self] connection in
-            let revision = try await query(
-                "SELECT revision FROM seedsync._state WHERE id = 1 FOR UPDATE", on: connection)[0].decode(Int64.self)
-            let versions = try await PostgresSchemaRecords.versions(on: connection, logger: logger)
+            let state = try await query(
+                "SELECT revision, \(PostgresSchemaRecords.newestColumn) FROM seedsync._state WHERE id = 1 FOR UPDATE",
+                on: connection)
+            let (revision, newest) = try state[0].decode((Int64, Int).self)
+            // The versions in memory, read again only when another process upgraded since.
+            let versions = try await served(newest: newest, on: connection).versions
             if let broken = versions.unreadable.first {
                 throw SchemaUpgradeError(
                     .invalidHistory,
@@ -90,13 +93,7 @@ extension PostgresSyncStore {
             try await PostgresSchemaRecords.insert(made.version, on: connection, logger: logger)
             // Read back as every server will read it, before the commit: a version no server
             // could read is never stored.
-            let stored = try await PostgresSchemaRecords.versions(on: connection, logger: logger)
-            guard stored.unreadable.isEmpty, stored.history == made.history else {
-                throw SchemaUpgradeError(
-                    .invalidSchema,
-                    "version \(made.version.number) does not read back as it was written (\(stored.unreadable.first?.reason ?? "it reads back changed")); nothing was changed"
-                )
-            }
+            try await PostgresSchemaRecords.readBack(made, after: versions.history, on: connection, logger: logger)
             return made
         }
         _ = try await schemaHistory()

@@ -16,40 +16,34 @@ extension SQLiteSyncStore {
     /// - Throws: `SchemaUpgradeError` for a change that cannot be made; nothing is changed then.
     public func upgrade(to schema: DatasetSchema, renaming renames: [FieldRename] = []) async throws -> SchemaUpgrade {
         let path = path
-        let planned = try await pool.read { db in
-            let versions = try SchemaRecords.versions(db, path: path)
-            try Self.refuseUnreadable(versions)
-            let planned = try versions.history.upgrading(
-                to: schema, renaming: renames, at: versions.history.newest.revision)
-            try Self.checkNames(of: planned, in: db)
-            return planned
-        }
-        let rebuilding = SchemaAlteration.rebuilds(
-            planned.changes, from: planned.history.versions.dropLast().last!.schema)
+        // Planned on the versions in memory, outside the write lock: a refusal takes no lock.
+        let current = served.get().versions
+        try Self.refuseUnreadable(current)
+        let planned = try current.history.upgrading(to: schema, renaming: renames, at: current.history.newest.revision)
+        let rebuilding = SchemaAlteration.rebuilds(planned.changes, from: current.schema)
         let upgrade = try await barrierWriteWithoutTransaction { db in
             try SchemaAlteration.alter(db, rebuilding: rebuilding) { db in
                 let state = try LogState.fetch(db)
-                let versions = try SchemaRecords.versions(db, path: path)
+                // Read again only when another process upgraded since (versions are only appended).
+                let versions =
+                    state.schemaVersion == current.storedNewest ? current : try SchemaRecords.versions(db, path: path)
                 try Self.refuseUnreadable(versions)
                 let history = versions.history
                 let made = try history.upgrading(to: schema, renaming: renames, at: state.revision)
                 guard SchemaAlteration.rebuilds(made.changes, from: history.newest.schema) == rebuilding else {
                     throw StoreError.invalidLoad("the schema changed while the upgrade started; run it again")
                 }
+                try Self.checkNames(of: made, in: db)
                 try SchemaAlteration.apply(
                     made.changes, from: history.newest.schema, to: made.version.schema, withoutRowID: false, in: db)
                 try SchemaRecords.insert(made.version, in: db)
-                let stored = try SchemaRecords.versions(db, path: path)
-                guard stored.unreadable.isEmpty, stored.history == made.history else {
-                    throw SchemaUpgradeError(
-                        .invalidSchema,
-                        "version \(made.version.number) does not read back as it was written (\(stored.unreadable.first?.reason ?? "it reads back changed")); nothing was changed"
-                    )
-                }
+                try SchemaRecords.readBack(made, after: history, in: db)
                 return made
             }
         }
-        _ = try await schemaHistory()
+        served.set(ServedTables(ServedVersions(upgrade.history))) {
+            $0.versions.storedNewest > $1.versions.storedNewest
+        }
         return upgrade
     }
 

@@ -40,6 +40,19 @@ enum SchemaRecords {
         }
     }
 
+    /// Reads back the version `upgrade` wrote, as every server will read it, after the versions
+    /// of `history` (read in the same transaction).
+    ///
+    /// - Throws: `SchemaUpgradeError` when it does not read back as written: the transaction is
+    ///   rolled back, and the version is never stored.
+    static func readBack(_ upgrade: SchemaUpgrade, after history: SchemaHistory, in db: Database) throws {
+        let rows = try Row.fetchAll(
+            db, sql: "SELECT version, revision, schema, renames FROM _seedsync_schemas WHERE version = ?",
+            arguments: [upgrade.version.number])
+        let stored = rows.map { StoredVersion(number: $0[0], revision: $0[1], schema: $0[2], renames: $0[3]) }
+        try SchemaHistory.readBack(stored.first, of: upgrade, after: history)
+    }
+
     /// Records `version` and makes its schema the state's.
     static func insert(_ version: SchemaVersion, in db: Database) throws {
         let stored = try StoredVersion(version)

@@ -522,9 +522,13 @@ def run(check, compact, upgrade):
 
     # Schema versions: version 2 adds events.notes and a type venues.
     upgrade()
-    info = c.send("schema, newest", "GET", "/v1/schema", 200, token="read")
-    c.expect("schema, newest", info and info["schemaVersion"] == 2 and [v["schemaVersion"] for v in info["versions"]] == [1, 2],
+    # Without a version, the oldest served (as every endpoint), listing the others.
+    info = c.send("schema, oldest by default", "GET", "/v1/schema", 200, token="read")
+    c.expect("schema, oldest by default",
+             info and info["schemaVersion"] == 1 and [v["schemaVersion"] for v in info["versions"]] == [1, 2],
              f"versions {info and info.get('versions')}")
+    newest = c.send("schema, newest", "GET", "/v1/schema", 200, token="read", query={"version": "2"}, request_valid=True)
+    c.expect("schema, newest", newest and newest["schemaVersion"] == 2 and "venues" in newest["rowCounts"], f"{newest}")
     old = c.send("schema, version 1", "GET", "/v1/schema", 200, token="read", query={"version": "1"}, request_valid=True)
     c.expect("schema, version 1", old and old["schemaVersion"] == 1 and "venues" not in old["rowCounts"], f"version 1: {old}")
     c.send("schema, a version not served", "GET", "/v1/schema", 409, token="read", query={"version": "9"}, request_valid=True)

@@ -286,8 +286,8 @@ extension PostgresSyncStore {
 /// Column defaults PostgreSQL prints that are constants, as wire values: `'text'::text`, `42`,
 /// `'1.5'::double precision`, `true`, `'2026-01-01 00:00:00+00'::timestamp with time zone`,
 /// `'{"a": 1}'::jsonb`, `'{}'::integer[]` (an empty array; other array literals are not read).
-/// Used for a new column no stored row needs a default for (see `heldValues`): what an older
-/// client's new rows get.
+/// Used for a new column no stored row tells a default for (see `heldValues`): the default the
+/// schema then states. (An older client's new rows take the column's own default, `DEFAULT`.)
 enum ColumnDefault {
     /// The constant `expression` stands for, for a field of `type` on `column`, or `nil` when it
     /// is not a constant of that type (a function call such as `now()` or `nextval(…)`).

@@ -8,10 +8,11 @@ extension SQLiteSyncStore {
     /// shape (`SchemaAlteration`) and the version is recorded. Readers go on meanwhile (WAL) and
     /// see the old shape or the new, never a mix; writers wait for the transaction.
     ///
-    /// All or nothing: the new version is checked whole first (`SchemaHistory.upgrading(to:renaming:at:)`,
-    /// and no new table or index may take the name of an object the file has), outside the write
-    /// lock; then, in the transaction, planned again, applied, and the stored versions read back as
-    /// every server will read them: a version a server could not read is never committed.
+    /// All or nothing: the new version is checked whole first (`SchemaHistory.upgrading(to:renaming:at:)`)
+    /// on the versions in memory, outside the write lock; then, in the transaction, planned again,
+    /// its new tables' and indexes' names checked against every object the file has, applied, and
+    /// the version read back as every server will read it: a version a server could not read is
+    /// never committed.
     ///
     /// - Throws: `SchemaUpgradeError` for a change that cannot be made; nothing is changed then.
     public func upgrade(to schema: DatasetSchema, renaming renames: [FieldRename] = []) async throws -> SchemaUpgrade {

@@ -34,12 +34,11 @@ extension PostgresSyncStore {
     /// (``TableHealth``): held until the commit, the lock keeps any DDL from changing them in
     /// between, so a write is never confirmed to a table whose capture is gone.
     ///
-    /// - Throws: `SyncStoreError.schemaMismatch` when a table lost its capture or its key,
-    ///   `storeUnavailable` when another session holds a lock on one past the lock timeout.
-    ///
     /// - Parameter defaulted: by type, fields whose columns created rows leave to their own
     ///   default (the fields a pushing client's version does not have: a column's default is what
     ///   PostgreSQL gives them, `now()` and sequences included).
+    /// - Throws: `SyncStoreError.schemaMismatch` when a table lost its capture or its key,
+    ///   `storeUnavailable` when another session holds a lock on one past the lock timeout.
     func write(
         _ changes: [ValidatedChanges], defaulting defaulted: [String: Set<String>] = [:],
         on connection: PostgresConnection

@@ -227,13 +227,7 @@ package final class LockedTables: Sendable {
 
     /// - Throws: `storeUnavailable` when `type` timed out on its lock within the window.
     func check(_ type: String, name: String) throws(SyncStoreError) {
-        let locked = until.withLockedValue { until in
-            guard let end = until[type] else { return false }
-            if end > .now { return true }
-            until[type] = nil
-            return false
-        }
-        if locked { throw Self.unavailable(name) }
+        if isMarked(type) { throw Self.unavailable(name) }
     }
 
     static func unavailable(_ table: String) -> SyncStoreError {

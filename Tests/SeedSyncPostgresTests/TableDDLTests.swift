@@ -117,6 +117,36 @@ import Testing
         }
     }
 
+    /// A crowd of requests for a locked table does not take the connections the other tables
+    /// need: after the first ones time out on the lock, the rest are refused without a connection,
+    /// so a page of another table gets one (four connections, ten seconds to get one: forty
+    /// requests holding a connection three seconds each would keep it waiting thirty).
+    @Test func aLockedTableDoesNotTakeTheConnectionsTheOthersNeed() async throws {
+        try await withAttachedTeamTables { location, _ in
+            try await PostgresSyncStore.withStore(at: location, maximumConnections: 4, leaseTimeout: .seconds(10)) {
+                store in
+                try await TestPostgres.withConnection(to: location) { locker, logger in
+                    try await locker.execute("BEGIN; LOCK TABLE shows IN ACCESS EXCLUSIVE MODE", logger: logger)
+                    let served = try await withThrowingTaskGroup(of: Int?.self) { group in
+                        for _ in 0..<40 {
+                            group.addTask {
+                                _ = try? await store.snapshotPage(of: "shows", after: nil, limit: 10)
+                                return nil
+                            }
+                        }
+                        group.addTask {
+                            try await Task.sleep(for: .milliseconds(200))
+                            return try await store.snapshotPage(of: "venues", after: nil, limit: 10).rows.count
+                        }
+                        return try await group.reduce(into: [Int]()) { if let rows = $1 { $0.append(rows) } }
+                    }
+                    #expect(served == [1], "the other table's page was served meanwhile")
+                    try await locker.execute("ROLLBACK", logger: logger)
+                }
+            }
+        }
+    }
+
     /// A served table's primary key dropped: writes and pages are refused saying so, a store opens
     /// anew, and with the key back everything is served again.
     @Test func aDroppedPrimaryKeyIsRefusedUntilItIsBack() async throws {

@@ -165,6 +165,17 @@ import Testing
             let shows = try #require(upgrade.version.schema.type(named: "shows"))
             #expect(shows.field(named: "status")?.default == "it's on" && shows.field(named: "hall")?.default == -4)
             #expect(upgrade.version.number == 7)
+            // A schema file whose default for a new column is not what the rows logged before it hold
+            // is refused, saying what they hold.
+            try await psql("ALTER TABLE shows ADD COLUMN tier integer NOT NULL DEFAULT 5", on: location)
+            var wrongDefault = upgrade.version.schema
+            wrongDefault.schemaVersion = 8
+            wrongDefault.types[1].fields.append(Field(name: "tier", type: .integer, default: 7))
+            await #expect { try await store.upgrade(to: wrongDefault) } throws: {
+                ($0 as? PostgresStoreError)?.code == .tableMismatch && "\($0)".contains("public.shows.tier")
+                    && "\($0)".contains("hold 5") && "\($0)".contains("the default 7")
+            }
+            try await psql("ALTER TABLE shows DROP COLUMN tier", on: location)
             // A schema file naming a column the table lacks is refused, and nothing changes.
             var missing = upgrade.version.schema
             missing.schemaVersion = 8

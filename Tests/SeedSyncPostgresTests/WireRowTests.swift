@@ -137,6 +137,22 @@ import Testing
         }
     }
 
+    /// A capture function made before `IntervalStyle` joined the pinned settings gets it when a
+    /// store opens: an interval a psql session writes (in its own style, `postgres`) is logged as
+    /// the page serves it.
+    @Test func captureFunctionsMadeBeforeASettingGetItWhenAStoreOpens() async throws {
+        try await withTeamDatabase(Self.tables) { location in
+            try await PostgresSyncStore.attach(at: location, schema: Self.schema)
+            try await psql(#"ALTER FUNCTION seedsync."_log_edges"() RESET "IntervalStyle""#, on: location)
+            try await TestPostgres.withStore(at: location) { store in
+                try await psql("INSERT INTO edges (id, span) VALUES (1, '1 day 02:00:00')", on: location)
+                let logged = try await changeSets(of: store, after: 1).first?["edges"]?.attributes["1"]?["span"]
+                let page = try await store.snapshotPage(of: "edges", after: nil, limit: 10)
+                #expect(logged == "P1DT2H" && page.rows[0][26] == "P1DT2H")
+            }
+        }
+    }
+
     @Test(arguments: [
         ("UPDATE edges SET double = 'NaN'", "double"),
         ("UPDATE edges SET single = '-Infinity'", "single"),

@@ -28,6 +28,17 @@ package struct ServedVersions: Sendable {
         return ServedVersions(history, unreadable: unreadable)
     }
 
+    /// Refuses to build an upgrade on versions one of which cannot be read.
+    ///
+    /// - Throws: ``SchemaUpgradeError`` `invalidHistory` naming the version.
+    package func refuseUnreadable() throws(SchemaUpgradeError) {
+        guard let broken = unreadable.first else { return }
+        throw SchemaUpgradeError(
+            .invalidHistory,
+            "stored schema version \(broken.number) cannot be read (\(broken.reason)); fix or remove it before upgrading"
+        )
+    }
+
     /// The newest version's schema: the shape of the stored rows.
     package var schema: DatasetSchema { history.newest.schema }
 

@@ -20,7 +20,7 @@ extension PostgresSyncStore {
     public func upgrade(to schema: DatasetSchema, renaming renames: [FieldRename] = []) async throws -> SchemaUpgrade {
         // Checked before the store's lock is taken (and again under it): writers never wait on a refusal.
         _ = try await schemaHistory().upgrading(to: schema, renaming: renames, at: .max)
-        return try await upgrade(renaming: renames) { _, _ in schema }
+        return try await upgrade(renaming: renames, checkingDefaults: true) { _, _ in schema }
     }
 
     /// ``upgrade(to:renaming:)`` with the new version read from the tables, after the team's own
@@ -42,7 +42,8 @@ extension PostgresSyncStore {
         adding newTables: [String] = [], renaming renames: [FieldRename] = [], schemaVersion: Int? = nil
     ) async throws -> SchemaUpgrade {
         do {
-            return try await upgrade(renaming: renames) { [self] history, connection in
+            // Defaults read from the rows already: not checked against them a second time.
+            return try await upgrade(renaming: renames, checkingDefaults: false) { [self] history, connection in
                 try await tableSchema(
                     after: history.newest.schema, adding: newTables, renaming: renames, schemaVersion: schemaVersion,
                     on: connection)
@@ -69,8 +70,10 @@ extension PostgresSyncStore {
         }
     }
 
+    /// The upgrade both entries share; `checkingDefaults`: the new fields' defaults are checked
+    /// against the rows (``checkDefaults(of:added:on:)``), for a version that did not read them there.
     private func upgrade(
-        renaming renames: [FieldRename],
+        renaming renames: [FieldRename], checkingDefaults: Bool,
         _ newSchema: @escaping @Sendable (SchemaHistory, PostgresConnection) async throws -> DatasetSchema
     ) async throws -> SchemaUpgrade {
         let upgrade = try await withTransaction { [self] connection in
@@ -80,16 +83,11 @@ extension PostgresSyncStore {
             let (revision, newest) = try state[0].decode((Int64, Int).self)
             // The versions in memory, read again only when another process upgraded since.
             let versions = try await served(newest: newest, on: connection).versions
-            if let broken = versions.unreadable.first {
-                throw SchemaUpgradeError(
-                    .invalidHistory,
-                    "stored schema version \(broken.number) cannot be read (\(broken.reason)); fix or remove it before upgrading"
-                )
-            }
+            try versions.refuseUnreadable()
             let made = try versions.history.upgrading(
                 to: try await newSchema(versions.history, connection), renaming: renames, at: revision)
             try PostgresTableSQL.checkNames(of: made.version.schema)
-            try await prepareTables(for: made, at: revision, on: connection)
+            try await prepareTables(for: made, at: revision, checkingDefaults: checkingDefaults, on: connection)
             try await PostgresSchemaRecords.insert(made.version, on: connection, logger: logger)
             // Read back as every server will read it, before the commit: a version no server
             // could read is never stored.
@@ -101,9 +99,9 @@ extension PostgresSyncStore {
     }
 
     /// Checks every table against the new version and captures the new types' tables.
-    private func prepareTables(for upgrade: SchemaUpgrade, at revision: Int64, on connection: PostgresConnection)
-        async throws
-    {
+    private func prepareTables(
+        for upgrade: SchemaUpgrade, at revision: Int64, checkingDefaults: Bool, on connection: PostgresConnection
+    ) async throws {
         var created: [PostgresTableSQL] = []
         for type in upgrade.version.schema.types {
             let table = PostgresTableSQL(type: type, tableSchema: tableSchema)
@@ -117,7 +115,7 @@ extension PostgresSyncStore {
             try await TableCheck(table: table, tableSchema: tableSchema).run(
                 on: connection, logger: logger, allowingExtraColumns: true)
             guard isNew else {
-                try await checkDefaults(of: type, added: upgrade.changes, on: connection)
+                if checkingDefaults { try await checkDefaults(of: type, added: upgrade.changes, on: connection) }
                 continue
             }
             for statement in CaptureSQL.attach(table) {

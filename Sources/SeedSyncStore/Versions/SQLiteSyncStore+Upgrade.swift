@@ -19,7 +19,7 @@ extension SQLiteSyncStore {
         let path = path
         // Planned on the versions in memory, outside the write lock: a refusal takes no lock.
         let current = served.get().versions
-        try Self.refuseUnreadable(current)
+        try current.refuseUnreadable()
         let planned = try current.history.upgrading(to: schema, renaming: renames, at: current.history.newest.revision)
         let rebuilding = SchemaAlteration.rebuilds(planned.changes, from: current.schema)
         let upgrade = try await barrierWriteWithoutTransaction { db in
@@ -28,7 +28,7 @@ extension SQLiteSyncStore {
                 // Read again only when another process upgraded since (versions are only appended).
                 let versions =
                     state.schemaVersion == current.storedNewest ? current : try SchemaRecords.versions(db, path: path)
-                try Self.refuseUnreadable(versions)
+                try versions.refuseUnreadable()
                 let history = versions.history
                 let made = try history.upgrading(to: schema, renaming: renames, at: state.revision)
                 guard SchemaAlteration.rebuilds(made.changes, from: history.newest.schema) == rebuilding else {
@@ -46,15 +46,6 @@ extension SQLiteSyncStore {
             $0.versions.storedNewest > $1.versions.storedNewest
         }
         return upgrade
-    }
-
-    /// Refuses to build on a history with a stored version that cannot be read.
-    private static func refuseUnreadable(_ versions: ServedVersions) throws {
-        guard let broken = versions.unreadable.first else { return }
-        throw SchemaUpgradeError(
-            .invalidHistory,
-            "stored schema version \(broken.number) cannot be read (\(broken.reason)); fix or remove it before upgrading"
-        )
     }
 
     /// Refuses a new type whose table, or a new reference whose index, would take the name of an

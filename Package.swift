@@ -135,6 +135,12 @@ let package = Package(
             ],
             swiftSettings: libraryFeatures
         ),
+        // The command line shared by the executables: one CommandFailure, the options that reach a server.
+        .target(
+            name: "SeedSyncCLI",
+            dependencies: ["SeedSyncClient", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: libraryFeatures
+        ),
         // Fixtures shared by every test target.
         .target(
             name: "SeedSyncTesting",
@@ -149,6 +155,7 @@ let package = Package(
         .executableTarget(
             name: "seed-server",
             dependencies: [
+                "SeedSyncCLI",
                 "SeedSyncModel", "SeedSyncStore", "SeedSyncPostgres", "SeedSyncServer", "SeedSyncDemo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -157,6 +164,7 @@ let package = Package(
         .executableTarget(
             name: "seed-build",
             dependencies: [
+                "SeedSyncCLI",
                 "SeedSyncBuild", "SeedSyncClient", "SeedSyncModel", "SeedSyncSeed",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -170,6 +178,7 @@ let package = Package(
         .executableTarget(
             name: "seed-import",
             dependencies: [
+                "SeedSyncCLI",
                 "SeedSyncImport", "SeedSyncClient", "SeedSyncModel", "SeedSyncSeed",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -178,6 +187,7 @@ let package = Package(
         .executableTarget(
             name: "seed-bench",
             dependencies: [
+                "SeedSyncCLI",
                 "SeedSyncImport", "SeedSyncClient", "SeedSyncModel",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -217,7 +227,8 @@ let package = Package(
         .testTarget(
             name: "SeedSyncClientTests",
             dependencies: [
-                "SeedSyncClient", "SeedSyncServer", "SeedSyncStore", "SeedSyncDemo", "SeedSyncTesting",
+                "SeedSyncClient", "SeedSyncCLI", "SeedSyncServer", "SeedSyncStore", "SeedSyncDemo", "SeedSyncTesting",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]

@@ -12,7 +12,7 @@ import FoundationNetworking
 /// protocol defines before they are returned.
 ///
 /// ```swift
-/// let client = SyncClient(configuration: .init(serverURL: url, token: try SyncClient.token()))
+/// let client = SyncClient(configuration: .init(serverURL: url, token: token))
 /// let schema = try await client.schema()
 /// let feed = try await client.sync(from: 42)
 /// ```
@@ -265,20 +265,6 @@ public final class SyncClient: Sendable {
                 "\(label) from revision \(revision): maxRevision \(response.maxRevision) does not match the change sets returned"
             )
         }
-    }
-
-    /// The client token from `SEED_TOKEN`, or from `file` when one is given (surrounding
-    /// whitespace trimmed).
-    public static func token(environment: [String: String] = ProcessInfo.processInfo.environment, file: String? = nil)
-        throws -> String?
-    {
-        if let file {
-            guard let data = FileManager.default.contents(atPath: file) else {
-                throw SyncClientError(.unreadableTokenFile, "cannot read the token file \(file)")
-            }
-            return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        }
-        return environment["SEED_TOKEN"].map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
     }
 
     /// Sends a request, retrying what may pass, and reads a 200 answer with `read`.

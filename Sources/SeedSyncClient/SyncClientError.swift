@@ -6,7 +6,7 @@ public struct SyncClientError: Error, CustomStringConvertible, Sendable {
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case unauthorized, forbidden, historyExpired, revisionAhead, serverError, unreachable, malformedResponse
-            case responseTooLarge, unreadableTokenFile, unknownSchemaVersion
+            case responseTooLarge, unknownSchemaVersion
         }
 
         private let base: Base
@@ -28,8 +28,6 @@ public struct SyncClientError: Error, CustomStringConvertible, Sendable {
         public static let malformedResponse = Code(.malformedResponse)
         /// The answer was larger than the client's limit.
         public static let responseTooLarge = Code(.responseTooLarge)
-        /// The token file given to ``SyncClient/token(environment:file:)`` cannot be read.
-        public static let unreadableTokenFile = Code(.unreadableTokenFile)
         /// The server does not serve the schema version asked for (409 `unknown_schema_version`):
         /// it was not upgraded to it yet, or never had it.
         public static let unknownSchemaVersion = Code(.unknownSchemaVersion)
@@ -48,8 +46,9 @@ public struct SyncClientError: Error, CustomStringConvertible, Sendable {
     /// The server's `Retry-After`, in seconds, when it sent one.
     var retryAfter: Double?
 
-    init(_ code: Code, _ description: String, status: Int? = nil, serverCode: String? = nil, minRevision: Int64? = nil)
-    {
+    package init(
+        _ code: Code, _ description: String, status: Int? = nil, serverCode: String? = nil, minRevision: Int64? = nil
+    ) {
         self.code = code
         self.description = description
         self.status = status

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GRDB
+import SeedSyncCLI
 import SeedSyncClient
 import SeedSyncImport
 import SeedSyncModel
@@ -20,14 +21,12 @@ struct SeedBenchCommand: AsyncParsableCommand {
 struct EngineOptions: ParsableArguments {
     @Option(help: "The seed file.") var seed: String
     @Option(help: "The app database (installed from the seed when missing).") var database: String
-    @Option(help: "The server's base URL.") var server: String
-    @Option(help: "A file holding the bearer token (instead of SEED_TOKEN).") var tokenFile: String?
+    @OptionGroup var connection: ServerOptions
     @Flag(help: "Write through a GRDB DatabasePool of the app's own (the database must exist).") var appPool = false
 
     /// An engine over these options, with `onEvent`.
     func engine(onEvent: @escaping @Sendable (ImportEvent) -> Void = { _ in }) throws -> SyncEngine {
-        guard let url = URL(string: server), url.host != nil else { throw ValidationError("--server must be a URL") }
-        let client = SyncClient.Configuration(serverURL: url, token: try SyncClient.token(file: tokenFile))
+        let client = try connection.client()
         let configuration = SeedImporter.Configuration(seed: seed, database: database, server: client)
         guard appPool else { return SyncEngine(configuration: configuration, onEvent: onEvent) }
         return SyncEngine(configuration: configuration, database: try DatabasePool(path: database), onEvent: onEvent)

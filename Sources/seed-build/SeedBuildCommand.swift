@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SeedSyncBuild
+import SeedSyncCLI
 import SeedSyncClient
 import SeedSyncModel
 import SeedSyncSeed
@@ -16,14 +17,13 @@ struct SeedBuildCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "The server's base URL, such as http://127.0.0.1:8080.") var server: String
+    @OptionGroup var connection: ServerOptions
     @Option(help: "The seed file to write; the manifest goes to OUT.manifest.json.") var out: String
     @Option(help: "Comma-separated types to include (default: all).") var types: String?
     @Option(help: "Rows per snapshot page.") var pageSize = 10_000
     @Option(help: "Change sets per POST /v1/sync request (the catch-up reads the log in the server's blocks).")
     var syncLimit = 1000
     @Option(help: "Seconds a request may wait for data.") var timeout: Double = 30
-    @Option(help: "A file holding the bearer token (instead of SEED_TOKEN).") var tokenFile: String?
     @Flag(help: "Also write OUT.gz.") var gzip = false
     @Option(help: "The schema version to build (default: the newest the server serves).") var schemaVersion: Int?
     @Flag(
@@ -35,9 +35,6 @@ struct SeedBuildCommand: AsyncParsableCommand {
     @Flag(help: "Print nothing but errors.") var quiet = false
 
     func validate() throws {
-        guard let url = URL(string: server), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
-            throw ValidationError("--server must be an http or https URL, such as http://127.0.0.1:8080")
-        }
         guard pageSize > 0, syncLimit > 0, timeout > 0 else {
             throw ValidationError("--page-size, --sync-limit and --timeout must be positive")
         }
@@ -51,7 +48,7 @@ struct SeedBuildCommand: AsyncParsableCommand {
         do {
             try await build()
         } catch {
-            throw CommandFailure.hinted(error)
+            throw CommandFailure.hinted(error) { ServerOptions.hint(for: $0) ?? Self.hint(for: $0) }
         }
     }
 
@@ -59,8 +56,7 @@ struct SeedBuildCommand: AsyncParsableCommand {
         FileSystem.reportFileSizeLimitAsError()
         let progress = ProgressPrinter(enabled: !quiet && ProgressPrinter.stderrIsTerminal)
         let client = SyncClient(
-            configuration: .init(
-                serverURL: URL(string: server)!, token: try SyncClient.token(file: tokenFile), requestTimeout: timeout),
+            configuration: try connection.client(requestTimeout: timeout),
             onRetry: { attempt, error, delay in progress.retry(attempt: attempt, error: error, delay: delay) }
         )
         let options = SeedBuilder.Options(
@@ -74,6 +70,17 @@ struct SeedBuildCommand: AsyncParsableCommand {
             print(String(decoding: try JSONEncoder.stable().encode(report), as: UTF8.self))
         } else if !quiet {
             print(Self.summary(report))
+        }
+    }
+
+    /// The flag that helps with a build's `error`, when one does.
+    static func hint(for error: any Error) -> String? {
+        guard let error = error as? SeedError else { return nil }
+        return switch error.code {
+        case .alreadyExists: "remove it, or continue it with --resume"
+        case .notResumable: "build without --resume"
+        case .unusable: "the types are chosen with --types"
+        default: nil
         }
     }
 

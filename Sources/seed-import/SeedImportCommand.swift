@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import SeedSyncCLI
 import SeedSyncClient
 import SeedSyncImport
 import SeedSyncModel
@@ -31,7 +32,7 @@ struct SyncCommand: AsyncParsableCommand {
 
     @Option(help: "The shipped seed, plain or .gz (its manifest is read from beside it).") var seed: String
     @Option(help: "The app's database file.") var database: String
-    @Option(help: "The server's base URL, such as http://127.0.0.1:8080.") var server: String
+    @OptionGroup var connection: ServerOptions
     @Flag(help: "Catch up once and exit (the default).") var once = false
     @Flag(help: "Keep catching up, every --interval seconds, until interrupted.") var watch = false
     @Option(help: "With --watch: seconds between runs.") var interval: Double = 60
@@ -39,7 +40,6 @@ struct SyncCommand: AsyncParsableCommand {
         help:
             "Keep the database current until SIGINT or SIGTERM: catch up, then hold a live sync request until the server has something newer (a line per applied change set on stdout)."
     ) var live = false
-    @Option(help: "A file holding the bearer token (instead of SEED_TOKEN).") var tokenFile: String?
     @Option(
         parsing: .unconditional,  // `-1` is a value to refuse by name, not an unknown flag
         help:
@@ -63,9 +63,6 @@ struct SyncCommand: AsyncParsableCommand {
     @Flag(help: "Print nothing but errors.") var quiet = false
 
     func validate() throws {
-        guard let url = URL(string: server), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
-            throw ValidationError("--server must be an http or https URL, such as http://127.0.0.1:8080")
-        }
         guard [once, watch, live].filter({ $0 }).count <= 1 else {
             throw ValidationError("--once, --watch and --live exclude each other")
         }
@@ -83,7 +80,7 @@ struct SyncCommand: AsyncParsableCommand {
         do {
             try await sync()
         } catch {
-            throw CommandFailure.hinted(error)
+            throw CommandFailure.hinted(error, by: ServerOptions.hint(for:))
         }
     }
 
@@ -92,9 +89,7 @@ struct SyncCommand: AsyncParsableCommand {
         let importer = SeedImporter(
             configuration: .init(
                 seed: seed, database: database,
-                server: .init(
-                    serverURL: URL(string: server)!, token: try SyncClient.token(file: tokenFile),
-                    requestTimeout: timeout),
+                server: try connection.client(requestTimeout: timeout),
                 expectedSchemaVersion: expectSchemaVersion, reseedIfNewer: !noReseed, syncLimit: syncLimit,
                 maxRowsPerTransaction: rowsPerTransaction, lockTimeout: lockTimeout, conflicts: conflicts.resolution
             ))

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import SeedSyncCLI
 import SeedSyncImport
 import SeedSyncModel
 import SeedSyncSeed

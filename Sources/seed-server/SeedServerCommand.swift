@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import SeedSyncCLI
 import SeedSyncDemo
 import SeedSyncModel
 import SeedSyncPostgres
@@ -218,7 +219,7 @@ extension SeedServerCommand {
                     let seed = try await options.withStore(
                         maximumConnections: 2, { try await $0.retireSeed(sha256: sha256) })
                 else {
-                    throw CommandFailure(description: "no registered seed has the SHA-256 \(sha256)")
+                    throw CommandFailure("no registered seed has the SHA-256 \(sha256)")
                 }
                 print("retired the seed \(seed.sha256) at revision \(seed.revision) (\(seed.retiredAt ?? "earlier"))")
             }

@@ -12,7 +12,7 @@ extension SeedSyncBuildGettingStarted {
 
         let client = SyncClient(configuration: .init(
             serverURL: URL(string: "https://sync.example.com")!,
-            token: try SyncClient.token()
+            token: ProcessInfo.processInfo.environment["SEED_TOKEN"]
         ))
         let builder = SeedBuilder(client: client, options: .init(output: "Snapshots/catalog.sqlite", gzip: true))
         let report = try await builder.build { event in

@@ -6,4 +6,5 @@ import SeedSyncClient
 /// `scripts/article-examples.py`).
 enum SeedSyncBuildSeedSyncBuild {
     static let url = URL(string: "https://sync.example.com")!
+    static let token: String? = "read-token"
 }

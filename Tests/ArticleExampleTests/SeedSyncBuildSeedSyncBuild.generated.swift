@@ -8,7 +8,7 @@ import SeedSyncClient
 extension SeedSyncBuildSeedSyncBuild {
     /// The example at line 13 of the article.
     static func example1() async throws {
-        let client = SyncClient(configuration: .init(serverURL: url, token: try SyncClient.token()))
+        let client = SyncClient(configuration: .init(serverURL: url, token: token))
         let report = try await SeedBuilder(client: client, options: .init(output: "Snapshots/demo.sqlite", gzip: true))
             .build { event in print(event) }
         print(report.manifest.revision, report.manifest.sha256)

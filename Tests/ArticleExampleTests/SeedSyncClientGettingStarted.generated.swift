@@ -12,7 +12,7 @@ extension SeedSyncClientGettingStarted {
         let client = SyncClient(
             configuration: .init(
                 serverURL: URL(string: "https://sync.example.com")!,
-                token: try SyncClient.token(),  // SEED_TOKEN; SyncClient.token(file:) reads a file
+                token: ProcessInfo.processInfo.environment["SEED_TOKEN"],
                 requestTimeout: 30,
                 retry: RetryPolicy(maxAttempts: 5, baseDelay: 0.2, maxDelay: 10)
             ))

@@ -9,7 +9,7 @@ extension SeedSyncClientSeedSyncClient {
     static func example1() async throws {
         let client = SyncClient(configuration: .init(
             serverURL: URL(string: "https://sync.example.com")!,
-            token: try SyncClient.token()  // SEED_TOKEN
+            token: ProcessInfo.processInfo.environment["SEED_TOKEN"]
         ))
         let info = try await client.schema()
         let page = try await client.snapshotPage(of: "events", after: nil, limit: 1_000)

@@ -342,18 +342,6 @@ import FoundationNetworking
         }
     }
 
-    @Test func tokensComeFromTheEnvironmentOrAFile() async throws {
-        try await withTemporaryDirectory { directory in
-            #expect(try SyncClient.token(environment: ["SEED_TOKEN": " abc \n"]) == "abc")
-            #expect(try SyncClient.token(environment: [:]) == nil)
-            let file = directory.appendingPathComponent("token")
-            try "from-file\n".write(to: file, atomically: true, encoding: .utf8)
-            #expect(try SyncClient.token(environment: ["SEED_TOKEN": "env"], file: file.path) == "from-file")
-            #expect(throws: SyncClientError.self) {
-                try SyncClient.token(file: directory.appendingPathComponent("none").path)
-            }
-        }
-    }
 }
 
 /// A real HTTP server on loopback that answers `/v1/schema` and `/v1/sync` as planned: the only

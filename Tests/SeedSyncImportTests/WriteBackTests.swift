@@ -79,6 +79,48 @@ import Darwin
     /// written by a program of the team's own (the store's commits refuse them): a new local row
     /// still gets a free negative key (it was an arithmetic overflow, a crash of the app), the next
     /// one another free one, and both are pushed.
+    /// Change sets in the server's shape are written with no server configured: the list's
+    /// temporary keys become the database's, across change sets; a bad one stops the list, the
+    /// ones before it staying queued; the next sync pushes them.
+    @Test func aListOfChangeSetsIsWrittenWithoutAServer() async throws {
+        try await withWriteBack(.sqlite) { fixture in
+            try await fixture.sync("app")
+            let writer = LocalWriter(database: fixture.importer("app").configuration.database)
+            // The database's -1 is taken: the list's -1 becomes -2.
+            try await writer.write { changes in
+                try changes.create("events", event("Earlier", at: try changes.create("locations", location("Annex"))))
+            }
+            let hall = ChangeSet(changes: [
+                TypeChanges(type: "locations", create: [-1], attributes: ["-1": location("Hall")]),
+                TypeChanges(type: "events", create: [-1], attributes: ["-1": event("Gig", at: -1)]),
+            ])
+            let rename = ChangeSet(changes: [
+                TypeChanges(type: "events", update: [-1], attributes: ["-1": ["title": "Renamed gig"]])
+            ])
+            let queued = try await writer.write(changeSets: [hall, rename], from: "the test")
+            #expect(queued.count == 2 && queued[0].keys == ["locations": [-1: -2], "events": [-1: -2]])
+            let title = try fixture.query("app") { db in
+                try String.fetchOne(db, sql: "SELECT title FROM events WHERE id = -2 AND location_id = -2")
+            }
+            #expect(title == "Renamed gig", "the second change set named the first's new row by the list's key")
+
+            let broken = ChangeSet(changes: [
+                TypeChanges(type: "events", update: [-77], attributes: ["-77": ["title": "x"]])
+            ])
+            await #expect {
+                try await writer.write(changeSets: [rename, broken], from: "edits.json")
+            } throws: { error in
+                let error = try #require(error as? ImportError)
+                return error.code == .rowNotFound
+                    && error.description.hasPrefix("change set 2 of edits.json: ")
+                    && error.description.hasSuffix("the first 1 were queued")
+            }
+            #expect(try await writer.pendingChangeSets() == 4)
+            try await fixture.sync("app")
+            #expect(try await writer.pendingChangeSets() == 0)
+        }
+    }
+
     @Test func aRowWithTheSmallestKeyLeavesTemporaryKeysFree() async throws {
         try await withWriteBack(.postgres) { fixture in
             let postgres = try #require(fixture.store as? PostgresSyncStore)

@@ -310,7 +310,7 @@ public actor SyncEngine {
 
     /// ``SeedImporter/write(_:)``, told to the observers.
     func writeLocally<T: Sendable>(_ body: @escaping @Sendable (LocalChanges) throws -> T) async throws -> T {
-        let (result, changes) = try await importer.writeRecording(body)
+        let (result, changes) = try await importer.writer.writeRecording(body)
         observed.yield(.local(changes))
         return result
     }

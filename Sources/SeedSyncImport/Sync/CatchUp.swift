@@ -7,13 +7,8 @@ package import SeedSyncSeed
 
 extension ImportSession {
     /// `/v1/sync` from the database's revision until `hasMore` is false and the outbox has nothing
-    /// left to push. Each request pushes the next local change sets (``PendingChanges/nextPush(limit:in:)``);
-    /// their results are applied in one transaction before the change sets of the answer. When
-    /// nothing is pushed, answers come from a change feed that reads and checks them ahead
-    /// (``CheckedAnswer``), about a transaction's worth, while the ones before are written, and
-    /// they are held and applied in transactions of about
-    /// ``SeedImporter/Configuration/maxRowsPerTransaction`` rows (``Unapplied``).
-    /// What comes next after each answer or failure is ``CatchUpMachine``'s to decide.
+    /// left to push: a ``CatchUp`` run, its steps decided by ``CatchUpMachine``. `database` is the
+    /// one the catch-up ends with (a 410 recovery replaces it), also when it fails.
     ///
     /// A token that may not push still catches up, the change sets kept.
     ///
@@ -21,171 +16,27 @@ extension ImportSession {
     ///   ``ImportError/Code/pushForbidden``, see ``pushForbidden(_:)``).
     @discardableResult
     func catchUp(_ database: inout LocalDatabase, info: SchemaInfo) async throws -> Bool {
-        let applier = ChangeApplier(schema: database.metadata.schema)
-        let pending = PendingChanges(schema: database.metadata.schema, resolution: configuration.conflicts)
-        let check = AnswerCheck(
-            applier: applier,
-            // Types the server has and the database left out (a seed built with --types) are dropped.
-            excluded: Set(info.types.map(\.name)).subtracting(database.metadata.schema.types.map(\.name)),
-            keepsSources: configuration.beforeMerge != nil)
-        var machine = CatchUpMachine(revision: try await database.revision())
+        let run = CatchUp(session: self, database: database, info: info, revision: try await database.revision())
         configuration.batchGate?.startCatchUp()
-        defer { configuration.batchGate?.endCatchUp() }
-        /// The answers when nothing is pushed, read and checked ahead (`nil` after a push or a
-        /// failure, which drops what it had read ahead: a push's answer starts from the database).
-        var feed: PrefetchingSequence<CheckedAnswer, FeedCursor>.Iterator?
-        /// The next push when the end of the last round read it already.
-        var queued: [OutboxEntry]?
-        /// Change sets of answers read and not applied yet: see ``Unapplied``.
-        var unapplied = Unapplied(maxRows: configuration.maxRowsPerTransaction)
-        func applyUnapplied() async throws {
-            try await apply(
-                unapplied.take(), with: applier, pending: pending, to: database, machine: &machine, info: info)
+        defer {
+            configuration.batchGate?.endCatchUp()
+            database = run.database
         }
-        while true {
-            try Task.checkCancellation()
-            let push: [OutboxEntry]
-            if let queued {
-                push = queued
-            } else {
-                push = try await nextPush(of: pending, limit: machine.pushAllowance, in: database)
-            }
-            queued = nil
-            // A push asks from the database's revision: nothing read is held here, since every
-            // path that queues a push applies what it read first.
-            if !push.isEmpty { feed = nil }
-            let answer: CheckedAnswer
-            do {
-                answer = try await next(
-                    from: machine.revision, pushing: push, version: database.metadata.schemaVersion, check: check,
-                    feed: &feed)
-            } catch let error as SyncClientError {
-                feed = nil
-                try await applyUnapplied()
-                switch machine.requestFailed(CatchUpMachine.Failure(error), pushed: push.count) {
-                case .recover(let minRevision):
-                    database = try await recover(database, minRevision: minRevision ?? info.minRevision)
-                    machine.reached(try await database.revision())
-                case .retry:
-                    break
-                case .dropPushed:
-                    let entry = push[0]
-                    let dropped = try await gated {
-                        try await database.write("drop change set \(entry.id)") { db in
-                            try pending.dropTooLarge(entry, reason: "\(error)", in: db)
-                        }
-                    }
-                    record(dropped)
-                case .fail:
-                    throw failure(error, at: machine.revision)
-                }
-                continue
-            }
-            let response = answer.response
-            if !push.isEmpty {
-                let (results, retried) = (response.results, machine.retried)
-                let (events, kept) = try await gated {
-                    try await database.write("apply the results of \(push.count) pushed change sets") { db in
-                        try pending.handle(results, retried: retried, in: db)
-                    }
-                }
-                record(events)
-                machine.pushAnswered(kept: kept)
-            }
-            unapplied.append(answer.changeSets)
-            if let failure = answer.failure {
-                // What came before the change set that does not fit is applied, as it would be alone;
-                // nothing after it is read meanwhile.
-                feed = nil
-                try await applyUnapplied()
-                throw try await database.syncStopped(by: failure)
-            }
-            if response.hasMore, push.isEmpty, !unapplied.isFull {
-                // More to read and nothing to push: the next answer joins this transaction.
-                queued = try await nextPush(of: pending, limit: machine.pushAllowance, in: database)
-                if queued?.isEmpty == true { continue }
-                // The push's answer starts from the database: reading ahead meanwhile would be lost.
-                feed = nil
-            }
-            try await applyUnapplied()
-            if response.hasMore { continue }
-            queued = try await nextPush(of: pending, limit: machine.pushAllowance, in: database)
-            if machine.isFinished(nextPush: queued?.count ?? 0, answerHadChangeSets: !answer.changeSets.isEmpty) {
-                break
-            }
-        }
-        report.pending = try await database.read { db in try Outbox.count(in: db) }
-        emit(.caughtUp(revision: machine.revision))
-        return machine.mayPush
-    }
-
-    /// Applies `batches`, a transaction each (see ``Unapplied``), each after its merge notice, and
-    /// moves `machine` along.
-    private func apply(
-        _ batches: [[CheckedChangeSet]], with applier: ChangeApplier, pending: PendingChanges,
-        to database: LocalDatabase, machine: inout CatchUpMachine, info: SchemaInfo
-    ) async throws {
-        for batch in batches {
-            try Task.checkCancellation()
-            try await noticeBeforeMerge(batch, pending: pending, in: database)
-            try await commit(batch, with: applier, pending: pending, to: database, machine: &machine, info: info)
-        }
-    }
-
-    /// Commits `changeSets` in one transaction, or in several when an edit session begins meanwhile
-    /// (it waits for the next change set, not for the batch).
-    ///
-    /// When one of them does not fit, the transaction fails as a whole: they are then committed
-    /// again in halves, down to that one, so that every change set before it is kept (as it was
-    /// with a transaction per answer) and the error names it alone.
-    private func commit(
-        _ changeSets: [CheckedChangeSet], with applier: ChangeApplier, pending: PendingChanges,
-        to database: LocalDatabase,
-        machine: inout CatchUpMachine, info: SchemaInfo
-    ) async throws {
-        var stopsEarly: (@Sendable () -> Bool)?
-        if let gate = configuration.batchGate { stopsEarly = { gate.isWanted } }
-        var rest = changeSets
-        while !rest.isEmpty {
-            let (applied, events): ([AppliedChangeSet], [ImportEvent])
-            do {
-                (applied, events) = try await gated { [rest, stopsEarly] in
-                    try await database.apply(rest, with: applier, pending: pending, stopsEarly: stopsEarly)
-                }
-            } catch let error as ImportError where error.code == .invalidChangeSet && rest.count > 1 {
-                let half = rest.count / 2
-                for part in [rest[..<half], rest[half...]] {
-                    try await commit(
-                        Array(part), with: applier, pending: pending, to: database, machine: &machine, info: info)
-                }
-                return
-            }
-            rest.removeFirst(applied.count)
-            record(applied)
-            record(events)
-            machine.reached(applied.last?.revision ?? machine.revision)
-            emit(.progress(revision: machine.revision, serverRevision: max(info.revision, machine.revision)))
-            try await database.checkpointIfLarge()
-        }
+        try await run.run()
+        report.pending = try await run.database.read { db in try Outbox.count(in: db) }
+        emit(.caughtUp(revision: run.machine.revision))
+        return run.machine.mayPush
     }
 
     /// Runs the transaction `body` through the engine's ``BatchGate`` (after the app's edit
     /// sessions), or at once for a ``SeedImporter`` of its own.
-    private func gated<T>(_ body: () async throws -> T) async throws -> T {
+    func gated<T>(_ body: () async throws -> T) async throws -> T {
         guard let gate = configuration.batchGate else { return try await body() }
         return try await gate.transaction(body)
     }
 
-    /// The next local change sets to push, at most `limit` (none when it is 0).
-    private func nextPush(of pending: PendingChanges, limit: Int, in database: LocalDatabase) async throws
-        -> [OutboxEntry]
-    {
-        guard limit > 0 else { return [] }
-        return try await database.read { db in try pending.nextPush(limit: limit, in: db) }
-    }
-
     /// The error a failed request ends the catch-up with, the database at `revision`.
-    private func failure(_ error: SyncClientError, at revision: Int64) -> any Error {
+    func failure(_ error: SyncClientError, at revision: Int64) -> any Error {
         guard error.code == .revisionAhead else { return error }
         return ImportError(
             .revisionAhead,
@@ -205,7 +56,7 @@ extension ImportSession {
     /// pushing `entries` in a request of their own, or, with nothing to push, from `feed`, the
     /// answers read and checked ahead (started from `revision` when there is none; it ends after
     /// an answer without `hasMore`).
-    private func next(
+    func next(
         from revision: Int64, pushing entries: [OutboxEntry], version: Int, check: AnswerCheck,
         feed: inout PrefetchingSequence<CheckedAnswer, FeedCursor>.Iterator?
     ) async throws -> CheckedAnswer {
@@ -260,7 +111,7 @@ extension ImportSession {
 
     /// After 410 `history_expired`: the seed again when the server's history reaches it, else a
     /// full snapshot downloaded beside the database; either replaces the database in one transaction.
-    private func recover(_ database: LocalDatabase, minRevision: Int64) async throws -> LocalDatabase {
+    func recover(_ database: LocalDatabase, minRevision: Int64) async throws -> LocalDatabase {
         if let summary = seed.summary, summary.revision < minRevision {
             return try await replaceWithSnapshot(database, minRevision: minRevision)
         }

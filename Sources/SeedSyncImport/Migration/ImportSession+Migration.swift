@@ -56,15 +56,7 @@ extension ImportSession {
         let bytesBefore = client.bytesReceived
         let staging = try MigrationStaging(at: migrationPath, types: Self.stagedTypes(changes, from: old, to: new))
         defer { SQLiteFiles.remove(at: migrationPath) }
-        let rows: Int
-        do {
-            rows = try await download(
-                into: staging, version: version, from: fromRevision, old: old, excluded: excluded)
-            try staging.close()
-        } catch {
-            try? staging.close()
-            throw error
-        }
+        let rows = try await stage(into: staging, version: version, from: fromRevision, old: old, excluded: excluded)
         let (migrated, applied, events) = try await database.migrated(
             from: old, to: new, changes: changes, staging: staging)
         database = migrated
@@ -76,6 +68,20 @@ extension ImportSession {
             bytesDownloaded: client.bytesReceived - bytesBefore)
         report.migration = migration
         emit(.migrated(migration))
+    }
+
+    /// Downloads what the migration needs into `staging` and closes it, also on failure; returns the rows.
+    private func stage(
+        into staging: MigrationStaging, version: Int, from revision: Int64, old: DatasetSchema, excluded: Set<String>
+    ) async throws -> Int {
+        do {
+            let rows = try await download(into: staging, version: version, from: revision, old: old, excluded: excluded)
+            try staging.close()
+            return rows
+        } catch {
+            try? staging.close()
+            throw error
+        }
     }
 
     /// What a migration downloads: a new type whole, a type that gained fields as its key and

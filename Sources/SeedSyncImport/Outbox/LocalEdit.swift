@@ -19,6 +19,29 @@ struct LocalEdit: Sendable {
     }
 
     func apply(to changes: LocalChanges) throws -> (id: String, keys: [String: [Int64: JSONValue]]) {
+        try check(against: changes.schema)
+        let created = try createRows(in: changes)
+        for given in changeSet.changes {
+            for key in given.update {
+                let attributes = given.attributes[key.keyString ?? ""] ?? [:]
+                guard attributes[SchemaNames.revisionColumn] == nil else {
+                    throw ImportError(
+                        .invalidChangeSet,
+                        "\(given.type)[\(key.keyString ?? "?")]: leave 'revision' out, it is taken from the local row")
+                }
+                let fields = try resolve(attributes, of: given.type, created: created, in: changes) ?? attributes
+                try changes.update(given.type, key: local(key, of: given.type, created: created), fields)
+            }
+            for key in given.delete {
+                try changes.delete(given.type, key: local(key, of: given.type, created: created))
+            }
+        }
+        return (changes.id, created)
+    }
+
+    /// What is refused before anything is written: a revision, a change set that changes
+    /// nothing, a new row of an integer-keyed type with a key of its own.
+    private func check(against schema: DatasetSchema) throws {
         guard changeSet.revision == nil else {
             throw ImportError(.invalidChangeSet, "leave 'revision' out: the server assigns revisions")
         }
@@ -26,7 +49,7 @@ struct LocalEdit: Sendable {
         else {
             throw ImportError(.invalidChangeSet, "it creates, updates and deletes nothing")
         }
-        for given in changeSet.changes where changes.schema.type(named: given.type)?.primaryKey.type == .integer {
+        for given in changeSet.changes where schema.type(named: given.type)?.primaryKey.type == .integer {
             if let key = given.create.first(where: { ($0.intValue ?? 0) >= 0 }) {
                 throw ImportError(
                     .invalidChangeSet,
@@ -34,9 +57,13 @@ struct LocalEdit: Sendable {
                 )
             }
         }
+    }
+
+    /// Creates the change set's new rows: those whose references all resolve first, round by
+    /// round, so a row may reference a new row listed after it. Returns the database's key of
+    /// each temporary key, by type.
+    private func createRows(in changes: LocalChanges) throws -> [String: [Int64: JSONValue]] {
         var created: [String: [Int64: JSONValue]] = [:]
-        // Rows whose references all resolve are created first, round by round, so a row may
-        // reference a new row listed after it.
         var waiting = changeSet.changes.flatMap { changes in
             changes.create.map { (changes.type, $0, changes.attributes[$0.keyString ?? ""] ?? [:]) }
         }
@@ -58,22 +85,7 @@ struct LocalEdit: Sendable {
                 )
             }
         }
-        for given in changeSet.changes {
-            for key in given.update {
-                let attributes = given.attributes[key.keyString ?? ""] ?? [:]
-                guard attributes[SchemaNames.revisionColumn] == nil else {
-                    throw ImportError(
-                        .invalidChangeSet,
-                        "\(given.type)[\(key.keyString ?? "?")]: leave 'revision' out, it is taken from the local row")
-                }
-                let fields = try resolve(attributes, of: given.type, created: created, in: changes) ?? attributes
-                try changes.update(given.type, key: local(key, of: given.type, created: created), fields)
-            }
-            for key in given.delete {
-                try changes.delete(given.type, key: local(key, of: given.type, created: created))
-            }
-        }
-        return (changes.id, created)
+        return created
     }
 
     /// A key of the list as the database knows it: a temporary key this change set or an

@@ -175,7 +175,6 @@ package struct PendingChanges: Sendable {
         for (typeName, keys) in map {
             // A type this database does not have cannot hold temporary keys.
             guard let type = outbox.schema.type(named: typeName) else { continue }
-            let table = TableSQL(type: type)
             for (temporary, real) in keys {
                 let realRow = RowID(type: typeName, key: String(real))
                 let temporaryRow = RowID(type: typeName, key: String(temporary))
@@ -188,20 +187,7 @@ package struct PendingChanges: Sendable {
                 } else {
                     try outbox.moveShadow(of: temporaryRow, to: realRow.key, in: db)
                 }
-                if present != nil {
-                    try db.cachedStatement(sql: table.delete).execute(arguments: [temporary])
-                } else {
-                    try db.cachedStatement(sql: "UPDATE \(table.table) SET \(table.key) = ? WHERE \(table.key) = ?")
-                        .execute(arguments: [real, temporary])
-                }
-                for referrer in outbox.schema.types {
-                    for field in referrer.fields where field.references == typeName {
-                        let referring = TableSQL(type: referrer)
-                        try db.cachedStatement(
-                            sql: "UPDATE \(referring.table) SET \(quote(field.name)) = ? WHERE \(quote(field.name)) = ?"
-                        ).execute(arguments: [real, temporary])
-                    }
-                }
+                try replaceKey(temporary, with: real, of: type, rowExists: present != nil, in: db)
             }
         }
         for index in remaining.indices {
@@ -210,6 +196,28 @@ package struct PendingChanges: Sendable {
             try outbox.save(remaining[index], in: db)
         }
         return known
+    }
+
+    /// Gives the row of `type` at `temporary` the key `real`, in its table and in every reference to
+    /// it; when the server's row is there already (`rowExists`), the temporary row is deleted instead.
+    private func replaceKey(_ temporary: Int64, with real: Int64, of type: EntityType, rowExists: Bool, in db: Database)
+        throws
+    {
+        let table = TableSQL(type: type)
+        if rowExists {
+            try db.cachedStatement(sql: table.delete).execute(arguments: [temporary])
+        } else {
+            try db.cachedStatement(sql: "UPDATE \(table.table) SET \(table.key) = ? WHERE \(table.key) = ?")
+                .execute(arguments: [real, temporary])
+        }
+        for referrer in outbox.schema.types {
+            for field in referrer.fields where field.references == type.name {
+                let referring = TableSQL(type: referrer)
+                try db.cachedStatement(
+                    sql: "UPDATE \(referring.table) SET \(quote(field.name)) = ? WHERE \(quote(field.name)) = ?"
+                ).execute(arguments: [real, temporary])
+            }
+        }
     }
 
     /// After `entry` was applied as `revision`: its rows' shadows are its versions at that

@@ -6,7 +6,7 @@ package import Foundation
 /// {"type": "events", "revision": 42, "columns": ["id", "title", "revision"],
 ///  "rows": [[1, "Gig", 17], [2, "Talk", 40]], "next": 2}
 /// ```
-public struct SnapshotPage: Codable, Sendable, Hashable {
+public struct SnapshotPage: Codable, JSONReadable, Sendable, Hashable {
     public var type: String
     /// The server's revision when the page was read.
     public var revision: Int64
@@ -54,10 +54,6 @@ public struct SnapshotPage: Codable, Sendable, Hashable {
 
     fileprivate static func notARow(_ index: Int) -> JSONShapeError {
         JSONShapeError(.wrongType, "rows[\(index)]", "expected an array")
-    }
-
-    public init(from decoder: any Decoder) throws {
-        try self.init(json: JSONValue(from: decoder))
     }
 
     /// The page as compact JSON, members in the documented order.

@@ -71,26 +71,22 @@ public struct TypeChanges: Sendable, Hashable {
 
 // MARK: - Codable
 
-extension ChangeSet: Codable {
-    /// Reads a change set from parsed JSON; `path` names it in errors (`changeSets[3]`).
+extension ChangeSet: JSONMessage {
+    /// Reads a change set from parsed JSON.
     ///
     /// - Throws: ``JSONShapeError`` when a member is missing or of the wrong kind.
-    public init(json: JSONValue, at path: String = "") throws(JSONShapeError) {
+    public init(json: JSONValue) throws(JSONShapeError) {
+        try self.init(json: json, at: "")
+    }
+
+    /// ``init(json:)`` for a change set at `path` of a larger document, which errors name (`changeSets[3]`).
+    public init(json: JSONValue, at path: String) throws(JSONShapeError) {
         let members = try JSONMembers(json, at: path)
         revision = try members.int64IfPresent("revision")
         conflict = members.members["conflict"] == nil ? false : try members.bool("conflict")
         changes = try members.strings("types").map { (type) throws(JSONShapeError) in
             try TypeChanges(json: members.value(type), type: type, at: members.path(of: type))
         }
-    }
-
-    public init(from decoder: any Decoder) throws {
-        try self.init(json: JSONValue(from: decoder))
-    }
-
-    /// Encodes ``jsonBytes()``, the one encoding of a change set, as a JSON value.
-    public func encode(to encoder: any Encoder) throws {
-        try JSONParser.parse(jsonBytes()).encode(to: encoder)
     }
 
     /// The change set as compact JSON, with a stable member order: `revision`, `conflict` when

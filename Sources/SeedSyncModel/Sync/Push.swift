@@ -26,11 +26,16 @@ public struct PushedChangeSet: Sendable, Hashable {
         self.changeSet = changeSet
     }
 
-    /// Reads a pushed change set from parsed JSON; `path` names it in errors (`changeSets[3]`).
+    /// Reads a pushed change set from parsed JSON.
     ///
     /// - Throws: ``JSONShapeError`` when the id is missing or malformed, a revision is given, or
     ///   the changes are not shaped as a change set.
-    public init(json: JSONValue, at path: String = "") throws(JSONShapeError) {
+    public init(json: JSONValue) throws(JSONShapeError) {
+        try self.init(json: json, at: "")
+    }
+
+    /// ``init(json:)`` at `path` of a larger document, which errors name (`changeSets[3]`).
+    public init(json: JSONValue, at path: String) throws(JSONShapeError) {
         let members = try JSONMembers(json, at: path)
         id = try members.string("id")
         guard Self.isValidID(id) else {
@@ -118,10 +123,15 @@ public struct PushResult: Sendable, Hashable {
         return writer.bytes
     }
 
-    /// Reads a result from parsed JSON; `path` names it in errors (`results[0]`).
+    /// Reads a result from parsed JSON.
     ///
     /// - Throws: ``JSONShapeError`` when a member is missing or of the wrong kind.
-    public init(json: JSONValue, at path: String = "") throws(JSONShapeError) {
+    public init(json: JSONValue) throws(JSONShapeError) {
+        try self.init(json: json, at: "")
+    }
+
+    /// ``init(json:)`` at `path` of a larger document, which errors name (`results[0]`).
+    public init(json: JSONValue, at path: String) throws(JSONShapeError) {
         let members = try JSONMembers(json, at: path)
         id = try members.string("id")
         switch try members.string("status") {
@@ -141,22 +151,6 @@ public struct PushResult: Sendable, Hashable {
     }
 }
 
-extension PushedChangeSet: Codable {
-    public init(from decoder: any Decoder) throws {
-        try self.init(json: JSONValue(from: decoder))
-    }
+extension PushedChangeSet: JSONMessage {}
 
-    public func encode(to encoder: any Encoder) throws {
-        try JSONParser.parse(jsonBytes()).encode(to: encoder)
-    }
-}
-
-extension PushResult: Codable {
-    public init(from decoder: any Decoder) throws {
-        try self.init(json: JSONValue(from: decoder))
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        try JSONParser.parse(jsonBytes()).encode(to: encoder)
-    }
-}
+extension PushResult: JSONMessage {}

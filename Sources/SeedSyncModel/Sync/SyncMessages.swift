@@ -3,7 +3,7 @@
 /// ```json
 /// {"maxRevision": 17382, "schemaVersion": 2, "changeSets": [], "limit": 1000, "wait": 55}
 /// ```
-public struct SyncRequest: Codable, Sendable, Hashable {
+public struct SyncRequest: JSONMessage, Sendable, Hashable {
     /// The revision the client has.
     public var maxRevision: Int64
     /// The schema version the client has: the answer's change sets are in it, and its pushed
@@ -51,15 +51,6 @@ public struct SyncRequest: Codable, Sendable, Hashable {
         wait = members.members["wait"] == nil ? nil : Int(clamping: try members.int64("wait"))
     }
 
-    public init(from decoder: any Decoder) throws {
-        try self.init(json: JSONValue(from: decoder))
-    }
-
-    /// Encodes ``jsonBytes()``, the one encoding of a request.
-    public func encode(to encoder: any Encoder) throws {
-        try JSONParser.parse(jsonBytes()).encode(to: encoder)
-    }
-
     /// The request as compact JSON: `maxRevision`, `schemaVersion` when set, `changeSets` when
     /// there are any, `limit` and `wait` when set.
     public func jsonBytes() -> [UInt8] {
@@ -91,7 +82,7 @@ public struct SyncRequest: Codable, Sendable, Hashable {
 }
 
 /// The answer of `POST /v1/sync`: change sets from the client's revision on, in order, without gaps.
-public struct SyncResponse: Codable, Sendable, Hashable {
+public struct SyncResponse: Codable, JSONReadable, Sendable, Hashable {
     /// The revision of the last change set returned, or the request's revision when none is.
     public var maxRevision: Int64
     /// Whether the server stopped early and the client should ask again from ``maxRevision``.
@@ -120,10 +111,6 @@ public struct SyncResponse: Codable, Sendable, Hashable {
         results = try members.arrayIfPresent("results").enumerated().map { (index, result) throws(JSONShapeError) in
             try PushResult(json: result, at: "results[\(index)]")
         }
-    }
-
-    public init(from decoder: any Decoder) throws {
-        try self.init(json: JSONValue(from: decoder))
     }
 }
 

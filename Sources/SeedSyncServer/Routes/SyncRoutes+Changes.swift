@@ -33,7 +33,7 @@ extension SyncRoutes {
             after: after, limit: Int(min(Int64(limit), blockEnd - after)), byteBudget: configuration.syncByteBudget,
             version: version)
         feed.hasMore = feed.hasMore || feed.maxRevision == blockEnd
-        let body = Self.encode(feed, results: nil)
+        let body = try Self.encode(feed, results: nil)
         let lifetime = feed.hasMore ? "max-age=31536000, immutable" : "max-age=1"
         return cacheable(body, tag: EntityTag(of: body), lifetime: lifetime, answering: request)
     }

@@ -140,7 +140,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
             let key = FeedRead(after: sync.maxRevision, limit: limit, version: version)
             feed = try await wokenReads.value(for: key, read: read)
         }
-        return Self.json(Self.encode(feed, results: sync.changeSets.isEmpty ? nil : results))
+        return Self.json(try Self.encode(feed, results: sync.changeSets.isEmpty ? nil : results))
     }
 
     /// Live sync: holds a caught-up request until a revision after `revision` commits (true), or
@@ -240,11 +240,8 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
 
     /// The answer: the feed's change sets spliced in as logged, except those this request's
     /// pushes became, which carry `__oldId__` (the temporary key) in the rows they created.
-    static func encode(_ feed: ChangeFeed, results: [PushResult]?) -> [UInt8] {
-        var created: [Int64: [String: [String: JSONValue]]] = [:]
-        for result in results ?? [] {
-            if case .applied(let revision, let keys) = result.status { created[revision] = keys }
-        }
+    static func encode(_ feed: ChangeFeed, results: [PushResult]?) throws -> [UInt8] {
+        let marks = try OldIDMarks(results)
         var writer = JSONWriter(capacity: feed.changeSets.reduce(64) { $0 + $1.json.count + 1 })
         writer.beginObject()
         writer.key("maxRevision")
@@ -253,13 +250,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         writer.value(.bool(feed.hasMore))
         writer.key("changeSets")
         writer.beginArray()
-        for changeSet in feed.changeSets {
-            if let keys = created[changeSet.revision], let marked = markingOldIDs(changeSet.json, keys) {
-                writer.rawValue(marked)
-            } else {
-                writer.rawValue(changeSet.json)
-            }
-        }
+        for changeSet in feed.changeSets { writer.rawValue(try marks.json(of: changeSet)) }
         writer.endArray()
         if let results {
             writer.key("results")
@@ -269,20 +260,6 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         }
         writer.endObject()
         return writer.bytes
-    }
-
-    /// The logged change set with `"__oldId__": temporary` in the attributes of each row created
-    /// with a temporary key (`keys`: by type, temporary key string to real key).
-    private static func markingOldIDs(_ json: [UInt8], _ keys: [String: [String: JSONValue]]) -> [UInt8]? {
-        guard var changeSet = try? ChangeSet(json: JSONParser.parse(json)) else { return nil }
-        for index in changeSet.changes.indices {
-            guard let map = keys[changeSet.changes[index].type] else { continue }
-            for (temporary, real) in map {
-                guard let key = real.keyString, let number = Int64(temporary) else { continue }
-                changeSet.changes[index].attributes[key]?[SchemaNames.oldIDAttribute] = .int(number)
-            }
-        }
-        return changeSet.jsonBytes()
     }
 
     private static func json(_ bytes: some Sequence<UInt8>) -> Response {

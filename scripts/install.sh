@@ -39,4 +39,10 @@ for tool in "${tools[@]}"; do
     "$bin/$tool" --generate-completion-script zsh >"$prefix/share/zsh/site-functions/_$tool"
     "$bin/$tool" --generate-completion-script fish >"$prefix/share/fish/vendor_completions.d/$tool.fish"
 done
+# What a user reaches first: a command, the page of a subcommand, each shell's completions.
+for file in bin/seed-import share/man/man1/seed-import.write.1 share/man/man1/seed-server.serve.1 \
+    share/bash-completion/completions/seed-import share/zsh/site-functions/_seed-server \
+    share/fish/vendor_completions.d/seed-build.fish; do
+    [ -s "$prefix/$file" ] || { echo "scripts/install.sh: $prefix/$file was not installed" >&2; exit 1; }
+done
 echo "installed ${tools[*]} under $prefix, with man pages and bash, zsh and fish completions" >&2

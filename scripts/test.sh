@@ -6,9 +6,10 @@
 # included (which type-checks the examples; the tests reach internals through `package` access, not
 # `@testable`, so the release build needs no testability and scripts/pipeline.sh reuses it), runs
 # `swift test`. Without a PostgreSQL those tests fail: they are never skipped. Then the checks that
-# need the build: the public API against api/, the DocC documentation without warnings, real answers
-# against docs/openapi.yaml, 30 seconds of schemathesis, the hostile client matrix on both stores
-# (scripts/hostile-clients.sh), the hostile server matrix against seed-build and seed-import
+# need the build: the public API against api/, the install with man pages and completions
+# (scripts/install.sh, which scripts/pipeline.sh leaves to --install), the DocC documentation
+# without warnings, real answers against docs/openapi.yaml, 30 seconds of schemathesis, the hostile
+# client matrix on both stores (scripts/hostile-clients.sh), the hostile server matrix against seed-build and seed-import
 # (scripts/hostile-servers.sh), the change log through a real nginx (scripts/cache-check.sh), a short
 # crash campaign (scripts/crash-test.sh, 10 kills per target and store), short soaks on both stores
 # (scripts/soak.sh), and 15 seconds of each libFuzzer target (scripts/fuzz.sh). The tests have 15
@@ -34,6 +35,12 @@ timed "release build, tests included" swift build -c release --build-tests
 bin=$(swift build -c release --show-bin-path)
 timed "swift test" run_bounded "${SEEDSYNC_TEST_SECONDS:-900}" swift test -c release --skip-build "$@"
 timed "API check" bash scripts/api-check.sh -c release
+install_check() {
+    local prefix
+    prefix=$(mktemp -d)
+    bash scripts/install.sh --prefix "$prefix" && rm -rf "$prefix"
+}
+timed "install with man pages" install_check
 openapi() { bash scripts/openapi-check.sh "$bin" && bash scripts/schemathesis.sh "$bin" --seconds 30; }
 timed "OpenAPI and schemathesis" openapi
 # The reliability suites (docs/RELIABILITY.md), short settings; each bounded, so a hang fails in minutes.

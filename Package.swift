@@ -17,9 +17,10 @@ let package = Package(
         // import what it is handed: an app embedding SeedSyncImport can `import SeedSyncModel`.
         .library(name: "SeedSyncModel", targets: ["SeedSyncModel"]),
         .library(name: "SeedSyncStore", targets: ["SeedSyncStore", "SeedSyncModel"]),
-        .library(name: "SeedSyncPostgres", targets: ["SeedSyncPostgres", "SeedSyncModel"]),
-        .library(name: "SeedSyncServer", targets: ["SeedSyncServer", "SeedSyncModel"]),
-        .library(name: "SeedSyncDemo", targets: ["SeedSyncDemo", "SeedSyncModel"]),
+        .library(name: "SeedSyncSQLiteStore", targets: ["SeedSyncSQLiteStore", "SeedSyncStore", "SeedSyncModel"]),
+        .library(name: "SeedSyncPostgres", targets: ["SeedSyncPostgres", "SeedSyncStore", "SeedSyncModel"]),
+        .library(name: "SeedSyncServer", targets: ["SeedSyncServer", "SeedSyncStore", "SeedSyncModel"]),
+        .library(name: "SeedSyncDemo", targets: ["SeedSyncDemo", "SeedSyncStore", "SeedSyncModel"]),
         .library(name: "SeedSyncClient", targets: ["SeedSyncClient", "SeedSyncModel"]),
         .library(name: "SeedSyncSeed", targets: ["SeedSyncSeed", "SeedSyncModel"]),
         .library(name: "SeedSyncBuild", targets: ["SeedSyncBuild", "SeedSyncClient", "SeedSyncSeed", "SeedSyncModel"]),
@@ -51,7 +52,8 @@ let package = Package(
         // Wire model: protocol types, schema description, JSON values. Foundation only.
         .target(name: "SeedSyncModel", swiftSettings: libraryFeatures),
         // Deterministic demo dataset and mutation generator.
-        .target(name: "SeedSyncDemo", dependencies: ["SeedSyncModel"], swiftSettings: libraryFeatures),
+        .target(
+            name: "SeedSyncDemo", dependencies: ["SeedSyncModel", "SeedSyncStore"], swiftSettings: libraryFeatures),
         // SQL shared by every SQLite file SeedSync writes: typed tables and value mapping (GRDB, and
         // SQLite's C API for the hot loops).
         .target(
@@ -62,11 +64,14 @@ let package = Package(
             ],
             swiftSettings: libraryFeatures
         ),
+        // Storage: the protocol every store implements and the reading machinery stores share (the
+        // change-feed reads, the served versions, bulk-load rows). What a server needs, not an app.
+        .target(name: "SeedSyncStore", dependencies: ["SeedSyncModel"], swiftSettings: libraryFeatures),
         // Storage: the embedded SQLite store (GRDB).
         .target(
-            name: "SeedSyncStore",
+            name: "SeedSyncSQLiteStore",
             dependencies: [
-                "SeedSyncModel", "SeedSyncSQL",
+                "SeedSyncModel", "SeedSyncStore", "SeedSyncSQL",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: libraryFeatures
@@ -75,7 +80,7 @@ let package = Package(
         .target(
             name: "SeedSyncPostgres",
             dependencies: [
-                "SeedSyncModel",
+                "SeedSyncModel", "SeedSyncStore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -89,7 +94,7 @@ let package = Package(
         .target(
             name: "SeedSyncServer",
             dependencies: [
-                "SeedSyncModel", "SeedSyncGzip",
+                "SeedSyncModel", "SeedSyncStore", "SeedSyncGzip",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -124,7 +129,7 @@ let package = Package(
         .target(name: "SeedSyncClient", dependencies: ["SeedSyncModel"], swiftSettings: libraryFeatures),
         // seed-build as a library: snapshot download, catch-up, publishing with a manifest.
         .target(
-            name: "SeedSyncBuild", dependencies: ["SeedSyncModel", "SeedSyncSeed", "SeedSyncClient"],
+            name: "SeedSyncBuild", dependencies: ["SeedSyncModel", "SeedSyncSQL", "SeedSyncSeed", "SeedSyncClient"],
             swiftSettings: libraryFeatures),
         // seed-import as a library, for apps: install the shipped seed, then incremental sync.
         .target(
@@ -145,7 +150,8 @@ let package = Package(
         .target(
             name: "SeedSyncTesting",
             dependencies: [
-                "SeedSyncModel", "SeedSyncStore", "SeedSyncPostgres", "SeedSyncDemo", "SeedSyncServer", "SeedSyncSeed",
+                "SeedSyncModel", "SeedSyncSQLiteStore", "SeedSyncStore", "SeedSyncPostgres", "SeedSyncDemo",
+                "SeedSyncServer", "SeedSyncSeed",
                 "SeedSyncClient", "SeedSyncBuild", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
@@ -156,7 +162,8 @@ let package = Package(
             name: "seed-server",
             dependencies: [
                 "SeedSyncCLI",
-                "SeedSyncModel", "SeedSyncStore", "SeedSyncPostgres", "SeedSyncServer", "SeedSyncDemo",
+                "SeedSyncModel", "SeedSyncSQLiteStore", "SeedSyncStore", "SeedSyncPostgres", "SeedSyncServer",
+                "SeedSyncDemo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -196,7 +203,10 @@ let package = Package(
         // libFuzzer targets over what crosses a trust boundary (scripts/fuzz.sh); a plain build replays inputs.
         .executableTarget(
             name: "seed-fuzz",
-            dependencies: ["SeedSyncModel", "SeedSyncGzip", "SeedSyncSeed", "SeedSyncStore", "SeedSyncDemo"]
+            dependencies: [
+                "SeedSyncModel", "SeedSyncGzip", "SeedSyncSQL", "SeedSyncSeed", "SeedSyncSQLiteStore", "SeedSyncStore",
+                "SeedSyncDemo",
+            ]
         ),
         .testTarget(name: "SeedSyncModelTests", dependencies: ["SeedSyncModel", "SeedSyncTesting"]),
         .testTarget(name: "SeedSyncDemoTests", dependencies: ["SeedSyncDemo", "SeedSyncModel", "SeedSyncTesting"]),
@@ -209,7 +219,7 @@ let package = Package(
         .testTarget(
             name: "SeedSyncStoreTests",
             dependencies: [
-                "SeedSyncStore", "SeedSyncPostgres", "SeedSyncDemo", "SeedSyncTesting",
+                "SeedSyncSQLiteStore", "SeedSyncStore", "SeedSyncPostgres", "SeedSyncDemo", "SeedSyncTesting",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
@@ -227,7 +237,8 @@ let package = Package(
         .testTarget(
             name: "SeedSyncClientTests",
             dependencies: [
-                "SeedSyncClient", "SeedSyncCLI", "SeedSyncServer", "SeedSyncStore", "SeedSyncDemo", "SeedSyncTesting",
+                "SeedSyncClient", "SeedSyncCLI", "SeedSyncServer", "SeedSyncSQLiteStore", "SeedSyncStore",
+                "SeedSyncDemo", "SeedSyncTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -236,7 +247,8 @@ let package = Package(
         .testTarget(
             name: "SeedSyncBuildTests",
             dependencies: [
-                "SeedSyncBuild", "SeedSyncSeed", "SeedSyncClient", "SeedSyncStore", "SeedSyncDemo", "SeedSyncTesting",
+                "SeedSyncBuild", "SeedSyncSeed", "SeedSyncClient", "SeedSyncSQLiteStore", "SeedSyncStore",
+                "SeedSyncDemo", "SeedSyncTesting",
                 "SeedSyncModel", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
@@ -246,7 +258,8 @@ let package = Package(
         .testTarget(
             name: "SeedSyncImportTests",
             dependencies: [
-                "SeedSyncImport", "SeedSyncBuild", "SeedSyncSeed", "SeedSyncClient", "SeedSyncStore", "SeedSyncDemo",
+                "SeedSyncImport", "SeedSyncBuild", "SeedSyncSeed", "SeedSyncClient", "SeedSyncSQLiteStore",
+                "SeedSyncStore", "SeedSyncDemo",
                 "SeedSyncServer", "SeedSyncTesting", "SeedSyncModel", "SeedSyncPostgres",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
@@ -255,7 +268,8 @@ let package = Package(
         .testTarget(
             name: "SeedSyncServerTests",
             dependencies: [
-                "SeedSyncServer", "SeedSyncStore", "SeedSyncPostgres", "SeedSyncClient", "SeedSyncDemo",
+                "SeedSyncServer", "SeedSyncSQLiteStore", "SeedSyncStore", "SeedSyncPostgres", "SeedSyncClient",
+                "SeedSyncDemo",
                 "SeedSyncTesting", .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -266,7 +280,8 @@ let package = Package(
         .testTarget(
             name: "ArticleExampleTests",
             dependencies: [
-                "SeedSyncImport", "SeedSyncBuild", "SeedSyncSeed", "SeedSyncClient", "SeedSyncStore",
+                "SeedSyncImport", "SeedSyncBuild", "SeedSyncSeed", "SeedSyncClient", "SeedSyncSQLiteStore",
+                "SeedSyncStore",
                 "SeedSyncPostgres",
                 "SeedSyncServer", "SeedSyncDemo", "SeedSyncModel", .product(name: "GRDB", package: "GRDB.swift"),
             ]

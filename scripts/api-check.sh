@@ -20,7 +20,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 
-modules=(SeedSyncModel SeedSyncStore SeedSyncPostgres SeedSyncServer SeedSyncDemo SeedSyncClient SeedSyncSeed SeedSyncBuild SeedSyncImport)
+modules=(SeedSyncModel SeedSyncStore SeedSyncSQLiteStore SeedSyncPostgres SeedSyncServer SeedSyncDemo SeedSyncClient SeedSyncSeed SeedSyncBuild SeedSyncImport)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

@@ -16,7 +16,7 @@ case "${1:-}" in
     *) echo "usage: scripts/docs.sh [-c debug|release]" >&2; exit 64 ;;
 esac
 
-targets=(SeedSyncModel SeedSyncStore SeedSyncPostgres SeedSyncServer SeedSyncDemo SeedSyncClient SeedSyncSeed SeedSyncBuild SeedSyncImport)
+targets=(SeedSyncModel SeedSyncStore SeedSyncSQLiteStore SeedSyncPostgres SeedSyncServer SeedSyncDemo SeedSyncClient SeedSyncSeed SeedSyncBuild SeedSyncImport)
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 arguments=()

@@ -1,6 +1,7 @@
 import Foundation
 public import SeedSyncClient
 import SeedSyncModel
+import SeedSyncSQL
 import SeedSyncSeed
 
 /// Builds a seed from a sync server over HTTP: `seed-build` as a library.
@@ -71,7 +72,10 @@ public struct SeedBuilder: Sendable {
     }
 
     /// The work file beside the output.
-    public var partialPath: String { options.output + ".partial" }
+    public var partialPath: String { files.partial.path }
+
+    /// The output's files and the build's.
+    var files: SeedFiles { SeedFiles(output: options.output) }
 
     /// Builds the seed, reporting progress to `progress` (which may throw to stop the build).
     ///
@@ -86,8 +90,8 @@ public struct SeedBuilder: Sendable {
         let schema = try SchemaSelection(info: info, types: options.types).schema
         let (writer, resumed) = try await openWriter(schema: schema, info: info)
         run.resumed = resumed
-        SeedPublisher.removeLeftovers(of: options.output)
-        let finished = options.output + ".new"
+        SeedPublisher.removeLeftovers(of: files)
+        let finished = files.finished
         let manifest: SeedManifest
         do {
             run.startRevision = try await writer.revision()
@@ -111,7 +115,7 @@ public struct SeedBuilder: Sendable {
         }
         let finishedSize = Self.size(of: finished)
         do {
-            manifest = try SeedPublisher(output: options.output, finished: finished, gzip: options.gzip).publish()
+            manifest = try SeedPublisher(files: files, finished: finished, gzip: options.gzip).publish()
         } catch {
             // The publisher has removed what it wrote; the finished seed's size is what it needed room for.
             throw explain(error, written: (finishedSize, finished), run: run, info: info, schema: schema)
@@ -236,7 +240,7 @@ public struct SeedBuilder: Sendable {
     }
 
     private static func size(of partial: String) -> Int64 {
-        [partial, partial + "-wal"].reduce(0) { total, path in
+        [partial, DatabaseFiles(partial).wal].reduce(0) { total, path in
             total + ((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int64) ?? nil ?? 0)
         }
     }

@@ -5,49 +5,46 @@ import SeedSyncSeed
 /// temporary names first, synced, then renamed. The old manifest goes first, so a manifest at
 /// the final path always describes the seed beside it.
 struct SeedPublisher {
-    let output: String
-    /// The finished seed, `OUT.new`.
+    let files: SeedFiles
+    /// The finished seed, `OUT.new` (``SeedFiles/finished``).
     let finished: String
     let gzip: Bool
 
     func publish() throws -> SeedManifest {
-        let manifestPath = SeedManifest.path(forSeed: output)
-        let compressed = output + ".gz"
         do {
-            return try write(manifestPath: manifestPath, compressed: compressed)
+            return try write()
         } catch {
-            Self.removeLeftovers(of: output)
+            Self.removeLeftovers(of: files)
             throw error
         }
     }
 
-    /// Removes what a publish of `output` writes before its renames (`OUT.new`, `OUT.gz.new`, the
-    /// manifest's `.new`): after a failed publish, and at the start of a build, for what a killed
-    /// one left.
-    static func removeLeftovers(of output: String) {
-        for path in [output + ".new", output + ".gz.new", SeedManifest.path(forSeed: output) + ".new"] {
-            try? FileManager.default.removeItem(atPath: path)
-        }
+    /// Removes what a publish writes before its renames (``SeedFiles/staged``): after a failed
+    /// publish, and at the start of a build, for what a killed one left.
+    static func removeLeftovers(of files: SeedFiles) {
+        for path in files.staged { try? FileManager.default.removeItem(atPath: path) }
     }
 
-    private func write(manifestPath: String, compressed: String) throws -> SeedManifest {
+    private func write() throws -> SeedManifest {
+        let (output, manifestPath, compressed) = (files.output, files.manifest, files.gzip)
         // With gzip, one pass over the seed hashes and compresses it.
-        let digests = gzip ? try Gzip.compress(finished, to: compressed + ".new") : nil
+        let digests = gzip ? try Gzip.compress(finished, to: SeedFiles.staging(compressed)) : nil
         var manifest = try SeedManifest(describing: finished, digest: digests?.source)
         manifest.file = URL(fileURLWithPath: output).lastPathComponent
         if let digest = digests?.compressed {
-            manifest.gzip = .init(file: manifest.file + ".gz", size: digest.size, sha256: digest.sha256)
+            manifest.gzip = .init(
+                file: URL(fileURLWithPath: compressed).lastPathComponent, size: digest.size, sha256: digest.sha256)
         }
-        try FileSystem.write(manifest.jsonData(), to: manifestPath + ".new")
+        try FileSystem.write(manifest.jsonData(), to: SeedFiles.staging(manifestPath))
         try FileSystem.sync(finished)
         try? FileManager.default.removeItem(atPath: manifestPath)
         try FileSystem.rename(finished, to: output)
         if gzip {
-            try FileSystem.rename(compressed + ".new", to: compressed)
+            try FileSystem.rename(SeedFiles.staging(compressed), to: compressed)
         } else {
             try? FileManager.default.removeItem(atPath: compressed)  // a stale copy of an older build
         }
-        try FileSystem.rename(manifestPath + ".new", to: manifestPath)
+        try FileSystem.rename(SeedFiles.staging(manifestPath), to: manifestPath)
         FileSystem.syncDirectory(of: output)
         return manifest
     }

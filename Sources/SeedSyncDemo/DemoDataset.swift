@@ -1,4 +1,5 @@
 public import SeedSyncModel
+public import SeedSyncStore
 
 /// The built-in demo dataset, after the case study's domain: `locations` and `events`.
 ///

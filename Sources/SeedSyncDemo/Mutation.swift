@@ -1,4 +1,5 @@
 public import SeedSyncModel
+public import SeedSyncStore
 
 extension ChangeGenerator {
     /// Commits `count` generated change sets to `store`, one revision each.
@@ -9,9 +10,11 @@ extension ChangeGenerator {
     ///
     /// - Returns: the first and last revision written, or `nil` when `count` is 0.
     @discardableResult
-    public static func mutate(_ store: any SyncStore, changes count: Int, seed: UInt64) async throws -> ClosedRange<
-        Int64
-    >? {
+    public static func mutate(_ store: any MaintainedSyncStore, changes count: Int, seed: UInt64) async throws
+        -> ClosedRange<
+            Int64
+        >?
+    {
         let schema = try await store.schemaInfo().schema
         var keys: [String: [JSONValue]] = [:]
         for type in schema.types {

@@ -18,10 +18,12 @@ final class ImportSession {
     let start = ContinuousClock.now
 
     var databasePath: String { configuration.database }
+    /// The database's files, and the importer's beside it.
+    var files: DatabaseFiles { DatabaseFiles(databasePath) }
     /// Where the seed is copied and checked before it is installed.
-    var installingPath: String { databasePath + ".installing" }
-    /// Where a full snapshot is downloaded after a 410.
-    var snapshotPath: String { databasePath + ".snapshot" }
+    var installingPath: String { files.installing.path }
+    /// Where a full snapshot is downloaded after a 410, and the files of its build.
+    var snapshot: SeedFiles { SeedFiles(output: files.snapshot.path) }
 
     init(
         configuration: SeedImporter.Configuration, appDatabase: (any DatabaseWriter)?,
@@ -70,7 +72,7 @@ final class ImportSession {
         configuration.batchGate?.doneApplying()
         try await database.close()
         // A run that caught up has no use for a snapshot download an earlier run left unfinished.
-        SQLiteFiles.remove(at: snapshotPath + ".partial")
+        snapshot.partial.remove()
         report.seconds = (ContinuousClock.now - start).seconds
         return report
     }
@@ -107,10 +109,10 @@ final class ImportSession {
     /// lowest-priority work of a run, yields to an edit session or a stop (see ``SyncEngine``), and
     /// the next download goes on from its last whole page (``downloadSnapshot(types:version:)``).
     private func removeLeftovers() {
-        for path in [installingPath, snapshotPath, snapshotPath + ".new", migrationPath] {
-            SQLiteFiles.remove(at: path)
+        for leftover in [files.installing, files.snapshot, DatabaseFiles(snapshot.finished), files.migration] {
+            leftover.remove()
         }
-        try? FileManager.default.removeItem(atPath: SeedManifest.path(forSeed: snapshotPath))
+        try? FileManager.default.removeItem(atPath: snapshot.manifest)
     }
 
     /// The seed or database must be for the server's dataset and a schema version it serves, and

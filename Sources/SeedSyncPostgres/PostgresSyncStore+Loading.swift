@@ -1,6 +1,7 @@
 import Foundation
 import PostgresNIO
 public import SeedSyncModel
+public import SeedSyncStore
 
 extension PostgresSyncStore: MaintainedSyncStore {
     /// Loads rows in bulk as one new revision, in one transaction: each source is streamed with

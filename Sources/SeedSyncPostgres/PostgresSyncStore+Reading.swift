@@ -1,5 +1,6 @@
 import PostgresNIO
 public import SeedSyncModel
+public import SeedSyncStore
 
 extension PostgresSyncStore {
     /// The revisions and exact row counts, read in one statement (one snapshot).

@@ -4,6 +4,7 @@ import NIOCore
 import NIOPosix
 package import PostgresNIO
 public import SeedSyncModel
+public import SeedSyncStore
 
 /// The PostgreSQL store: serves tables in a PostgreSQL database, written by `seed-server` or by any
 /// other program, with the bookkeeping in a `seedsync` schema beside them (see `CaptureSQL`).

@@ -1,6 +1,7 @@
 public import Hummingbird
 public import Logging
 public import SeedSyncModel
+public import SeedSyncStore
 
 /// Builds the sync server: protocol v1 over `store`, with the middleware the protocol needs
 /// (a line of log per request, errors as JSON, gzip, bearer tokens), `GET /metrics` for an

@@ -1,6 +1,7 @@
 import Foundation
 import SeedSyncDemo
 import SeedSyncModel
+import SeedSyncSQLiteStore
 import SeedSyncStore
 
 /// Schemas, stores and documents shared by the test targets.

@@ -3,6 +3,7 @@ import HummingbirdTesting
 import Logging
 import SeedSyncModel
 import SeedSyncServer
+import SeedSyncStore
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking

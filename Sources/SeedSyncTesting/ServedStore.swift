@@ -3,6 +3,7 @@ import SeedSyncBuild
 import SeedSyncClient
 import SeedSyncDemo
 import SeedSyncModel
+import SeedSyncSQLiteStore
 import SeedSyncSeed
 import SeedSyncServer
 import SeedSyncStore

@@ -3,6 +3,7 @@ import GRDB
 import PostgresNIO
 import SeedSyncModel
 import SeedSyncPostgres
+import SeedSyncSQLiteStore
 import SeedSyncStore
 
 /// Everything a store keeps, as text: each table of its file or database (the bookkeeping and the

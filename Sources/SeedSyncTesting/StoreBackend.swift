@@ -4,6 +4,7 @@ import PostgresNIO
 import SeedSyncDemo
 import SeedSyncModel
 import SeedSyncPostgres
+import SeedSyncSQLiteStore
 import SeedSyncStore
 
 /// The stores a test body runs against: one body, every backend.

@@ -2,6 +2,8 @@ import Dispatch
 import Foundation
 import SeedSyncDemo
 import SeedSyncModel
+import SeedSyncSQL
+import SeedSyncSQLiteStore
 import SeedSyncSeed
 import SeedSyncStore
 
@@ -129,7 +131,7 @@ final class FuzzWorkspace: @unchecked Sendable {
     /// Every check a seed passes before the importer installs it, then `seed-verify`'s.
     func checkSeed(_ input: [UInt8]) {
         let path = directory.appendingPathComponent("input.seed").path
-        for suffix in ["", "-journal", "-wal", "-shm"] { unlink(path + suffix) }
+        DatabaseFiles(path).remove()
         guard FileManager.default.createFile(atPath: path, contents: Data(input)) else { return }
         do {
             let file = try SeedFile(path: path)

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import SeedSyncModel
 import SeedSyncPostgres
+import SeedSyncSQLiteStore
 import SeedSyncStore
 
 extension SeedServerCommand {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import SeedSyncCLI
 import SeedSyncPostgres
+import SeedSyncSQLiteStore
 import SeedSyncServer
 import SeedSyncStore
 

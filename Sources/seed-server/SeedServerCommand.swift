@@ -5,6 +5,7 @@ import SeedSyncCLI
 import SeedSyncDemo
 import SeedSyncModel
 import SeedSyncPostgres
+import SeedSyncSQLiteStore
 import SeedSyncServer
 import SeedSyncStore
 

@@ -1,6 +1,7 @@
 import Foundation
 import SeedSyncDemo
 import SeedSyncModel
+import SeedSyncSQLiteStore
 import SeedSyncStore
 
 /// What the examples of the SeedSyncDemo "Getting Started" article take from the code around

@@ -4,6 +4,7 @@
 import Foundation
 import SeedSyncDemo
 import SeedSyncModel
+import SeedSyncSQLiteStore
 import SeedSyncStore
 
 extension SeedSyncDemoGettingStarted {
@@ -15,7 +16,7 @@ extension SeedSyncDemoGettingStarted {
         }
     }
 
-    /// The example at line 43 of the article.
+    /// The example at line 44 of the article.
     static func example2() async throws {
         let demo = DemoDataset(events: 1_000, locations: 20, seed: 1)
         let events = DemoDataset.schema.type(named: "events")!
@@ -31,7 +32,7 @@ extension SeedSyncDemoGettingStarted {
         _ = lines
     }
 
-    /// The example at line 63 of the article.
+    /// The example at line 64 of the article.
     static func example3() async throws {
         let store = try SQLiteSyncStore(path: "server.sqlite")
         if let revisions = try await ChangeGenerator.mutate(store, changes: 5_000, seed: 7) {
@@ -40,7 +41,7 @@ extension SeedSyncDemoGettingStarted {
         _ = store
     }
 
-    /// The example at line 77 of the article.
+    /// The example at line 78 of the article.
     static func example4() async throws {
         let schema = try await store.schemaInfo().schema
         var keys: [String: [JSONValue]] = [:]

@@ -4,6 +4,7 @@
 import Foundation
 import SeedSyncDemo
 import SeedSyncModel
+import SeedSyncSQLiteStore
 import SeedSyncStore
 
 extension SeedSyncDemoSeedSyncDemo {

@@ -1,5 +1,6 @@
 import Foundation
 import SeedSyncPostgres
+import SeedSyncSQLiteStore
 import SeedSyncServer
 import SeedSyncStore
 

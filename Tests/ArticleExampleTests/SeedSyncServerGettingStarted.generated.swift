@@ -4,6 +4,7 @@
 import Foundation
 import SeedSyncModel
 import SeedSyncPostgres
+import SeedSyncSQLiteStore
 import SeedSyncServer
 import SeedSyncStore
 
@@ -32,7 +33,7 @@ extension SeedSyncServerGettingStarted {
         _ = loaded
     }
 
-    /// The example at line 60 of the article.
+    /// The example at line 61 of the article.
     static func example3() async throws {
         let app = try await buildApplication(store: store, configuration: configuration) { port in
             print("listening on port \(port)")
@@ -41,7 +42,7 @@ extension SeedSyncServerGettingStarted {
         _ = app
     }
 
-    /// The example at line 75 of the article.
+    /// The example at line 76 of the article.
     static func example4() async throws {
 
         let location = try PostgresLocation(
@@ -51,7 +52,7 @@ extension SeedSyncServerGettingStarted {
         _ = location
     }
 
-    /// The example at line 89 of the article.
+    /// The example at line 90 of the article.
     static func example5() async throws {
         // Tables that exist: read a schema from PostgreSQL's catalog (review it), then attach them.
         // Their rows become one revision, and every committed write to them is a change set from then on.
@@ -63,7 +64,7 @@ extension SeedSyncServerGettingStarted {
         _ = schema
     }
 
-    /// The example at line 101 of the article.
+    /// The example at line 102 of the article.
     static func example6() async throws {
         try await PostgresSyncStore.withStore(at: location) { store in
             let app = try await buildApplication(store: store, configuration: configuration)

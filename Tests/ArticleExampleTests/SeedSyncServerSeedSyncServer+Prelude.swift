@@ -1,4 +1,5 @@
 import Foundation
+import SeedSyncSQLiteStore
 import SeedSyncServer
 import SeedSyncStore
 

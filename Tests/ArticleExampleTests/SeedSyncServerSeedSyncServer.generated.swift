@@ -2,6 +2,7 @@
 // swift-format-ignore-file
 
 import Foundation
+import SeedSyncSQLiteStore
 import SeedSyncServer
 import SeedSyncStore
 

@@ -5,6 +5,7 @@ import NIOConcurrencyHelpers
 import SeedSyncClient
 import SeedSyncDemo
 import SeedSyncModel
+import SeedSyncSQLiteStore
 import SeedSyncServer
 import SeedSyncStore
 import SeedSyncTesting

@@ -4,6 +4,7 @@ import SeedSyncClient
 import SeedSyncImport
 import SeedSyncModel
 import SeedSyncServer
+import SeedSyncStore
 import SeedSyncTesting
 import Testing
 

@@ -7,6 +7,7 @@ import SeedSyncImport
 import SeedSyncModel
 import SeedSyncSeed
 import SeedSyncServer
+import SeedSyncStore
 import SeedSyncTesting
 
 /// A demo store on one backend served live (with a write token), and a seed built from it, for

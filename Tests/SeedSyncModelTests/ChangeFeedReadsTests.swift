@@ -1,5 +1,6 @@
 import Foundation
 import SeedSyncModel
+import SeedSyncStore
 import Testing
 
 /// The change feed both stores serve: checked against a fresh state, cached change sets never read

@@ -1,4 +1,5 @@
 import SeedSyncModel
+import SeedSyncStore
 import Testing
 
 /// The change sets a store serves again from memory: consecutive from the feed's revision, in

@@ -3,6 +3,7 @@ import Logging
 import PostgresNIO
 import SeedSyncModel
 import SeedSyncPostgres
+import SeedSyncStore
 import SeedSyncTesting
 
 /// Tables a team might already have: every column type the store maps, a `varchar` key, a

@@ -1,5 +1,6 @@
 import NIOConcurrencyHelpers
 import SeedSyncModel
+import SeedSyncStore
 import Testing
 
 /// Requests share reads, but none gets a read that began before it asked. The reads here wait

@@ -5,6 +5,7 @@ import NIOCore
 import SeedSyncDemo
 import SeedSyncModel
 import SeedSyncServer
+import SeedSyncStore
 import SeedSyncTesting
 import Testing
 

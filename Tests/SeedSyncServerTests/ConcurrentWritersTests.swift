@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import SeedSyncModel
+import SeedSyncSQLiteStore
 import SeedSyncServer
 import SeedSyncStore
 import SeedSyncTesting

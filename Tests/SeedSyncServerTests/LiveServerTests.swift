@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import SeedSyncModel
+import SeedSyncSQLiteStore
 import SeedSyncServer
 import SeedSyncStore
 import SeedSyncTesting

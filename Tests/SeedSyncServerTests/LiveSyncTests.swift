@@ -2,6 +2,7 @@ import Foundation
 import SeedSyncClient
 import SeedSyncModel
 import SeedSyncPostgres
+import SeedSyncSQLiteStore
 import SeedSyncServer
 import SeedSyncStore
 import SeedSyncTesting

@@ -4,6 +4,7 @@ import HummingbirdTesting
 import NIOConcurrencyHelpers
 import SeedSyncDemo
 import SeedSyncModel
+import SeedSyncSQLiteStore
 import SeedSyncServer
 import SeedSyncStore
 import SeedSyncTesting
@@ -171,7 +172,6 @@ private final class UnavailableStore: SyncStore {
     func push(_ changeSet: PushedChangeSet, retention: Duration, version: Int?) async throws -> PushResult {
         throw down
     }
-    func keys(of type: String) async throws -> [JSONValue] { throw down }
     func register(_ seed: SeedRegistration) async throws -> RegisteredSeed { throw down }
     func registeredSeeds() async throws -> [RegisteredSeed] { throw down }
     private var down: SyncStoreError { .storeUnavailable("the database restarts") }

@@ -1,5 +1,6 @@
 import SeedSyncModel
 import SeedSyncServer
+import SeedSyncStore
 import Testing
 
 /// The `__oldId__` marks of a sync answer: made from the push results once, never dropped.

@@ -6,6 +6,7 @@ import HummingbirdTesting
 import NIOCore
 import SeedSyncDemo
 import SeedSyncModel
+import SeedSyncSQLiteStore
 import SeedSyncServer
 import SeedSyncStore
 import SeedSyncTesting
@@ -648,7 +649,6 @@ private struct FailingStore: SyncStore {
     func push(_ changeSet: PushedChangeSet, retention: Duration, version: Int?) async throws -> PushResult {
         throw DiskOnFire()
     }
-    func keys(of type: String) async throws -> [JSONValue] { throw DiskOnFire() }
     func register(_ seed: SeedRegistration) async throws -> RegisteredSeed { throw DiskOnFire() }
     func registeredSeeds() async throws -> [RegisteredSeed] { throw DiskOnFire() }
 }

@@ -4,6 +4,7 @@ import HummingbirdTesting
 import SeedSyncDemo
 import SeedSyncModel
 import SeedSyncServer
+import SeedSyncStore
 import SeedSyncTesting
 import Testing
 

@@ -3,6 +3,7 @@ import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import SeedSyncModel
+import SeedSyncSQLiteStore
 import SeedSyncServer
 import SeedSyncStore
 import SeedSyncTesting

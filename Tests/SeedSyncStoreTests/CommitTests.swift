@@ -1,5 +1,6 @@
 import Foundation
 import SeedSyncModel
+import SeedSyncSQLiteStore
 import SeedSyncStore
 import SeedSyncTesting
 import Testing

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import SeedSyncDemo
 import SeedSyncModel
+import SeedSyncSQLiteStore
 import SeedSyncStore
 import SeedSyncTesting
 import Testing

@@ -3,6 +3,7 @@ import GRDB
 import SeedSyncDemo
 import SeedSyncModel
 import SeedSyncPostgres
+import SeedSyncSQLiteStore
 import SeedSyncStore
 import SeedSyncTesting
 import Testing

@@ -1,6 +1,7 @@
 import Foundation
 import SeedSyncModel
 import SeedSyncPostgres
+import SeedSyncSQLiteStore
 import SeedSyncStore
 import SeedSyncTesting
 import Testing

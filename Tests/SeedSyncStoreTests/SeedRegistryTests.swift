@@ -1,6 +1,7 @@
 import Foundation
 import SeedSyncDemo
 import SeedSyncModel
+import SeedSyncStore
 import SeedSyncTesting
 import Testing
 

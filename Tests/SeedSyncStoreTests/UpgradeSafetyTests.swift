@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import SeedSyncModel
 import SeedSyncPostgres
+import SeedSyncSQLiteStore
 import SeedSyncStore
 import SeedSyncTesting
 import Testing

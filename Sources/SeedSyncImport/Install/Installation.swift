@@ -38,7 +38,7 @@ extension ImportSession {
         }
         let metadata = try seed.copy(to: installingPath, expectedSchemaVersion: configuration.expectedSchemaVersion)
         if let server, metadata.revision < server.minRevision {
-            SQLiteFiles.remove(at: installingPath)
+            DatabaseFiles(installingPath).remove()
             return try await installSnapshot(seedRevision: metadata.revision, server: server)
         }
         let database = try await place(installingPath, checking: metadata, against: server)
@@ -58,8 +58,8 @@ extension ImportSession {
         let version = server.servedVersions.contains(wanted) ? wanted : seed.summary?.schemaVersion
         let built = try await downloadSnapshot(types: nil, version: version)
         defer { try? FileManager.default.removeItem(atPath: built.manifestPath) }
-        let metadata = try SeedFile.read(snapshotPath) { try $0.metadata() }
-        let database = try await place(snapshotPath, checking: metadata, against: server)
+        let metadata = try SeedFile.read(snapshot.output) { try $0.metadata() }
+        let database = try await place(snapshot.output, checking: metadata, against: server)
         emit(.installed(revision: built.manifest.revision))
         return database
     }
@@ -74,16 +74,16 @@ extension ImportSession {
         do {
             if let server { try check(metadata, against: server) }
             if let appDatabase {
-                defer { SQLiteFiles.remove(at: source) }
+                defer { DatabaseFiles(source).remove() }
                 database = try await LocalDatabase.install(source, into: appDatabase)
             } else {
                 database = try rename(source)
             }
         } catch let error as SeedError {
-            SQLiteFiles.remove(at: source)
+            DatabaseFiles(source).remove()
             throw ImportError(error, otherwise: .invalidDatabase, "the seed was not installed")
         } catch {
-            SQLiteFiles.remove(at: source)
+            DatabaseFiles(source).remove()
             throw error
         }
         report.installed = true
@@ -94,7 +94,7 @@ extension ImportSession {
     private func rename(_ source: String) throws -> LocalDatabase {
         try LocalDatabase.switchToWAL(at: source)
         // Journals of an older database that is gone would be replayed onto the new file.
-        SQLiteFiles.removeJournals(of: databasePath)
+        DatabaseFiles(databasePath).removeCompanions()
         try FileSystem.rename(source, to: databasePath)
         FileSystem.syncDirectory(of: databasePath)
         guard let database = try LocalDatabase.open(at: databasePath) else {
@@ -120,11 +120,11 @@ extension ImportSession {
             if let server { try check(metadata, against: server) }
         } catch let error as ImportError where Self.rejectsSeed(error) {
             // Only the seed's own failures: a failure of the replacement below is the database's.
-            SQLiteFiles.remove(at: installingPath)
+            DatabaseFiles(installingPath).remove()
             reject(seed: error)
             return database
         }
-        defer { SQLiteFiles.remove(at: installingPath) }
+        defer { DatabaseFiles(installingPath).remove() }
         guard isNewer(metadata.dataset, metadata.schemaVersion, metadata.revision, than: local) else { return database }
         return try await replace(
             database, with: installingPath, revision: metadata.revision, reason: .newerSeed, source: .seed)

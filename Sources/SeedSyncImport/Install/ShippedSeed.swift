@@ -82,11 +82,11 @@ struct ShippedSeed: Sendable {
         do {
             return try copyAndCheck(to: destination, expectedSchemaVersion: expectedSchemaVersion)
         } catch let error as SeedError where error.isStorageFailure {
-            SQLiteFiles.remove(at: destination)
+            DatabaseFiles(destination).remove()
             // The volume failed, not the seed: the message names the file that could not be written or read.
             throw ImportError(.storage, "cannot copy the seed \(path) to \(destination): \(error)")
         } catch {
-            SQLiteFiles.remove(at: destination)
+            DatabaseFiles(destination).remove()
             // Name the shipped seed, not the copy, in what the user reads.
             throw error as? ImportError
                 ?? ImportError(.invalidSeed, "\(error)".replacingOccurrences(of: destination, with: path))
@@ -94,7 +94,7 @@ struct ShippedSeed: Sendable {
     }
 
     private func copyAndCheck(to destination: String, expectedSchemaVersion: Int?) throws -> SeedMetadata {
-        SQLiteFiles.remove(at: destination)
+        DatabaseFiles(destination).remove()
         // A plain seed with a manifest: `quick_check` reads the shipped file on another thread while
         // the copy is made (half of an install's time when it came after), and the copy's SHA-256
         // against the manifest then proves the copy the same bytes as what was checked.

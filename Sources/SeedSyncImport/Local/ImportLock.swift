@@ -1,4 +1,5 @@
 import Foundation
+import SeedSyncSQL
 import SeedSyncSeed
 
 #if canImport(Glibc)
@@ -23,7 +24,7 @@ package final class ImportLock {
 
     /// Takes the lock of `database`, waiting at most `timeout` seconds for another importer to release it.
     package static func acquire(for database: String, timeout: Double) async throws -> ImportLock {
-        let path = database + ".lock"
+        let path = DatabaseFiles(database).lock
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
             throw ImportError(SeedError.system(errno, "create the lock file \(path)"), otherwise: .invalidDatabase)
@@ -53,7 +54,7 @@ package final class ImportLock {
 
     /// Whether an importer holds the lock of `database` now.
     static func isHeld(for database: String) -> Bool {
-        let descriptor = open(database + ".lock", O_RDWR | O_CLOEXEC)
+        let descriptor = open(DatabaseFiles(database).lock, O_RDWR | O_CLOEXEC)
         guard descriptor >= 0 else { return false }
         defer { close(descriptor) }
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else { return errno == EWOULDBLOCK }

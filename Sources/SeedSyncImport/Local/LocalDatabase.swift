@@ -124,7 +124,8 @@ final class LocalDatabase: Sendable {
     /// SeedSync's application id, one read-write connection reads the schema, which rolls the
     /// journal back. Any other file is left to the read-only check, which refuses it untouched.
     private static func rollBackInterruptedWrite(at path: String) throws {
-        guard FileManager.default.fileExists(atPath: path + "-journal"), SeedFormat.hasSeedHeader(at: path) else {
+        guard FileManager.default.fileExists(atPath: DatabaseFiles(path).journal), SeedFormat.hasSeedHeader(at: path)
+        else {
             return
         }
         _ = try withConnection(to: path, "roll back the interrupted write in \(path)") { queue in
@@ -287,7 +288,8 @@ final class LocalDatabase: Sendable {
     /// not hold the write lock, and the app's single writer stays free for the app's commits (an
     /// edit session's among them) while pages are copied.
     func checkpointIfLarge() async throws {
-        let size = (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? NSNumber)?.intValue
+        let size = (try? FileManager.default.attributesOfItem(atPath: DatabaseFiles(path).wal)[.size] as? NSNumber)?
+            .intValue
         guard let size, size > Self.walLimit else { return }
         guard isAppDatabase else { return try await checkpoint(on: writer) }
         let checkpointer: DatabaseQueue

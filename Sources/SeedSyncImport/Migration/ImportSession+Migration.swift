@@ -6,7 +6,7 @@ import SeedSyncSeed
 
 extension ImportSession {
     /// Where a migration stages what it downloads (see ``MigrationStaging``).
-    var migrationPath: String { databasePath + ".migration" }
+    var migrationPath: String { files.migration.path }
 
     /// Rows per page of a migration's downloads (the server caps it: 50,000 by default).
     static let migrationPageSize = 50_000
@@ -55,7 +55,7 @@ extension ImportSession {
         let fromRevision = try await database.revision()
         let bytesBefore = client.bytesReceived
         let staging = try MigrationStaging(at: migrationPath, types: Self.stagedTypes(changes, from: old, to: new))
-        defer { SQLiteFiles.remove(at: migrationPath) }
+        defer { DatabaseFiles(migrationPath).remove() }
         let rows = try await stage(into: staging, version: version, from: fromRevision, old: old, excluded: excluded)
         let (migrated, applied, events) = try await database.migrated(
             from: old, to: new, changes: changes, staging: staging)

@@ -21,7 +21,7 @@ struct MigrationStaging {
 
     /// Creates the file at `path` (replacing a leftover) with a table for each of `types`.
     init(at path: String, types: [EntityType]) throws {
-        SQLiteFiles.remove(at: path)
+        DatabaseFiles(path).remove()
         self.path = path
         self.types = Dictionary(uniqueKeysWithValues: types.map { ($0.name, $0) })
         var configuration = Configuration()

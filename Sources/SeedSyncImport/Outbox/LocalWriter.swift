@@ -144,7 +144,9 @@ extension LocalWriter {
     /// print(queued.map(\.id))
     /// ```
     ///
-    /// - Parameter source: what holds the list, named in errors ("change set 2 of edits.json: …").
+    /// - Parameters:
+    ///   - changeSets: the change sets, in the order they are written.
+    ///   - source: what holds the list, named in errors ("change set 2 of edits.json: …").
     /// - Throws: ``ImportError`` as ``write(_:)`` does, saying which change set failed and how many
     ///   of the list were queued.
     public func write(changeSets: [ChangeSet], from source: String) async throws -> [QueuedChangeSet] {

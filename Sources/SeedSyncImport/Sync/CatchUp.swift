@@ -122,7 +122,7 @@ extension ImportSession {
             reject(seed: error)
             return try await replaceWithSnapshot(database, minRevision: minRevision)
         }
-        defer { SQLiteFiles.remove(at: installingPath) }
+        defer { DatabaseFiles(installingPath).remove() }
         guard metadata.revision >= minRevision, metadata.schema == database.metadata.schema else {
             return try await replaceWithSnapshot(database, minRevision: minRevision)
         }
@@ -134,11 +134,11 @@ extension ImportSession {
         let built = try await downloadSnapshot(
             types: database.metadata.schema.types.map(\.name), version: database.metadata.schemaVersion)
         defer {
-            try? FileManager.default.removeItem(atPath: snapshotPath)
+            try? FileManager.default.removeItem(atPath: snapshot.output)
             try? FileManager.default.removeItem(atPath: built.manifestPath)
         }
         return try await gatedReplace(
-            database, with: snapshotPath, revision: built.manifest.revision, source: .snapshot)
+            database, with: snapshot.output, revision: built.manifest.revision, source: .snapshot)
     }
 
     /// The swap of a 410 recovery, once its file is ready. It lands on every row, so it waits for
@@ -154,7 +154,7 @@ extension ImportSession {
         }
     }
 
-    /// Builds a snapshot of the server at ``snapshotPath`` (as `seed-build --resume` does): `types`
+    /// Builds a snapshot of the server at `snapshot.output` (as `seed-build --resume` does): `types`
     /// (all when `nil`) in schema version `version` (the newest when `nil`), going on from the
     /// download an interrupted run left, unless it cannot (another schema or type selection, or
     /// history the server no longer has): then from the start.
@@ -163,7 +163,7 @@ extension ImportSession {
             try await SeedBuilder(
                 client: client,
                 options: .init(
-                    output: snapshotPath, types: types, syncLimit: configuration.syncLimit, resume: resuming,
+                    output: snapshot.output, types: types, syncLimit: configuration.syncLimit, resume: resuming,
                     schemaVersion: version)
             ).build()
         }

@@ -188,6 +188,11 @@ extension StoredVersion {
 package struct UnreadableVersion: Error, Sendable, Hashable {
     package var number: Int
     package var reason: String
+
+    package init(number: Int, reason: String) {
+        self.number = number
+        self.reason = reason
+    }
 }
 
 /// One schema version: the schema, when it was made, and what was renamed on the way to it.

@@ -38,7 +38,9 @@ public struct VersionProjection: Sendable {
 
     /// ``init(history:version:)`` with the history's lineages made already: a store makes a
     /// projection to each version it serves from one set.
-    init(history: SchemaHistory, version number: Int, lineages: [String: [FieldLineage]]) throws(SyncStoreError) {
+    package init(history: SchemaHistory, version number: Int, lineages: [String: [FieldLineage]])
+        throws(SyncStoreError)
+    {
         guard let index = history.versions.firstIndex(where: { $0.number == number }) else {
             throw .unknownSchemaVersion(number, kept: history.versions.map(\.number))
         }

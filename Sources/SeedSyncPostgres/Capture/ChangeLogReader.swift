@@ -1,5 +1,6 @@
 import NIOCore
 import SeedSyncModel
+import SeedSyncStore
 
 /// Assembles change sets from the rows of `seedsync._changes`, as `/v1/sync` serves them in one
 /// schema version: types in that version's order, ids sorted by key, every created or updated

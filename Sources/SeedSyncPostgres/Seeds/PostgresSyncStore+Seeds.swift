@@ -1,6 +1,7 @@
 import Foundation
 import PostgresNIO
 public import SeedSyncModel
+import SeedSyncStore
 
 extension PostgresSyncStore {
     /// Registers a seed under the store's lock (the `_state` row), so a compaction cannot move

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PostgresNIO
 package import SeedSyncModel
+package import SeedSyncStore
 
 /// `seedsync._schemas`: every schema version of the store, one row each, created when a store
 /// made before it is opened (with the state's schema as its one version, made at revision 0).

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PostgresNIO
 public import SeedSyncModel
+import SeedSyncStore
 
 extension PostgresSyncStore {
     /// Mends the change sets logged while a served column was away: renamed and renamed back,

@@ -2,6 +2,7 @@ import Logging
 import NIOConcurrencyHelpers
 package import PostgresNIO
 import SeedSyncModel
+import SeedSyncStore
 
 extension PostgresSyncStore {
     /// How often the revision is read besides the notifications: the fallback for notifications a

@@ -1,4 +1,5 @@
 package import Foundation
+import SeedSyncSQL
 
 #if canImport(Glibc)
 import Glibc
@@ -98,7 +99,8 @@ package enum FileSystem {
         #endif
         guard getrlimit(resource, &limit) == 0, limit.rlim_cur != unlimited else { return false }
         let margin: UInt64 = 64 << 10
-        return [path, path + "-wal", path + "-journal"].contains { file in
+        let files = DatabaseFiles(path)
+        return [path, files.wal, files.journal].contains { file in
             let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? UInt64) ?? nil ?? 0
             return size + margin >= UInt64(limit.rlim_cur)
         }

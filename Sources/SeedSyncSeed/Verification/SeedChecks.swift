@@ -83,7 +83,7 @@ struct SeedChecks {
     }
 
     private func checkJournal(_ header: SQLiteHeader, into report: inout VerificationReport) {
-        let leftovers = ["-wal", "-shm", "-journal"].map { path + $0 }.filter {
+        let leftovers = DatabaseFiles(path).companions.filter {
             FileManager.default.fileExists(atPath: $0)
         }
         if !header.isRollbackJournal {

@@ -26,13 +26,13 @@ extension SeedWriter {
     ///   kept then, with its cursors, and nothing is left at `destination`.
     package func finish(to destination: String) async throws {
         try await checkComplete()
-        SQLiteFiles.remove(at: destination)
+        DatabaseFiles(destination).remove()
         let cursors = try await dropCursors()
         do {
             try await copyTables(to: destination)
             try await completeCopy(at: destination)
         } catch {
-            SQLiteFiles.remove(at: destination)
+            DatabaseFiles(destination).remove()
             // Not when cancelled (GRDB refuses the write then): the next open puts complete cursors back.
             try? await queue.write { db in
                 try Self.createBuildTable(db, cursors: cursors)
@@ -41,7 +41,7 @@ extension SeedWriter {
             throw error
         }
         try queue.close()
-        SQLiteFiles.remove(at: path)
+        DatabaseFiles(path).remove()
     }
 
     /// Fails unless every type's snapshot was downloaded.

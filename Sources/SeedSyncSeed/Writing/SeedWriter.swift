@@ -63,7 +63,7 @@ package final class SeedWriter: Sendable {
         } catch {
             // A volume too full for even an empty seed: leave nothing behind.
             try? queue.close()
-            SQLiteFiles.remove(at: path)
+            DatabaseFiles(path).remove()
             throw error
         }
         return SeedWriter(path: path, queue: queue, schema: schema)
@@ -186,7 +186,7 @@ package final class SeedWriter: Sendable {
         } catch {
             // Not a database, or not a seed: nothing of value to keep.
         }
-        SQLiteFiles.remove(at: path)
+        DatabaseFiles(path).remove()
     }
 
     /// Whether the file at `path` holds no table: a build killed while it created its file (the

@@ -1,5 +1,6 @@
 import Foundation
 import SeedSyncModel
+import SeedSyncStore
 
 /// Snapshot pages this process has read, kept for ``ServerConfiguration/snapshotMaxAge``: the
 /// same answers HTTP caches in front of it may give for the rest of that time.

@@ -1,4 +1,5 @@
 import SeedSyncModel
+import SeedSyncStore
 import ServiceLifecycle
 
 /// Live sync's one reader: runs the store's ``SyncStore/watchRevisions(_:)`` for the life of the

@@ -1,4 +1,5 @@
 package import SeedSyncModel
+package import SeedSyncStore
 
 /// The `"__oldId__"` marks of a sync answer (PROTOCOL.md §5): in the change sets this request's
 /// pushes became, each row created with a temporary key carries that key. Read once from the

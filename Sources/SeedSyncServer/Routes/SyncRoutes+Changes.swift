@@ -1,5 +1,6 @@
 import Hummingbird
 import SeedSyncModel
+import SeedSyncStore
 
 /// `GET /v1/changes`: the change log as reads that ordinary HTTP caches can keep.
 ///

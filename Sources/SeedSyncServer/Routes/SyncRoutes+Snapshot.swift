@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import SeedSyncModel
+import SeedSyncStore
 
 /// `GET /v1/snapshot/{type}[?after=K][&limit=N][&schemaVersion=V][&fields=a,b][&notBefore=R]`.
 ///

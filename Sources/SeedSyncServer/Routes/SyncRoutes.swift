@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import SeedSyncModel
+import SeedSyncStore
 import ServiceLifecycle
 
 /// The endpoints of protocol v1 over one ``SyncStore``. See `docs/PROTOCOL.md`.

@@ -1,0 +1,136 @@
+import GRDB
+public import SeedSyncModel
+import SeedSyncSQL
+public import SeedSyncStore
+
+extension SQLiteSyncStore {
+    public func schemaHistory() async throws -> SchemaHistory {
+        try await pool.read { db in try self.served(db).versions.history }
+    }
+
+    public func schemaInfo(version: Int?) async throws -> SchemaInfo {
+        try await pool.read { db in
+            let state = try LogState.fetch(db)
+            let served = try self.served(db, state)
+            let projection = try served.versions.projection(version)
+            let counts = try Self.rowCounts(served.tables, in: db)
+            return projection.project(
+                SchemaInfo(
+                    schema: served.schema, revision: state.revision, minRevision: state.minRevision, rowCounts: counts))
+        }
+    }
+
+    public func revisions() async throws -> (revision: Int64, minRevision: Int64) {
+        let state = try await pool.read { db in try LogState.fetch(db) }
+        return (state.revision, state.minRevision)
+    }
+
+    /// Up to `limit` rows after `after` as page JSON, written from the statement's columns as they
+    /// are read (in the newest version, of the `fields` asked for alone; projected when another
+    /// version is asked for). One row of look-ahead: a row past `limit` means there is more, and
+    /// `next` is the key of the page's last row.
+    public func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int, version: Int?, fields: [String]?)
+        async throws -> [UInt8]
+    {
+        try await pool.read { db in
+            let state = try LogState.fetch(db)
+            let served = try self.served(db, state)
+            let projection = try served.versions.projection(version)
+            guard let asked = projection.target.schema.type(named: type) else {
+                throw SyncStoreError.unknownType(type)
+            }
+            if let fields { _ = try asked.selecting(fields) }
+            let table = try served.table(type)
+            if projection.isNewest {
+                let selected = try fields.map { TableSQL(type: try table.type.selecting($0)) } ?? table
+                return try Self.page(of: selected, after: after, limit: limit, revision: state.revision, in: db)
+            }
+            let json = try Self.page(of: table, after: after, limit: limit, revision: state.revision, in: db)
+            return try projection.project(SnapshotPage(json: JSONParser.parse(json)), selecting: fields).jsonBytes()
+        }
+    }
+
+    private static func page(of table: TableSQL, after: JSONValue?, limit: Int, revision: Int64, in db: Database) throws
+        -> [UInt8]
+    {
+        let statement = try db.cachedStatement(sql: table.snapshot(after: after != nil))
+        var arguments: [DatabaseValue] = after.map { [ValueMapping.databaseValue(key: $0)] } ?? []
+        arguments.append((limit + 1).databaseValue)
+        let cursor = try Row.fetchCursor(statement, arguments: StatementArguments(arguments))
+        var writer = SnapshotPage.beginJSON(
+            type: table.type.name, revision: revision, columns: table.type.columnNames, rowCount: limit)
+        var count = 0
+        var next = JSONValue.null
+        while try cursor.next() != nil {
+            count += 1
+            if count > limit { break }
+            if count == limit { next = StatementValues.key(column: 0, of: statement) }
+            StatementValues.writeRow(of: table.type, from: statement, to: &writer)
+        }
+        return SnapshotPage.endJSON(&writer, next: count > limit ? next : .null)
+    }
+
+    /// The logged change sets after `revision`, as `ChangeFeedReads` serves them: a state read
+    /// shared by the requests that arrive together, the change sets this process already read from
+    /// its cache, and the rest from the log in a read transaction of their own, shared too, whose
+    /// `minRevision` tells a range compacted in between (`historyExpired`). A change set is served
+    /// as logged when it was written in the version asked for, else parsed and projected
+    /// (`VersionProjection`), and cached in that version. The schema is read again when the state
+    /// says another process upgraded it.
+    public func changeFeed(after revision: Int64, limit: Int, byteBudget: Int, version: Int?) async throws
+        -> ChangeFeed
+    {
+        let state = try await feedReads.state { [pool] in try await pool.read { db in try LogState.fetch(db) } }
+        var tables = served.get()
+        if state.schemaVersion != tables.versions.storedNewest {
+            tables = try await pool.read { db in try self.served(db) }
+        }
+        let projection = try tables.versions.projection(version)
+        return try await feedReads.feed(
+            after: revision, limit: limit, byteBudget: byteBudget, version: projection.target.number, state: state
+        ) { [pool] range in try await pool.read { db in try Self.logged(range, projection, in: db) } }
+    }
+
+    /// The logged change sets of `range`, until one passes its byte budget (that one included),
+    /// with the log's `minRevision` in the same transaction.
+    private static func logged(_ range: LogRange, _ projection: VersionProjection, in db: Database) throws
+        -> LoggedChangeSets
+    {
+        let minRevision = try LogState.fetch(db).minRevision
+        guard minRevision <= range.after else { return LoggedChangeSets(minRevision: minRevision, changeSets: []) }
+        let statement = try db.cachedStatement(
+            sql:
+                "SELECT revision, change_set FROM _seedsync_changes WHERE revision > ? AND revision <= ? ORDER BY revision"
+        )
+        let cursor = try Row.fetchCursor(statement, arguments: [range.after, range.last])
+        var read: [EncodedChangeSet] = []
+        var bytes = 0
+        while bytes <= range.byteBudget, try cursor.next() != nil {
+            let logged = StatementValues.integer(column: 0, of: statement)
+            var json = StatementValues.bytes(column: 1, of: statement)
+            if !projection.servesAsWritten(revision: logged) {
+                json = try projection.project(ChangeSet(json: JSONParser.parse(json))).jsonBytes()
+            }
+            bytes += json.count
+            read.append(EncodedChangeSet(revision: logged, json: json))
+        }
+        return LoggedChangeSets(minRevision: minRevision, changeSets: read)
+    }
+
+    /// Every key of `type`, in key order (for mutation generators and tests).
+    public func keys(of type: String) async throws -> [JSONValue] {
+        try await pool.read { db in
+            let table = try self.served(db).table(type)
+            return try DatabaseValue.fetchAll(db, sql: table.keys).map(ValueMapping.jsonKey)
+        }
+    }
+
+    /// The number of rows of each type.
+    public func rowCounts() async throws -> [String: Int] {
+        try await pool.read { db in try Self.rowCounts(self.served(db).tables, in: db) }
+    }
+
+    private static func rowCounts(_ tables: [String: TableSQL], in db: Database) throws -> [String: Int] {
+        try tables.mapValues { try Int.fetchOne(db, sql: "SELECT count(*) FROM \($0.table)") ?? 0 }
+    }
+}

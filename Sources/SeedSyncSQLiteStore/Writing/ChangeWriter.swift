@@ -1,0 +1,166 @@
+import Foundation
+import GRDB
+public import SeedSyncModel
+import SeedSyncSQL
+public import SeedSyncStore
+
+extension SQLiteSyncStore {
+    @discardableResult
+    public func commit(_ changeSet: ChangeSet) async throws -> Int64 {
+        do {
+            let revision = try await writeTransaction { db in
+                let served = try self.served(db)
+                let changes = try served.schema.validateCommit(changeSet)
+                return try ChangeWriter(served).commit(changes, in: db)
+            }
+            watches.publish(revision)
+            return revision
+        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_FOREIGNKEY {
+            throw SyncStoreError.invalidChangeSet(
+                ChangeSetError(.brokenReference, "the change set leaves a reference to a missing row"))
+        }
+    }
+}
+
+/// Applies one validated change set inside a write transaction and logs it as the next revision.
+///
+/// Creates fail on an existing key, updates and deletes on a missing one. After every row is
+/// written, each reference a created or updated row holds must resolve, and no remaining row may
+/// reference a deleted one. Any failure throws, and the transaction rolls back whole.
+struct ChangeWriter {
+    let schema: DatasetSchema
+    let tables: [String: TableSQL]
+
+    init(_ served: ServedTables) {
+        schema = served.schema
+        tables = served.tables
+    }
+
+    func commit(_ changes: [ValidatedChanges], in db: Database) throws -> Int64 {
+        let revision = try write(changes, in: db)
+        if let problem = try referenceProblems(of: changes, in: db).first {
+            throw SyncStoreError.invalidChangeSet(problem.error)
+        }
+        return revision
+    }
+
+    /// Writes the rows and logs them as the next revision, without checking references.
+    func write(_ changes: [ValidatedChanges], in db: Database) throws -> Int64 {
+        let state = try LogState.fetch(db)
+        let revision = state.revision + 1
+        for change in changes {
+            try write(change, revision: revision, in: db)
+        }
+        try db.execute(
+            sql: "INSERT INTO _seedsync_changes (revision, change_set) VALUES (?, ?)",
+            arguments: [revision, Data(loggedChangeSet(changes, revision: revision))]
+        )
+        try LogState.save(db, revision: revision, minRevision: state.minRevision)
+        return revision
+    }
+
+    /// The references the written `changes` leave broken: a created or updated row pointing at a
+    /// missing row, a deleted row something still points at (its first referrer).
+    func referenceProblems(of changes: [ValidatedChanges], in db: Database) throws -> [ReferenceProblem] {
+        var problems: [ReferenceProblem] = []
+        for change in changes {
+            for (index, field) in change.type.fields.enumerated() {
+                guard let target = field.references, let targetTable = tables[target] else { continue }
+                let exists = try db.cachedStatement(sql: targetTable.exists)
+                for row in change.creates + change.updates where row.values[index] != .null {
+                    let key = row.values[index]
+                    if try Bool.fetchOne(exists, arguments: [ValueMapping.databaseValue(key: key)]) == nil {
+                        problems.append(
+                            .dangling(
+                                type: change.type.name, key: row.key, field: field.name, target: target, targetKey: key)
+                        )
+                    }
+                }
+            }
+        }
+        return problems + (try referrers(ofDeletesIn: changes, in: db))
+    }
+
+    /// For each row `changes` delete that some row points at, its first referrer per reference
+    /// field: after the write, a broken reference; when the delete conflicts, rows the answer holds.
+    func referrers(ofDeletesIn changes: [ValidatedChanges], in db: Database) throws -> [ReferenceProblem] {
+        var problems: [ReferenceProblem] = []
+        for change in changes where !change.deletes.isEmpty {
+            for (referrer, field) in schema.references(to: change.type.name) {
+                let statement = try db.cachedStatement(sql: tables[referrer.name]!.referrer(through: field))
+                for key in change.deletes {
+                    if let holder = try DatabaseValue.fetchOne(
+                        statement, arguments: [ValueMapping.databaseValue(key: key)])
+                    {
+                        problems.append(
+                            .referenced(
+                                type: change.type.name, key: key, referrer: referrer.name,
+                                referrerKey: ValueMapping.jsonKey(holder), field: field.name))
+                    }
+                }
+            }
+        }
+        return problems
+    }
+
+    private func write(_ change: ValidatedChanges, revision: Int64, in db: Database) throws {
+        let table = tables[change.type.name]!
+        let insert = try db.cachedStatement(sql: table.insert)
+        for row in change.creates {
+            do {
+                try StatementValues.execute(insert, row: row, of: change.type, revision: revision)
+            } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY {
+                throw invalid(
+                    .rowExists, "\(change.type.name)[\(row.key.keyString!)] cannot be created: it already exists")
+            }
+        }
+        let update = try db.cachedStatement(sql: table.update)
+        for row in change.updates {
+            try update.execute(arguments: ValueMapping.updateArguments(row, of: change.type, revision: revision))
+            guard db.changesCount == 1 else {
+                throw invalid(
+                    .rowNotFound, "\(change.type.name)[\(row.key.keyString!)] cannot be updated: it does not exist")
+            }
+        }
+        let delete = try db.cachedStatement(sql: table.delete)
+        for key in change.deletes {
+            try delete.execute(arguments: [ValueMapping.databaseValue(key: key)])
+            guard db.changesCount == 1 else {
+                throw invalid(
+                    .rowNotFound, "\(change.type.name)[\(key.keyString!)] cannot be deleted: it does not exist")
+            }
+        }
+        // A deleted key is never given to a pushed row (a client may still hold a reference to it).
+        if let largest = change.deletes.compactMap({ if case .int(let key) = $0 { key } else { nil } }).max() {
+            try db.execute(
+                sql:
+                    "INSERT INTO _seedsync_keys (type, last) VALUES (?, ?) ON CONFLICT (type) DO UPDATE SET last = max(last, excluded.last)",
+                arguments: [change.type.name, largest]
+            )
+        }
+    }
+
+    /// The change set as served by `/v1/sync`: canonical order, normalized values, `revision` in every row.
+    private func loggedChangeSet(_ changes: [ValidatedChanges], revision: Int64) -> [UInt8] {
+        let typeChanges = changes.map { change in
+            var attributes: [String: [String: JSONValue]] = [:]
+            for row in change.creates + change.updates {
+                var values = Dictionary(uniqueKeysWithValues: zip(change.type.fields.map(\.name), row.values))
+                values[SchemaNames.revisionColumn] = .int(revision)
+                attributes[row.key.keyString!] = values
+            }
+            return TypeChanges(
+                type: change.type.name,
+                create: change.creates.map(\.key),
+                update: change.updates.map(\.key),
+                delete: change.deletes,
+                attributes: attributes
+            )
+        }
+        return ChangeSet(revision: revision, changes: typeChanges).canonical(in: schema).jsonBytes()
+    }
+
+    private func invalid(_ code: ChangeSetError.Code, _ message: String) -> SyncStoreError {
+        .invalidChangeSet(ChangeSetError(code, message))
+    }
+}

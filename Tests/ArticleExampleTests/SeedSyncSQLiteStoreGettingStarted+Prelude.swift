@@ -1,0 +1,10 @@
+import Foundation
+import SeedSyncModel
+import SeedSyncSQLiteStore
+import SeedSyncStore
+
+/// What the examples of the SeedSyncStore "Getting Started" article take from the code around
+/// them (see `scripts/article-examples.py`).
+enum SeedSyncSQLiteStoreGettingStarted {
+    static var store: SQLiteSyncStore { fatalError("never run") }
+}

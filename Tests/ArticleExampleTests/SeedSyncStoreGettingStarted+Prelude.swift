@@ -1,9 +1,0 @@
-import Foundation
-import SeedSyncModel
-import SeedSyncStore
-
-/// What the examples of the SeedSyncStore "Getting Started" article take from the code around
-/// them (see `scripts/article-examples.py`).
-enum SeedSyncStoreGettingStarted {
-    static var store: SQLiteSyncStore { fatalError("never run") }
-}

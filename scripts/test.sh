@@ -28,6 +28,9 @@ ensure_swift
 command -v gdb >/dev/null 2>&1 || install_packages gdb
 trap 'print_times; stop_postgres' EXIT
 start_postgres
+# Every PostgreSQL test runs here: without a server they fail, never skip (a developer's plain
+# `swift test` without SEEDSYNC_POSTGRES_URL skips them, saying so).
+export SEEDSYNC_REQUIRE_POSTGRES=1
 
 timed "format" swift format lint --strict --recursive Sources Tests Package.swift
 python3 scripts/article-examples.py --check

@@ -10,7 +10,7 @@ import SeedSyncStore
 /// The stores a test body runs against: one body, every backend.
 ///
 /// ```swift
-/// @Test(arguments: StoreBackend.allCases)
+/// @Test(arguments: StoreBackend.tested)
 /// func commits(backend: StoreBackend) async throws {
 ///     try await backend.withStore { store in … }
 /// }

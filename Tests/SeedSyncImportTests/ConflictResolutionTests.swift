@@ -32,7 +32,7 @@ import Testing
         try await fixture.commit(change)
     }
 
-    @Test(arguments: StoreBackend.allCases) func mergeFieldsRebasesAnEditOfOtherFieldsAndPushesIt(
+    @Test(arguments: StoreBackend.tested) func mergeFieldsRebasesAnEditOfOtherFieldsAndPushesIt(
         backend: StoreBackend
     ) async throws {
         try await withWriteBack(backend) { fixture in

@@ -121,7 +121,7 @@ import Darwin
         }
     }
 
-    @Test func aRowWithTheSmallestKeyLeavesTemporaryKeysFree() async throws {
+    @Test(.needsPostgres, .tags(.postgres)) func aRowWithTheSmallestKeyLeavesTemporaryKeysFree() async throws {
         try await withWriteBack(.postgres) { fixture in
             let postgres = try #require(fixture.store as? PostgresSyncStore)
             try await TestPostgres.runScript(
@@ -146,8 +146,7 @@ import Darwin
 
     /// Temporary keys become the real ones in the rows, in references, and in a later change set
     /// that refers to them; the app ends equal to the server.
-    @Test(arguments: StoreBackend.allCases) func pushReplacesTemporaryKeysEverywhere(backend: StoreBackend) async throws
-    {
+    @Test(arguments: StoreBackend.tested) func pushReplacesTemporaryKeysEverywhere(backend: StoreBackend) async throws {
         try await withWriteBack(backend) { fixture in
             try await fixture.sync("app")
             let importer = fixture.importer("app")
@@ -194,7 +193,7 @@ import Darwin
 
     /// Two apps edit the same event; the second push conflicts: its rows go back to the server's,
     /// the location it created goes away, and both apps end equal to the server row by row.
-    @Test(arguments: StoreBackend.allCases) func aConflictRestoresTheServersRowsAndAppsConverge(backend: StoreBackend)
+    @Test(arguments: StoreBackend.tested) func aConflictRestoresTheServersRowsAndAppsConverge(backend: StoreBackend)
         async throws
     {
         try await withWriteBack(backend) { fixture in

@@ -7,7 +7,7 @@ import SeedSyncTesting
 import Testing
 
 /// Writes by other programs (psql, the team's application) to attached tables become change sets.
-@Suite struct CaptureTests {
+@Suite(.needsPostgres, .tags(.postgres)) struct CaptureTests {
     @Test func attachAdoptsTheRowsAsOneBulkRevisionAndMapsEveryColumnType() async throws {
         try await withAttachedTeamTables { _, store in
             let info = try await store.schemaInfo()
@@ -171,7 +171,7 @@ import Testing
 
 /// Pushed change sets on attached tables: ordinary writes the capture sees, keys from the team's
 /// own sequence.
-@Suite struct PushCaptureTests {
+@Suite(.needsPostgres, .tags(.postgres)) struct PushCaptureTests {
     @Test func pushedRowsTakeKeysFromTheTablesSequenceSoTheTeamsInsertsDoNotCollide() async throws {
         let tables = """
             CREATE TABLE notes (id serial PRIMARY KEY, body text NOT NULL);

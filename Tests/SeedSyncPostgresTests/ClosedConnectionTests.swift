@@ -11,7 +11,7 @@ import Testing
 /// the request is answered. postgres-nio 1.33 on its own loses a statement sent on a closed
 /// connection and waits forever (found by the soak: a request that never ended and a server
 /// that ignored SIGTERM).
-@Suite struct ClosedConnectionTests {
+@Suite(.needsPostgres, .tags(.postgres)) struct ClosedConnectionTests {
     @Test func aTransactionWhoseConnectionClosesFailsAtOnce() async throws {
         try await TestPostgres.withDatabase { location in
             try await PostgresSyncStore.create(at: location, schema: Fixtures.catalogSchema)

@@ -20,7 +20,7 @@ import Testing
 ///   for byte, both servers and both apps go on, and a restarted server starts.
 ///
 /// The counts are in docs/RELIABILITY.md, the type table in docs/POSTGRESQL.md.
-@Suite struct ColumnMatrixTests {
+@Suite(.needsPostgres, .tags(.postgres)) struct ColumnMatrixTests {
     /// One column a team adds: its type, default and nullability, and how the upgrade must end.
     struct Column: Sendable, CustomTestStringConvertible {
         var type: String

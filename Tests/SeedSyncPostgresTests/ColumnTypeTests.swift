@@ -10,7 +10,7 @@ import Testing
 /// The column types teams really have: `uuid`, enums, `json`, `jsonb`, arrays and exact `numeric`,
 /// read from the catalog, served, written by pushes and commits, and carried into seeds and app
 /// databases unchanged.
-@Suite struct ColumnTypeTests {
+@Suite(.needsPostgres, .tags(.postgres)) struct ColumnTypeTests {
     static let tables = """
         CREATE TYPE status AS ENUM ('draft', 'live');
         CREATE TABLE items (

@@ -6,7 +6,7 @@ import Testing
 
 /// The built `seed-server` on PostgreSQL, run as a user would: every command on a URL, the schema
 /// printer, attach, and one clear line for what cannot work.
-@Suite struct PostgresCommandLineTests {
+@Suite(.needsPostgres, .tags(.postgres)) struct PostgresCommandLineTests {
     @Test func schemaAttachMutateLoadAndCompactOnAURL() async throws {
         try await withTeamDatabase { location in
             let url = location.description

@@ -7,7 +7,7 @@ import Testing
 
 /// Many writers at once, through the store and straight through SQL: one revision per
 /// transaction, in commit order, no gaps, and the log replays to the tables.
-@Suite struct ConcurrentWriterTests {
+@Suite(.needsPostgres, .tags(.postgres)) struct ConcurrentWriterTests {
     @Test func sqlWritersAndStoreCommitsShareOneGapFreeLog() async throws {
         try await withAttachedTeamTables { location, store in
             let sqlWriters = 6

@@ -21,7 +21,7 @@ import Testing
 /// After the undo and the documented way back (none, `seed-server schema repair-log`, or
 /// `seed-server schema reattach`), both apps sync again and equal the tables, every confirmed
 /// push in them. The counts are in docs/RELIABILITY.md.
-@Suite struct DDLMatrixTests {
+@Suite(.needsPostgres, .tags(.postgres)) struct DDLMatrixTests {
     struct DDL: Sendable, CustomTestStringConvertible {
         var name: String
         /// The change, psql statements (autocommit); with `holdsLock`, the statements run in an

@@ -12,7 +12,7 @@ import Testing
 /// keeps syncing through the change (no 503 for a column added), the upgrade is read from the
 /// tables, and an app on the old version and one that migrates end up each equal to the server in
 /// its version, the migrated one row by row equal to a fresh seed of the new version.
-@Suite struct PostgresMigrationTests {
+@Suite(.needsPostgres, .tags(.postgres)) struct PostgresMigrationTests {
     @Test func psqlChangesUnderALiveServerThenOldAndMigratedAppsSideBySide() async throws {
         try await StoreBackend.postgres.withDemoStore(events: 400, locations: 20, seed: 3) { store in
             let postgres = try #require(store as? PostgresSyncStore)

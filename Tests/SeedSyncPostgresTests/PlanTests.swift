@@ -8,7 +8,7 @@ import Testing
 
 /// Reads cost what they return, not what the tables hold: executed, a snapshot page and a change
 /// feed from the middle of the data touch about as many rows as they return.
-@Suite struct PlanTests {
+@Suite(.needsPostgres, .tags(.postgres)) struct PlanTests {
     @Test func snapshotPagesAndChangeFeedsTouchWhatTheyReturn() async throws {
         try await StoreBackend.postgres.withDemoStore(events: 20_000, locations: 50) { store in
             try await ChangeGenerator.mutate(store, changes: 1_000, seed: 4)

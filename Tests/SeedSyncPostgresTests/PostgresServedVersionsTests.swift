@@ -8,7 +8,7 @@ import Testing
 /// The PostgreSQL store's served versions only move forward in memory (the SQLite store's variant
 /// is SeedSyncStoreTests' `ServedVersionsTests`): a connection whose snapshot predates an upgrade
 /// reads the older history for itself, and the store keeps serving the newer one.
-@Suite struct PostgresServedVersionsTests {
+@Suite(.needsPostgres, .tags(.postgres)) struct PostgresServedVersionsTests {
     @Test func aReadBegunBeforeAnUpgradeLeavesTheNewerVersionServed() async throws {
         try await StoreBackend.postgres.withStore { store in
             let store = store as! PostgresSyncStore

@@ -13,7 +13,7 @@ import FoundationNetworking
 /// PostgreSQL stopped and started again under a running server: requests fail fast with 503
 /// `store_unavailable` and `Retry-After`, and the server recovers by itself, held live sync
 /// requests included.
-@Suite struct RestartTests {
+@Suite(.needsPostgres, .tags(.postgres)) struct RestartTests {
     @Test func aRestartedDatabaseIs503ThenServedAgainWithoutRestartingTheServer() async throws {
         try await PrivatePostgres.with { postgres in
             try await PostgresSyncStore.create(at: postgres.location, schema: Fixtures.catalogSchema)

@@ -10,10 +10,10 @@ import Testing
 
 /// Seeds and app databases from a PostgreSQL-backed server: equal to the tables row by row, and
 /// byte for byte the seed an SQLite-backed server with the same history gives.
-@Suite struct SeedTests {
+@Suite(.needsPostgres, .tags(.postgres)) struct SeedTests {
     @Test func bothStoresGiveTheSameSeedAndImportsEqualTheTables() async throws {
         let digests = NIOLockedValueBox<[StoreBackend: String]>([:])
-        for backend in StoreBackend.allCases {
+        for backend in StoreBackend.tested {
             try await backend.withDemoStore(events: 300, locations: 20, seed: 3) { store in
                 try await ChangeGenerator.mutate(store, changes: 40, seed: 5)
                 try await withLiveServer(store) { url in

@@ -5,7 +5,7 @@ import Testing
 
 /// Requests share reads, but none gets a read that began before it asked. The reads here wait
 /// for the test to release them, so nothing depends on timing.
-@Suite struct SharedReadsTests {
+@Suite(.needsPostgres, .tags(.postgres)) struct SharedReadsTests {
     /// Reads numbered in the order they start (1 first), each held until the test releases it.
     private final class Reads: Sendable {
         let started = NIOLockedValueBox(0)

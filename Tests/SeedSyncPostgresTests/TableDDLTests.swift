@@ -8,7 +8,7 @@ import Testing
 /// A team's DDL on a served table: a rebuild, a lock, a dropped primary key. Each ends served or
 /// refused with a message that says what to do, never a write confirmed that no client gets, never
 /// a wait without bound, never a server that cannot start.
-@Suite struct TableDDLTests {
+@Suite(.needsPostgres, .tags(.postgres)) struct TableDDLTests {
     static let show3: ChangeSet = ChangeSet(changes: [
         TypeChanges(
             type: "shows", create: [3],
@@ -189,7 +189,7 @@ import Testing
 
 /// A push refused by a foreign key of the table itself: to a table the client cannot see, it is
 /// rejected with the reason (the app is told why its edit went); to a served one, a conflict.
-@Suite struct ForeignKeyRefusalTests {
+@Suite(.needsPostgres, .tags(.postgres)) struct ForeignKeyRefusalTests {
     static let tables = """
         CREATE TABLE owners (id integer PRIMARY KEY);
         CREATE TABLE pets (id bigint PRIMARY KEY, name text NOT NULL, owner_id integer REFERENCES owners (id));
@@ -238,7 +238,7 @@ import Testing
 /// rows logged meanwhile lack the field, every client behind them is answered 503, and
 /// `repairLog()` gives them the values the table holds, so clients sync through without a new
 /// snapshot.
-@Suite struct LogRepairTests {
+@Suite(.needsPostgres, .tags(.postgres)) struct LogRepairTests {
     @Test(arguments: [
         (
             "renamed and back",

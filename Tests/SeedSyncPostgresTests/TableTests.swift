@@ -7,7 +7,7 @@ import Testing
 
 /// Attaching existing tables: the schema printed for them, every mismatch refused by name, and a
 /// table changed under a running store reported, never served wrong.
-@Suite struct TableTests {
+@Suite(.needsPostgres, .tags(.postgres)) struct TableTests {
     @Test func schemaIsReadFromTheCatalog() async throws {
         try await withTeamDatabase { location in
             let schema = try await PostgresSyncStore.schema(

@@ -13,7 +13,7 @@ import FoundationNetworking
 /// Two `seed-server` processes on one PostgreSQL, with admin writers through both, psql writers
 /// beside them and clients syncing through both: one gap-free log that replays to the tables, and
 /// every client ends equal to them.
-@Suite struct TwoServerTests {
+@Suite(.needsPostgres, .tags(.postgres)) struct TwoServerTests {
     static let readToken = "two-server-read", adminToken = "two-server-admin"
 
     @Test func twoServersAndDirectWritersShareOneHistory() async throws {

@@ -7,7 +7,7 @@ import Testing
 
 /// Snapshot pages read typed columns, the change log `to_json` text: for every accepted column
 /// type and the edges of its values, both give the same JSON, byte for byte.
-@Suite struct WireRowTests {
+@Suite(.needsPostgres, .tags(.postgres)) struct WireRowTests {
     static let tables = """
         CREATE TYPE mood AS ENUM ('calm', 'busy', 'très occupé');
         CREATE TABLE edges (

@@ -22,7 +22,7 @@ import Testing
             configuration.changesBlockSize = 4
             change(&configuration)
         }
-        for backend in StoreBackend.allCases {
+        for backend in StoreBackend.tested {
             try await backend.withDemoStore(events: 60, locations: 10) { store in
                 try await ChangeGenerator.mutate(store, changes: 10, seed: 2)
                 let app = try await buildApplication(store: store, configuration: configuration)

@@ -16,7 +16,7 @@ import FoundationNetworking
 /// request answered by the next commit, whoever makes it; the server's cap on the wait; the bound
 /// on held requests; pushes never held; many clients woken by one commit.
 @Suite struct LiveSyncTests {
-    @Test(arguments: StoreBackend.allCases)
+    @Test(arguments: StoreBackend.tested)
     func aHeldRequestIsAnsweredByTheNextCommit(backend: StoreBackend) async throws {
         try await backend.withStore { store in
             let first = try await store.commit(Fixtures.catalogCreation())
@@ -33,7 +33,7 @@ import FoundationNetworking
 
     /// Another process's writer: a second store on the SQLite file (seen by the watch's read), a
     /// psql-like session on PostgreSQL (seen through `NOTIFY`).
-    @Test(arguments: StoreBackend.allCases)
+    @Test(arguments: StoreBackend.tested)
     func aCommitByAnotherWriterWakesHeldRequests(backend: StoreBackend) async throws {
         try await backend.withStore { store in
             let first = try await store.commit(Fixtures.catalogCreation())
@@ -48,7 +48,7 @@ import FoundationNetworking
         }
     }
 
-    @Test(arguments: StoreBackend.allCases)
+    @Test(arguments: StoreBackend.tested)
     func oneCommitWakesEveryWaitingClient(backend: StoreBackend) async throws {
         try await backend.withStore { store in
             let first = try await store.commit(Fixtures.catalogCreation())
@@ -112,7 +112,7 @@ import FoundationNetworking
     /// A revision committed between a client's catch-up and its `"wait"` request: the request is
     /// answered at once with it (a client timing out after 10 s would fail the test, where the
     /// wait asked for 55).
-    @Test(arguments: StoreBackend.allCases)
+    @Test(arguments: StoreBackend.tested)
     func aRevisionBetweenTheCatchUpAndTheWaitIsAnsweredAtOnce(backend: StoreBackend) async throws {
         try await backend.withStore { store in
             let first = try await store.commit(Fixtures.catalogCreation())
@@ -181,7 +181,7 @@ import FoundationNetworking
         }
     }
 
-    @Test(arguments: StoreBackend.allCases)
+    @Test(arguments: StoreBackend.tested)
     func requestsBeyondTheBoundAreRefusedWithRetryAfter(backend: StoreBackend) async throws {
         try await backend.withStore { store in
             let first = try await store.commit(Fixtures.catalogCreation())

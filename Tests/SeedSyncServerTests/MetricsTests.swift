@@ -20,7 +20,7 @@ import Testing
             #"{"id": "stale", "types": ["locations"], "locations": {"delete": [1], "attributes": {"1": {"revision": 0}}}}"#
         let invalid =
             #"{"id": "invalid", "types": ["locations"], "locations": {"create": [-1], "attributes": {"-1": {"name": 5}}}}"#
-        for backend in StoreBackend.allCases {
+        for backend in StoreBackend.tested {
             try await backend.withDemoStore(events: 50, locations: 10) { store in
                 // Pages kept an hour: the second read of a page is from memory however loaded the machine.
                 let configuration = testConfiguration { $0.snapshotMaxAge = .seconds(3_600) }

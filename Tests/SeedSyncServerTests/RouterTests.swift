@@ -21,7 +21,7 @@ import Testing
         configuration: ServerConfiguration = testConfiguration(),
         _ test: @escaping @Sendable (any TestClientProtocol, any MaintainedSyncStore) async throws -> Void
     ) async throws {
-        for backend in StoreBackend.allCases {
+        for backend in StoreBackend.tested {
             try await backend.withDemoStore(events: events, locations: 10) { store in
                 try await ChangeGenerator.mutate(store, changes: mutations, seed: 2)
                 let app = try await buildApplication(store: store, configuration: configuration)

@@ -12,7 +12,7 @@ import Testing
     static let sha = String(repeating: "0f", count: 32)
 
     @Test func seedsAreRegisteredByAdminsAndListedToReaders() async throws {
-        for backend in StoreBackend.allCases {
+        for backend in StoreBackend.tested {
             try await backend.withDemoStore(events: 20, locations: 3) { store in
                 try await ChangeGenerator.mutate(store, changes: 5, seed: 1)
                 let app = try await buildApplication(store: store, configuration: testConfiguration())

@@ -26,7 +26,7 @@ import Testing
             $0.snapshotMaxAge = Self.hour
             change(&$0)
         }
-        for backend in StoreBackend.allCases {
+        for backend in StoreBackend.tested {
             try await backend.withDemoStore(events: 60, locations: 10) { store in
                 let app = try await buildApplication(store: store, configuration: configuration)
                 try await app.test(.router) { client in try await test(client, store) }

@@ -12,7 +12,7 @@ import Testing
 @Suite struct VersionRouteTests {
     /// A catalog store at version 3 with a book, an application over it, then the upgrade to 4.
     func withUpgradedApp(_ test: @escaping @Sendable (any TestClientProtocol) async throws -> Void) async throws {
-        for backend in StoreBackend.allCases {
+        for backend in StoreBackend.tested {
             try await backend.withStore { store in
                 try await store.commit(Fixtures.catalogCreation())
                 let app = try await buildApplication(store: store, configuration: testConfiguration())

@@ -12,7 +12,7 @@ import Testing
 @Suite struct PushTests {
     static let day = Duration.seconds(86_400)
 
-    @Test(arguments: StoreBackend.allCases) func createsGetRealKeysAndReferencesToTemporaryKeysFollow(
+    @Test(arguments: StoreBackend.tested) func createsGetRealKeysAndReferencesToTemporaryKeysFollow(
         backend: StoreBackend
     ) async throws {
         try await backend.withDemoStore(events: 30, locations: 5) { store in
@@ -55,7 +55,7 @@ import Testing
         }
     }
 
-    @Test(arguments: StoreBackend.allCases) func textKeysAndUpToDateDeletesApplyAndDeletedKeysAreNeverGivenAgain(
+    @Test(arguments: StoreBackend.tested) func textKeysAndUpToDateDeletesApplyAndDeletedKeysAreNeverGivenAgain(
         backend: StoreBackend
     ) async throws {
         try await backend.withStore { store in
@@ -76,7 +76,7 @@ import Testing
         }
     }
 
-    @Test(arguments: StoreBackend.allCases) func aTypeWithoutKeysLeftRejectsCreatesAndTheStoreGoesOn(
+    @Test(arguments: StoreBackend.tested) func aTypeWithoutKeysLeftRejectsCreatesAndTheStoreGoesOn(
         backend: StoreBackend
     ) async throws {
         try await backend.withStore { store in
@@ -132,7 +132,7 @@ import Testing
         }
     }
 
-    @Test(arguments: StoreBackend.allCases) func aChangeSetThatBreaksAReferenceByItselfIsRejected(backend: StoreBackend)
+    @Test(arguments: StoreBackend.tested) func aChangeSetThatBreaksAReferenceByItselfIsRejected(backend: StoreBackend)
         async throws
     {
         try await backend.withStore { store in
@@ -150,7 +150,7 @@ import Testing
         }
     }
 
-    @Test(arguments: StoreBackend.allCases) func staleWritesConflictWithTheServersRowsAndWriteNothing(
+    @Test(arguments: StoreBackend.tested) func staleWritesConflictWithTheServersRowsAndWriteNothing(
         backend: StoreBackend
     ) async throws {
         try await backend.withStore { store in
@@ -211,7 +211,7 @@ import Testing
         }
     }
 
-    @Test(arguments: StoreBackend.allCases) func brokenReferencesConflictAndShowTheRowsInvolved(backend: StoreBackend)
+    @Test(arguments: StoreBackend.tested) func brokenReferencesConflictAndShowTheRowsInvolved(backend: StoreBackend)
         async throws
     {
         try await backend.withStore { store in
@@ -244,7 +244,7 @@ import Testing
         }
     }
 
-    @Test(arguments: StoreBackend.allCases) func aChangeSetIdIsAppliedOnceEvenWhenPushedConcurrently(
+    @Test(arguments: StoreBackend.tested) func aChangeSetIdIsAppliedOnceEvenWhenPushedConcurrently(
         backend: StoreBackend
     ) async throws {
         try await backend.withStore { store in
@@ -274,7 +274,7 @@ import Testing
         }
     }
 
-    @Test(arguments: StoreBackend.allCases) func invalidChangeSetsAreRejectedRecordedAndWriteNothing(
+    @Test(arguments: StoreBackend.tested) func invalidChangeSetsAreRejectedRecordedAndWriteNothing(
         backend: StoreBackend
     ) async throws {
         try await backend.withStore { store in

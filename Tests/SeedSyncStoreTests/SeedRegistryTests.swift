@@ -10,7 +10,7 @@ import Testing
     static let sha = String(repeating: "ab", count: 32)
     static let other = String(repeating: "cd", count: 32)
 
-    @Test(arguments: StoreBackend.allCases) func aRegisteredSeedPinsCompactionUntilRetired(backend: StoreBackend)
+    @Test(arguments: StoreBackend.tested) func aRegisteredSeedPinsCompactionUntilRetired(backend: StoreBackend)
         async throws
     {
         try await backend.withDemoStore(events: 40, locations: 5) { store in
@@ -38,7 +38,7 @@ import Testing
     /// A retired seed registered again (`seed-build --register` of the same seed) pins the history
     /// again, as the command promises, while the history still reaches it; once compacted past, it
     /// is refused as expired, never answered as if it pinned anything.
-    @Test(arguments: StoreBackend.allCases) func aRetiredSeedRegisteredAgainPinsTheHistoryAgain(backend: StoreBackend)
+    @Test(arguments: StoreBackend.tested) func aRetiredSeedRegisteredAgainPinsTheHistoryAgain(backend: StoreBackend)
         async throws
     {
         try await backend.withDemoStore(events: 40, locations: 5) { store in
@@ -58,7 +58,7 @@ import Testing
         }
     }
 
-    @Test(arguments: StoreBackend.allCases) func registrationsTheHistoryCannotServeAreRefused(backend: StoreBackend)
+    @Test(arguments: StoreBackend.tested) func registrationsTheHistoryCannotServeAreRefused(backend: StoreBackend)
         async throws
     {
         try await backend.withDemoStore(events: 40, locations: 5) { store in

@@ -65,7 +65,7 @@ import Testing
         ),
     ]
 
-    @Test(arguments: StoreBackend.allCases) func aRefusedUpgradeOfEveryKindChangesNothing(backend: StoreBackend)
+    @Test(arguments: StoreBackend.tested) func aRefusedUpgradeOfEveryKindChangesNothing(backend: StoreBackend)
         async throws
     {
         try await backend.withStore { store in
@@ -92,7 +92,7 @@ import Testing
     /// `json` default of each kind are stored, read back and served as the field's type has them,
     /// by the store and by a store opened anew: the defect that made every server fail after one
     /// ordinary column.
-    @Test(arguments: StoreBackend.allCases) func defaultsReadBackAsTheirFieldsType(backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.tested) func defaultsReadBackAsTheirFieldsType(backend: StoreBackend) async throws {
         try await backend.withStore { store in
             try await store.commit(Fixtures.catalogCreation())
             let fields = [
@@ -124,7 +124,7 @@ import Testing
     /// A stored version that no server can read (written by hand, or by a server with a defect
     /// since fixed): the versions before it are served, it is named as unavailable, the server
     /// opens, and no upgrade builds on it.
-    @Test(arguments: StoreBackend.allCases) func anUnreadableStoredVersionIsUnavailableNotTheServer(
+    @Test(arguments: StoreBackend.tested) func anUnreadableStoredVersionIsUnavailableNotTheServer(
         backend: StoreBackend
     ) async throws {
         try await backend.withStore { store in
@@ -195,7 +195,7 @@ import Testing
         }
     }
 
-    @Test func aTableNamedLikeAChangeSetMemberIsNotAddedFromTheTables() async throws {
+    @Test(.needsPostgres, .tags(.postgres)) func aTableNamedLikeAChangeSetMemberIsNotAddedFromTheTables() async throws {
         try await StoreBackend.postgres.withStore { store in
             let postgres = try #require(store as? PostgresSyncStore)
             try await TestPostgres.runScript("CREATE TABLE public.types (id bigint PRIMARY KEY)", on: postgres.location)

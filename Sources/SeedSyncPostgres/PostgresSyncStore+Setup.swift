@@ -117,7 +117,6 @@ extension PostgresSyncStore {
             throw PostgresStoreError.invalidLocation(
                 "the table schema '\(tableSchema.clippedForMessage)' must match ^[a-z][a-z0-9_]{0,62}$")
         }
-        let schemaJSON = String(decoding: try JSONEncoder.stable().encode(schema), as: UTF8.self)
         let tables = schema.types.map { PostgresTableSQL(type: $0, tableSchema: tableSchema) }
         return try await withConnection(to: location, logger: logger) { connection in
             try await connection.rows("BEGIN", logger: logger)
@@ -129,27 +128,8 @@ extension PostgresSyncStore {
                     )
                 }
                 try await prepare(connection)
-                for statement in CaptureSQL.setup + CaptureSQL.pushRecords {
-                    try await connection.rows(PostgresQuery(unsafeSQL: statement), logger: logger)
-                }
-                var binds = PostgresBindings()
-                binds.append(CaptureSQL.format)
-                binds.append(schemaJSON)
-                binds.append(tableSchema)
-                try await connection.rows(
-                    PostgresQuery(
-                        unsafeSQL: "INSERT INTO seedsync._state VALUES (1, $1, $2, $3, 0, 0)", binds: binds
-                    ), logger: logger)
-                for statement in [PostgresSchemaRecords.createTable, PostgresSeedRecords.createTable] {
-                    _ = try await connection.rows(PostgresQuery(unsafeSQL: statement), logger: logger)
-                }
-                try await PostgresSchemaRecords.insert(
-                    SchemaVersion(schema: schema, revision: 0, renames: []), on: connection, logger: logger)
-                for table in tables {
-                    for statement in CaptureSQL.attach(table) {
-                        try await connection.rows(PostgresQuery(unsafeSQL: statement), logger: logger)
-                    }
-                }
+                try await createBookkeeping(
+                    schema: schema, tableSchema: tableSchema, tables: tables, on: connection, logger: logger)
                 var revision: Int64 = 0
                 if let adopt {
                     for value in try await connection.rows("SELECT seedsync._bulk()", logger: logger).decode(
@@ -164,6 +144,36 @@ extension PostgresSyncStore {
             } catch {
                 _ = try? await connection.rows("ROLLBACK", logger: logger)
                 throw error
+            }
+        }
+    }
+
+    /// Creates the store's bookkeeping in the open transaction: the change log and its functions,
+    /// the state row at revision 0, the schema and seed records, and the capture triggers of `tables`.
+    private static func createBookkeeping(
+        schema: DatasetSchema, tableSchema: String, tables: [PostgresTableSQL], on connection: PostgresConnection,
+        logger: Logger
+    ) async throws {
+        let schemaJSON = String(decoding: try JSONEncoder.stable().encode(schema), as: UTF8.self)
+        for statement in CaptureSQL.setup + CaptureSQL.pushRecords {
+            try await connection.rows(PostgresQuery(unsafeSQL: statement), logger: logger)
+        }
+        var binds = PostgresBindings()
+        binds.append(CaptureSQL.format)
+        binds.append(schemaJSON)
+        binds.append(tableSchema)
+        try await connection.rows(
+            PostgresQuery(
+                unsafeSQL: "INSERT INTO seedsync._state VALUES (1, $1, $2, $3, 0, 0)", binds: binds
+            ), logger: logger)
+        for statement in [PostgresSchemaRecords.createTable, PostgresSeedRecords.createTable] {
+            _ = try await connection.rows(PostgresQuery(unsafeSQL: statement), logger: logger)
+        }
+        try await PostgresSchemaRecords.insert(
+            SchemaVersion(schema: schema, revision: 0, renames: []), on: connection, logger: logger)
+        for table in tables {
+            for statement in CaptureSQL.attach(table) {
+                try await connection.rows(PostgresQuery(unsafeSQL: statement), logger: logger)
             }
         }
     }

@@ -83,7 +83,9 @@ extension SeedServerCommand.Schema {
                     try await store.upgrade(to: schema, renaming: renames)
                 }
             } else {
-                let location = try options.postgres()!
+                guard let location = try options.postgres() else {
+                    throw ValidationError("without --schema FILE the tables are read: --database must be postgres://")
+                }
                 let tables = addTables?.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } ?? []
                 let version = schemaVersion
                 // Opening the store reports the tables that changed since the version it serves: the

@@ -79,7 +79,7 @@ extension SeedServerCommand {
         }
 
         func run() async throws {
-            let parsed = demo ? DemoDataset.schema : try SchemaFile.read(schema!)
+            let parsed = try schema.map(SchemaFile.read) ?? DemoDataset.schema
             if attach, let location = try options.postgres() {
                 let revision = try await PostgresSyncStore.attach(at: location, schema: parsed)
                 print(

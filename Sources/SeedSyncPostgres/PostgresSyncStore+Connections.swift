@@ -59,7 +59,7 @@ extension PostgresSyncStore {
     }
 
     /// Runs `body`, statements that need `table`'s lock: a lock another session held past the lock
-    /// timeout (SQLSTATE 55P03) fails as `storeUnavailable` naming the table, and for a second
+    /// timeout (SQLSTATE 55P03) fails as `storeUnavailable` naming the table, and for as long again
     /// after it, requests for the table fail so at once, without taking a connection
     /// (``LockedTables``): a table locked for minutes does not starve the pool, so requests for
     /// the other tables and the change log are served meanwhile.
@@ -209,8 +209,11 @@ func wireKey(_ text: String, of type: KeyType) -> JSONValue {
 /// fail at once for ``window`` after that, then the next tries again.
 package final class LockedTables: Sendable {
     private let until = NIOLockedValueBox([String: ContinuousClock.Instant]())
-    /// How long requests for a table fail at once after a statement on it timed out on its lock.
-    static let window = Duration.seconds(1)
+    /// How long requests for a table fail at once after a statement on it timed out on its lock:
+    /// the lock timeout again (a lock held that long is likely held longer). Requests that were
+    /// already waiting for a connection meet the mark once they have one, and a crowd of them must
+    /// all pass within the window on a loaded machine: one second was seen too short.
+    package static let window = PostgresLocation.lockTimeout
 
     package init() {}
 

@@ -111,7 +111,8 @@ import Testing
                 }
                 try await locker.execute("ROLLBACK", logger: logger)
             }
-            try await Task.sleep(for: .seconds(1))
+            // Once the refusals' window is over, the table is served again.
+            try await Task.sleep(for: LockedTables.window + .milliseconds(200))
             #expect(try await store.snapshotPage(of: "shows", after: nil, limit: 10).rows.count == 1)
             #expect(try await store.commit(Self.show3) == 2)
         }

@@ -14,6 +14,8 @@ final class ImportSession {
     let client: SyncClient
     let seed: ShippedSeed
     let emit: @Sendable (ImportEvent) -> Void
+    /// A ``SyncEngine``'s edit sessions, which the run lets in; `nil` for an importer of its own.
+    let editing: EditHooks?
     var report: ImportReport
     let start = ContinuousClock.now
 
@@ -26,11 +28,12 @@ final class ImportSession {
     var snapshot: SeedFiles { SeedFiles(output: files.snapshot.path) }
 
     init(
-        configuration: SeedImporter.Configuration, appDatabase: (any DatabaseWriter)?,
+        configuration: SeedImporter.Configuration, appDatabase: (any DatabaseWriter)?, editing: EditHooks?,
         emit: @escaping @Sendable (ImportEvent) -> Void
     ) {
         self.configuration = configuration
         self.appDatabase = appDatabase
+        self.editing = editing
         self.emit = emit
         seed = ShippedSeed(path: configuration.seed)
         client = SyncClient(configuration: configuration.server) { attempt, error, delay in
@@ -69,7 +72,7 @@ final class ImportSession {
             throw error
         }
         // Closing writes nothing new (it checkpoints): an edit session need not wait for it.
-        configuration.batchGate?.doneApplying()
+        editing?.gate.doneApplying()
         try await database.close()
         // A run that caught up has no use for a snapshot download an earlier run left unfinished.
         snapshot.partial.remove()

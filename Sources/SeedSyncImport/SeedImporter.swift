@@ -76,12 +76,6 @@ public struct SeedImporter: Sendable {
         public var beforeMerge: (@Sendable (MergeNotice) async -> Void)?
         /// Seconds a batch waits for ``beforeMerge`` at most; the batch is then applied.
         public var mergeNoticeTimeout: Double
-        /// The rows a ``SyncEngine``'s observers mark as being edited, which a batch that writes
-        /// them tells ``beforeMerge`` about as it does rows with pending edits.
-        var rowsBeingEdited: (@Sendable () async -> Set<RowID>)?
-        /// A ``SyncEngine``'s gate for its edit sessions, which the catch-up passes before each
-        /// transaction (see ``BatchGate``).
-        var batchGate: BatchGate?
 
         public init(
             seed: String,
@@ -157,6 +151,11 @@ public struct SeedImporter: Sendable {
     /// ``ImportEvent/finished(_:)``.
     @discardableResult
     public func run(onEvent: @escaping @Sendable (ImportEvent) -> Void) async throws -> ImportReport {
+        try await run(editing: nil, onEvent: onEvent)
+    }
+
+    /// ``run(onEvent:)`` for a ``SyncEngine``, whose edit sessions the run lets in through `editing`.
+    func run(editing: EditHooks?, onEvent: @escaping @Sendable (ImportEvent) -> Void) async throws -> ImportReport {
         if let database { _ = try LocalDatabase.file(of: database) }
         do {
             try FileSystem.createFolder(for: configuration.database)
@@ -165,7 +164,8 @@ public struct SeedImporter: Sendable {
         }
         let lock = try await ImportLock.acquire(for: configuration.database, timeout: configuration.lockTimeout)
         defer { lock.release() }
-        let session = ImportSession(configuration: configuration, appDatabase: database, emit: onEvent)
+        let session = ImportSession(
+            configuration: configuration, appDatabase: database, editing: editing, emit: onEvent)
         let report = try await session.run()
         onEvent(.finished(report))
         return report

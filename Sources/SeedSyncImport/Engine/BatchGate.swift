@@ -144,3 +144,12 @@ final class BatchGate: @unchecked Sendable {
         waiting?.resume()
     }
 }
+
+/// What a ``SyncEngine``'s edit sessions ask of its runs, handed to each run (never through the
+/// public ``SeedImporter/Configuration``): the gate the catch-up passes before each transaction,
+/// and the rows the observers mark as being edited, which a batch that writes them tells
+/// ``SeedImporter/Configuration/beforeMerge`` about as it does rows with pending edits.
+struct EditHooks: Sendable {
+    let gate: BatchGate
+    let rowsBeingEdited: @Sendable () async -> Set<RowID>
+}

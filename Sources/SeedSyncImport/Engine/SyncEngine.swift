@@ -100,6 +100,8 @@ public actor SyncEngine {
     /// A run about to start while sessions are open waits here for the last one to end.
     private var runsAfterEdits: [CheckedContinuation<Void, Never>] = []
     private nonisolated let gate: BatchGate
+    /// What the engine's runs let the edit sessions do: the gate and the rows being edited.
+    private nonisolated let editing: EditHooks
     /// Edit sessions waiting for the loop to park.
     private var quiet: [CheckedContinuation<Void, Never>] = []
 
@@ -133,10 +135,8 @@ public actor SyncEngine {
         onEvent: @escaping @Sendable (ImportEvent) -> Void
     ) {
         let observers = Observers(database: app?.path ?? configuration.database)
-        var configuration = configuration
-        configuration.rowsBeingEdited = { await observers.rowsBeingEdited() }
         let gate = BatchGate()
-        configuration.batchGate = gate
+        editing = EditHooks(gate: gate, rowsBeingEdited: { await observers.rowsBeingEdited() })
         importer =
             if let app { SeedImporter(configuration: configuration, database: app) } else {
                 SeedImporter(configuration: configuration)
@@ -415,13 +415,13 @@ public actor SyncEngine {
     /// One run. A token that may not push (``ImportError/Code/pushForbidden``) still caught up:
     /// the engine goes on waiting from there, the local change sets kept for a token that may.
     private func sync() -> @Sendable () async -> StepOutcome {
-        { [importer, onEvent, gate] in
+        { [importer, onEvent, gate, editing] in
             gate.startRun()
             defer { gate.endRun() }
             let caughtUp = LockedValue<Int64?>(nil)
             do {
                 return .ran(
-                    try await importer.run { event in
+                    try await importer.run(editing: editing) { event in
                         if case .caughtUp(let revision) = event { caughtUp.set(revision) }
                         onEvent(event)
                     })

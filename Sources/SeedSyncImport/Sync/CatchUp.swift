@@ -17,9 +17,9 @@ extension ImportSession {
     @discardableResult
     func catchUp(_ database: inout LocalDatabase, info: SchemaInfo) async throws -> Bool {
         let run = CatchUp(session: self, database: database, info: info, revision: try await database.revision())
-        configuration.batchGate?.startCatchUp()
+        editing?.gate.startCatchUp()
         defer {
-            configuration.batchGate?.endCatchUp()
+            editing?.gate.endCatchUp()
             database = run.database
         }
         try await run.run()
@@ -31,7 +31,7 @@ extension ImportSession {
     /// Runs the transaction `body` through the engine's ``BatchGate`` (after the app's edit
     /// sessions), or at once for a ``SeedImporter`` of its own.
     func gated<T>(_ body: () async throws -> T) async throws -> T {
-        guard let gate = configuration.batchGate else { return try await body() }
+        guard let gate = editing?.gate else { return try await body() }
         return try await gate.transaction(body)
     }
 

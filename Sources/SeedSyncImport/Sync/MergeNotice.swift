@@ -37,7 +37,7 @@ extension ImportSession {
     {
         guard let handler = configuration.beforeMerge else { return }
         let shadowed = Set(try await database.read { db in try pending.outbox.shadowedRows(in: db) })
-            .union(await configuration.rowsBeingEdited?() ?? [])
+            .union(await editing?.rowsBeingEdited() ?? [])
         guard !shadowed.isEmpty else { return }
         var rows: [String: [JSONValue]] = [:]
         var seen = Set<RowID>()

@@ -14,7 +14,7 @@ struct SeedBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "seed-bench",
         abstract: "Times a SyncEngine as an app sees it (for scripts/bench.sh and scripts/load.sh).",
-        subcommands: [EditLatency.self, ObserveLatency.self])
+        subcommands: [EditLatency.self, ObserveLatency.self, PushLatency.self])
 }
 
 /// What every measurement needs: the engine's seed, database and server.
@@ -118,6 +118,50 @@ struct ObserveLatency: AsyncParsableCommand {
     static func write(_ object: [String: JSONValue]) {
         let line = (try? JSONEncoder.stable().encode(JSONValue.object(object))) ?? Data()
         FileHandle.standardOutput.write(line + Data("\n".utf8))
+    }
+}
+
+/// Commit to server: once the engine is caught up, `--edits` local edits one after another, each a
+/// new row of `--type`, timed from the call of `write` to the engine's ``ImportEvent/pushed(id:revision:keys:)``
+/// for it (the server applied it). The token must be a write token.
+struct PushLatency: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "push",
+        abstract: "Times write() to the server's applied answer; prints {edits, p50Ms, p99Ms, maxMs}.")
+
+    @OptionGroup var engine: EngineOptions
+    @Option(help: "The type each edit creates a row of.") var type: String = "locations"
+    @Option(help: "The new row's fields, as a JSON object.")
+    var row = #"{"name": "Bench hall", "city": "Lyon", "latitude": 45.7, "longitude": 4.8}"#
+    @Option(help: "How many edits.") var edits: Int = 50
+
+    func run() async throws {
+        guard case .object(let fields) = try JSONParser.parse(Array(row.utf8)) else {
+            throw ValidationError("--row must be a JSON object")
+        }
+        let (pushed, arrivals) = AsyncStream.makeStream(of: String.self)
+        let engine = try engine.engine { event in
+            if case .pushed(let id, _, _) = event { arrivals.yield(id) }
+        }
+        let states = engine.states()
+        await engine.start()
+        for await state in states {
+            if case .waiting = state { break }
+            if case .failed(let error) = state { throw error }
+        }
+        var durations: [Double] = []
+        var ids = pushed.makeAsyncIterator()
+        for _ in 0..<edits {
+            let started = ContinuousClock.now
+            let id = try await engine.write { [type] changes in
+                try changes.create(type, fields)
+                return changes.id
+            }
+            while let arrived = await ids.next(), arrived != id {}
+            durations.append((ContinuousClock.now - started) / .milliseconds(1))
+        }
+        await engine.stop()
+        print(Report(durations, extra: [:]).json)
     }
 }
 

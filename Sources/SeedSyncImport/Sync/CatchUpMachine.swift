@@ -8,14 +8,17 @@ package import SeedSyncSeed
 /// `Entry` is what a push carries (a local change set; any value in the tests).
 ///
 /// ```
-///            ┌──────────────────────────── hasMore, pushed or held enough ─────────────┐
-///            ▼                                                                         │
-/// start ─▶ readOutbox ─▶ request ──answered──▶ (hasMore, nothing pushed, room left) ─▶ readOutbox
-///            ▲             │                        │ entries: apply, then request them ▲  │ none: request
-///            │             │ failed                 ▼                                   │  ▼
-///            │             └────────▶ apply ─▶ recover / drop ─▶ readOutbox            request
-///            │                          │  └─▶ fail (the request's error) / stop (a change set that does not fit)
-///            └── entries to push ◀── readOutbox (at the end) ◀── apply ◀── no hasMore ──▶ finish (nothing to push)
+/// step        reported by            next
+/// start       -                      readOutbox (request([]) when no push is allowed)
+/// readOutbox  outboxRead(entries)    before a request: request(entries)
+///                                    between reads: request([]) when none, else apply, then request(entries)
+///                                    at the end: finish when nothing waits to be pushed, else request(entries)
+/// request     answered(...)          a change set that does not fit: apply, then stop
+///                                    hasMore, nothing pushed, room left: readOutbox (between reads)
+///                                    else apply, then readOutbox (before a request, or at the end)
+///             requestFailed(error)   apply, then recover, drop, readOutbox (a retry) or fail
+/// recover     recovered(at:)         readOutbox
+/// drop        dropped()              readOutbox
 /// ```
 ///
 /// Its state: the database's `revision`; whether the token may push and how many change sets a

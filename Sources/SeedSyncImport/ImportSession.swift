@@ -20,10 +20,9 @@ final class ImportSession {
     let start = ContinuousClock.now
 
     var databasePath: String { configuration.database }
-    /// The database's files, and the importer's beside it.
+    /// The database's files, and the importer's beside it: `installing` where the seed is copied
+    /// and checked before it is installed, `migration` where a migration stages its downloads.
     var files: DatabaseFiles { DatabaseFiles(databasePath) }
-    /// Where the seed is copied and checked before it is installed.
-    var installingPath: String { files.installing.path }
     /// Where a full snapshot is downloaded after a 410, and the files of its build.
     var snapshot: SeedFiles { SeedFiles(output: files.snapshot.path) }
 

@@ -36,12 +36,13 @@ extension ImportSession {
                 return try await installSnapshot(seedRevision: summary.revision, server: server)
             }
         }
-        let metadata = try seed.copy(to: installingPath, expectedSchemaVersion: configuration.expectedSchemaVersion)
+        let metadata = try seed.copy(
+            to: files.installing.path, expectedSchemaVersion: configuration.expectedSchemaVersion)
         if let server, metadata.revision < server.minRevision {
-            DatabaseFiles(installingPath).remove()
+            DatabaseFiles(files.installing.path).remove()
             return try await installSnapshot(seedRevision: metadata.revision, server: server)
         }
-        let database = try await place(installingPath, checking: metadata, against: server)
+        let database = try await place(files.installing.path, checking: metadata, against: server)
         emit(.installed(revision: metadata.revision))
         return database
     }
@@ -116,18 +117,19 @@ extension ImportSession {
         let metadata: SeedMetadata
         do {
             if let server, let summary = seed.summary { try check(summary, against: server) }
-            metadata = try seed.copy(to: installingPath, expectedSchemaVersion: configuration.expectedSchemaVersion)
+            metadata = try seed.copy(
+                to: files.installing.path, expectedSchemaVersion: configuration.expectedSchemaVersion)
             if let server { try check(metadata, against: server) }
         } catch let error as ImportError where Self.rejectsSeed(error) {
             // Only the seed's own failures: a failure of the replacement below is the database's.
-            DatabaseFiles(installingPath).remove()
+            DatabaseFiles(files.installing.path).remove()
             reject(seed: error)
             return database
         }
-        defer { DatabaseFiles(installingPath).remove() }
+        defer { DatabaseFiles(files.installing.path).remove() }
         guard isNewer(metadata.dataset, metadata.schemaVersion, metadata.revision, than: local) else { return database }
         return try await replace(
-            database, with: installingPath, revision: metadata.revision, reason: .newerSeed, source: .seed)
+            database, with: files.installing.path, revision: metadata.revision, reason: .newerSeed, source: .seed)
     }
 
     /// Whether `error` is about the seed alone, so that a database can go on without it.

@@ -5,9 +5,6 @@ import SeedSyncSQL
 import SeedSyncSeed
 
 extension ImportSession {
-    /// Where a migration stages what it downloads (see ``MigrationStaging``).
-    var migrationPath: String { files.migration.path }
-
     /// Rows per page of a migration's downloads (the server caps it: 50,000 by default).
     static let migrationPageSize = 50_000
 
@@ -27,7 +24,7 @@ extension ImportSession {
     /// Moves the database to schema version `version` in place, keeping its rows, its revision and
     /// its local edits: downloads the new types whole and the new columns alone (keys and new
     /// fields, paged), then the change sets from the database's revision in the new version, into
-    /// ``migrationPath``; then the database takes them in one transaction
+    /// `files.migration.path`; then the database takes them in one transaction
     /// (``LocalDatabase/migrated(from:to:changes:staging:)``). The catch-up that follows goes on
     /// in the new version.
     ///
@@ -54,8 +51,9 @@ extension ImportSession {
         emit(.migrating(from: old.schemaVersion, to: version))
         let fromRevision = try await database.revision()
         let bytesBefore = client.bytesReceived
-        let staging = try MigrationStaging(at: migrationPath, types: Self.stagedTypes(changes, from: old, to: new))
-        defer { DatabaseFiles(migrationPath).remove() }
+        let staging = try MigrationStaging(
+            at: files.migration.path, types: Self.stagedTypes(changes, from: old, to: new))
+        defer { DatabaseFiles(files.migration.path).remove() }
         let rows = try await stage(into: staging, version: version, from: fromRevision, old: old, excluded: excluded)
         let (migrated, applied, events) = try await database.migrated(
             from: old, to: new, changes: changes, staging: staging)

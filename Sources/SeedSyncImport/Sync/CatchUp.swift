@@ -117,16 +117,17 @@ extension ImportSession {
         }
         let metadata: SeedMetadata
         do {
-            metadata = try seed.copy(to: installingPath, expectedSchemaVersion: configuration.expectedSchemaVersion)
+            metadata = try seed.copy(
+                to: files.installing.path, expectedSchemaVersion: configuration.expectedSchemaVersion)
         } catch let error as ImportError where Self.rejectsSeed(error) {
             reject(seed: error)
             return try await replaceWithSnapshot(database, minRevision: minRevision)
         }
-        defer { DatabaseFiles(installingPath).remove() }
+        defer { DatabaseFiles(files.installing.path).remove() }
         guard metadata.revision >= minRevision, metadata.schema == database.metadata.schema else {
             return try await replaceWithSnapshot(database, minRevision: minRevision)
         }
-        return try await gatedReplace(database, with: installingPath, revision: metadata.revision, source: .seed)
+        return try await gatedReplace(database, with: files.installing.path, revision: metadata.revision, source: .seed)
     }
 
     private func replaceWithSnapshot(_ database: LocalDatabase, minRevision: Int64) async throws -> LocalDatabase {

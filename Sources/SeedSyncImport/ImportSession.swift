@@ -15,7 +15,9 @@ final class ImportSession {
     let seed: ShippedSeed
     let emit: @Sendable (ImportEvent) -> Void
     /// A ``SyncEngine``'s edit sessions, which the run lets in; `nil` for an importer of its own.
-    let editing: EditHooks?
+    let editing: EditSessions?
+    /// The server's schema in the database's version, once the run has caught up in it.
+    private(set) var served: SchemaInfo?
     var report: ImportReport
     let start = ContinuousClock.now
 
@@ -27,7 +29,7 @@ final class ImportSession {
     var snapshot: SeedFiles { SeedFiles(output: files.snapshot.path) }
 
     init(
-        configuration: SeedImporter.Configuration, appDatabase: (any DatabaseWriter)?, editing: EditHooks?,
+        configuration: SeedImporter.Configuration, appDatabase: (any DatabaseWriter)?, editing: EditSessions?,
         emit: @escaping @Sendable (ImportEvent) -> Void
     ) {
         self.configuration = configuration
@@ -70,13 +72,53 @@ final class ImportSession {
             try? await database.close()
             throw error
         }
+        return try await finish(database)
+    }
+
+    /// A ``SyncEngine``'s push into the database a run has installed: a catch-up in its schema
+    /// version against `served` (the server's schema in that version, as the last run read it).
+    /// No schema request, no install check, no migration: when the database is gone or in another
+    /// version (a replacement or a migration since), or anything else fails, the engine runs whole.
+    func push(against served: SchemaInfo) async throws -> ImportReport {
+        guard var database = try await LocalDatabase.open(at: databasePath, app: appDatabase) else {
+            throw ImportError(.invalidDatabase, "there is no database at \(databasePath) to push from")
+        }
+        do {
+            try check(database.metadata, against: served)
+            guard database.metadata.schemaVersion == served.schemaVersion else {
+                throw ImportError(
+                    .mismatch,
+                    "\(databasePath) is in schema version \(database.metadata.schemaVersion), not the \(served.schemaVersion) the push was for"
+                )
+            }
+            report.fromRevision = try await database.revision()
+            let mayPush = try await catchUp(&database, info: served)
+            try await caughtUp(database, info: served, mayPush: mayPush)
+        } catch {
+            try? await database.close()
+            throw error
+        }
+        return try await finish(database)
+    }
+
+    /// Closes the database a run or a push caught up: the report.
+    private func finish(_ database: LocalDatabase) async throws -> ImportReport {
         // Closing writes nothing new (it checkpoints): an edit session need not wait for it.
-        editing?.gate.doneApplying()
+        editing?.doneApplying()
         try await database.close()
         // A run that caught up has no use for a snapshot download an earlier run left unfinished.
         snapshot.partial.remove()
         report.seconds = (ContinuousClock.now - start).seconds
         return report
+    }
+
+    /// The end of a catch-up in `info`'s version: the report says where the database is, and a
+    /// token that may not push ends the run with ``ImportError/Code/pushForbidden``.
+    private func caughtUp(_ database: LocalDatabase, info: SchemaInfo, mayPush: Bool) async throws {
+        served = info
+        report.toRevision = try await database.revision()
+        report.schemaVersion = database.metadata.schemaVersion
+        if !mayPush { throw try await pushForbidden(database) }
     }
 
     /// Catches up in the database's schema version, which the server must serve (the newest, or
@@ -93,10 +135,10 @@ final class ImportSession {
             let migrated = try await serverInfo(for: database, newest: newest)
             try check(database.metadata, against: migrated)
             mayPush = try await catchUp(&database, info: migrated) && mayPush
+            try await caughtUp(database, info: migrated, mayPush: mayPush)
+            return
         }
-        report.toRevision = try await database.revision()
-        report.schemaVersion = database.metadata.schemaVersion
-        if !mayPush { throw try await pushForbidden(database) }
+        try await caughtUp(database, info: info, mayPush: mayPush)
     }
 
     /// The server's schema in the database's version: `newest`, or that version read.

@@ -151,24 +151,46 @@ public struct SeedImporter: Sendable {
     /// ``ImportEvent/finished(_:)``.
     @discardableResult
     public func run(onEvent: @escaping @Sendable (ImportEvent) -> Void) async throws -> ImportReport {
-        try await run(editing: nil, onEvent: onEvent)
+        try await run(editing: nil, onEvent: onEvent).report
     }
 
     /// ``run(onEvent:)`` for a ``SyncEngine``, whose edit sessions the run lets in through `editing`.
-    func run(editing: EditHooks?, onEvent: @escaping @Sendable (ImportEvent) -> Void) async throws -> ImportReport {
+    func run(editing: EditSessions?, onEvent: @escaping @Sendable (ImportEvent) -> Void) async throws
+        -> EngineOutcome
+    {
+        try await withSession(editing: editing, lockTimeout: configuration.lockTimeout, onEvent: onEvent) {
+            try await $0.run()
+        }
+    }
+
+    /// A ``SyncEngine``'s push of its committed edits into the database a run has installed: a
+    /// catch-up against `served` (``EngineOutcome/served``), without the lock wait (another importer
+    /// at work fails it at once), the schema request, the install check or a migration
+    /// (``ImportSession/push(against:)``). The engine runs whole when it fails.
+    func push(against served: SchemaInfo, editing: EditSessions, onEvent: @escaping @Sendable (ImportEvent) -> Void)
+        async throws -> EngineOutcome
+    {
+        try await withSession(editing: editing, lockTimeout: 0, onEvent: onEvent) { try await $0.push(against: served) }
+    }
+
+    /// Runs `step` in a session under the database's lock, waiting `lockTimeout` seconds for it at most.
+    private func withSession(
+        editing: EditSessions?, lockTimeout: Double, onEvent: @escaping @Sendable (ImportEvent) -> Void,
+        _ step: (ImportSession) async throws -> ImportReport
+    ) async throws -> EngineOutcome {
         if let database { _ = try LocalDatabase.file(of: database) }
         do {
             try FileSystem.createFolder(for: configuration.database)
         } catch let error as SeedError {
             throw ImportError(error, otherwise: .invalidDatabase)
         }
-        let lock = try await ImportLock.acquire(for: configuration.database, timeout: configuration.lockTimeout)
+        let lock = try await ImportLock.acquire(for: configuration.database, timeout: lockTimeout)
         defer { lock.release() }
         let session = ImportSession(
             configuration: configuration, appDatabase: database, editing: editing, emit: onEvent)
-        let report = try await session.run()
+        let report = try await step(session)
         onEvent(.finished(report))
-        return report
+        return EngineOutcome(report: report, served: session.served)
     }
 
     /// ``run()`` as an asynchronous sequence of events, ending with ``ImportEvent/finished(_:)``
@@ -189,4 +211,12 @@ public struct SeedImporter: Sendable {
             continuation.onTermination = { _ in task.cancel() }
         }
     }
+}
+
+/// What a run or a push of a ``SyncEngine`` ends with.
+struct EngineOutcome: Sendable {
+    var report: ImportReport
+    /// The server's schema in the database's version, as the run last read it: what the engine's
+    /// next push catches up against.
+    var served: SchemaInfo?
 }

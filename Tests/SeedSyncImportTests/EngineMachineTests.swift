@@ -98,4 +98,93 @@ import Testing
             #expect(machine.runSucceeded(revision: 9, schemaVersion: nil) == .stop)
         }
     }
+
+    // MARK: Pushing a committed edit
+
+    @Test func anEditWhileWaitingIsPushedWithoutAWholeRun() {
+        var machine = EngineMachine()
+        _ = machine.start()
+        _ = machine.runSucceeded(revision: 7, schemaVersion: 1)
+        let interrupts = machine.edited()
+        #expect(interrupts, "the held request ends")
+        #expect(machine.phase == .pushing)
+        #expect(machine.next == .push)
+        #expect(machine.waitEnded() == .push, "the interrupted wait's end does not turn the push into a run")
+        #expect(machine.runSucceeded(revision: 8, schemaVersion: 1) == .wait(revision: 8, schemaVersion: 1))
+    }
+
+    @Test func anEditDuringARunOrAPushIsPushedAfterIt() {
+        var machine = EngineMachine()
+        _ = machine.start()
+        let duringRun = machine.edited()
+        #expect(!duringRun, "a run going on is not interrupted")
+        #expect(machine.runSucceeded(revision: 3, schemaVersion: 1) == .push)
+        let duringPush = machine.edited()
+        #expect(!duringPush)
+        #expect(machine.runSucceeded(revision: 4, schemaVersion: 1) == .push, "an edit during a push gets a push")
+        #expect(machine.runSucceeded(revision: 5, schemaVersion: 1) == .wait(revision: 5, schemaVersion: 1))
+    }
+
+    @Test func syncNowDuringAPushIsFollowedByAWholeRun() {
+        var machine = EngineMachine()
+        _ = machine.start()
+        _ = machine.runSucceeded(revision: 7, schemaVersion: 1)
+        _ = machine.edited()
+        let interrupts = machine.syncNow()
+        #expect(!interrupts)
+        #expect(machine.runSucceeded(revision: 8, schemaVersion: 1) == .sync)
+    }
+
+    @Test func aPushThatFailsGoesToAWholeRunWhichSaysWhy() {
+        var machine = EngineMachine()
+        _ = machine.start()
+        _ = machine.runSucceeded(revision: 7, schemaVersion: 1)
+        _ = machine.edited()
+        #expect(machine.failed(retryable: false) == .sync, "not failed: a run sees what the push met")
+        #expect(machine.phase == .syncing)
+        #expect(machine.failed(retryable: true) == .sleep(attempt: 1))
+    }
+
+    @Test func anEditWhileBackingOffOrFailedRunsWhole() {
+        for retryable in [true, false] {
+            var machine = EngineMachine()
+            _ = machine.start()
+            _ = machine.failed(retryable: retryable)
+            let interrupts = machine.edited()
+            #expect(interrupts)
+            #expect(machine.next == .sync)
+        }
+    }
+
+    @Test func aPausedEngineWithAnEditPushesWhenItResumes() {
+        var machine = EngineMachine()
+        _ = machine.start()
+        _ = machine.pause()
+        let beforeAnyRun = machine.edited()
+        #expect(!beforeAnyRun, "nothing runs in a pause")
+        #expect(machine.resume() == .sync, "no run has installed the database: a whole run pushes")
+        _ = machine.runSucceeded(revision: 7, schemaVersion: 1)
+        _ = machine.pause()
+        #expect(machine.resume() == .sync, "a resume without an edit runs whole, as before")
+        _ = machine.runSucceeded(revision: 7, schemaVersion: 1)
+        _ = machine.pause()
+        _ = machine.edited()
+        #expect(machine.resume() == .push)
+        _ = machine.pause()
+        #expect(machine.resume() == .push, "a push the pause interrupted is done again")
+        #expect(machine.runSucceeded(revision: 8, schemaVersion: 1) == .wait(revision: 8, schemaVersion: 1))
+        _ = machine.pause()
+        #expect(machine.resume() == .sync, "a push done is not done again")
+    }
+
+    @Test func anEditBeforeTheStartOrAfterTheStopDoesNothing() {
+        var machine = EngineMachine()
+        let beforeStart = machine.edited()
+        #expect(!beforeStart)
+        #expect(machine.start() == .sync, "the first run pushes it")
+        _ = machine.stop()
+        let afterStop = machine.edited()
+        #expect(!afterStop)
+        #expect(machine.next == .stop)
+    }
 }

@@ -536,6 +536,42 @@ extension LiveCommandTests {
         }
     }
 
+    /// A committed edit (a `write`, or a session's commit) in an engine that has caught up is
+    /// pushed in a catch-up of its own: no schema request, so no whole run. While another importer
+    /// holds the database's lock, the push gives way to a whole run, which waits for the lock.
+    @Test func aCommittedEditIsPushedWithoutAWholeRun() async throws {
+        try await withImportFixture { fixture in
+            let url = fixture.served.url
+            let engine = try await SyncEngineTests.waitingEngine(
+                fixture.importer(token: liveServerWriteToken).configuration)
+            let runs = try await answeredRequests("/v1/schema", on: url)
+            let (key, _) = try await EngineObservationTests.firstEvent(of: fixture)
+            func pushed(_ title: String) async throws {
+                try await SyncEngineTests.eventually("'\(title)' pushed") {
+                    let server = try await fixture.serverContents()
+                    let (pending, local) = (try outboxCount(fixture.database), try contents(ofSeed: fixture.database))
+                    return server["events"]?.first { $0[0] == key }?[1] == .string(title) && pending == 0
+                        && local == server
+                }
+            }
+            try await engine.write { try $0.update("events", key: key, ["title": "Written"]) }
+            try await pushed("Written")
+            let edit = await engine.beginEdit()
+            try await edit.commit { try $0.update("events", key: key, ["title": "Committed"]) }
+            try await pushed("Committed")
+            #expect(try await answeredRequests("/v1/schema", on: url) == runs, "an edit's push asked for the schema")
+
+            let lock = try await ImportLock.acquire(for: fixture.database, timeout: 5)
+            try await engine.write { try $0.update("events", key: key, ["title": "Behind a lock"]) }
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(try outboxCount(fixture.database) == 1, "nothing pushes while another importer works")
+            lock.release()
+            try await pushed("Behind a lock")
+            #expect(try await answeredRequests("/v1/schema", on: url) == runs + 1, "the push gave way to a run")
+            await engine.stop()
+        }
+    }
+
     @Test func theClosureFormCancelsAnEditItDidNotCommit() async throws {
         try await withImportFixture { fixture in
             let engine = try await SyncEngineTests.waitingEngine(fixture.importer().configuration)

@@ -13,7 +13,8 @@ import Foundation
 /// during sessions; only its replacement of the database waits for them to end. No run starts
 /// while a session is open.
 /// The edit's changes are written by ``commit(_:)``, in one transaction and one local change set;
-/// the engine then runs at once, pushing them first. ``cancel()`` writes nothing. Either ends the
+/// the engine then pushes them at once (a catch-up from the database's revision, without a whole
+/// run once one has installed the database; see ``SyncEngine/write(_:)``). ``cancel()`` writes nothing. Either ends the
 /// session and lets the engine go on (unless the app paused it, or other sessions are open).
 ///
 /// ```swift
@@ -53,7 +54,7 @@ public final class EditSession: Sendable {
 
     /// Whether ``commit(_:)`` or ``cancel()`` ended the session.
     public var hasEnded: Bool {
-        get async { await !engine.isEditing(id) }
+        get async { !engine.isEditing(id) }
     }
 }
 

@@ -12,10 +12,22 @@ import Foundation
 ///                 backingOff          failed (until syncNow)
 /// any phase ──pause──▶ paused ──resume──▶ syncing;  any phase ──stop──▶ stopped
 /// ```
+///
+/// A committed local edit (``edited()``) is pushed without a whole run once a run has installed the
+/// database: `pushing` is a catch-up from the database's revision in its schema version, with no
+/// lock wait, no schema request and no install check.
+///
+/// ```
+/// waiting ──edited──▶ pushing ──done──▶ waiting;  pushing ──failed──▶ syncing (a whole run decides why)
+/// syncing, pushing ──edited──▶ (the same) ──done──▶ pushing;  paused ──edited, resume──▶ pushing
+/// backingOff, failed ──edited──▶ syncing
+/// ```
 package struct EngineMachine: Sendable {
     package enum Phase: Equatable, Sendable {
         case idle
         case syncing
+        /// Pushing a committed edit (a catch-up without a whole run).
+        case pushing
         /// Holding a live sync request for a revision after `revision`.
         case waiting(revision: Int64, schemaVersion: Int?)
         /// The server could not be reached `attempt` times in a row.
@@ -31,6 +43,8 @@ package struct EngineMachine: Sendable {
     package enum Action: Equatable, Sendable {
         /// Run the importer (install, push, catch up).
         case sync
+        /// Push the local edits and catch up, without a whole run.
+        case push
         /// Hold a live sync request.
         case wait(revision: Int64, schemaVersion: Int?)
         /// Sleep this many seconds, then sync.
@@ -46,6 +60,10 @@ package struct EngineMachine: Sendable {
     package private(set) var isUrgent = false
     /// Failures in a row that a retry may fix.
     private var failures = 0
+    /// Whether a run has succeeded: the database is installed, in a version the server serves.
+    private var isInstalled = false
+    /// A local edit committed during a run, a push or a pause: push it after.
+    private var pushesAfter = false
 
     package init() {}
 
@@ -59,11 +77,17 @@ package struct EngineMachine: Sendable {
     /// A run ended well at `revision`: wait for the next commit, or run again at once when a sync
     /// was asked for meanwhile.
     package mutating func runSucceeded(revision: Int64, schemaVersion: Int?) -> Action {
-        guard phase == .syncing else { return next }
-        failures = 0
+        guard phase == .syncing || phase == .pushing else { return next }
+        (failures, isInstalled) = (0, true)
         if isUrgent {
-            isUrgent = false
+            (isUrgent, pushesAfter) = (false, false)
+            phase = .syncing
             return .sync
+        }
+        if pushesAfter {
+            pushesAfter = false
+            phase = .pushing
+            return .push
         }
         phase = .waiting(revision: revision, schemaVersion: schemaVersion)
         return next
@@ -71,8 +95,13 @@ package struct EngineMachine: Sendable {
 
     /// A run or a wait failed: back off (longer each time) when `retryable` (the server could not
     /// be reached, or failed), else stay failed until ``syncNow()``.
+    /// A push's failure goes to a whole run instead, which says what the failure means (a new schema
+    /// version, a database replaced meanwhile, a server gone) and deals with it.
     package mutating func failed(retryable: Bool) -> Action {
         switch phase {
+        case .pushing:
+            phase = .syncing
+            return .sync
         case .syncing, .waiting:
             isUrgent = false
             guard retryable else {
@@ -105,7 +134,7 @@ package struct EngineMachine: Sendable {
     /// the step going on); a run going on is followed by another at once.
     package mutating func syncNow() -> Bool {
         switch phase {
-        case .syncing:
+        case .syncing, .pushing:
             isUrgent = true
             return false
         case .waiting, .backingOff, .failed:
@@ -116,24 +145,47 @@ package struct EngineMachine: Sendable {
         }
     }
 
+    /// A local edit was committed: push it. A wait is interrupted (true) for a push; a run or a push
+    /// going on is followed by a push; a paused engine pushes when it resumes; a backoff or a
+    /// failure ends in a whole run (true), as with ``syncNow()``.
+    package mutating func edited() -> Bool {
+        switch phase {
+        case .waiting:
+            phase = .pushing
+            return true
+        case .syncing, .pushing, .paused:
+            pushesAfter = true
+            return false
+        case .backingOff, .failed:
+            phase = .syncing
+            return true
+        case .idle, .stopped:
+            return false
+        }
+    }
+
     /// Pause: the step going on is interrupted (true; a run stops between transactions), and
     /// nothing runs until ``resume()``.
     package mutating func pause() -> Bool {
         switch phase {
         case .paused, .stopped, .idle:
             return false
-        case .syncing, .waiting, .backingOff, .failed:
+        case .syncing, .pushing, .waiting, .backingOff, .failed:
+            // An interrupted push is done again after the pause.
+            if phase == .pushing { pushesAfter = true }
             phase = .paused
             isUrgent = false
             return true
         }
     }
 
-    /// Resume after ``pause()``: run at once.
+    /// Resume after ``pause()``: run at once, or push the edits committed meanwhile when a run has
+    /// installed the database.
     package mutating func resume() -> Action {
         guard phase == .paused else { return next }
-        phase = .syncing
-        return .sync
+        defer { pushesAfter = false }
+        phase = pushesAfter && isInstalled ? .pushing : .syncing
+        return next
     }
 
     /// Stop: the step going on is interrupted (true) and the loop ends.
@@ -147,6 +199,7 @@ package struct EngineMachine: Sendable {
     package var next: Action {
         switch phase {
         case .syncing: .sync
+        case .pushing: .push
         case .waiting(let revision, let version): .wait(revision: revision, schemaVersion: version)
         case .backingOff(let attempt): .sleep(attempt: attempt)
         case .stopped: .stop

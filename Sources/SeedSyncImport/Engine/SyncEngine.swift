@@ -14,8 +14,8 @@ public import SeedSyncModel
 /// refused token, a database that does not fit the server) waits for ``syncNow()``. A token that
 /// may read but not push keeps the database current; the local edits stay queued.
 ///
-/// The steps are the transitions of `EngineMachine`; the engine runs them and lets the app
-/// steer: ``syncNow()`` (a user's refresh: it ends a wait or a backoff at once, and follows a
+/// The steps are the transitions of `EngineMachine`; the edit sessions' rules (``beginEdit()``)
+/// are `EditSessions`' (see `EditMachine`). The engine runs them and lets the app steer: ``syncNow()`` (a user's refresh: it ends a wait or a backoff at once, and follows a
 /// run going on with another), ``pause()`` and ``resume()``, ``stop()``. Its ``State`` is an
 /// `AsyncSequence` a screen can show (``states()``).
 ///
@@ -91,19 +91,13 @@ public actor SyncEngine {
     private var interrupted = false
     /// The loop, parked while nothing is to be done (paused, failed), until an event.
     private var parked: CheckedContinuation<EngineMachine.Action, Never>?
-    /// Open edit sessions, and whether the engine runs again when the last one ends (it was not
-    /// paused by the app when the first began).
-    private var edits: Set<UUID> = []
-    /// The open sessions that closed the ``BatchGate`` of a run going on instead of pausing the engine.
-    private var gateEdits: Set<UUID> = []
-    private var resumesAfterEdits = false
-    /// A run about to start while sessions are open waits here for the last one to end.
-    private var runsAfterEdits: [CheckedContinuation<Void, Never>] = []
-    private nonisolated let gate: BatchGate
-    /// What the engine's runs let the edit sessions do: the gate and the rows being edited.
-    private nonisolated let editing: EditHooks
-    /// Edit sessions waiting for the loop to park.
+    /// The edit sessions, and their rules: handed to each run, which lets them in.
+    private nonisolated let sessions: EditSessions
+    /// Edit sessions that paused the engine, waiting for the loop to park.
     private var quiet: [CheckedContinuation<Void, Never>] = []
+    /// The server's schema in the database's version, as the last run read it: what a push
+    /// catches up against (``EngineMachine/edited()``); `nil` until a run has said.
+    private var served: SchemaInfo?
 
     /// An engine over `configuration`; `onEvent` gets every ``ImportEvent`` of every run (an
     /// ``ImportEvent/applied(_:)`` per committed change set).
@@ -135,14 +129,12 @@ public actor SyncEngine {
         onEvent: @escaping @Sendable (ImportEvent) -> Void
     ) {
         let observers = Observers(database: app?.path ?? configuration.database)
-        let gate = BatchGate()
-        editing = EditHooks(gate: gate, rowsBeingEdited: { await observers.rowsBeingEdited() })
+        sessions = EditSessions(rowsBeingEdited: { await observers.rowsBeingEdited() })
         importer =
             if let app { SeedImporter(configuration: configuration, database: app) } else {
                 SeedImporter(configuration: configuration)
             }
         self.options = options
-        self.gate = gate
         let (stream, observed) = AsyncStream.makeStream(of: Observed.self)
         self.observers = observers
         self.observed = observed
@@ -168,7 +160,7 @@ public actor SyncEngine {
     public func start() {
         guard loop == nil else { return }
         var first = machine.start()
-        if !edits.isEmpty, machine.pause() { first = machine.next }
+        if !sessions.isEmpty, machine.pause() { first = machine.next }
         loop = Task { await self.run(from: first) }
     }
 
@@ -176,39 +168,25 @@ public actor SyncEngine {
     /// transaction has ended, and the engine applies nothing until the session is committed or
     /// cancelled.
     public func beginEdit() async -> EditSession {
-        let id = UUID()
-        edits.insert(id)
-        // A run going on keeps what it downloaded: it waits before its next transaction.
-        if await gate.close() {
-            gateEdits.insert(id)
-            return EditSession(engine: self, id: id)
-        }
-        if edits.count - gateEdits.count == 1 {
-            resumesAfterEdits = machine.phase != .paused
-            pause()
-        }
-        if loop != nil, parked == nil, machine.phase == .paused {
+        // A run going on keeps what it downloaded: the session waits for its step in progress.
+        let (id, route) = await sessions.begin(engineIsPaused: machine.phase == .paused)
+        if route == .pause(pausesEngine: true) { pause() }
+        if case .pause = route, loop != nil, parked == nil, machine.phase == .paused {
             await withCheckedContinuation { quiet.append($0) }
         }
         return EditSession(engine: self, id: id)
     }
 
     /// Whether the edit session `id` is open.
-    func isEditing(_ id: UUID) -> Bool { edits.contains(id) }
+    nonisolated func isEditing(_ id: UUID) -> Bool { sessions.isOpen(id) }
 
-    /// Ends the edit session `id` (once): the last one lets the engine run again, unless the app
-    /// paused it. A `committed` session that began during a run asks for another (``syncNow()``): the
-    /// run may have ended, and the engine be waiting, before the edit was queued.
+    /// Ends the edit session `id` (once), and does what its end sets off (``EditMachine/Ending``):
+    /// a committed edit is pushed, and the last session that paused the engine resumes it, unless
+    /// the app paused it.
     func endEdit(_ id: UUID, committed: Bool = false) {
-        guard edits.remove(id) != nil else { return }
-        if gateEdits.remove(id) != nil {
-            gate.open()
-            if committed { syncNow() }
-        }
-        if edits.isEmpty { releaseRuns() }
-        guard edits.count == gateEdits.count, resumesAfterEdits else { return }
-        resumesAfterEdits = false
-        resume()
+        guard let ending = sessions.end(id, committed: committed) else { return }
+        if ending.pushes { edited() }
+        if ending.resumesEngine { resume() }
     }
 
     /// A user-initiated sync: ends a wait, a backoff or a failure at once; a run going on is
@@ -222,6 +200,13 @@ public actor SyncEngine {
     /// its last good revision); nothing runs until ``resume()``.
     public func pause() {
         if machine.pause() { interrupt() }
+        unpark()
+    }
+
+    /// A local edit was committed: push it, without a whole run when the database is installed
+    /// (see ``EngineMachine/edited()``).
+    private func edited() {
+        if machine.edited() { interrupt() }
         unpark()
     }
 
@@ -300,11 +285,13 @@ public actor SyncEngine {
     }
 
     /// ``SeedImporter/write(_:)`` through the engine: the edits are applied and queued at once,
-    /// the observers are told, and the engine pushes them without waiting for the next commit.
+    /// the observers are told, and the engine pushes them without waiting for the next commit:
+    /// once a run has installed the database, in a push of their own (a catch-up from the
+    /// database's revision: no lock wait, no schema request, no install check), else in a run.
     @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (LocalChanges) throws -> T) async throws -> T {
         let result = try await writeLocally(body)
-        syncNow()
+        edited()
         return result
     }
 
@@ -324,7 +311,7 @@ public actor SyncEngine {
     }
 
     private enum StepOutcome: Sendable {
-        case ran(ImportReport)
+        case ran(EngineOutcome)
         case caughtUpWithoutPushing(revision: Int64)
         case waited
         case slept
@@ -339,18 +326,23 @@ public actor SyncEngine {
                 await finish()
                 return
             case .idle:
+                // Woken by one event while another followed (an edit's push, then its resume).
+                guard machine.next == .idle else {
+                    action = machine.next
+                    continue
+                }
                 if machine.phase == .paused { publish(.paused) }
                 releaseQuiet()
                 action = await withCheckedContinuation { parked = $0 }
-            case .sync:
+            case .sync, .push:
                 // No run starts (an install or a replacement) under an open edit session.
-                if !edits.isEmpty {
-                    await withCheckedContinuation { runsAfterEdits.append($0) }
+                if !sessions.isEmpty {
+                    await sessions.waitUntilNoneOpen()
                     action = machine.next  // a stop or a pause asked meanwhile comes first
                     continue
                 }
                 publish(.syncing)
-                action = await perform(sync())
+                action = await perform(sync(pushing: action == .push))
             case .wait(let revision, let version):
                 publish(.waiting)
                 action = await perform(wait(after: revision, schemaVersion: version))
@@ -360,12 +352,6 @@ public actor SyncEngine {
                 action = await perform(sleep(delay))
             }
         }
-    }
-
-    /// Lets a run waiting for the edit sessions to end go on (or see what the app asked meanwhile).
-    private func releaseRuns() {
-        for run in runsAfterEdits { run.resume() }
-        runsAfterEdits = []
     }
 
     /// Lets the edit sessions waiting for the loop to park go on.
@@ -396,8 +382,10 @@ public actor SyncEngine {
             return machine.next
         }
         switch outcome {
-        case .ran(let report):
-            return machine.runSucceeded(revision: report.toRevision, schemaVersion: report.schemaVersion)
+        case .ran(let outcome):
+            served = outcome.served
+            return machine.runSucceeded(
+                revision: outcome.report.toRevision, schemaVersion: outcome.report.schemaVersion)
         case .caughtUpWithoutPushing(let revision):
             return machine.runSucceeded(revision: revision, schemaVersion: nil)
         case .waited:
@@ -412,19 +400,25 @@ public actor SyncEngine {
         }
     }
 
-    /// One run. A token that may not push (``ImportError/Code/pushForbidden``) still caught up:
-    /// the engine goes on waiting from there, the local change sets kept for a token that may.
-    private func sync() -> @Sendable () async -> StepOutcome {
-        { [importer, onEvent, gate, editing] in
-            gate.startRun()
-            defer { gate.endRun() }
+    /// One run, or with `pushing` a push (``SeedImporter/push(against:editing:onEvent:)``) when a
+    /// run has said what the server serves. A token that may not push
+    /// (``ImportError/Code/pushForbidden``) still caught up: the engine goes on waiting from there,
+    /// the local change sets kept for a token that may.
+    private func sync(pushing: Bool) -> @Sendable () async -> StepOutcome {
+        let pushesAgainst = pushing ? served : nil
+        return { [importer, onEvent, sessions] in
+            sessions.startRun()
+            defer { sessions.endRun() }
             let caughtUp = LockedValue<Int64?>(nil)
+            let handle: @Sendable (ImportEvent) -> Void = { event in
+                if case .caughtUp(let revision) = event { caughtUp.set(revision) }
+                onEvent(event)
+            }
             do {
-                return .ran(
-                    try await importer.run(editing: editing) { event in
-                        if case .caughtUp(let revision) = event { caughtUp.set(revision) }
-                        onEvent(event)
-                    })
+                if let pushesAgainst {
+                    return .ran(try await importer.push(against: pushesAgainst, editing: sessions, onEvent: handle))
+                }
+                return .ran(try await importer.run(editing: sessions, onEvent: handle))
             } catch let error as ImportError where error.code == .pushForbidden {
                 guard let revision = caughtUp.get() else { return .failed(error) }
                 return .caughtUpWithoutPushing(revision: revision)
@@ -477,7 +471,7 @@ public actor SyncEngine {
     }
 
     private func unpark() {
-        releaseRuns()
+        sessions.releaseWaitingRuns()
         guard let parked else { return }
         self.parked = nil
         parked.resume(returning: machine.next)

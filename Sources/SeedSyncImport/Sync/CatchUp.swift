@@ -17,9 +17,9 @@ extension ImportSession {
     @discardableResult
     func catchUp(_ database: inout LocalDatabase, info: SchemaInfo) async throws -> Bool {
         let run = CatchUp(session: self, database: database, info: info, revision: try await database.revision())
-        editing?.gate.startCatchUp()
+        editing?.startCatchUp()
         defer {
-            editing?.gate.endCatchUp()
+            editing?.endCatchUp()
             database = run.database
         }
         try await run.run()
@@ -28,11 +28,11 @@ extension ImportSession {
         return run.machine.mayPush
     }
 
-    /// Runs the transaction `body` through the engine's ``BatchGate`` (after the app's edit
-    /// sessions), or at once for a ``SeedImporter`` of its own.
+    /// Runs the transaction `body` through the engine's gate (after the app's edit sessions, see
+    /// ``EditSessions``), or at once for a ``SeedImporter`` of its own.
     func gated<T>(_ body: () async throws -> T) async throws -> T {
-        guard let gate = editing?.gate else { return try await body() }
-        return try await gate.transaction(body)
+        guard let editing else { return try await body() }
+        return try await editing.transaction(body)
     }
 
     /// The error a failed request ends the catch-up with, the database at `revision`.

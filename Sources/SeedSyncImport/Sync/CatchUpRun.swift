@@ -132,7 +132,7 @@ final class CatchUp {
     /// with a transaction per answer) and the error names it alone.
     private func commit(_ changeSets: [CheckedChangeSet]) async throws {
         var stopsEarly: (@Sendable () -> Bool)?
-        if let gate = session.editing?.gate { stopsEarly = { gate.isWanted } }
+        if let editing = session.editing { stopsEarly = { editing.isWanted } }
         var rest = changeSets
         while !rest.isEmpty {
             let (applied, events): ([AppliedChangeSet], [ImportEvent])

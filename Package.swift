@@ -190,7 +190,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        // Times a SyncEngine for scripts/bench.sh and scripts/load.sh; not a product.
+        // Times a SyncEngine for scripts/bench/bench.sh and scripts/bench/load.sh; not a product.
         .executableTarget(
             name: "seed-bench",
             dependencies: [
@@ -200,7 +200,7 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
-        // libFuzzer targets over what crosses a trust boundary (scripts/fuzz.sh); a plain build replays inputs.
+        // libFuzzer targets over what crosses a trust boundary (scripts/suites/fuzz.sh); a plain build replays inputs.
         .executableTarget(
             name: "seed-fuzz",
             dependencies: [
@@ -276,7 +276,7 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
-        // The Swift examples of the DocC articles, type-checked (scripts/article-examples.py writes them).
+        // The Swift examples of the DocC articles, type-checked (scripts/tools/article-examples.py writes them).
         .testTarget(
             name: "ArticleExampleTests",
             dependencies: [

@@ -20,7 +20,7 @@
 #   --locations N  demo locations (default 2000)
 #   --changes N    change sets written to the server after the seed is built (default 5000)
 #   --out DIR      where the server database, the seed, its manifest and app/ go (default .build/pipeline)
-#   --install      also install the commands with their man pages and completions (scripts/install.sh)
+#   --install      also install the commands with their man pages and completions (scripts/tools/install.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/setup.sh
@@ -85,7 +85,7 @@ end
 
 if $install; then
     begin "install with man pages"
-    scripts/install.sh --prefix "$work/prefix"
+    scripts/tools/install.sh --prefix "$work/prefix"
     end
 fi
 

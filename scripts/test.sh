@@ -2,17 +2,17 @@
 # Runs the test suite: installs missing system packages (as root), starts a throwaway PostgreSQL
 # (the PostgreSQL store's tests need one; stopped at the end, also on failure), checks the sources'
 # format (`swift format lint`, .swift-format) and that the articles' examples are current in
-# Tests/ArticleExampleTests (scripts/article-examples.py), builds once in release mode, tests
+# Tests/ArticleExampleTests (scripts/tools/article-examples.py), builds once in release mode, tests
 # included (which type-checks the examples; the tests reach internals through `package` access, not
 # `@testable`, so the release build needs no testability and scripts/pipeline.sh reuses it), runs
 # `swift test`. Without a PostgreSQL those tests fail: they are never skipped. Then the checks that
 # need the build: the public API against api/, the install with man pages and completions
-# (scripts/install.sh, which scripts/pipeline.sh leaves to --install), the DocC documentation
+# (scripts/tools/install.sh, which scripts/pipeline.sh leaves to --install), the DocC documentation
 # without warnings, real answers against docs/openapi.yaml, 30 seconds of schemathesis, the hostile
-# client matrix on both stores (scripts/hostile-clients.sh), the hostile server matrix against seed-build and seed-import
-# (scripts/hostile-servers.sh), the change log through a real nginx (scripts/cache-check.sh), a short
-# crash campaign (scripts/crash-test.sh, 10 kills per target and store), short soaks on both stores
-# (scripts/soak.sh), and 15 seconds of each libFuzzer target (scripts/fuzz.sh). The tests have 15
+# client matrix on both stores (scripts/suites/hostile-clients.sh), the hostile server matrix against seed-build and seed-import
+# (scripts/suites/hostile-servers.sh), the change log through a real nginx (scripts/suites/cache-check.sh), a short
+# crash campaign (scripts/suites/crash-test.sh, 10 kills per target and store), short soaks on both stores
+# (scripts/suites/soak.sh), and 15 seconds of each libFuzzer target (scripts/suites/fuzz.sh). The tests have 15
 # minutes (SEEDSYNC_TEST_SECONDS): a run that hangs fails with the tests that did not end and the test
 # process's stacks (scripts/lib/watchdog.sh).
 #
@@ -33,30 +33,30 @@ start_postgres
 export SEEDSYNC_REQUIRE_POSTGRES=1
 
 timed "format" swift format lint --strict --recursive Sources Tests Package.swift
-python3 scripts/article-examples.py --check
+python3 scripts/tools/article-examples.py --check
 timed "release build, tests included" swift build -c release --build-tests
 bin=$(swift build -c release --show-bin-path)
 timed "swift test" run_bounded "${SEEDSYNC_TEST_SECONDS:-900}" swift test -c release --skip-build "$@"
-timed "API check" bash scripts/api-check.sh -c release
+timed "API check" bash scripts/tools/api-check.sh -c release
 install_check() {
     local prefix
     prefix=$(mktemp -d)
-    bash scripts/install.sh --prefix "$prefix" && rm -rf "$prefix"
+    bash scripts/tools/install.sh --prefix "$prefix" && rm -rf "$prefix"
 }
 timed "install with man pages" install_check
-openapi() { bash scripts/openapi-check.sh "$bin" && bash scripts/schemathesis.sh "$bin" --seconds 30; }
+openapi() { bash scripts/suites/openapi-check.sh "$bin" && bash scripts/suites/schemathesis.sh "$bin" --seconds 30; }
 timed "OpenAPI and schemathesis" openapi
 # The reliability suites (docs/RELIABILITY.md), short settings; each bounded, so a hang fails in minutes.
 # DocC runs on one core, mostly: beside the hostile matrices, which mostly wait on their clients.
-beside "DocC" run_bounded 600 bash scripts/docs.sh -c release
-timed "hostile clients" run_bounded 600 bash scripts/hostile-clients.sh --bin "$bin"
-timed "hostile servers" run_bounded 600 bash scripts/hostile-servers.sh --bin "$bin"
+beside "DocC" run_bounded 600 bash scripts/tools/docs.sh -c release
+timed "hostile clients" run_bounded 600 bash scripts/suites/hostile-clients.sh --bin "$bin"
+timed "hostile servers" run_bounded 600 bash scripts/suites/hostile-servers.sh --bin "$bin"
 joined "DocC"
-timed "cache check" run_bounded 300 bash scripts/cache-check.sh --bin "$bin"
-timed "crash campaign" run_bounded 600 bash scripts/crash-test.sh --iterations 10 --events 3000 --changes 300 --bin "$bin"
+timed "cache check" run_bounded 300 bash scripts/suites/cache-check.sh --bin "$bin"
+timed "crash campaign" run_bounded 600 bash scripts/suites/crash-test.sh --iterations 10 --events 3000 --changes 300 --bin "$bin"
 soaks() {
-    run_bounded 300 bash scripts/soak.sh --seconds 30 --backend sqlite --bin "$bin" \
-        && run_bounded 300 bash scripts/soak.sh --seconds 45 --backend postgres --bin "$bin"
+    run_bounded 300 bash scripts/suites/soak.sh --seconds 30 --backend sqlite --bin "$bin" \
+        && run_bounded 300 bash scripts/suites/soak.sh --seconds 45 --backend postgres --bin "$bin"
 }
 timed "soaks" soaks
-timed "fuzz build and fuzzing" run_bounded 900 bash scripts/fuzz.sh --seconds 15
+timed "fuzz build and fuzzing" run_bounded 900 bash scripts/suites/fuzz.sh --seconds 15

@@ -12,7 +12,9 @@ final class ImportSession {
     /// The app's own connection to the database, when it handed one over.
     let appDatabase: (any DatabaseWriter)?
     let client: SyncClient
-    let seed: ShippedSeed
+    /// The shipped seed, read when a step needs it (a push never does, unless the server's history
+    /// no longer reaches the database).
+    private(set) lazy var seed = ShippedSeed(path: configuration.seed)
     let emit: @Sendable (ImportEvent) -> Void
     /// A ``SyncEngine``'s edit sessions, which the run lets in; `nil` for an importer of its own.
     let editing: EditSessions?
@@ -36,7 +38,6 @@ final class ImportSession {
         self.appDatabase = appDatabase
         self.editing = editing
         self.emit = emit
-        seed = ShippedSeed(path: configuration.seed)
         client = SyncClient(configuration: configuration.server) { attempt, error, delay in
             emit(.retrying(attempt: attempt, delay: delay, reason: error.description))
         }

@@ -6,14 +6,14 @@ import SeedSyncClient
 import SeedSyncImport
 import SeedSyncModel
 
-/// Measures the app side of SeedSync, for `scripts/bench.sh` and `scripts/load.sh`: a ``SyncEngine``
+/// Measures the app side of SeedSync, for `scripts/bench/bench.sh` and `scripts/bench/load.sh`: a ``SyncEngine``
 /// over a real server, timed from the outside of the engine's public API, as an app sees it.
 /// Prints JSON; the scripts compare and record the figures (`docs/PERFORMANCE.md`).
 @main
 struct SeedBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "seed-bench",
-        abstract: "Times a SyncEngine as an app sees it (for scripts/bench.sh and scripts/load.sh).",
+        abstract: "Times a SyncEngine as an app sees it (for scripts/bench/bench.sh and scripts/bench/load.sh).",
         subcommands: [EditLatency.self, ObserveLatency.self, PushLatency.self])
 }
 

@@ -1,6 +1,6 @@
 import Foundation
 
-// Built by `scripts/fuzz.sh` with `--sanitize=fuzzer --sanitize=address -Xswiftc -DSEEDSYNC_FUZZ`,
+// Built by `scripts/suites/fuzz.sh` with `--sanitize=fuzzer --sanitize=address -Xswiftc -DSEEDSYNC_FUZZ`,
 // the executable is a libFuzzer target: libFuzzer's `main` runs the target that
 // `SEEDSYNC_FUZZ_TARGET` names. Built plainly (`swift build`), it replays inputs through the same
 // targets without libFuzzer, which is how a crash libFuzzer reported is looked at in a debugger.

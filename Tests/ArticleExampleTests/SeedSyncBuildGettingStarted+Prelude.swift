@@ -4,7 +4,7 @@ import SeedSyncClient
 import SeedSyncSeed
 
 /// What the examples of the SeedSyncBuild "Getting Started" article take from the code around
-/// them (see `scripts/article-examples.py`).
+/// them (see `scripts/tools/article-examples.py`).
 enum SeedSyncBuildGettingStarted {
     static let client = SyncClient(
         configuration: .init(serverURL: URL(string: "https://sync.example.com")!, token: nil))

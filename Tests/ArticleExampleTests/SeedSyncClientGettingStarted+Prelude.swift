@@ -3,7 +3,7 @@ import SeedSyncClient
 import SeedSyncModel
 
 /// What the examples of the SeedSyncClient "Getting Started" article take from the app around
-/// them (see `scripts/article-examples.py`).
+/// them (see `scripts/tools/article-examples.py`).
 enum SeedSyncClientGettingStarted {
     static let client = SyncClient(
         configuration: .init(serverURL: URL(string: "https://sync.example.com")!, token: nil))

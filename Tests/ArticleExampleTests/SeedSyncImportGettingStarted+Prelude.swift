@@ -4,7 +4,7 @@ import SeedSyncImport
 import SeedSyncModel
 
 /// What the examples of the SeedSyncImport "Getting Started" article take from the app around them
-/// (see `scripts/article-examples.py`).
+/// (see `scripts/tools/article-examples.py`).
 enum SeedSyncImportGettingStarted {
     static let token = "token"
     static let importer = SeedImporter(

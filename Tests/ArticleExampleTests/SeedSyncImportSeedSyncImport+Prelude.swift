@@ -3,7 +3,7 @@ import SeedSyncClient
 import SeedSyncImport
 
 /// What the examples of the SeedSyncImport module page take from the app around them (see
-/// `scripts/article-examples.py`).
+/// `scripts/tools/article-examples.py`).
 enum SeedSyncImportSeedSyncImport {
     static let seedPath = "catalog.sqlite.gz"
     static let databasePath = "catalog.sqlite"

@@ -5,7 +5,7 @@ import SeedSyncImport
 import SeedSyncModel
 
 /// What the examples of "Using SeedSync in an App" take from the app around them (see
-/// `scripts/article-examples.py`); the examples themselves are in the generated file beside this one.
+/// `scripts/tools/article-examples.py`); the examples themselves are in the generated file beside this one.
 enum SeedSyncImportUsingSeedSyncInAnApp {
     static let seedPath = "events.sqlite.gz"
     static let databasePath = "app.sqlite"

@@ -2,7 +2,7 @@ import Foundation
 import SeedSyncModel
 
 /// What the example of the SeedSyncModel module page takes from the code around it (see
-/// `scripts/article-examples.py`).
+/// `scripts/tools/article-examples.py`).
 enum SeedSyncModelSeedSyncModel {
     static let body: [UInt8] = []
 }

@@ -2,5 +2,5 @@ import Foundation
 import SeedSyncPostgres
 
 /// The SeedSyncPostgres module page's example needs nothing around it (see
-/// `scripts/article-examples.py`).
+/// `scripts/tools/article-examples.py`).
 enum SeedSyncPostgresSeedSyncPostgres {}

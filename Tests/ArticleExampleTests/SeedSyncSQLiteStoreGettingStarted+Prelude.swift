@@ -4,7 +4,7 @@ import SeedSyncSQLiteStore
 import SeedSyncStore
 
 /// What the examples of the SeedSyncStore "Getting Started" article take from the code around
-/// them (see `scripts/article-examples.py`).
+/// them (see `scripts/tools/article-examples.py`).
 enum SeedSyncSQLiteStoreGettingStarted {
     static var store: SQLiteSyncStore { fatalError("never run") }
 }

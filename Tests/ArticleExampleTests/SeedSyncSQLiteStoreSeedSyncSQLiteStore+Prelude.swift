@@ -4,7 +4,7 @@ import SeedSyncSQLiteStore
 import SeedSyncStore
 
 /// What the example of the SeedSyncSQLiteStore module page takes from the code around it (see
-/// `scripts/article-examples.py`).
+/// `scripts/tools/article-examples.py`).
 enum SeedSyncSQLiteStoreSeedSyncSQLiteStore {
     static var schema: DatasetSchema { fatalError("never run") }
     static var changeSet: ChangeSet { fatalError("never run") }

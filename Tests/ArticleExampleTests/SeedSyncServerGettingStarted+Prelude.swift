@@ -5,7 +5,7 @@ import SeedSyncServer
 import SeedSyncStore
 
 /// What the examples of the SeedSyncServer "Getting Started" article take from the code around
-/// them (see `scripts/article-examples.py`).
+/// them (see `scripts/tools/article-examples.py`).
 enum SeedSyncServerGettingStarted {
     static var store: SQLiteSyncStore { fatalError("never run") }
     static var configuration: ServerConfiguration { fatalError("never run") }

@@ -4,5 +4,5 @@ import SeedSyncServer
 import SeedSyncStore
 
 /// The SeedSyncServer module page's example needs nothing around it (see
-/// `scripts/article-examples.py`).
+/// `scripts/tools/article-examples.py`).
 enum SeedSyncServerSeedSyncServer {}

@@ -2,5 +2,5 @@ import SeedSyncModel
 import SeedSyncStore
 
 /// What the example of the SeedSyncStore module page takes from the code around it (see
-/// `scripts/article-examples.py`): nothing.
+/// `scripts/tools/article-examples.py`): nothing.
 enum SeedSyncStoreSeedSyncStore {}

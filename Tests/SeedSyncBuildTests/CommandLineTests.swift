@@ -79,7 +79,7 @@ import Testing
     /// The reproducibility guard: the committed demo seed rebuilds to the SHA-256 in its manifest.
     @Test func theCommittedDemoSeedRebuildsToTheSameBytes() async throws {
         try await withTemporaryDirectory { directory in
-            let script = Self.repository.appendingPathComponent("scripts/build-seed.sh").path
+            let script = Self.repository.appendingPathComponent("scripts/tools/build-seed.sh").path
             let built = try await Executables.run(
                 "/bin/bash", [script, "--out", directory.path, "--bin", Executables.productsDirectory.path])
             #expect(built.status == 0, "\(built.stderr)")

@@ -127,7 +127,7 @@ import Testing
     }
 
     /// A build killed while it made its work file leaves one without tables (found by
-    /// scripts/crash-test.sh): `--resume` starts over instead of calling it foreign.
+    /// scripts/suites/crash-test.sh): `--resume` starts over instead of calling it foreign.
     @Test(arguments: [false, true]) func resumingAWorkFileWithoutTablesStartsOver(emptySQLite: Bool) async throws {
         try await withServedStore { served in
             let partial = served.path("e.sqlite.partial")
@@ -146,7 +146,7 @@ import Testing
         }
     }
 
-    /// A build killed in its finish, after the cursors were dropped (found by scripts/crash-test.sh):
+    /// A build killed in its finish, after the cursors were dropped (found by scripts/suites/crash-test.sh):
     /// every type was complete, so `--resume` catches up and finishes.
     @Test func resumingAWorkFileKilledInItsFinishCompletesIt() async throws {
         try await withServedStore { served in

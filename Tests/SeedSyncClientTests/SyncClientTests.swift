@@ -295,7 +295,7 @@ import FoundationNetworking
     }
 
     /// An `applied` result must map exactly the temporary keys its change set created: a row left
-    /// under its temporary key would stay beside the server's copy (found by scripts/hostile-servers.sh).
+    /// under its temporary key would stay beside the server's copy (found by scripts/suites/hostile-servers.sh).
     @Test func anAppliedResultMustMapEachTemporaryKeyItCreated() async throws {
         let created = TypeChanges(
             type: "locations", create: [-1],

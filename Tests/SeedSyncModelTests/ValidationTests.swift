@@ -229,7 +229,7 @@ import Testing
     }
 
     /// PostgreSQL cannot store U+0000, so neither store takes it from a commit or a push; a reader
-    /// still takes it (what a store already holds is served). Found by scripts/hostile-clients.sh.
+    /// still takes it (what a store already holds is served). Found by scripts/suites/hostile-clients.sh.
     @Test(arguments: [
         #"{"types":["books"],"books":{"create":[1],"attributes":{"1":{"title":"a\u0000b","price":1,"in_stock":true}}}}"#,
         #"{"types":["authors"],"authors":{"create":["le\u0000guin"],"attributes":{"le\u0000guin":{"name":"U"}}}}"#,

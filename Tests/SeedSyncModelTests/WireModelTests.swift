@@ -96,7 +96,7 @@ import Testing
         )
     }
 
-    /// Found by `scripts/fuzz.sh` (target `wire`): a change set that names an id or a type twice,
+    /// Found by `scripts/suites/fuzz.sh` (target `wire`): a change set that names an id or a type twice,
     /// which validation refuses, was written with a member twice, which no strict reader accepts.
     @Test func aChangeSetNamingAnIdOrATypeTwiceIsWrittenAsValidJSON() throws {
         let events = TypeChanges(

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The Python baseline of scripts/bench.sh: loads JSON exports into a fresh SQLite file the plain way.
+"""The Python baseline of scripts/bench/bench.sh: loads JSON exports into a fresh SQLite file the plain way.
 
 Usage: json_to_sqlite.py DATABASE TABLES_SQL INDEXES_SQL TABLE=FILE.json...
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Times one request, sent again and again on one keep-alive connection, for scripts/bench.sh.
+"""Times one request, sent again and again on one keep-alive connection, for scripts/bench/bench.sh.
 
 Usage: request_times.py URL TOKEN_FILE COUNT [BODY]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A hostile seed-server for scripts/hostile-servers.sh: a proxy on loopback that forwards every
+"""A hostile seed-server for scripts/suites/hostile-servers.sh: a proxy on loopback that forwards every
 request to a real seed-server and misbehaves, as BEHAVIOUR says, on the requests whose path starts
 with --route (counted from 1): on the --nth one, or on every one from it with --always.
 

@@ -1,4 +1,4 @@
-# Shared by scripts/openapi-check.sh and scripts/schemathesis.sh: a Python environment with pinned
+# Shared by scripts/suites/openapi-check.sh and scripts/suites/schemathesis.sh: a Python environment with pinned
 # tools, and a seed-server with a read, a write and an admin token over a small schema that has
 # integer and text keys and every value type. Needs scripts/lib/server.sh (and setup.sh) sourced.
 

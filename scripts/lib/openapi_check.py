@@ -2,7 +2,7 @@
 
 Usage: python3 openapi_check.py SPEC URL --tokens DIR --bin BIN --database DB
 
-SPEC is the OpenAPI document, URL the server (started by scripts/openapi-check.sh with the schema of
+SPEC is the OpenAPI document, URL the server (started by scripts/suites/openapi-check.sh with the schema of
 scripts/lib/openapi.sh at revision 0 and --body-timeout 2), DIR holds the files read, write and
 admin with one token each, BIN/seed-server and DB are used to compact the history midway (for 410).
 The document is first

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Crash campaign of seed-server (scripts/crash-test.sh --target server): each iteration starts the
+"""Crash campaign of seed-server (scripts/suites/crash-test.sh --target server): each iteration starts the
 server on a store, lets a pushing client and an admin writer work against it, kills the server with
 SIGKILL at a random moment, restarts it and checks what a client was told:
 

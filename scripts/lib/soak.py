@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The soak of scripts/soak.sh: for SECONDS, writers change the server (the admin endpoint and, on
+"""The soak of scripts/suites/soak.sh: for SECONDS, writers change the server (the admin endpoint and, on
 PostgreSQL, psql), syncing clients catch up, pushing clients create rows and edit rows others edit too
 (conflicts on purpose), all of them real seed-import processes with their own app databases, against
 two seed-servers on PostgreSQL (one on SQLite, whose file one process serves). A third of the way in,

@@ -53,7 +53,7 @@ final class LocalDatabase: Sendable {
     /// this size when it starts over (`journal_size_limit`), so its size says what it holds; the
     /// app's WAL keeps the size it reached, and once past the limit a catch-up checkpoints after
     /// each of its transactions (still outside their commits).
-    /// Measured on a 40,000-change-set catch-up into 1M rows (`scripts/bench.sh` case 8): the WAL
+    /// Measured on a 40,000-change-set catch-up into 1M rows (`scripts/bench/bench.sh` case 8): the WAL
     /// peaks near 80 MB (a rule by rows, 20,000, let it reach 150 MB: scattered updates write a
     /// page or more each); 16 MiB kept it near 30 MB but made the catch-up 20 % slower (more
     /// syncs of the main file, fewer pages written once for several transactions).

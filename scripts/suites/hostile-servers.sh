@@ -9,9 +9,9 @@
 # with its local edits still queued, and a run against the real server then ends equal to the
 # server's tables.
 #
-# Usage: scripts/hostile-servers.sh [--bin DIR]   (default: a debug build)
+# Usage: scripts/suites/hostile-servers.sh [--bin DIR]   (default: a debug build)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 source scripts/lib/setup.sh
 source scripts/lib/server.sh
 source scripts/lib/compare.sh
@@ -20,7 +20,7 @@ bin=
 while [ $# -gt 0 ]; do
     case $1 in
         --bin) bin=$2; shift 2 ;;
-        *) echo "usage: scripts/hostile-servers.sh [--bin DIR]" >&2; exit 64 ;;
+        *) echo "usage: scripts/suites/hostile-servers.sh [--bin DIR]" >&2; exit 64 ;;
     esac
 done
 work=$(mktemp -d)

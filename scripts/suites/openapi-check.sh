@@ -7,14 +7,14 @@
 # status, content type, headers and body against the document (scripts/lib/openapi_check.py). Any
 # mismatch fails it.
 #
-# Usage: scripts/openapi-check.sh BIN_DIR   (BIN_DIR holds a built seed-server, e.g. .build/debug)
+# Usage: scripts/suites/openapi-check.sh BIN_DIR   (BIN_DIR holds a built seed-server, e.g. .build/debug)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 source scripts/lib/setup.sh
 source scripts/lib/server.sh
 source scripts/lib/openapi.sh
 
-[ $# -eq 1 ] || { echo "usage: scripts/openapi-check.sh BIN_DIR" >&2; exit 64; }
+[ $# -eq 1 ] || { echo "usage: scripts/suites/openapi-check.sh BIN_DIR" >&2; exit 64; }
 bin=$(cd "$1" && pwd)
 [ -x "$bin/seed-server" ] || { echo "no seed-server in $bin: build it first (swift build --product seed-server)" >&2; exit 64; }
 

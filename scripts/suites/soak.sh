@@ -5,9 +5,9 @@
 # during the run. At the end every client equals the server's tables, every pushed row is there once,
 # and the servers' memory is flat (scripts/lib/soak.py says exactly what is checked).
 #
-# Usage: scripts/soak.sh [--seconds S] [--backend sqlite|postgres] [--bin DIR]   (defaults: 600, sqlite, a debug build)
+# Usage: scripts/suites/soak.sh [--seconds S] [--backend sqlite|postgres] [--bin DIR]   (defaults: 600, sqlite, a debug build)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 source scripts/lib/setup.sh
 source scripts/lib/server.sh
 source scripts/lib/postgres.sh
@@ -20,7 +20,7 @@ while [ $# -gt 0 ]; do
         --seconds) seconds=$2; shift 2 ;;
         --backend) backend=$2; shift 2 ;;
         --bin) bin=$2; shift 2 ;;
-        *) echo "usage: scripts/soak.sh [--seconds S] [--backend sqlite|postgres] [--bin DIR]" >&2; exit 64 ;;
+        *) echo "usage: scripts/suites/soak.sh [--seconds S] [--backend sqlite|postgres] [--bin DIR]" >&2; exit 64 ;;
     esac
 done
 case $backend in sqlite | postgres) ;; *) echo "--backend must be sqlite or postgres" >&2; exit 64 ;; esac

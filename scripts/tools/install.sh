@@ -3,19 +3,19 @@
 # swift-argument-parser's generate-manual plugin, a page per command and subcommand) and their bash,
 # zsh and fish completions. Builds in release mode first.
 #
-# Usage: scripts/install.sh [--prefix DIR]
+# Usage: scripts/tools/install.sh [--prefix DIR]
 #   --prefix DIR   where to install (default /usr/local): DIR/bin, DIR/share/man/man1,
 #                  DIR/share/bash-completion/completions, DIR/share/zsh/site-functions,
 #                  DIR/share/fish/vendor_completions.d
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 source scripts/lib/setup.sh
 
 prefix=/usr/local
 while [ $# -gt 0 ]; do
     case $1 in
         --prefix) prefix=$2; shift 2 ;;
-        *) echo "usage: scripts/install.sh [--prefix DIR]" >&2; exit 64 ;;
+        *) echo "usage: scripts/tools/install.sh [--prefix DIR]" >&2; exit 64 ;;
     esac
 done
 
@@ -43,6 +43,6 @@ done
 for file in bin/seed-import share/man/man1/seed-import.write.1 share/man/man1/seed-server.serve.1 \
     share/bash-completion/completions/seed-import share/zsh/site-functions/_seed-server \
     share/fish/vendor_completions.d/seed-build.fish; do
-    [ -s "$prefix/$file" ] || { echo "scripts/install.sh: $prefix/$file was not installed" >&2; exit 1; }
+    [ -s "$prefix/$file" ] || { echo "scripts/tools/install.sh: $prefix/$file was not installed" >&2; exit 1; }
 done
 echo "installed ${tools[*]} under $prefix, with man pages and bash, zsh and fish completions" >&2

@@ -4,9 +4,9 @@
 # catch it, with a throwaway PostgreSQL, then restores the file. Prints each mutant's outcome (killed,
 # SURVIVED, does not build) and the score. It edits the sources while it runs: use a clone.
 #
-# Usage: scripts/mutation-test.sh [--only N,M]   (about 40 minutes for the 33 mutants on this machine)
+# Usage: scripts/suites/mutation-test.sh [--only N,M]   (about 40 minutes for the 33 mutants on this machine)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 source scripts/lib/setup.sh
 source scripts/lib/postgres.sh
 ensure_system_packages

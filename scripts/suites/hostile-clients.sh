@@ -6,10 +6,10 @@
 # case gets the answer PROTOCOL.md promises and the server keeps serving; the matrix runs N times and the
 # server's memory after the last pass may exceed that after the second by at most 8 MiB.
 #
-# Usage: scripts/hostile-clients.sh [--backend sqlite|postgres|both] [--bin DIR] [--passes N]
+# Usage: scripts/suites/hostile-clients.sh [--backend sqlite|postgres|both] [--bin DIR] [--passes N]
 #   (defaults: both, a debug build, 3)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 source scripts/lib/setup.sh
 source scripts/lib/postgres.sh
 source scripts/lib/server.sh
@@ -22,7 +22,7 @@ while [ $# -gt 0 ]; do
         --backend) backend=$2; shift 2 ;;
         --bin) bin=$2; shift 2 ;;
         --passes) passes=$2; shift 2 ;;
-        *) echo "usage: scripts/hostile-clients.sh [--backend sqlite|postgres|both] [--bin DIR] [--passes N]" >&2; exit 64 ;;
+        *) echo "usage: scripts/suites/hostile-clients.sh [--backend sqlite|postgres|both] [--bin DIR] [--passes N]" >&2; exit 64 ;;
     esac
 done
 case $backend in

@@ -5,18 +5,18 @@
 # from the document and check every answer (no 5xx, documented status, content type, headers and
 # body; invalid data rejected), then stops the server. Exits non-zero on any finding.
 #
-# Usage: scripts/schemathesis.sh BIN_DIR [--seconds N] [--examples N] [--seed N]
+# Usage: scripts/suites/schemathesis.sh BIN_DIR [--seconds N] [--examples N] [--seed N]
 #   BIN_DIR       holds a built seed-server (e.g. .build/debug)
 #   --seconds N   time budget of the run (default 60); the whole run is killed 60 s after it
 #   --examples N  most generated requests per operation and phase (default 100)
 #   --seed N      hypothesis's random seed (default 1: the same requests every run)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 source scripts/lib/setup.sh
 source scripts/lib/server.sh
 source scripts/lib/openapi.sh
 
-usage="usage: scripts/schemathesis.sh BIN_DIR [--seconds N] [--examples N] [--seed N]"
+usage="usage: scripts/suites/schemathesis.sh BIN_DIR [--seconds N] [--examples N] [--seed N]"
 [ $# -ge 1 ] || { echo "$usage" >&2; exit 64; }
 bin=$(cd "$1" && pwd)
 shift

@@ -34,7 +34,7 @@
 # Prints an aligned table on stdout, progress on stderr, and writes every number to OUT/bench.json.
 # Exits non-zero only when something fails to run, not when a target is missed.
 #
-# Usage: scripts/bench.sh [--events N] [--locations N] [--repeat K] [--changes N] [--out DIR] [--bin DIR] [--only CASES]
+# Usage: scripts/bench/bench.sh [--events N] [--locations N] [--repeat K] [--changes N] [--out DIR] [--bin DIR] [--only CASES]
 #   --events N     demo events in the server database (default 1000000)
 #   --locations N  demo locations (default 50000)
 #   --repeat K     runs of each measured command (default 3)
@@ -45,11 +45,11 @@
 #                  (default: build them, release)
 #   --only CASES   comma-separated cases to run, such as 1,5 (default 1,2,3,4,5,6,7,8,9)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 source scripts/lib/setup.sh
 source scripts/lib/server.sh
 
-usage="usage: scripts/bench.sh [--events N] [--locations N] [--repeat K] [--changes N] [--out DIR] [--bin DIR] [--only CASES]"
+usage="usage: scripts/bench/bench.sh [--events N] [--locations N] [--repeat K] [--changes N] [--out DIR] [--bin DIR] [--only CASES]"
 events=1000000
 locations=50000
 repeat=3

@@ -3,17 +3,17 @@
 # warning: an unresolved link, an undocumented parameter, an article that hides a symbol. The
 # archives land in .build/plugins/Swift-DocC/outputs/TARGET.doccarchive.
 #
-# Usage: scripts/docs.sh [-c debug|release]
+# Usage: scripts/tools/docs.sh [-c debug|release]
 #   -c CONFIG   the build configuration the symbol graphs come from (default debug; scripts/test.sh
 #               passes release, the build it made)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 configuration=debug
 case "${1:-}" in
     -c) configuration=$2 ;;
     "") ;;
-    *) echo "usage: scripts/docs.sh [-c debug|release]" >&2; exit 64 ;;
+    *) echo "usage: scripts/tools/docs.sh [-c debug|release]" >&2; exit 64 ;;
 esac
 
 targets=(SeedSyncModel SeedSyncStore SeedSyncSQLiteStore SeedSyncPostgres SeedSyncServer SeedSyncDemo SeedSyncClient SeedSyncSeed SeedSyncBuild SeedSyncImport)

@@ -10,9 +10,9 @@
 #   the cache after commits (from pages kept before them) equals one built from the origin;
 # - without --shared-cache (answers `private`), the cache keeps nothing: every read reaches the origin.
 #
-# Usage: scripts/cache-check.sh [--bin DIR]   (default: a debug build)
+# Usage: scripts/suites/cache-check.sh [--bin DIR]   (default: a debug build)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 source scripts/lib/setup.sh
 source scripts/lib/server.sh
 source scripts/lib/postgres.sh
@@ -22,7 +22,7 @@ bin=
 while [ $# -gt 0 ]; do
     case $1 in
         --bin) bin=$2; shift 2 ;;
-        *) echo "usage: scripts/cache-check.sh [--bin DIR]" >&2; exit 64 ;;
+        *) echo "usage: scripts/suites/cache-check.sh [--bin DIR]" >&2; exit 64 ;;
     esac
 done
 work=$(mktemp -d)

@@ -3,11 +3,11 @@
 # fixed seed with a fixed mutation history, served by seed-server on loopback, built by seed-build.
 # The same inputs give the same SHA-256 (with the same SQLite version); the tests check it.
 #
-# Usage: scripts/build-seed.sh [--out DIR] [--bin DIR]
+# Usage: scripts/tools/build-seed.sh [--out DIR] [--bin DIR]
 #   --out DIR  where demo.sqlite goes (default: Snapshots)
 #   --bin DIR  folder with seed-server and seed-build already built (default: build them, debug)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 source scripts/lib/setup.sh
 source scripts/lib/server.sh
 
@@ -23,7 +23,7 @@ while [ $# -gt 0 ]; do
     case $1 in
         --out) out=$2; shift 2 ;;
         --bin) bin=$2; shift 2 ;;
-        *) echo "usage: scripts/build-seed.sh [--out DIR] [--bin DIR]" >&2; exit 64 ;;
+        *) echo "usage: scripts/tools/build-seed.sh [--out DIR] [--bin DIR]" >&2; exit 64 ;;
     esac
 done
 

@@ -14,11 +14,11 @@
 # Prints a line per kill and, per target, the kills and where they landed. Stops at the first failure
 # with a non-zero status.
 #
-# Usage: scripts/crash-test.sh [--iterations N] [--target import|build|server|all] [--backend sqlite|postgres|both]
+# Usage: scripts/suites/crash-test.sh [--iterations N] [--target import|build|server|all] [--backend sqlite|postgres|both]
 #                              [--bin DIR] [--events N] [--changes N]
 #   (defaults: 200 per target and store, all, both, a release build, 20000 events, 3000 changes)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 source scripts/lib/setup.sh
 source scripts/lib/server.sh
 source scripts/lib/postgres.sh
@@ -30,7 +30,7 @@ backend=both
 bin=
 events=20000
 changes=3000
-usage="usage: scripts/crash-test.sh [--iterations N] [--target import|build|server|all] [--backend sqlite|postgres|both] [--bin DIR] [--events N] [--changes N]"
+usage="usage: scripts/suites/crash-test.sh [--iterations N] [--target import|build|server|all] [--backend sqlite|postgres|both] [--bin DIR] [--events N] [--changes N]"
 while [ $# -gt 0 ]; do
     case $1 in
         --iterations) iterations=$2; shift 2 ;;

@@ -18,7 +18,7 @@
 # under 50 ms, for the one page and for distinct pages) and say met or missed; the script fails only when something fails to run. Changes
 # nothing in the repository.
 #
-# Usage: scripts/load.sh [--backend sqlite|postgres|all] [--seconds S] [--events N] [--live-clients "1 100 10000"] [--apps N]
+# Usage: scripts/bench/load.sh [--backend sqlite|postgres|all] [--seconds S] [--events N] [--live-clients "1 100 10000"] [--apps N]
 #   --backend B        which store(s) to load (default all)
 #   --seconds S        length of each wrk and pgbench run (default 15)
 #   --events N         demo events in the served database (default 100000; 2000 locations)
@@ -26,7 +26,7 @@
 #   --apps N           apps catching up through the cache (default 10000; the origin alone is read by
 #                      N / 50 of them, at least 20)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 source scripts/lib/setup.sh
 source scripts/lib/server.sh
 source scripts/lib/postgres.sh
@@ -44,7 +44,7 @@ while [ $# -gt 0 ]; do
         --events) events=$2; shift 2 ;;
         --live-clients) live_clients=$2; shift 2 ;;
         --apps) apps=$2; shift 2 ;;
-        *) echo "usage: scripts/load.sh [--backend sqlite|postgres|all] [--seconds S] [--events N] [--live-clients L] [--apps N]" >&2; exit 64 ;;
+        *) echo "usage: scripts/bench/load.sh [--backend sqlite|postgres|all] [--seconds S] [--events N] [--live-clients L] [--apps N]" >&2; exit 64 ;;
     esac
 done
 case $backend in sqlite | postgres | all) ;; *) echo "--backend must be sqlite, postgres or all" >&2; exit 64 ;; esac

@@ -8,9 +8,9 @@
 # stops before fuzzing. Prints the executions per target and the coverage counters the binary
 # holds. The targets are documented in Sources/seed-fuzz/FuzzTarget.swift.
 #
-# Usage: scripts/fuzz.sh [--seconds S] [--targets json,wire,...]   (defaults: 60, every target)
+# Usage: scripts/suites/fuzz.sh [--seconds S] [--targets json,wire,...]   (defaults: 60, every target)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 source scripts/lib/setup.sh
 
 seconds=60
@@ -19,7 +19,7 @@ while [ $# -gt 0 ]; do
     case $1 in
         --seconds) seconds=$2; shift 2 ;;
         --targets) targets=$2; shift 2 ;;
-        *) echo "usage: scripts/fuzz.sh [--seconds S] [--targets json,wire,...]" >&2; exit 64 ;;
+        *) echo "usage: scripts/suites/fuzz.sh [--seconds S] [--targets json,wire,...]" >&2; exit 64 ;;
     esac
 done
 

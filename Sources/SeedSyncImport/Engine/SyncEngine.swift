@@ -15,9 +15,10 @@ public import SeedSyncModel
 /// may read but not push keeps the database current; the local edits stay queued.
 ///
 /// The steps are the transitions of `EngineMachine`; the edit sessions' rules (``beginEdit()``)
-/// are `EditSessions`' (see `EditMachine`). The engine runs them and lets the app steer: ``syncNow()`` (a user's refresh: it ends a wait or a backoff at once, and follows a
-/// run going on with another), ``pause()`` and ``resume()``, ``stop()``. Its ``State`` is an
-/// `AsyncSequence` a screen can show (``states()``).
+/// are `EditSessions`' (see `EditMachine`). The engine runs them and lets the app steer:
+/// ``syncNow()`` (a user's refresh: it ends a wait or a backoff at once, and follows a run going on
+/// with another), ``pause()`` and ``resume()``, ``stop()``. Its ``State`` is an `AsyncSequence` a
+/// screen can show (``states()``).
 ///
 /// ```swift
 /// let engine = SyncEngine(configuration: .init(seed: seedPath, database: databasePath, server: server))

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes OUT/bench.json for scripts/bench/bench.sh from the tab-separated files it wrote in OUT.
+"""Writes OUT/bench.json for scripts/bench/bench.py from the tab-separated files it wrote in OUT.
 
 Usage: write_json.py OUT
 

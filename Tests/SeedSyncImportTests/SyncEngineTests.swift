@@ -1,8 +1,10 @@
 import Foundation
 import Logging
 import SeedSyncClient
+import SeedSyncDemo
 import SeedSyncImport
 import SeedSyncModel
+import SeedSyncSeed
 import SeedSyncServer
 import SeedSyncStore
 import SeedSyncTesting
@@ -568,6 +570,31 @@ extension LiveCommandTests {
             lock.release()
             try await pushed("Behind a lock")
             #expect(try await answeredRequests("/v1/schema", on: url) == runs + 1, "the push gave way to a run")
+            await engine.stop()
+        }
+    }
+
+    /// The server moves to a new schema version while the engine waits: an edit written then (in a
+    /// type both versions share) is pushed in the version the database is in, and the engine migrates
+    /// at the next whole run (a push asks for no schema: here when its 2-second live wait ends, as an
+    /// engine without edits would), ending equal to the server.
+    @Test func anEditWhileTheServerUpgradesIsPushedAndTheDatabaseMigrates() async throws {
+        try await withImportFixture { fixture in
+            let engine = SyncEngine(
+                configuration: fixture.importer(token: liveServerWriteToken).configuration, options: .init(wait: 2))
+            await engine.start()
+            try await SyncEngineTests.until(engine, "waiting") { if case .waiting = $0 { true } else { false } }
+            _ = try await fixture.served.store.upgrade(to: DemoDataset.schemaV2, renaming: DemoDataset.v2Renames)
+            try await engine.write { changes in
+                try changes.create("locations", ["name": "Pier", "city": "Oslo", "latitude": 59.9, "longitude": 10.7])
+            }
+            try await SyncEngineTests.eventually("the edit pushed and the database migrated") {
+                let server = try await Fixtures.contents(of: fixture.served.store)
+                let pushed = server["locations"]?.contains { $0.contains(.string("Pier")) } == true
+                let (pending, local) = (try outboxCount(fixture.database), try contents(ofSeed: fixture.database))
+                return pushed && pending == 0 && local == server
+            }
+            #expect(try SeedFile(path: fixture.database).metadata().schemaVersion == 2)
             await engine.stop()
         }
     }

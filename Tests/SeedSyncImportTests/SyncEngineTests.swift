@@ -591,10 +591,44 @@ extension LiveCommandTests {
             try await SyncEngineTests.eventually("the edit pushed and the database migrated") {
                 let server = try await Fixtures.contents(of: fixture.served.store)
                 let pushed = server["locations"]?.contains { $0.contains(.string("Pier")) } == true
-                let (pending, local) = (try outboxCount(fixture.database), try contents(ofSeed: fixture.database))
+                // A migration holds the database for a moment: a read it refuses means "not yet".
+                guard let pending = try? outboxCount(fixture.database),
+                    let local = try? contents(ofSeed: fixture.database)
+                else { return false }
                 return pushed && pending == 0 && local == server
             }
             #expect(try SeedFile(path: fixture.database).metadata().schemaVersion == 2)
+            await engine.stop()
+        }
+    }
+
+    /// A push checks that the database is still in the version its last run caught up in: after
+    /// another importer migrated it, the push gives way to a whole run, which pushes the edit from
+    /// the new version.
+    @Test func aPushIntoADatabaseMigratedSinceGivesWayToAWholeRun() async throws {
+        try await withImportFixture { fixture in
+            let url = fixture.served.url
+            let engine = try await SyncEngineTests.waitingEngine(
+                fixture.importer(token: liveServerWriteToken).configuration)
+            _ = try await fixture.served.store.upgrade(to: DemoDataset.schemaV2, renaming: DemoDataset.v2Renames)
+            let migration = try await fixture.importer().run().migration
+            #expect(migration?.toVersion == 2, "the other importer migrated the database")
+            let runs = try await answeredRequests("/v1/schema", on: url)
+            try await engine.write { changes in
+                try changes.create("locations", ["name": "Quay", "city": "Bergen", "latitude": 60.4, "longitude": 5.3])
+            }
+            try await SyncEngineTests.eventually("the edit pushed from version 2") {
+                let server = try await Fixtures.contents(of: fixture.served.store)
+                let pushed = server["locations"]?.contains { $0.contains(.string("Quay")) } == true
+                // A migration holds the database for a moment: a read it refuses means "not yet".
+                guard let pending = try? outboxCount(fixture.database),
+                    let local = try? contents(ofSeed: fixture.database)
+                else { return false }
+                return pushed && pending == 0 && local == server
+            }
+            // A whole run asks for the schema (twice here: a server answers the unnamed request in
+            // the oldest version it serves, then the newest by number); a push asks for none.
+            #expect(try await answeredRequests("/v1/schema", on: url) > runs, "the push did not give way to a run")
             await engine.stop()
         }
     }

@@ -39,7 +39,7 @@ extension ImportSession {
         let metadata = try seed.copy(
             to: files.installing.path, expectedSchemaVersion: configuration.expectedSchemaVersion)
         if let server, metadata.revision < server.minRevision {
-            DatabaseFiles(files.installing.path).remove()
+            files.installing.remove()
             return try await installSnapshot(seedRevision: metadata.revision, server: server)
         }
         let database = try await place(files.installing.path, checking: metadata, against: server)
@@ -122,11 +122,11 @@ extension ImportSession {
             if let server { try check(metadata, against: server) }
         } catch let error as ImportError where Self.rejectsSeed(error) {
             // Only the seed's own failures: a failure of the replacement below is the database's.
-            DatabaseFiles(files.installing.path).remove()
+            files.installing.remove()
             reject(seed: error)
             return database
         }
-        defer { DatabaseFiles(files.installing.path).remove() }
+        defer { files.installing.remove() }
         guard isNewer(metadata.dataset, metadata.schemaVersion, metadata.revision, than: local) else { return database }
         return try await replace(
             database, with: files.installing.path, revision: metadata.revision, reason: .newerSeed, source: .seed)

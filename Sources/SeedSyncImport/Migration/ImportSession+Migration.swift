@@ -53,7 +53,7 @@ extension ImportSession {
         let bytesBefore = client.bytesReceived
         let staging = try MigrationStaging(
             at: files.migration.path, types: Self.stagedTypes(changes, from: old, to: new))
-        defer { DatabaseFiles(files.migration.path).remove() }
+        defer { files.migration.remove() }
         let rows = try await stage(into: staging, version: version, from: fromRevision, old: old, excluded: excluded)
         let (migrated, applied, events) = try await database.migrated(
             from: old, to: new, changes: changes, staging: staging)

@@ -123,7 +123,7 @@ extension ImportSession {
             reject(seed: error)
             return try await replaceWithSnapshot(database, minRevision: minRevision)
         }
-        defer { DatabaseFiles(files.installing.path).remove() }
+        defer { files.installing.remove() }
         guard metadata.revision >= minRevision, metadata.schema == database.metadata.schema else {
             return try await replaceWithSnapshot(database, minRevision: minRevision)
         }

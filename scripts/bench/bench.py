@@ -156,8 +156,8 @@ def data_tables(database):
     ]
 
 
-def sqlite3_shell(*arguments, stdout=subprocess.DEVNULL):
-    subprocess.run(["sqlite3", "-bail", *arguments], check=True, stdout=stdout)
+def sqlite3_shell(*arguments):
+    subprocess.run(["sqlite3", "-bail", *arguments], check=True, stdout=subprocess.DEVNULL)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -172,6 +172,7 @@ class Bench:
         self.repeat = options.repeat
         self.python = sys.executable
         self.work = None
+        self.token = None
         self.server = None
         self.server_url = None
         self.tables = []

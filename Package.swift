@@ -47,6 +47,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
     ],
     targets: [
         // Wire model: protocol types, schema description, JSON values. Foundation only.
@@ -90,11 +91,12 @@ let package = Package(
             ],
             swiftSettings: libraryFeatures
         ),
-        // HTTP server: the only target that imports Hummingbird.
+        // HTTP server: the only target that imports Hummingbird. It reads JWT keys with the client's
+        // bounded loader.
         .target(
             name: "SeedSyncServer",
             dependencies: [
-                "SeedSyncModel", "SeedSyncStore", "SeedSyncGzip",
+                "SeedSyncModel", "SeedSyncStore", "SeedSyncGzip", "SeedSyncClient",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -107,6 +109,7 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "JWTKit", package: "jwt-kit"),
             ],
             swiftSettings: libraryFeatures
         ),
@@ -156,6 +159,7 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "JWTKit", package: "jwt-kit"),
             ]
         ),
         .executableTarget(
@@ -272,6 +276,7 @@ let package = Package(
                 "SeedSyncDemo",
                 "SeedSyncTesting", .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "CompressNIO", package: "compress-nio"),
+                .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]

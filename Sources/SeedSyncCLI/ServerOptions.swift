@@ -17,14 +17,23 @@ package import SeedSyncClient
 package struct ServerOptions: ParsableArguments {
     @Option(help: "The server's base URL, such as http://127.0.0.1:8080.", transform: ServerOptions.serverURL)
     package var server: URL
-    @Option(help: "A file holding the bearer token (instead of SEED_TOKEN).") package var tokenFile: String?
+    @Option(
+        help:
+            "A file holding the bearer token (instead of SEED_TOKEN), read again when the server refuses it: renew a short-lived token in place."
+    )
+    package var tokenFile: String?
 
     package init() {}
 
     /// The client configuration for `--server` with the token, each request waiting at most
-    /// `requestTimeout` seconds for data.
+    /// `requestTimeout` seconds for data. A `--token-file` is read again after a 401
+    /// (``TokenProvider/file(_:)``), so a long import outlives a token renewed in the file.
+    ///
+    /// - Throws: ``CommandFailure`` when the token file cannot be read now.
     package func client(requestTimeout: TimeInterval = 30) throws -> SyncClient.Configuration {
-        SyncClient.Configuration(serverURL: server, token: try token(), requestTimeout: requestTimeout)
+        let token = try token()
+        return SyncClient.Configuration(
+            serverURL: server, tokens: tokenFile.map { .file($0) } ?? .fixed(token), requestTimeout: requestTimeout)
     }
 
     /// The token: what `--token-file` holds when given, else `SEED_TOKEN`, surrounding

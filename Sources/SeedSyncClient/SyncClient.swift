@@ -20,8 +20,8 @@ public final class SyncClient: Sendable {
     /// Where and how to talk to the server.
     public struct Configuration: Sendable {
         public var serverURL: URL
-        /// The bearer token; `nil` for an anonymous server.
-        public var token: String?
+        /// Where the bearer token comes from, asked again when the server refuses it.
+        public var tokens: TokenProvider
         /// Seconds a request may wait for data before it fails (and may be retried).
         public var requestTimeout: TimeInterval
         /// The largest answer accepted, decompressed: 64 MiB.
@@ -31,6 +31,7 @@ public final class SyncClient: Sendable {
         /// costs both ends CPU and saves no bandwidth; on otherwise.
         public var acceptsGzip: Bool
 
+        /// A configuration with one fixed token: `nil` for an anonymous server.
         public init(
             serverURL: URL,
             token: String?,
@@ -39,8 +40,22 @@ public final class SyncClient: Sendable {
             retry: RetryPolicy = RetryPolicy(),
             acceptsGzip: Bool? = nil
         ) {
+            self.init(
+                serverURL: serverURL, tokens: .fixed(token), requestTimeout: requestTimeout,
+                maxResponseSize: maxResponseSize, retry: retry, acceptsGzip: acceptsGzip)
+        }
+
+        /// A configuration whose token comes from `tokens`, asked again after a 401.
+        public init(
+            serverURL: URL,
+            tokens: TokenProvider,
+            requestTimeout: TimeInterval = 30,
+            maxResponseSize: Int = 64 << 20,
+            retry: RetryPolicy = RetryPolicy(),
+            acceptsGzip: Bool? = nil
+        ) {
             self.serverURL = serverURL
-            self.token = token
+            self.tokens = tokens
             self.requestTimeout = requestTimeout
             self.maxResponseSize = maxResponseSize
             self.retry = retry
@@ -56,6 +71,7 @@ public final class SyncClient: Sendable {
 
     public let configuration: Configuration
     private let loader: BoundedLoader
+    private let token: TokenHolder
     /// Called before each retry with the attempt that failed, the error and the delay; for progress output.
     private let onRetry: @Sendable (_ attempt: Int, _ error: SyncClientError, _ delay: Double) -> Void
 
@@ -67,6 +83,7 @@ public final class SyncClient: Sendable {
         self.configuration = configuration
         self.onRetry = onRetry
         loader = BoundedLoader()
+        token = TokenHolder(configuration.tokens)
     }
 
     deinit {
@@ -277,12 +294,19 @@ public final class SyncClient: Sendable {
         var request = try makeRequest(path: path, query: query, body: body)
         request.timeoutInterval += TimeInterval(max(0, holdFor))
         let label = "\(body == nil ? "GET" : "POST") /\(path)"
+        var sent = try await token(for: label)
+        var renewed = false
         var attempt = 1
         while true {
             do {
+                request.setValue(sent.map { "Bearer \($0)" }, forHTTPHeaderField: "Authorization")
                 let (response, data) = try await load(request, label: label)
                 try checkStatus(of: response, body: data, label: label)
                 return try read(data, label)
+            } catch let error as SyncClientError where error.code == .unauthorized && !renewed {
+                renewed = true
+                guard let renewal = try await renewedToken(refused: sent, label: label) else { throw error }
+                sent = renewal
             } catch let error as SyncClientError
                 where Self.isRetryable(error) && attempt < configuration.retry.maxAttempts
             {
@@ -304,13 +328,32 @@ public final class SyncClient: Sendable {
         var request = URLRequest(url: url, timeoutInterval: configuration.requestTimeout)
         request.setValue("application/json", forHTTPHeaderField: "Accept")
         request.setValue(configuration.acceptsGzip ? "gzip" : "identity", forHTTPHeaderField: "Accept-Encoding")
-        if let token = configuration.token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         if let body {
             request.httpMethod = "POST"
             request.httpBody = body
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         }
         return request
+    }
+
+    /// The token to send, from the provider.
+    private func token(for label: String) async throws -> String? {
+        do {
+            return try await token.token()
+        } catch {
+            throw SyncClientError(.unauthorized, "\(label): the token provider gave no token: \(error)")
+        }
+    }
+
+    /// A token to send instead of `refused`, or `nil` when the provider has no other.
+    private func renewedToken(refused: String?, label: String) async throws -> String?? {
+        do {
+            return try await token.renew(refused: refused)
+        } catch {
+            throw SyncClientError(
+                .unauthorized,
+                "\(label): the server refused the token, and the token provider gave no new one: \(error)")
+        }
     }
 
     private func load(_ request: URLRequest, label: String) async throws -> (HTTPURLResponse, Data) {

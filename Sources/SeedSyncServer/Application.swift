@@ -17,6 +17,7 @@ public import SeedSyncStore
 /// - Parameters:
 ///   - store: the store served; it stays open while the application runs.
 ///   - configuration: the address, the tokens and the limits.
+/// - Throws: ``KeySetError`` when JWTs are configured and their keys cannot be read or used.
 ///   - logger: where a line per request and the store's failures go.
 ///   - onServerRunning: called with the bound port once the server listens (useful with port 0).
 public func buildApplication(
@@ -32,9 +33,15 @@ public func buildApplication(
     router.add(middleware: ErrorMiddleware(metrics: metrics))
     router.add(middleware: ResponseCompressionMiddleware(minimumSize: configuration.minimumCompressionSize))
     let signal = RevisionSignal(capacity: configuration.maxWaitingRequests)
+    let authenticator: Authenticator? =
+        configuration.tokens == nil && configuration.jwt == nil
+        ? nil
+        : try await Authenticator(
+            tokens: configuration.tokens ?? TokenSet(readTokens: [], adminTokens: []), jwt: configuration.jwt,
+            logger: logger)
     SyncRoutes(
-        store: store, versions: versions, configuration: configuration, metrics: metrics, signal: signal,
-        pages: PageCache(maxAge: configuration.snapshotMaxAge)
+        store: store, versions: versions, configuration: configuration, authenticator: authenticator,
+        metrics: metrics, signal: signal, pages: PageCache(maxAge: configuration.snapshotMaxAge)
     )
     .add(to: router)
     let idleTimeout = configuration.idleTimeout.components

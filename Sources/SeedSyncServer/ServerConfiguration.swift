@@ -3,8 +3,11 @@
 public struct ServerConfiguration: Sendable {
     public var host: String
     public var port: Int
-    /// Who may call what; `nil` serves without authentication (`--allow-anonymous`, for experiments).
+    /// Who may call what; `nil` (and no ``jwt``) serves without authentication (`--allow-anonymous`,
+    /// for experiments).
     public var tokens: TokenSet?
+    /// JWTs from the app's identity provider accepted beside ``tokens``; `nil` takes none.
+    public var jwt: JWTConfiguration?
     /// The largest request body accepted, compressed or decompressed: 8 MiB.
     public var maxRequestBodySize: Int
     /// Snapshot rows per page when the request gives no `limit`.
@@ -55,6 +58,7 @@ public struct ServerConfiguration: Sendable {
         host: String = "127.0.0.1",
         port: Int = 8080,
         tokens: TokenSet?,
+        jwt: JWTConfiguration? = nil,
         maxRequestBodySize: Int = 8 << 20,
         defaultSnapshotLimit: Int = 5_000,
         maxSnapshotLimit: Int = 50_000,
@@ -75,6 +79,7 @@ public struct ServerConfiguration: Sendable {
         self.host = host
         self.port = port
         self.tokens = tokens
+        self.jwt = jwt
         self.maxRequestBodySize = maxRequestBodySize
         self.defaultSnapshotLimit = defaultSnapshotLimit
         self.maxSnapshotLimit = maxSnapshotLimit

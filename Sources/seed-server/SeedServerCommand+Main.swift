@@ -36,6 +36,10 @@ extension SeedServerCommand {
             "check --database (postgres://USER@HOST:PORT/DATABASE) and --database-password-file"
         case let error as TokenFileError where error.code == .unreadable:
             "check the paths given to --token-file, --write-token-file and --admin-token-file"
+        case let error as KeySetError where error.code == .weakSecret:
+            "use a longer SEED_SERVER_JWT_SECRET or --jwt-secret-file"
+        case is KeySetError:
+            "check --jwks-file or --jwks-url"
         default: nil
         }
     }

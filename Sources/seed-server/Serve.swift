@@ -7,7 +7,7 @@ extension SeedServerCommand {
     struct Serve: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "Serve protocol v1. Tokens come from SEED_SERVER_TOKENS / SEED_SERVER_WRITE_TOKENS / SEED_SERVER_ADMIN_TOKENS or token files.",
+                "Serve protocol v1. Tokens come from SEED_SERVER_TOKENS / SEED_SERVER_WRITE_TOKENS / SEED_SERVER_ADMIN_TOKENS or token files, and JWTs are verified with the keys the --jwt options name.",
             discussion: "Prints 'listening on http://HOST:PORT' on stdout once ready; --port 0 picks a free port."
         )
 
@@ -19,6 +19,7 @@ extension SeedServerCommand {
         @Option(help: "File with admin tokens (comma- or line-separated).") var adminTokenFile: String?
         @Flag(help: "Serve without authentication when no token is configured (local experiments only).")
         var allowAnonymous = false
+        @OptionGroup(title: "JWTs from the app's identity provider") var jwt: JWTOptions
         @Option(help: "Largest request body in bytes, compressed or not.") var maxBodySize = 8 << 20
         @Option(help: "Seconds a request body may take to arrive whole; slower ones get 408.") var bodyTimeout = 30
         @Option(help: "Days the result of a pushed change set is kept for a retry with the same id.")
@@ -61,9 +62,10 @@ extension SeedServerCommand {
                 writeTokenFile: writeTokenFile,
                 adminTokenFile: adminTokenFile
             )
-            guard !tokens.isEmpty || allowAnonymous else {
+            let jwt = try self.jwt.configuration(environment: ProcessInfo.processInfo.environment)
+            guard !tokens.isEmpty || jwt != nil || allowAnonymous else {
                 throw ValidationError(
-                    "no token configured: set SEED_SERVER_TOKENS, SEED_SERVER_WRITE_TOKENS or SEED_SERVER_ADMIN_TOKENS, pass --token-file, or use --allow-anonymous for local experiments"
+                    "no token configured: set SEED_SERVER_TOKENS, SEED_SERVER_WRITE_TOKENS or SEED_SERVER_ADMIN_TOKENS, pass --token-file, give JWT keys (--jwks-url, --jwks-file, SEED_SERVER_JWT_SECRET), or use --allow-anonymous for local experiments"
                 )
             }
             var logger =
@@ -75,7 +77,8 @@ extension SeedServerCommand {
             let configuration = ServerConfiguration(
                 host: host,
                 port: port,
-                tokens: tokens.isEmpty ? nil : tokens,
+                tokens: tokens.isEmpty && jwt == nil ? nil : tokens,
+                jwt: jwt,
                 maxRequestBodySize: maxBodySize,
                 requestBodyTimeout: .seconds(bodyTimeout),
                 pushRetention: .seconds(pushRetentionDays * 86_400),

@@ -1,24 +1,29 @@
 import Foundation
 import Hummingbird
 
-/// Lets a request through only with `Authorization: Bearer <token>` of at least the required role:
-/// 401 without a known token, 403 with a read token on an admin route. The handler finds the
-/// token's role in ``role`` (admin when the server runs without tokens).
+/// Lets a request through only with `Authorization: Bearer <token>` that the server's
+/// ``Authenticator`` grants at least the required role: 401 without a token it accepts (saying
+/// why, for a JWT), 403 with a read token on an admin route. The handler finds the grant in
+/// ``RequestGrant/current`` (admin when the server runs without tokens).
 struct BearerAuthMiddleware<Context: RequestContext>: RouterMiddleware {
-    let tokens: TokenSet?
+    let authenticator: Authenticator?
     let required: TokenSet.Role
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
-        guard let tokens else {
-            return try await RequestRole.$current.withValue(.admin) { try await next(request, context) }
+        guard let authenticator else {
+            return try await RequestGrant.$current.withValue(Grant(role: .admin)) { try await next(request, context) }
         }
-        guard let token = Self.bearerToken(request), let role = tokens.role(of: token) else {
-            throw ServerError.unauthorized
+        guard let token = Self.bearerToken(request) else { throw ServerError.unauthorized }
+        let grant: Grant
+        do {
+            grant = try await authenticator.grant(for: token)
+        } catch {
+            throw ServerError.unauthorized(error)
         }
-        guard role >= required else { throw ServerError.forbidden }
-        return try await RequestRole.$current.withValue(role) { try await next(request, context) }
+        guard grant.role >= required else { throw ServerError.forbidden }
+        return try await RequestGrant.$current.withValue(grant) { try await next(request, context) }
     }
 
     private static func bearerToken(_ request: Request) -> String? {
@@ -28,10 +33,4 @@ struct BearerAuthMiddleware<Context: RequestContext>: RouterMiddleware {
         let token = parts[1].trimmingCharacters(in: .whitespaces)
         return token.isEmpty ? nil : token
     }
-}
-
-/// The role of the token the current request came with.
-enum RequestRole {
-    /// `read` outside the middleware: a route it does not guard may not write.
-    @TaskLocal static var current: TokenSet.Role = .read
 }

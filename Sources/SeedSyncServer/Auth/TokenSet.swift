@@ -34,7 +34,11 @@ public struct TokenSet: Sendable {
 
     /// The strongest role `token` has, or `nil` for an unknown token.
     public func role(of token: String) -> Role? {
-        let presented = Self.digest(token)
+        role(ofDigest: Self.digest(token))
+    }
+
+    /// The strongest role of the token whose SHA-256 is `presented`.
+    func role(ofDigest presented: [UInt8]) -> Role? {
         var best: Role?
         for entry in entries {
             var difference: UInt8 = 0
@@ -77,7 +81,7 @@ public struct TokenSet: Sendable {
         list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
 
-    private static func digest(_ token: String) -> [UInt8] {
+    static func digest(_ token: String) -> [UInt8] {
         Array(SHA256.hash(data: Data(token.utf8)))
     }
 }

@@ -120,6 +120,15 @@ package struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable
         return error
     }()
 
+    /// 401 for a token the server refused, saying why in the body and in `WWW-Authenticate`
+    /// (RFC 6750 `invalid_token`).
+    static func unauthorized(_ refusal: TokenRefusal) -> ServerError {
+        var error = ServerError(.unauthorized, code: .unauthorized, message: refusal.message)
+        let description = refusal.message.replacingOccurrences(of: "\"", with: "'")
+        error.headers[.wwwAuthenticate] = "Bearer error=\"invalid_token\", error_description=\"\(description)\""
+        return error
+    }
+
     static let forbidden = ServerError(.forbidden, code: .forbidden, message: "this token may not use admin endpoints")
 
     static let pushForbidden = ServerError(

@@ -13,6 +13,8 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
     /// in. Read again when a request names a type or version it lacks (an upgrade since).
     let versions: LockedValue<SchemaHistory>
     let configuration: ServerConfiguration
+    /// Who may call what; `nil` serves without authentication.
+    let authenticator: Authenticator?
     let metrics: ServerMetrics
     /// What held sync requests wait on (see ``RevisionWatch``).
     let signal: RevisionSignal
@@ -25,7 +27,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         router.get("health") { _, _ in Self.health }
         router.head("health") { _, _ in Self.health.createHeadResponse() }
         let reader = router.group("v1").add(
-            middleware: BearerAuthMiddleware(tokens: configuration.tokens, required: .read))
+            middleware: BearerAuthMiddleware(authenticator: authenticator, required: .read))
         reader.get("schema") { request, _ in try await schemaInfo(request) }
         reader.get("snapshot/:type") { request, context in try await snapshot(request, context) }
         reader.post("sync") { request, _ in try await sync(request) }
@@ -35,11 +37,11 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
             Self.json(try JSONEncoder.stable().encode(SeedList(seeds: try await store.registeredSeeds())))
         }
         let admin = router.group("v1/admin").add(
-            middleware: BearerAuthMiddleware(tokens: configuration.tokens, required: .admin))
+            middleware: BearerAuthMiddleware(authenticator: authenticator, required: .admin))
         admin.post("changes") { request, _ in try await commit(request) }
         admin.post("seeds") { request, _ in try await register(request) }
         let operators = router.group("metrics").add(
-            middleware: BearerAuthMiddleware(tokens: configuration.tokens, required: .admin))
+            middleware: BearerAuthMiddleware(authenticator: authenticator, required: .admin))
         operators.get { _, context in await exposition(context) }
     }
 
@@ -166,7 +168,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
     /// recorded results.
     private func push(_ changeSets: [PushedChangeSet], version: Int) async throws -> [PushResult] {
         guard !changeSets.isEmpty else { return [] }
-        guard RequestRole.current >= .write else { throw ServerError.pushForbidden }
+        guard RequestGrant.current.role >= .write else { throw ServerError.pushForbidden }
         guard changeSets.count <= configuration.maxPushedChangeSets else {
             throw ServerError(
                 .contentTooLarge, code: .tooManyChangeSets,

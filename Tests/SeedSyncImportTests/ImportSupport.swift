@@ -5,6 +5,7 @@ import SeedSyncDemo
 import SeedSyncImport
 import SeedSyncModel
 import SeedSyncSeed
+import SeedSyncServer
 import SeedSyncTesting
 
 /// A served demo store, a seed built from it at `seedRevision`, then more change sets on the server.
@@ -79,6 +80,7 @@ func withImportFixture(
     changesBlockSize: Int64 = 1_000,
     maxWait: Duration = .seconds(55),
     snapshotMaxAge: Duration = .seconds(30),
+    jwt: JWTConfiguration? = nil,
     _ body: @escaping @Sendable (ImportFixture) async throws -> Void
 ) async throws {
     try await withServedStore(
@@ -87,6 +89,7 @@ func withImportFixture(
             $0.changesBlockSize = changesBlockSize
             $0.maxWait = maxWait
             $0.snapshotMaxAge = snapshotMaxAge
+            $0.jwt = jwt
         }
     ) { served in
         let report = try await served.builder("seed.sqlite", pageSize: 500, gzip: gzip).build()

@@ -35,6 +35,30 @@ import Darwin
         }
     }
 
+    /// Tokens of two seconds from the app's identity provider: the engine's held requests and
+    /// catch-ups outlive each expiry (the provider is asked again after a 401), and a server
+    /// change still reaches the database.
+    @Test func theEngineOutlivesShortLivedTokens() async throws {
+        let provider = await TestIdentityProvider()
+        let jwt = JWTConfiguration(keys: .secret(TestIdentityProvider.secret), leeway: .zero)
+        try await withImportFixture(maxWait: .seconds(1), jwt: jwt) { fixture in
+            let renewals = LockedValue(false)
+            var configuration = fixture.importer().configuration
+            configuration.server.tokens = TokenProvider { renew in
+                if renew { renewals.set(true) }
+                return try await provider.token(claims: TestIdentityProvider.claims(expiringIn: 2))
+            }
+            let engine = try await SyncEngineTests.waitingEngine(configuration)
+            try await Task.sleep(for: .seconds(3))
+            try await fixture.mutate(1, seed: 98)
+            let target = try await fixture.serverRevision()
+            try await Self.eventually("the new revision") { try revision(of: fixture.database) == target }
+            #expect(renewals.get(), "a token expired while the engine waited")
+            #expect(try await fixture.serverContents() == contents(ofSeed: fixture.database))
+            await engine.stop()
+        }
+    }
+
     /// Offline while nothing listens at the server's address (the seed installs anyway), syncing
     /// when a server comes up there, offline again when it goes, back when it returns; every
     /// change set applied once, in order.

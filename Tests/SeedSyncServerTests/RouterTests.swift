@@ -57,7 +57,12 @@ import Testing
             for token in [nil, "wrong", ""] as [String?] {
                 try await client.execute(uri: "/v1/schema", method: .get, headers: headers(token: token)) { response in
                     #expect(response.status == .unauthorized)
-                    #expect(response.headers[.wwwAuthenticate] == "Bearer")
+                    // RFC 6750: a request without a token is told the scheme, one with an unknown token why.
+                    let challenge =
+                        token?.isEmpty != false
+                        ? "Bearer"
+                        : #"Bearer error="invalid_token", error_description="a valid bearer token is required""#
+                    #expect(response.headers[.wwwAuthenticate] == challenge)
                     #expect(errorCode(response) == "unauthorized")
                 }
             }

@@ -12,7 +12,8 @@
 # through a real nginx (proxy_cache, auth_request: scripts/lib/nginx.sh) in front of two servers
 # started with --shared-cache, against the same apps reading the origin alone
 # (scripts/bench/catchup_load.py): the origin's share of the reads, the cache's hit ratio, requests/s
-# and p99, stale answers and apps that did not reach the server's revision. Prints requests/s, p50,
+# and p99, stale answers and apps that did not reach the server's revision; and, on SQLite,
+# requests/s with ES256 JWTs (one cached, or a new one each request) against static tokens. Prints requests/s, p50,
 # p99 and errors per case, and writes them to .build/load/load.json. The SQLite store's two wrk cases are
 # checked against issue 25's targets (sync: 8,000 requests/s, p99 under 25 ms; snapshot: 3,000, p99
 # under 50 ms, for the one page and for distinct pages) and say met or missed; the script fails only when something fails to run. Changes
@@ -37,6 +38,8 @@ seconds=15
 events=100000
 live_clients="1 100 10000"
 apps=10000
+# JWTs minted for the JWT cases: more than the requests of one run, so each is verified once.
+jwt_count=200000
 while [ $# -gt 0 ]; do
     case $1 in
         --backend) backend=$2; shift 2 ;;
@@ -163,6 +166,57 @@ live_cases() {
     done
 }
 
+# tokens_lua FILE METHOD BODY TOKENS: like lua, but each request carries the next token of the file
+# TOKENS, each wrk thread starting at its own half of it.
+tokens_lua() {
+    lua "$1" "$2" "$3"
+    cat >>"$1" <<LUA
+local threads = 0
+function setup(thread)
+    threads = threads + 1
+    thread:set("first", threads)
+end
+function init(args)
+    tokens = {}
+    for line in io.lines("$4") do tokens[#tokens + 1] = line end
+    next_token = math.floor((first - 1) * #tokens / 2)
+end
+function request()
+    next_token = next_token % #tokens + 1
+    wrk.headers["Authorization"] = "Bearer " .. tokens[next_token]
+    return wrk.format()
+end
+LUA
+}
+
+# jwt_cases DATABASE: requests/s with JWTs (ES256, a key set file) against static tokens, on one
+# server taking both: GET /v1/auth (the token check alone) with a static token, with one JWT (verified
+# once, then a cached grant), and with another JWT each request (a signature check each, while
+# the requests do not outnumber the tokens); then POST /v1/sync (100 revisions behind) with a static
+# token and with another JWT each request.
+jwt_cases() {
+    local revision
+    python3 -c 'import cryptography' 2>/dev/null || python3 -m pip install --quiet cryptography >&2
+    echo "==> minting $jwt_count ES256 JWTs" >&2
+    python3 scripts/bench/jwt_tokens.py --jwks "$work/jwks.json" --tokens "$work/jwts.txt" --count "$jwt_count"
+    head -n 1 "$work/jwts.txt" >"$work/one-jwt.txt"
+    start_server "$bin" "$1" "$work/token" "$work" "" "$work/admin-token" --jwks-file "$work/jwks.json" --jwt-role write
+    revision=$(curl -sf -H "Authorization: Bearer $token" "$SERVER_URL/v1/schema" | python3 -c 'import json, sys; print(json.load(sys.stdin)["revision"])')
+    local sync_body="{\"maxRevision\": $((revision - 100)), \"changeSets\": []}"
+    lua "$work/auth-static.lua" GET ""
+    tokens_lua "$work/auth-one.lua" GET "" "$work/one-jwt.txt"
+    tokens_lua "$work/auth-each.lua" GET "" "$work/jwts.txt"
+    lua "$work/sync-static.lua" POST "$sync_body"
+    tokens_lua "$work/sync-each.lua" POST "$sync_body" "$work/jwts.txt"
+    echo "==> sqlite: GET /v1/auth and POST /v1/sync with static tokens and JWTs" >&2
+    wrk_run "sqlite auth, static token" /v1/auth "$work/auth-static.lua" "$SERVER_URL"
+    wrk_run "sqlite auth, one JWT (cached)" /v1/auth "$work/auth-one.lua" "$SERVER_URL"
+    wrk_run "sqlite auth, a new JWT each request" /v1/auth "$work/auth-each.lua" "$SERVER_URL"
+    wrk_run "sqlite sync, static token" /v1/sync "$work/sync-static.lua" "$SERVER_URL"
+    wrk_run "sqlite sync, a new JWT each request" /v1/sync "$work/sync-each.lua" "$SERVER_URL"
+    stop_server
+}
+
 # build_seed URL: the app's seed, from the server at URL, for the engine of the live cases.
 build_seed() {
     rm -f "$work/seed.sqlite" "$work/seed.sqlite.manifest.json"
@@ -205,6 +259,7 @@ if [ "$backend" != postgres ]; then
     build_seed "$SERVER_URL"
     live_cases sqlite admin "$SERVER_URL"
     stop_server
+    jwt_cases "$work/server.sqlite"
 fi
 
 if [ "$backend" != sqlite ]; then

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// Where a client's bearer token comes from: a fixed token, or a function the client asks again
 /// when the server refuses the token it has.

@@ -17,9 +17,9 @@ public import SeedSyncStore
 /// - Parameters:
 ///   - store: the store served; it stays open while the application runs.
 ///   - configuration: the address, the tokens and the limits.
-/// - Throws: ``KeySetError`` when JWTs are configured and their keys cannot be read or used.
 ///   - logger: where a line per request and the store's failures go.
 ///   - onServerRunning: called with the bound port once the server listens (useful with port 0).
+/// - Throws: ``KeySetError`` when JWTs are configured and their keys cannot be read or used.
 public func buildApplication(
     store: any SyncStore,
     configuration: ServerConfiguration,

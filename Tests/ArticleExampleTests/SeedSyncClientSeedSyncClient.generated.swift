@@ -20,8 +20,16 @@ extension SeedSyncClientSeedSyncClient {
         _ = response
     }
 
-    /// The example at line 37 of the article.
+    /// The example at line 39 of the article.
     static func example2() async throws {
+        let tokens = TokenProvider { renew in try await session.accessToken(forceRefresh: renew) }
+        let refreshing = SyncClient(configuration: .init(serverURL: url, tokens: tokens))
+        _ = tokens
+        _ = refreshing
+    }
+
+    /// The example at line 44 of the article.
+    static func example3() async throws {
         do {
             _ = try await client.sync(from: 41)
         } catch let error as SyncClientError where error.code == .historyExpired {

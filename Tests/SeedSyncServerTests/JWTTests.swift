@@ -159,6 +159,16 @@ import Testing
                         error?.message.contains(refusal.reason) == true, "\(refusal): \(error?.message ?? "no body")")
                     #expect(response.headers[.wwwAuthenticate]?.hasPrefix("Bearer error=\"invalid_token\"") == true)
                 }
+                // /metrics counts each refusal by its reason.
+                let metrics = try await client.execute(
+                    uri: "/metrics", method: .get, headers: headers(token: TestTokens.admin))
+                let text = String(buffer: metrics.body)
+                for (reason, count) in [
+                    ("expired", 1), ("unknown_token", 2), ("wrong_party", 3), ("claim", 2), ("algorithm", 2),
+                ] {
+                    #expect(
+                        text.contains("seedsync_token_refusals_total{reason=\"\(reason)\"} \(count)\n"), "\(reason)")
+                }
                 // Within the leeway, a token just expired or not quite valid yet is taken.
                 for nearly in [claims(["exp": .int(Self.now - 10)]), claims(["nbf": .int(Self.now + 10)])] {
                     let token = try await provider.token(kid: "k1", claims: nearly)

@@ -6,8 +6,11 @@ before, after each pass and at its peak (sampled every 20 ms). The first two pas
 allocator (8 MiB bodies, 1,000 sockets); after them memory may grow by at most --max-growth-mib
 (8): a leak grows it in every pass.
 
-Usage: hostile_clients.py URL PID --read-token T --write-token T --admin-token T [--passes N] [--max-growth-mib N]
-The server must serve the demo dataset (`seed-server init --demo`) with `--body-timeout 2`.
+Usage: hostile_clients.py URL PID --read-token T --write-token T --admin-token T --jwt-key PEM [--passes N]
+       [--max-growth-mib N]
+The server must serve the demo dataset (`seed-server init --demo`) with `--body-timeout 2`, and take JWTs
+signed ES256 with the key PEM under `kid` k1 (`--jwks-file`), with `--jwt-issuer https://id.hostile`,
+`--jwt-audience hostile` and `--jwt-role-claim role` (scripts/suites/hostile-clients.sh starts it so).
 Prints one line per case and a summary; exits 1 when a case fails or memory grows.
 """
 
@@ -17,10 +20,14 @@ import json
 import os
 import resource
 import socket
+import sys
 import threading
 import time
 import urllib.parse
 import zlib
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import jwt_keys  # noqa: E402
 
 LIMIT = 8 * 1024 * 1024  # the server's default --max-body-size
 
@@ -54,7 +61,7 @@ class Client:
     def head(self, method, path, token="read", headers=(), length=None):
         lines = [f"{method} {path} HTTP/1.1", "Host: seedsync"]
         if token:
-            lines.append(f"Authorization: Bearer {self.tokens[token]}")
+            lines.append(f"Authorization: Bearer {self.tokens.get(token, token)}")
         if length is not None:
             lines.append(f"Content-Length: {length}")
         lines += list(headers)
@@ -139,9 +146,10 @@ def read_answer(sock):
 class Matrix:
     """Each case returns None when the answer is what PROTOCOL.md promises, or what differs."""
 
-    def __init__(self, client):
+    def __init__(self, client, jwt_key):
         self.c = client
         self.sequence = 0
+        self.jwt_key = jwt_key
 
     def unique(self, prefix):
         self.sequence += 1
@@ -340,6 +348,93 @@ class Matrix:
     def token_of_a_hundred_kibibytes(self):
         data = self.c.head("GET", "/v1/schema", token=None, headers=["Authorization: Bearer " + "a" * 100_000])
         return self.expect(self.c.raw(data), 431, "headers_too_large")
+
+    # JWTs (PROTOCOL.md §3.1): one accepted, then every way one is refused, each with its reason.
+
+    def jwt(self, header=None, **changes):
+        """A JWT signed with the server's key: valid unless `header` or `changes` (claims; None removes one) say."""
+        claims = {"iss": "https://id.hostile", "aud": ["hostile"], "exp": int(time.time()) + 300, "role": "read"}
+        claims.update(changes)
+        claims = {name: value for name, value in claims.items() if value is not None}
+        return jwt_keys.sign(self.jwt_key, header or {"alg": "ES256", "kid": "k1"}, claims)
+
+    def refused_jwt(self, token, reason):
+        answer = self.c.request("GET", "/v1/schema", token=token)
+        problem = self.expect(answer, 401, "unauthorized")
+        if problem:
+            return problem
+        message = answer.json()["error"]["message"]
+        challenge = answer.headers.get("www-authenticate", "")
+        if reason not in message or not challenge.startswith('Bearer error="invalid_token"'):
+            return f"expected a reason with {reason!r} and an invalid_token challenge, got {message!r}, {challenge!r}"
+        return None
+
+    def jwt_reads_and_may_not_push(self):
+        token = self.jwt()
+        problem = self.expect(self.c.request("GET", "/v1/schema", token=token), 200)
+        return problem or self.expect(self.push([self.location(-1)], token=token), 403, "forbidden")
+
+    def jwt_with_a_write_role_pushes_but_is_no_admin(self):
+        token = self.jwt(role=["write"])
+        problem = self.expect(self.push([self.location(-1)], token=token), 200)
+        return problem or self.expect(self.c.request("GET", "/metrics", token=token), 403, "forbidden")
+
+    def jwt_expired(self):
+        return self.refused_jwt(self.jwt(exp=int(time.time()) - 120), "expired at")
+
+    def jwt_not_yet_valid(self):
+        return self.refused_jwt(self.jwt(nbf=int(time.time()) + 120), "not valid before")
+
+    def jwt_without_expiry(self):
+        return self.refused_jwt(self.jwt(exp=None), "has no `exp`")
+
+    def jwt_wrongly_signed(self):
+        return self.refused_jwt(jwt_keys.sign(jwt_keys.new_key(), {"alg": "ES256", "kid": "k1"}, {
+            "iss": "https://id.hostile", "aud": "hostile", "exp": int(time.time()) + 300, "role": "read"}),
+            "signature does not verify")
+
+    def jwt_with_alg_none(self):
+        token = self.jwt().rsplit(".", 2)
+        unsigned = f"{jwt_keys.part({'alg': 'none', 'kid': 'k1'})}.{token[1]}."
+        return self.refused_jwt(unsigned, 'alg "none"')
+
+    def jwt_with_hs256_over_the_public_key(self):
+        # The classic confusion: an HMAC keyed with the public key the server publishes.
+        return self.refused_jwt(self.jwt(header={"alg": "HS256", "kid": "k1"}), "its key is for ES256")
+
+    def jwt_with_an_unknown_kid(self):
+        return self.refused_jwt(self.jwt(header={"alg": "ES256", "kid": self.unique("kid")}), "is not in the server's key set")
+
+    def jwt_without_kid(self):
+        return self.refused_jwt(self.jwt(header={"alg": "ES256"}), "names no key")
+
+    def jwt_with_a_critical_extension(self):
+        return self.refused_jwt(self.jwt(header={"alg": "ES256", "kid": "k1", "crit": ["x"], "x": 1}), "critical")
+
+    def jwt_for_another_audience(self):
+        return self.refused_jwt(self.jwt(aud="somebody-else"), "audience (`aud`) does not include hostile")
+
+    def jwt_from_another_issuer(self):
+        return self.refused_jwt(self.jwt(iss="https://id.evil"), "issuer (`iss`) is not https://id.hostile")
+
+    def jwt_without_its_role_claim(self):
+        return self.refused_jwt(self.jwt(role=None), "has no claim role")
+
+    def jwt_claiming_admin(self):
+        return self.refused_jwt(self.jwt(role="admin"), 'holds neither "read" nor "write"')
+
+    def jwt_with_a_kid_of_control_characters(self):
+        answer = self.c.request("GET", "/v1/schema", token=self.jwt(header={"alg": "ES256", "kid": "a\r\nX-Evil: 1" + "é" * 200}))
+        if answer.status != 401 or "x-evil" in answer.headers or len(answer.headers.get("www-authenticate", "")) > 400:
+            return f"expected 401 with a short, clean challenge, got {answer.status} {answer.headers}"
+        return None
+
+    def jwts_naming_two_hundred_unknown_kids(self):
+        for _ in range(200):
+            problem = self.refused_jwt(self.jwt(header={"alg": "ES256", "kid": self.unique("kid")}), "key set")
+            if problem:
+                return problem
+        return self.expect(self.c.request("GET", "/v1/schema", token=self.jwt()), 200)
 
     def read_token_pushes(self):
         return self.expect(self.push([self.location(-1)], token="read"), 403, "forbidden")
@@ -543,7 +638,7 @@ class Matrix:
 
 CASES = [name for name in Matrix.__dict__ if not name.startswith("_") and callable(Matrix.__dict__[name])
          and name not in ("unique", "expect", "revision", "some_row", "push", "push_result", "location", "change_set",
-                         "admin_update")]
+                         "admin_update", "jwt", "refused_jwt")]
 
 
 def resident_mib(pid):
@@ -596,6 +691,7 @@ def main():
     parser.add_argument("--read-token", required=True)
     parser.add_argument("--write-token", required=True)
     parser.add_argument("--admin-token", required=True)
+    parser.add_argument("--jwt-key", required=True)
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--max-growth-mib", type=float, default=8)
     options = parser.parse_args()
@@ -605,7 +701,7 @@ def main():
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, 4096)), hard))
     client = Client(options.url, {"read": options.read_token, "write": options.write_token,
                                   "admin": options.admin_token})
-    matrix = Matrix(client)
+    matrix = Matrix(client, jwt_keys.load_key(options.jwt_key))
     sampler = PeakSampler(options.pid)
     sampler.start()
     resident = [resident_mib(options.pid)]

@@ -2,7 +2,8 @@
 # The hostile client matrix (scripts/lib/hostile_clients.py) against a real seed-server on loopback,
 # on the SQLite store, on the PostgreSQL store (a throwaway PostgreSQL this script starts and stops),
 # or both: bodies over the limit both ways, gzip bombs, broken framing, header floods, absurd
-# parameters, path and SQL tricks, forged pushes, odd ids, NUL and unicode, 1,000 idle sockets. Each
+# parameters, path and SQL tricks, forged pushes, odd ids, NUL and unicode, 1,000 idle sockets, JWTs
+# expired, forged and confused (the server takes them with a key set of its own). Each
 # case gets the answer PROTOCOL.md promises and the server keeps serving; the matrix runs N times and the
 # server's memory after the last pass may exceed that after the second by at most 8 MiB.
 #
@@ -37,6 +38,8 @@ trap 'stop_server; stop_postgres; rm -rf "$work"' EXIT
 ensure_system_packages
 bin=$(built_products "$bin" debug seed-server)
 for token in read write admin; do new_token "$work/$token"; done
+python3 -c 'import cryptography' 2>/dev/null || python3 -m pip install --quiet cryptography
+python3 scripts/lib/jwt_keys.py --key "$work/jwt-key.pem" --jwks "$work/jwks.json" --kid k1
 
 failed=0
 for store in "${backends[@]}"; do
@@ -48,10 +51,11 @@ for store in "${backends[@]}"; do
         database=$SEEDSYNC_POSTGRES_URL
     fi
     "$bin/seed-server" init --database "$database" --demo --events 2000 --locations 50 >/dev/null
-    start_server "$bin" "$database" "$work/read" "$work" "$work/write" "$work/admin" --body-timeout 2
+    start_server "$bin" "$database" "$work/read" "$work" "$work/write" "$work/admin" --body-timeout 2 \
+        --jwks-file "$work/jwks.json" --jwt-issuer https://id.hostile --jwt-audience hostile --jwt-role-claim role
     echo "== $store store: seed-server pid $SERVER_PID at $SERVER_URL"
     python3 scripts/lib/hostile_clients.py "$SERVER_URL" "$SERVER_PID" --passes "$passes" --read-token "$(cat "$work/read")" \
-        --write-token "$(cat "$work/write")" --admin-token "$(cat "$work/admin")" || failed=1
+        --write-token "$(cat "$work/write")" --admin-token "$(cat "$work/admin")" --jwt-key "$work/jwt-key.pem" || failed=1
     stop_server
 done
 exit $failed

@@ -8,6 +8,8 @@ import Hummingbird
 struct BearerAuthMiddleware<Context: RequestContext>: RouterMiddleware {
     let authenticator: Authenticator?
     let required: TokenSet.Role
+    /// Where refusals are counted, by reason.
+    let metrics: ServerMetrics
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
@@ -20,6 +22,7 @@ struct BearerAuthMiddleware<Context: RequestContext>: RouterMiddleware {
         do {
             grant = try await authenticator.grant(for: token)
         } catch {
+            metrics.record(error)
             throw ServerError.unauthorized(error)
         }
         guard grant.role >= required else { throw ServerError.forbidden }

@@ -2,7 +2,7 @@
 ///
 /// A static token grants its role over everything; a JWT grants the role its claims (or the
 /// server's configuration) give it, never `admin`. Routes read the grant of the request they
-/// answer from ``RequestGrant/current``.
+/// answer from a task-local value the middleware sets.
 public struct Grant: Sendable, Hashable {
     /// The strongest thing the token allows.
     public var role: TokenSet.Role

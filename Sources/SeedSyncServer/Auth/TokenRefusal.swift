@@ -26,6 +26,11 @@ package struct TokenRefusal: Error, CustomStringConvertible, Sendable {
         /// A claim the server needs is missing or holds something else (`exp`, the role claim).
         package static let claim = Code("claim")
 
+        /// Every code, for the metrics that count refusals by reason.
+        static let all: [Code] = [
+            .unknownToken, .malformed, .algorithm, .unknownKey, .signature, .expired, .notYetValid, .wrongParty, .claim,
+        ]
+
         package var description: String { rawValue }
     }
 

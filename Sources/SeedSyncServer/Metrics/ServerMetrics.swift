@@ -23,6 +23,7 @@ import SeedSyncModel
 /// | `waiting_requests` | gauge | live sync requests held at the scrape |
 /// | `snapshot_pages_total` | counter | `source`: `kept` (answered from a page the server keeps), `read` (the request waited for a store read, its own or one shared with concurrent requests of the page) |
 /// | `snapshot_kept_bytes` | gauge | the bytes of the snapshot pages kept at the scrape |
+/// | `token_refusals_total` | counter | `reason`: why a presented token was refused with 401 (``TokenRefusal/Code``: `unknown_token`, `expired`, `signature`, …) |
 final class ServerMetrics: Sendable {
     private let registry = PrometheusCollectorRegistry()
     private let factory: PrometheusMetricsFactory
@@ -31,6 +32,7 @@ final class ServerMetrics: Sendable {
     private let pushes: [String: CoreMetrics.Counter]
     private let storeErrors: [SyncStoreError.Code: CoreMetrics.Counter]
     private let snapshotPages: [PageCache.Source: CoreMetrics.Counter]
+    private let tokenRefusals: [TokenRefusal.Code: CoreMetrics.Counter]
 
     /// Request latency buckets: from a cached sync answer (about a millisecond) to a slow snapshot.
     static let durationBuckets: [Duration] = [1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 10_000].map {
@@ -60,6 +62,15 @@ final class ServerMetrics: Sendable {
                     source,
                     Counter(
                         label: "seedsync_snapshot_pages_total", dimensions: [("source", source.rawValue)],
+                        factory: factory)
+                )
+            })
+        tokenRefusals = Dictionary(
+            uniqueKeysWithValues: TokenRefusal.Code.all.map { code in
+                (
+                    code,
+                    Counter(
+                        label: "seedsync_token_refusals_total", dimensions: [("reason", code.rawValue)],
                         factory: factory)
                 )
             })
@@ -100,6 +111,11 @@ final class ServerMetrics: Sendable {
     /// Counts one snapshot page answered, by where it came from.
     func record(_ source: PageCache.Source) {
         snapshotPages[source]?.increment()
+    }
+
+    /// Counts a token refused with 401, by why.
+    func record(_ refusal: TokenRefusal) {
+        tokenRefusals[refusal.code]?.increment()
     }
 
     /// Counts a failure of the store's database (unreachable, or tables that no longer fit).

@@ -27,7 +27,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         router.get("health") { _, _ in Self.health }
         router.head("health") { _, _ in Self.health.createHeadResponse() }
         let reader = router.group("v1").add(
-            middleware: BearerAuthMiddleware(authenticator: authenticator, required: .read))
+            middleware: BearerAuthMiddleware(authenticator: authenticator, required: .read, metrics: metrics))
         reader.get("schema") { request, _ in try await schemaInfo(request) }
         reader.get("snapshot/:type") { request, context in try await snapshot(request, context) }
         reader.post("sync") { request, _ in try await sync(request) }
@@ -37,11 +37,11 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
             Self.json(try JSONEncoder.stable().encode(SeedList(seeds: try await store.registeredSeeds())))
         }
         let admin = router.group("v1/admin").add(
-            middleware: BearerAuthMiddleware(authenticator: authenticator, required: .admin))
+            middleware: BearerAuthMiddleware(authenticator: authenticator, required: .admin, metrics: metrics))
         admin.post("changes") { request, _ in try await commit(request) }
         admin.post("seeds") { request, _ in try await register(request) }
         let operators = router.group("metrics").add(
-            middleware: BearerAuthMiddleware(authenticator: authenticator, required: .admin))
+            middleware: BearerAuthMiddleware(authenticator: authenticator, required: .admin, metrics: metrics))
         operators.get { _, context in await exposition(context) }
     }
 

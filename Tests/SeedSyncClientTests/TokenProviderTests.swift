@@ -76,7 +76,7 @@ import Testing
         }
     }
 
-    /// Tokens of two seconds: a catch-up and a live request held past the expiry go on.
+    /// Tokens of three seconds: a catch-up and a live request held past the expiry go on.
     @Test func aHeldRequestAndTheCatchUpAfterItOutliveTheTokensExpiry() async throws {
         let provider = await TestIdentityProvider()
         try await withJWTStore { served in
@@ -85,15 +85,17 @@ import Testing
                 served,
                 TokenProvider { renew in
                     asks.record(renew)
-                    return try await provider.token(claims: TestIdentityProvider.claims(expiringIn: 2))
+                    return try await provider.token(claims: TestIdentityProvider.claims(expiringIn: 3))
                 })
             let head = try await client.schema().revision
-            let held = try await client.sync(from: head, wait: 3)
+            let held = try await client.sync(from: head, wait: 4)
             #expect(held.maxRevision == head)
             try await ChangeGenerator.mutate(served.store, changes: 1, seed: 11)
             let caughtUp = try await client.sync(from: head)
             #expect(caughtUp.maxRevision > head)
-            #expect(asks.all == [false, true])
+            // At least the renewal after the hold; a loaded machine may take more than a token's three seconds
+            // from one request to the next, and renew before the hold too.
+            #expect(asks.all.first == false && asks.all.count >= 2 && asks.all.dropFirst().allSatisfy { $0 })
         }
     }
 }

@@ -35,7 +35,7 @@ import Darwin
         }
     }
 
-    /// Tokens of two seconds from the app's identity provider: the engine's held requests and
+    /// Tokens of five seconds from the app's identity provider: the engine's held requests and
     /// catch-ups outlive each expiry (the provider is asked again after a 401), and a server
     /// change still reaches the database.
     @Test func theEngineOutlivesShortLivedTokens() async throws {
@@ -46,10 +46,10 @@ import Darwin
             var configuration = fixture.importer().configuration
             configuration.server.tokens = TokenProvider { renew in
                 if renew { renewals.set(true) }
-                return try await provider.token(claims: TestIdentityProvider.claims(expiringIn: 2))
+                return try await provider.token(claims: TestIdentityProvider.claims(expiringIn: 5))
             }
             let engine = try await SyncEngineTests.waitingEngine(configuration)
-            try await Task.sleep(for: .seconds(3))
+            try await Task.sleep(for: .seconds(6))
             try await fixture.mutate(1, seed: 98)
             let target = try await fixture.serverRevision()
             try await Self.eventually("the new revision") { try revision(of: fixture.database) == target }

@@ -34,7 +34,8 @@ public struct JWTConfiguration: Sendable {
     public var issuer: String?
     /// A value the token's `aud` must hold (a string, or one of an array); `nil` accepts any.
     public var audience: String?
-    /// The role every accepted JWT has when ``roleClaim`` is `nil`: `read` unless set to `write`.
+    /// The role every accepted JWT has when ``roleClaim`` is `nil`: `read` unless set to `write`
+    /// (`admin` is taken as `write`).
     public var role: TokenSet.Role
     /// The claim that holds a token's role, `read` or `write` (a string, or an array holding one of
     /// them): a member name, or a path through objects such as `app_metadata.seedsync_role`. A

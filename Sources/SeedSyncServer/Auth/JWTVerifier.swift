@@ -114,7 +114,9 @@ extension JWTVerifier {
         } catch let error as JWTError where error.errorType == .signatureVerificationFailed {
             throw TokenRefusal(.signature, "the JWT's signature does not verify with the key it names")
         } catch {
-            throw TokenRefusal(.malformed, "the JWT cannot be read: its payload is not a JSON object")
+            throw TokenRefusal(
+                .malformed,
+                "the JWT cannot be read: its signature or payload is not base64url, or the payload no JSON object")
         }
     }
 }
@@ -159,7 +161,7 @@ extension JWTVerifier {
 
     /// The configured role, or the one the role claim holds: `read` or `write`.
     func role(_ claims: [String: JSONValue]) throws(TokenRefusal) -> TokenSet.Role {
-        guard let path = configuration.roleClaim else { return configuration.role }
+        guard let path = configuration.roleClaim else { return min(configuration.role, .write) }
         let values: [JSONValue] =
             switch Self.claim(path, in: claims) {
             case .array(let values)?: values

@@ -43,7 +43,8 @@ public struct TokenProvider: Sendable {
         }
     }
 
-    func token(renew: Bool) async throws -> String? {
+    /// Asks the provider once: `renew` after the server refused the last token.
+    package func token(renew: Bool) async throws -> String? {
         try await provide(renew)
     }
 

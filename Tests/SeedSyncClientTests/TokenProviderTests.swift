@@ -30,6 +30,21 @@ import Testing
         SyncClient(configuration: .init(serverURL: served.url, tokens: tokens, requestTimeout: 10, retry: .none))
     }
 
+    /// `--token-file`'s provider: the file as it is at each ask, so a token renewed in place is taken up.
+    @Test func aFileProviderReadsTheFileAtEachAsk() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory.appendingPathComponent("token").path
+            let provider = TokenProvider.file(path)
+            await #expect(throws: (any Error).self) { try await provider.token(renew: false) }
+            try Data(" first\n".utf8).write(to: URL(fileURLWithPath: path))
+            #expect(try await provider.token(renew: false) == "first")
+            try Data("second".utf8).write(to: URL(fileURLWithPath: path))
+            #expect(try await provider.token(renew: true) == "second")
+            try Data("\n".utf8).write(to: URL(fileURLWithPath: path))
+            #expect(try await provider.token(renew: true) == nil)
+        }
+    }
+
     @Test func aRefusedTokenIsRenewedOnceAndTheRequestSentAgain() async throws {
         let provider = await TestIdentityProvider()
         try await withJWTStore { served in

@@ -1,4 +1,5 @@
 import Foundation
+import SeedSyncModel
 
 /// Where a client's bearer token comes from: a fixed token, or a function the client asks again
 /// when the server refuses the token it has.
@@ -57,26 +58,26 @@ public struct TokenProvider: Sendable {
 /// The token one client sends, asked of its ``TokenProvider`` once and again after each refusal.
 /// Requests refused at the same time ask once: a request whose refused token was already replaced
 /// takes the replacement.
-final class TokenHolder: @unchecked Sendable {
+final class TokenHolder: Sendable {
     private let provider: TokenProvider
-    private let lock = NSLock()
-    private var current: String??
+    /// The token last given; `nil` before the first ask (the token itself may be `nil`: anonymous).
+    private let current = LockedValue<String??>(nil)
 
     init(_ provider: TokenProvider) { self.provider = provider }
 
     /// The token to send.
     func token() async throws -> String? {
-        if let current = lock.withLock({ current }) { return current }
+        if let token = current.get() { return token }
         let token = try await provider.token(renew: false)
-        lock.withLock { current = .some(token) }
+        current.set(.some(token))
         return token
     }
 
     /// A token to send instead of `refused`, or `nil` when the provider has none other.
     func renew(refused: String?) async throws -> String?? {
-        if let current = lock.withLock({ current }), current != refused { return .some(current) }
+        if let token = current.get(), token != refused { return .some(token) }
         let token = try await provider.token(renew: true)
-        lock.withLock { current = .some(token) }
+        current.set(.some(token))
         return token == refused ? nil : .some(token)
     }
 }

@@ -30,6 +30,19 @@ import Testing
         SyncClient(configuration: .init(serverURL: served.url, tokens: tokens, requestTimeout: 10, retry: .none))
     }
 
+    /// A client whose provider records each ask in `asks` and mints a token living `lifetime(renew)` seconds.
+    func client(
+        _ served: ServedStore, recordingIn asks: Asks, _ lifetime: @escaping @Sendable (_ renew: Bool) -> TimeInterval
+    ) async -> SyncClient {
+        let provider = await TestIdentityProvider()
+        return client(
+            served,
+            TokenProvider { renew in
+                asks.record(renew)
+                return try await provider.token(claims: TestIdentityProvider.claims(expiringIn: lifetime(renew)))
+            })
+    }
+
     /// `--token-file`'s provider: the file as it is at each ask, so a token renewed in place is taken up.
     @Test func aFileProviderReadsTheFileAtEachAsk() async throws {
         try await withTemporaryDirectory { directory in
@@ -46,15 +59,9 @@ import Testing
     }
 
     @Test func aRefusedTokenIsRenewedOnceAndTheRequestSentAgain() async throws {
-        let provider = await TestIdentityProvider()
         try await withJWTStore { served in
             let asks = Asks()
-            let client = client(
-                served,
-                TokenProvider { renew in
-                    asks.record(renew)
-                    return try await provider.token(claims: TestIdentityProvider.claims(expiringIn: renew ? 300 : -60))
-                })
+            let client = await client(served, recordingIn: asks) { renew in renew ? 300 : -60 }
             let schema = try await client.schema()
             #expect(schema.revision > 0)
             #expect(asks.all == [false, true])
@@ -64,15 +71,9 @@ import Testing
     }
 
     @Test func aSecondRefusalIsReportedNotRetried() async throws {
-        let provider = await TestIdentityProvider()
         try await withJWTStore { served in
             let asks = Asks()
-            let expired = client(
-                served,
-                TokenProvider { renew in
-                    asks.record(renew)
-                    return try await provider.token(claims: TestIdentityProvider.claims(expiringIn: renew ? -30 : -60))
-                })
+            let expired = await client(served, recordingIn: asks) { renew in renew ? -30 : -60 }
             let error = await #expect(throws: SyncClientError.self) { try await expired.schema() }
             #expect(error?.code == .unauthorized)
             #expect(error?.description.contains("expired at") == true)
@@ -93,15 +94,9 @@ import Testing
 
     /// Tokens of three seconds: a catch-up and a live request held past the expiry go on.
     @Test func aHeldRequestAndTheCatchUpAfterItOutliveTheTokensExpiry() async throws {
-        let provider = await TestIdentityProvider()
         try await withJWTStore { served in
             let asks = Asks()
-            let client = client(
-                served,
-                TokenProvider { renew in
-                    asks.record(renew)
-                    return try await provider.token(claims: TestIdentityProvider.claims(expiringIn: 3))
-                })
+            let client = await client(served, recordingIn: asks) { _ in 3 }
             let head = try await client.schema().revision
             let held = try await client.sync(from: head, wait: 4)
             #expect(held.maxRevision == head)

@@ -613,13 +613,7 @@ extension LiveCommandTests {
                 try changes.create("locations", ["name": "Pier", "city": "Oslo", "latitude": 59.9, "longitude": 10.7])
             }
             try await SyncEngineTests.eventually("the edit pushed and the database migrated") {
-                let server = try await Fixtures.contents(of: fixture.served.store)
-                let pushed = server["locations"]?.contains { $0.contains(.string("Pier")) } == true
-                // A migration holds the database for a moment: a read it refuses means "not yet".
-                guard let pending = try? outboxCount(fixture.database),
-                    let local = try? contents(ofSeed: fixture.database)
-                else { return false }
-                return pushed && pending == 0 && local == server
+                try await Self.pushedAndEqual(fixture, location: "Pier")
             }
             #expect(try SeedFile(path: fixture.database).metadata().schemaVersion == 2)
             await engine.stop()
@@ -642,19 +636,24 @@ extension LiveCommandTests {
                 try changes.create("locations", ["name": "Quay", "city": "Bergen", "latitude": 60.4, "longitude": 5.3])
             }
             try await SyncEngineTests.eventually("the edit pushed from version 2") {
-                let server = try await Fixtures.contents(of: fixture.served.store)
-                let pushed = server["locations"]?.contains { $0.contains(.string("Quay")) } == true
-                // A migration holds the database for a moment: a read it refuses means "not yet".
-                guard let pending = try? outboxCount(fixture.database),
-                    let local = try? contents(ofSeed: fixture.database)
-                else { return false }
-                return pushed && pending == 0 && local == server
+                try await Self.pushedAndEqual(fixture, location: "Quay")
             }
             // A whole run asks for the schema (twice here: a server answers the unnamed request in
             // the oldest version it serves, then the newest by number); a push asks for none.
             #expect(try await answeredRequests("/v1/schema", on: url) > runs, "the push did not give way to a run")
             await engine.stop()
         }
+    }
+
+    /// Whether the server has the location named `name`, nothing waits to be pushed, and the app's
+    /// database equals the server. A migration holds the database for a moment: a read it refuses
+    /// means "not yet".
+    static func pushedAndEqual(_ fixture: ImportFixture, location name: String) async throws -> Bool {
+        let server = try await Fixtures.contents(of: fixture.served.store)
+        let pushed = server["locations"]?.contains { $0.contains(.string(name)) } == true
+        guard let pending = try? outboxCount(fixture.database), let local = try? contents(ofSeed: fixture.database)
+        else { return false }
+        return pushed && pending == 0 && local == server
     }
 
     @Test func theClosureFormCancelsAnEditItDidNotCommit() async throws {

@@ -219,6 +219,23 @@ import Testing
                 }
                 #expect(error?.code == code, "\(keys)")
             }
+            // A key set URL that answers, but not with a key set the server may take: its status and size limit.
+            let router = Router()
+            router.get("missing") { _, _ -> Response in Response(status: .notFound) }
+            router.get("huge") { _, _ in String(repeating: " ", count: (1 << 20) + 1) + #"{"keys": []}"# }
+            let identity = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+            try await identity.test(.live) { keyServer in
+                for (path, reason) in [("missing", "answered HTTP 404"), ("huge", "answered more than 1048576 bytes")] {
+                    let url = URL(string: "http://127.0.0.1:\(keyServer.port!)/\(path)")!
+                    let error = await #expect(throws: KeySetError.self) {
+                        _ = try await buildApplication(
+                            store: store,
+                            configuration: testConfiguration { $0.jwt = JWTConfiguration(keys: .keySetURL(url)) })
+                    }
+                    #expect(error?.code == .unreadable)
+                    #expect(error?.reason.contains(reason) == true, "\(path): \(error?.reason ?? "no error")")
+                }
+            }
         }
     }
 

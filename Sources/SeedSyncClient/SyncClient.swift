@@ -257,10 +257,13 @@ public final class SyncClient: Sendable {
     }
 
     /// The change sets of an answer follow on from `revision` without gaps, `hasMore` comes with
-    /// some, and `maxRevision` is the last one's.
+    /// some, and `maxRevision` is the last one's. An answer read for some scope values
+    /// (``SyncResponse/scopes``) may leave gaps: its change sets rise after `revision` up to its
+    /// `maxRevision`, and one with `hasMore` moves past `revision`.
     ///
     /// - Throws: ``SyncClientError/Code/malformedResponse`` saying which rule the answer breaks.
     private static func checkChangeSets(of response: SyncResponse, from revision: Int64, label: String) throws {
+        if response.scopes != nil { return try checkScopedChangeSets(of: response, from: revision, label: label) }
         // `nil` past Int64.max: no change set can follow it.
         var next: Int64? = revision < .max ? revision + 1 : nil
         for changeSet in response.changeSets {
@@ -280,6 +283,26 @@ public final class SyncClient: Sendable {
             throw SyncClientError(
                 .malformedResponse,
                 "\(label) from revision \(revision): maxRevision \(response.maxRevision) does not match the change sets returned"
+            )
+        }
+    }
+
+    /// ``checkChangeSets(of:from:label:)`` for an answer with gaps.
+    private static func checkScopedChangeSets(of response: SyncResponse, from revision: Int64, label: String) throws {
+        var last = revision
+        for changeSet in response.changeSets {
+            guard let given = changeSet.revision, given > last, given <= response.maxRevision else {
+                throw SyncClientError(
+                    .malformedResponse,
+                    "\(label) from revision \(revision): change set \(changeSet.revision.map(String.init) ?? "without a revision") does not rise after \(last) within maxRevision \(response.maxRevision)"
+                )
+            }
+            last = given
+        }
+        guard response.maxRevision >= revision, !response.hasMore || response.maxRevision > revision else {
+            throw SyncClientError(
+                .malformedResponse,
+                "\(label) from revision \(revision): maxRevision \(response.maxRevision) does not move past it\(response.hasMore ? " though hasMore is true" : "")"
             )
         }
     }

@@ -12,7 +12,10 @@ extension PostgresSyncStore {
     /// takes) is held from before the revisions are checked to the commit, so no other writer can
     /// change a row between its check and the write. The rows are written in a savepoint, rolled
     /// back on a conflict or rejection: no revision is taken then, and the record is still kept.
-    public func push(_ changeSet: PushedChangeSet, retention: Duration, version: Int?) async throws -> PushResult {
+    /// Every row is shared (the store refuses a schema with a scope), so `grant` bounds nothing.
+    public func push(_ changeSet: PushedChangeSet, retention: Duration, version: Int?, grant: ScopeGrant) async throws
+        -> PushResult
+    {
         let logger = self.logger
         return try await withTransaction { [self] connection in
             var purge = PostgresBindings()

@@ -23,7 +23,8 @@ extension PostgresSyncStore {
 
     /// The schema of `version` with the revisions and exact row counts, read in one statement (one
     /// snapshot) with the newest version number; read again when that shows a newer version.
-    public func schemaInfo(version: Int?) async throws -> SchemaInfo {
+    /// Every row is shared (the store refuses a schema with a scope), so `grant` counts them all.
+    public func schemaInfo(version: Int?, grant: ScopeGrant) async throws -> SchemaInfo {
         try await withConnection { [self] connection in
             for _ in 0..<3 {
                 let served = self.servedTables.get()
@@ -75,7 +76,9 @@ extension PostgresSyncStore {
     /// read from typed columns (`WireRow/init(cells:at:of:table:)`) in the newest version, then
     /// projected to `version`. One row of look-ahead tells whether there is more. A page read
     /// while a newer version was made is read again in it.
-    public func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int, version: Int?, fields: [String]?)
+    public func snapshotPageJSON(
+        of type: String, after: JSONValue?, limit: Int, version: Int?, fields: [String]?, grant: ScopeGrant
+    )
         async throws -> [UInt8]
     {
         if let table = servedTables.get().tables[type] {

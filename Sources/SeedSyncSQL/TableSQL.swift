@@ -82,9 +82,29 @@ package struct TableSQL: Sendable {
     package var largestKey: String { "SELECT coalesce(max(\(key)), 0) FROM \(table)" }
     package var keys: String { "SELECT \(key) FROM \(table) ORDER BY \(key)" }
 
-    package func snapshot(after: Bool) -> String {
-        "SELECT \(columns) FROM \(table)\(after ? " WHERE \(key) > ?" : "") ORDER BY \(key) LIMIT ?"
+    /// A page of rows after the key `?` (when `after`), at most `?` rows; with `scoped`, only
+    /// rows whose scope value is in the JSON array bound before the limit.
+    package func snapshot(after: Bool, scoped: Bool = false) -> String {
+        var conditions: [String] = []
+        if after { conditions.append("\(key) > ?") }
+        if scoped { conditions.append(scopeIsGranted) }
+        let filter = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
+        return "SELECT \(columns) FROM \(table)\(filter) ORDER BY \(key) LIMIT ?"
     }
+
+    /// The number of rows; with `scoped`, of the rows whose scope value is in the JSON array `?`.
+    package func count(scoped: Bool) -> String {
+        "SELECT count(*) FROM \(table)\(scoped ? " WHERE \(scopeIsGranted)" : "")"
+    }
+
+    /// The scope value of the row whose key is `?` (a scoped type).
+    package var scopeOfRow: String { "SELECT \(scopeColumn) FROM \(table) WHERE \(key) = ?" }
+
+    /// The scope column, quoted (the key for a shared type, never used then).
+    private var scopeColumn: String { type.scopedBy.map(quote) ?? key }
+
+    /// The scope value is one of the JSON array bound to `?`.
+    private var scopeIsGranted: String { "\(scopeColumn) IN (SELECT value FROM json_each(?))" }
 
     /// The first row whose `field` holds `?`.
     package func referrer(through field: Field) -> String {

@@ -8,12 +8,12 @@ extension SQLiteSyncStore {
         try await pool.read { db in try self.served(db).versions.history }
     }
 
-    public func schemaInfo(version: Int?) async throws -> SchemaInfo {
+    public func schemaInfo(version: Int?, grant: ScopeGrant) async throws -> SchemaInfo {
         try await pool.read { db in
             let state = try LogState.fetch(db)
             let served = try self.served(db, state)
             let projection = try served.versions.projection(version)
-            let counts = try Self.rowCounts(served.tables, in: db)
+            let counts = try Self.rowCounts(served, grant: grant, in: db)
             return projection.project(
                 SchemaInfo(
                     schema: served.schema, revision: state.revision, minRevision: state.minRevision, rowCounts: counts))
@@ -29,9 +29,9 @@ extension SQLiteSyncStore {
     /// are read (in the newest version, of the `fields` asked for alone; projected when another
     /// version is asked for). One row of look-ahead: a row past `limit` means there is more, and
     /// `next` is the key of the page's last row.
-    public func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int, version: Int?, fields: [String]?)
-        async throws -> [UInt8]
-    {
+    public func snapshotPageJSON(
+        of type: String, after: JSONValue?, limit: Int, version: Int?, fields: [String]?, grant: ScopeGrant
+    ) async throws -> [UInt8] {
         try await pool.read { db in
             let state = try LogState.fetch(db)
             let served = try self.served(db, state)
@@ -41,20 +41,37 @@ extension SQLiteSyncStore {
             }
             if let fields { _ = try asked.selecting(fields) }
             let table = try served.table(type)
+            let scopes = Self.scopeArgument(served.schema, table.type, grant)
             if projection.isNewest {
                 let selected = try fields.map { TableSQL(type: try table.type.selecting($0)) } ?? table
-                return try Self.page(of: selected, after: after, limit: limit, revision: state.revision, in: db)
+                return try Self.page(
+                    of: selected, after: after, scopes: scopes, limit: limit, revision: state.revision, in: db)
             }
-            let json = try Self.page(of: table, after: after, limit: limit, revision: state.revision, in: db)
+            let json = try Self.page(
+                of: table, after: after, scopes: scopes, limit: limit, revision: state.revision, in: db)
             return try projection.project(SnapshotPage(json: JSONParser.parse(json)), selecting: fields).jsonBytes()
         }
     }
 
-    private static func page(of table: TableSQL, after: JSONValue?, limit: Int, revision: Int64, in db: Database) throws
-        -> [UInt8]
+    /// The JSON array of `grant`'s values, bound to read the rows of `type` it may (`nil`: every
+    /// row, for a shared type or a grant of every value).
+    private static func scopeArgument(_ schema: DatasetSchema, _ type: EntityType, _ grant: ScopeGrant)
+        -> DatabaseValue?
     {
-        let statement = try db.cachedStatement(sql: table.snapshot(after: after != nil))
+        guard type.isScoped, let scope = schema.scope, let values = grant.sortedValues(as: scope.type) else {
+            return nil
+        }
+        var writer = JSONWriter()
+        writer.value(.array(values))
+        return String(decoding: writer.bytes, as: UTF8.self).databaseValue
+    }
+
+    private static func page(
+        of table: TableSQL, after: JSONValue?, scopes: DatabaseValue?, limit: Int, revision: Int64, in db: Database
+    ) throws -> [UInt8] {
+        let statement = try db.cachedStatement(sql: table.snapshot(after: after != nil, scoped: scopes != nil))
         var arguments: [DatabaseValue] = after.map { [ValueMapping.databaseValue(key: $0)] } ?? []
+        if let scopes { arguments.append(scopes) }
         arguments.append((limit + 1).databaseValue)
         let cursor = try Row.fetchCursor(statement, arguments: StatementArguments(arguments))
         var writer = SnapshotPage.beginJSON(
@@ -127,10 +144,16 @@ extension SQLiteSyncStore {
 
     /// The number of rows of each type.
     public func rowCounts() async throws -> [String: Int] {
-        try await pool.read { db in try Self.rowCounts(self.served(db).tables, in: db) }
+        try await pool.read { db in try Self.rowCounts(self.served(db), grant: .all, in: db) }
     }
 
-    private static func rowCounts(_ tables: [String: TableSQL], in db: Database) throws -> [String: Int] {
-        try tables.mapValues { try Int.fetchOne(db, sql: "SELECT count(*) FROM \($0.table)") ?? 0 }
+    /// The number of rows of each type `grant` reads.
+    private static func rowCounts(_ served: ServedTables, grant: ScopeGrant, in db: Database) throws -> [String: Int] {
+        try served.tables.mapValues { table in
+            let scopes = scopeArgument(served.schema, table.type, grant)
+            return try Int.fetchOne(
+                db, sql: table.count(scoped: scopes != nil), arguments: StatementArguments(scopes.map { [$0] } ?? []))
+                ?? 0
+        }
     }
 }

@@ -19,7 +19,8 @@ public import SeedSyncStore
 ///   - configuration: the address, the tokens and the limits.
 ///   - logger: where a line per request and the store's failures go.
 ///   - onServerRunning: called with the bound port once the server listens (useful with port 0).
-/// - Throws: ``KeySetError`` when JWTs are configured and their keys cannot be read or used.
+/// - Throws: ``KeySetError`` when JWTs are configured and their keys cannot be read or used, or
+///   the dataset declares a scope and ``JWTConfiguration/scopeClaim`` is not set.
 public func buildApplication(
     store: any SyncStore,
     configuration: ServerConfiguration,
@@ -27,6 +28,12 @@ public func buildApplication(
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) async throws -> some ApplicationProtocol {
     let versions = LockedValue(try await store.schemaHistory())
+    if let scope = versions.get().newest.schema.scope, let jwt = configuration.jwt, jwt.scopeClaim == nil {
+        throw KeySetError(
+            .noScopeClaim, source: "the JWT configuration",
+            "the dataset declares scope \(scope.name), but no scope claim says which \(scope.name) values a JWT grants; set one (seed-server serve --jwt-scope-claim app_metadata.teams)"
+        )
+    }
     let metrics = ServerMetrics()
     let router = Router()
     router.add(middleware: AccessLogMiddleware(metrics: metrics))

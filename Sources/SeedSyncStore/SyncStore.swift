@@ -9,6 +9,12 @@ public import SeedSyncModel
 ///    r+1 while r is uncommitted.
 /// 2. The change log holds every revision from `minRevision + 1` to `revision`, without gaps.
 /// 3. Each read (schema, snapshot page, change feed) sees one committed state.
+///
+/// Reads and pushes take the reader's ``ScopeGrant``: in a dataset with a scope
+/// (``DatasetSchema/scope``), a reader with a grant of some scope values sees the rows of those
+/// values and every shared row, and writes those values' rows alone. The change log is one log of
+/// global revisions; ``changeFeed(after:limit:byteBudget:version:grant:)`` shows each change set
+/// as ``ChangeSet/visible(to:in:)`` makes it, the same for every store.
 public protocol SyncStore: Sendable {
     /// Every schema version the store serves, oldest first (see `SchemaHistory`).
     func schemaHistory() async throws -> SchemaHistory
@@ -16,8 +22,10 @@ public protocol SyncStore: Sendable {
     /// The schema of `version` (the newest when `nil`) with the newest revision, the oldest revision
     /// the change log can serve from, the row counts of the version's types and the versions served.
     ///
+    /// The row counts are of the rows `grant` reads.
+    ///
     /// - Throws: `SyncStoreError.unknownSchemaVersion(_:kept:)` for a version the store lacks.
-    func schemaInfo(version: Int?) async throws -> SchemaInfo
+    func schemaInfo(version: Int?, grant: ScopeGrant) async throws -> SchemaInfo
 
     /// The newest revision and the oldest one the change log can serve from, without counting
     /// rows: cheap enough for a metrics scrape.
@@ -26,13 +34,15 @@ public protocol SyncStore: Sendable {
     /// Up to `limit` current rows of `type` whose key is greater than `after`, in key order, as
     /// the JSON of `SnapshotPage.jsonBytes()`, in schema version `version` (the newest when `nil`;
     /// see `VersionProjection`); with `fields`, the key, those fields (in schema order) and
-    /// `revision` alone: the column download of a client migrating to the version.
+    /// `revision` alone: the column download of a client migrating to the version. A page of a
+    /// scoped type holds the rows of `grant`'s scope values alone.
     ///
     /// - Throws: `SyncStoreError.unknownType(_:)` for a type the version lacks,
     ///   `SyncStoreError.unknownField(_:type:)` for a field it lacks,
     ///   `SyncStoreError.unknownSchemaVersion(_:kept:)` for a version the store lacks.
-    func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int, version: Int?, fields: [String]?)
-        async throws -> [UInt8]
+    func snapshotPageJSON(
+        of type: String, after: JSONValue?, limit: Int, version: Int?, fields: [String]?, grant: ScopeGrant
+    ) async throws -> [UInt8]
 
     /// The change sets after `revision`, in order, in schema version `version` (the newest when
     /// `nil`): at most `limit`, and no more than `byteBudget` bytes of JSON unless a single change
@@ -60,10 +70,15 @@ public protocol SyncStore: Sendable {
     /// result is stored under the change set's id in the same transaction, and a push of an id
     /// already seen returns that result and writes nothing. Results older than `retention` are forgotten.
     ///
+    /// With `grant`, a row of a scoped type outside its values is one the pusher cannot know of:
+    /// updating, deleting or referencing one answers as for a missing row; creating a row of
+    /// another value, or moving one to it, is rejected; a conflict answer shows no row outside it.
+    ///
     /// - Returns: the result; conflicts and rejections are results, not errors.
     /// - Throws: only when storage fails (`storeUnavailable`, or the store's own errors); nothing
     ///   is written or recorded then, and the push can be sent again.
-    func push(_ changeSet: PushedChangeSet, retention: Duration, version: Int?) async throws -> PushResult
+    func push(_ changeSet: PushedChangeSet, retention: Duration, version: Int?, grant: ScopeGrant) async throws
+        -> PushResult
 
     /// Records a seed a team ships: until it is retired, compaction keeps every change set after
     /// its revision, so it can always catch up. Registering the same seed again returns the first
@@ -110,7 +125,24 @@ extension SyncStore {
 
     /// The newest version's schema information.
     public func schemaInfo() async throws -> SchemaInfo {
-        try await schemaInfo(version: nil)
+        try await schemaInfo(version: nil, grant: .all)
+    }
+
+    /// The schema information of `version`, every row counted.
+    public func schemaInfo(version: Int?) async throws -> SchemaInfo {
+        try await schemaInfo(version: version, grant: .all)
+    }
+
+    /// A page of every row, whatever its scope.
+    public func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int, version: Int?, fields: [String]?)
+        async throws -> [UInt8]
+    {
+        try await snapshotPageJSON(of: type, after: after, limit: limit, version: version, fields: fields, grant: .all)
+    }
+
+    /// A push of a writer granted every scope value.
+    public func push(_ changeSet: PushedChangeSet, retention: Duration, version: Int?) async throws -> PushResult {
+        try await push(changeSet, retention: retention, version: version, grant: .all)
     }
 
     /// The revisions of `schemaInfo()`; stores override it with a read that skips the row counts.
@@ -122,9 +154,11 @@ extension SyncStore {
     /// A page of `snapshotPageJSON(of:after:limit:version:fields:)`, parsed: one mapping from stored
     /// values to wire values, so the two can never disagree.
     public func snapshotPage(
-        of type: String, after: JSONValue?, limit: Int, version: Int? = nil, fields: [String]? = nil
+        of type: String, after: JSONValue?, limit: Int, version: Int? = nil, fields: [String]? = nil,
+        grant: ScopeGrant = .all
     ) async throws -> SnapshotPage {
-        let json = try await snapshotPageJSON(of: type, after: after, limit: limit, version: version, fields: fields)
+        let json = try await snapshotPageJSON(
+            of: type, after: after, limit: limit, version: version, fields: fields, grant: grant)
         return try SnapshotPage(json: JSONParser.parse(json))
     }
 

@@ -154,3 +154,70 @@ extension Fixtures {
         ALTER TABLE public.books ADD COLUMN publisher_id bigint REFERENCES public.publishers DEFERRABLE INITIALLY DEFERRED;
         """
 }
+
+extension Fixtures {
+    /// A dataset split by team: `teams` (scoped by its key), `events` (scoped by `team_id`, a
+    /// reference to its team), `tickets` (scoped by `team_id`, referencing an event) and `venues`
+    /// (shared).
+    public static let clubsSchema = DatasetSchema(
+        dataset: "clubs",
+        schemaVersion: 1,
+        types: [
+            EntityType(
+                name: "teams", primaryKey: PrimaryKey(name: "id", type: .integer),
+                fields: [Field(name: "name", type: .text)], scopedBy: "id"),
+            EntityType(
+                name: "venues", primaryKey: PrimaryKey(name: "id", type: .integer),
+                fields: [Field(name: "name", type: .text)]),
+            EntityType(
+                name: "events", primaryKey: PrimaryKey(name: "id", type: .integer),
+                fields: [
+                    Field(name: "team_id", type: .integer, references: "teams"),
+                    Field(name: "title", type: .text),
+                    Field(name: "venue_id", type: .integer, nullable: true, references: "venues"),
+                ],
+                scopedBy: "team_id"),
+            EntityType(
+                name: "tickets", primaryKey: PrimaryKey(name: "id", type: .integer),
+                fields: [
+                    Field(name: "team_id", type: .integer, references: "teams"),
+                    Field(name: "event_id", type: .integer, references: "events"),
+                ],
+                scopedBy: "team_id"),
+        ],
+        scope: ScopeDeclaration(name: "team", type: .integer)
+    )
+
+    /// The `clubs` change set creating teams `teams`, venue 1, and for each team `eventsPerTeam`
+    /// events (keys `team * 100 + n`, titles `team T event n`) with a ticket each (same key).
+    public static func clubsCreation(teams: ClosedRange<Int64>, eventsPerTeam: Int64) -> ChangeSet {
+        var events = TypeChanges(type: "events")
+        var tickets = TypeChanges(type: "tickets")
+        for team in teams {
+            for index in 1...eventsPerTeam {
+                let key = team * 100 + index
+                events.create.append(.int(key))
+                events.attributes[String(key)] = [
+                    "team_id": .int(team), "title": .string("team \(team) event \(index)"), "venue_id": 1,
+                ]
+                tickets.create.append(.int(key))
+                tickets.attributes[String(key)] = ["team_id": .int(team), "event_id": .int(key)]
+            }
+        }
+        return ChangeSet(changes: [
+            TypeChanges(
+                type: "teams", create: teams.map { .int($0) },
+                attributes: Dictionary(
+                    uniqueKeysWithValues: teams.map { (String($0), ["name": .string("Team \($0)")]) })),
+            TypeChanges(type: "venues", create: [1], attributes: ["1": ["name": "Hall"]]),
+            events, tickets,
+        ])
+    }
+
+    /// A new `clubs` store with teams 1-3 of `eventsPerTeam` events each, at revision 1.
+    public static func clubsStore(eventsPerTeam: Int64 = 3, in directory: URL) async throws -> SQLiteSyncStore {
+        let store = try await emptyStore(clubsSchema, in: directory, name: "clubs.sqlite")
+        try await store.commit(clubsCreation(teams: 1...3, eventsPerTeam: eventsPerTeam))
+        return store
+    }
+}

@@ -294,3 +294,73 @@ import Testing
         #expect(KeyType.text.key(from: "") == nil)
     }
 }
+
+/// The scope rules of a schema (`ScopeDeclaration`), and what a reader of some scope values sees
+/// of a change set.
+@Suite struct ScopeRuleTests {
+    @Test func aScopedTypeNeedsAScopeAndAFieldOfItsType() throws {
+        try Fixtures.clubsSchema.validate()
+        func refusal(_ change: (inout DatasetSchema) -> Void) -> String? {
+            var schema = Fixtures.clubsSchema
+            change(&schema)
+            do {
+                try schema.validate()
+                return nil
+            } catch let error as SchemaError {
+                return error.code == .invalidScope ? error.description : "another code: \(error)"
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(refusal { $0.scope = nil }?.contains("declares no scope") == true)
+        #expect(refusal { $0.types[2].scopedBy = "title" }?.contains("is text, but scope team holds integer") == true)
+        #expect(refusal { $0.types[2].scopedBy = "venue_id" }?.contains("neither its key nor a field") == true)
+        #expect(refusal { $0.types[2].scopedBy = "nothing" }?.contains("neither its key nor a field") == true)
+        #expect(refusal { $0.types[0].scopedBy = nil } == nil, "a scoped type may reference a shared one")
+        #expect(
+            refusal { $0.types[3].scopedBy = nil }?.contains("shared type tickets references scoped type teams") == true
+        )
+        #expect(refusal { $0.scope?.name = "Team" }?.contains("scope name") == true)
+        // A dataset without a scope reads and writes as it always did.
+        let plain = try JSONEncoder.stable().encode(Fixtures.catalogSchema)
+        #expect(!String(decoding: plain, as: UTF8.self).contains("scope"))
+    }
+
+    @Test func aGrantComparesValuesByTheirKeyForm() {
+        let grant = ScopeGrant.only([.int(42), .string("7"), .null])
+        #expect(grant.includes(.string("42")) && grant.includes(.int(7)) && !grant.includes(.int(8)))
+        #expect(grant.sortedValues(as: .integer) == [7, 42] && grant.sortedValues(as: .text) == ["42", "7"])
+        #expect(ScopeGrant.all.includes(.int(1)) && ScopeGrant.all.sortedValues(as: .integer) == nil)
+    }
+
+    @Test func aChangeSetShowsAReaderItsScopesRowsAndWhereOthersLeftOrCame() throws {
+        let changeSet = ChangeSet(
+            revision: 9,
+            changes: [
+                TypeChanges(type: "venues", update: [1], attributes: ["1": ["name": "Hall", "revision": 9]]),
+                TypeChanges(
+                    type: "events", create: [104], update: [201, 102, 103], delete: [105, 305],
+                    attributes: [
+                        "104": ["team_id": 1, "title": "a", "venue_id": .null, "revision": 9],
+                        "201": ["team_id": 1, "title": "in", "venue_id": .null, "revision": 9],
+                        "102": ["team_id": 2, "title": "out", "venue_id": .null, "revision": 9],
+                        "103": ["team_id": 1, "title": "stays", "venue_id": .null, "revision": 9],
+                    ],
+                    from: ["201": 2, "102": 1, "105": 1, "305": 3]),
+            ])
+        let one = try #require(changeSet.visible(to: .only([.int(1)]), in: Fixtures.clubsSchema))
+        #expect(one["venues"] == changeSet["venues"] && one.revision == 9)
+        #expect(one["events"]?.create == [104, 201] && one["events"]?.update == [103])
+        #expect(one["events"]?.delete == [102, 105] && one["events"]?.from == [:])
+        #expect(Set(one["events"]?.attributes.keys.map { $0 } ?? []) == ["104", "201", "103"])
+        let three = try #require(changeSet.visible(to: .only([.int(3)]), in: Fixtures.clubsSchema))
+        #expect(three["events"]?.delete == [305] && three["events"]?.create == [] && three["venues"] != nil)
+        let onlyEvents = ChangeSet(revision: 9, changes: [changeSet["events"]!])
+        #expect(onlyEvents.visible(to: .only([.int(4)]), in: Fixtures.clubsSchema) == nil, "a gap, not a change set")
+        #expect(onlyEvents.visible(to: .all, in: Fixtures.clubsSchema) == onlyEvents)
+        // `from` survives the wire for global readers.
+        let json = changeSet.jsonBytes()
+        #expect(try ChangeSet(json: JSONParser.parse(json)) == changeSet)
+        #expect(String(decoding: json, as: UTF8.self).contains(#""from":{"201":2,"102":1,"105":1,"305":3}"#))
+    }
+}

@@ -153,14 +153,16 @@ private final class UnavailableStore: SyncStore {
     let isDown = NIOLockedValueBox(false)
 
     func schemaHistory() async throws -> SchemaHistory { SchemaHistory(DemoDataset.schema) }
-    func schemaInfo(version: Int?) async throws -> SchemaInfo {
+    func schemaInfo(version: Int?, grant: ScopeGrant) async throws -> SchemaInfo {
         SchemaInfo(schema: DemoDataset.schema, revision: 7, minRevision: 1)
     }
     func revisions() async throws -> (revision: Int64, minRevision: Int64) {
         if isDown.withLockedValue({ $0 }) { throw down }
         return (7, 1)
     }
-    func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int, version: Int?, fields: [String]?)
+    func snapshotPageJSON(
+        of type: String, after: JSONValue?, limit: Int, version: Int?, fields: [String]?, grant: ScopeGrant
+    )
         async throws -> [UInt8]
     {
         throw down
@@ -169,7 +171,9 @@ private final class UnavailableStore: SyncStore {
         throw down
     }
     func commit(_ changeSet: ChangeSet) async throws -> Int64 { throw down }
-    func push(_ changeSet: PushedChangeSet, retention: Duration, version: Int?) async throws -> PushResult {
+    func push(_ changeSet: PushedChangeSet, retention: Duration, version: Int?, grant: ScopeGrant) async throws
+        -> PushResult
+    {
         throw down
     }
     func register(_ seed: SeedRegistration) async throws -> RegisteredSeed { throw down }

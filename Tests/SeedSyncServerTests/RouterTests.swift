@@ -639,10 +639,12 @@ import Testing
 private struct FailingStore: SyncStore {
     struct DiskOnFire: Error {}
     func schemaHistory() async throws -> SchemaHistory { SchemaHistory(DemoDataset.schema) }
-    func schemaInfo(version: Int?) async throws -> SchemaInfo {
+    func schemaInfo(version: Int?, grant: ScopeGrant) async throws -> SchemaInfo {
         SchemaInfo(schema: DemoDataset.schema, revision: 1, minRevision: 1)
     }
-    func snapshotPageJSON(of type: String, after: JSONValue?, limit: Int, version: Int?, fields: [String]?)
+    func snapshotPageJSON(
+        of type: String, after: JSONValue?, limit: Int, version: Int?, fields: [String]?, grant: ScopeGrant
+    )
         async throws -> [UInt8]
     {
         throw DiskOnFire()
@@ -651,7 +653,9 @@ private struct FailingStore: SyncStore {
         throw DiskOnFire()
     }
     func commit(_ changeSet: ChangeSet) async throws -> Int64 { throw DiskOnFire() }
-    func push(_ changeSet: PushedChangeSet, retention: Duration, version: Int?) async throws -> PushResult {
+    func push(_ changeSet: PushedChangeSet, retention: Duration, version: Int?, grant: ScopeGrant) async throws
+        -> PushResult
+    {
         throw DiskOnFire()
     }
     func register(_ seed: SeedRegistration) async throws -> RegisteredSeed { throw DiskOnFire() }

@@ -262,10 +262,17 @@ struct AnswerCheck: Sendable {
         var answer = CheckedAnswer(response: response, changeSets: [])
         answer.response.changeSets = []
         answer.changeSets.reserveCapacity(response.changeSets.count)
-        for changeSet in response.changeSets {
+        var changeSets = response.changeSets
+        if response.scopes != nil, response.maxRevision > changeSets.last?.revision ?? .min {
+            // The revisions after the last change set showed this reader nothing: move to the answer's end.
+            changeSets.append(ChangeSet(revision: response.maxRevision, changes: []))
+        }
+        for changeSet in changeSets {
             do {
                 let plain = changeSet.removingChanges(ofTypes: excluded).removingOldIDs()
-                answer.changeSets.append(try applier.check(plain, keepingSource: keepsSources))
+                var checked = try applier.check(plain, keepingSource: keepsSources)
+                checked.mayFollowGap = response.scopes != nil
+                answer.changeSets.append(checked)
             } catch {
                 answer.failure = error
                 break

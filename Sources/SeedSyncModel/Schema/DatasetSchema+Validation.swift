@@ -78,6 +78,7 @@ extension DatasetSchema {
                 try validateDefault(of: field, in: type)
             }
         }
+        try validateScopes()
     }
 
     /// The counts and sizes of ``validate()``, checked before anything is written.
@@ -184,7 +185,7 @@ public struct SchemaError: Error, CustomStringConvertible, Sendable {
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case invalidName, reservedName, duplicateName, invalidVersion, noTypes, invalidReference, invalidDefault
-            case tooLarge
+            case tooLarge, invalidScope
         }
 
         private let base: Base
@@ -209,6 +210,9 @@ public struct SchemaError: Error, CustomStringConvertible, Sendable {
         /// ``DatasetSchema/maximumFields``, ``DatasetSchema/maximumDefaultBytes`` or
         /// ``DatasetSchema/maximumSchemaBytes`` allow.
         public static let tooLarge = Code(.tooLarge)
+        /// A scoped type names no key or non-nullable field of the scope's type, the schema
+        /// declares no scope, or a shared type references a scoped one (see ``ScopeDeclaration``).
+        public static let invalidScope = Code(.invalidScope)
 
         public var description: String { base.rawValue }
     }

@@ -16,11 +16,15 @@ public struct DatasetSchema: Codable, Sendable, Hashable {
     public var schemaVersion: Int
     /// The entity types, in the order they were declared.
     public var types: [EntityType]
+    /// The scope that splits the dataset between teams, when it has one (see ``ScopeDeclaration``);
+    /// absent, every reader reads every row.
+    public var scope: ScopeDeclaration?
 
-    public init(dataset: String, schemaVersion: Int, types: [EntityType]) {
+    public init(dataset: String, schemaVersion: Int, types: [EntityType], scope: ScopeDeclaration? = nil) {
         self.dataset = dataset
         self.schemaVersion = schemaVersion
         self.types = types
+        self.scope = scope
     }
 
     /// The type called `name`, if the schema has one.
@@ -42,11 +46,15 @@ public struct EntityType: Codable, Sendable, Hashable {
     public var primaryKey: PrimaryKey
     /// The fields besides the primary key, in column order.
     public var fields: [Field]
+    /// The field (or the primary key) whose value is a row's scope value, for a scoped type;
+    /// absent, the type is shared: every reader reads all its rows (see ``ScopeDeclaration``).
+    public var scopedBy: String?
 
-    public init(name: String, primaryKey: PrimaryKey, fields: [Field]) {
+    public init(name: String, primaryKey: PrimaryKey, fields: [Field], scopedBy: String? = nil) {
         self.name = name
         self.primaryKey = primaryKey
         self.fields = fields
+        self.scopedBy = scopedBy
     }
 
     /// The field called `name`, if the type has one.
@@ -162,6 +170,8 @@ public struct SchemaInfo: Codable, Sendable, Hashable {
     /// The oldest revision a client may sync from with `/v1/sync`.
     public var minRevision: Int64
     public var types: [EntityType]
+    /// The dataset's scope, when it has one.
+    public var scope: ScopeDeclaration?
     /// The number of rows of each type at ``revision``, when the server reports it (for progress
     /// and ETA; optional in protocol v1).
     public var rowCounts: [String: Int]?
@@ -176,6 +186,7 @@ public struct SchemaInfo: Codable, Sendable, Hashable {
         dataset = schema.dataset
         schemaVersion = schema.schemaVersion
         types = schema.types
+        scope = schema.scope
         self.revision = revision
         self.minRevision = minRevision
         self.rowCounts = rowCounts
@@ -209,6 +220,6 @@ public struct SchemaInfo: Codable, Sendable, Hashable {
 
     /// The schema without the revisions.
     public var schema: DatasetSchema {
-        DatasetSchema(dataset: dataset, schemaVersion: schemaVersion, types: types)
+        DatasetSchema(dataset: dataset, schemaVersion: schemaVersion, types: types, scope: scope)
     }
 }

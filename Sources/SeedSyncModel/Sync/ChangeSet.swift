@@ -53,19 +53,27 @@ public struct TypeChanges: Sendable, Hashable {
     /// Field values by the string form of the id (see ``JSONValue/keyString``), for every created
     /// and updated row.
     public var attributes: [String: [String: JSONValue]]
+    /// For a scoped type, the scope value before the change of every deleted row and of every
+    /// updated row whose scope value changed, by the string form of the id (`"from"` on the wire,
+    /// absent when empty): what tells the readers of the old scope value that the row left them
+    /// (see ``ChangeSet/visible(to:in:)``). Only the logs of scoped datasets carry it, and only a
+    /// reader granted every scope value sees it.
+    public var from: [String: JSONValue]
 
     public init(
         type: String,
         create: [JSONValue] = [],
         update: [JSONValue] = [],
         delete: [JSONValue] = [],
-        attributes: [String: [String: JSONValue]] = [:]
+        attributes: [String: [String: JSONValue]] = [:],
+        from: [String: JSONValue] = [:]
     ) {
         self.type = type
         self.create = create
         self.update = update
         self.delete = delete
         self.attributes = attributes
+        self.from = from
     }
 }
 
@@ -132,6 +140,10 @@ extension TypeChanges {
         update = try members.arrayIfPresent("update")
         delete = try members.arrayIfPresent("delete")
         attributes = [:]
+        from =
+            try members.members["from"].map { (given) throws(JSONShapeError) in
+                try JSONMembers(given, at: members.path(of: "from")).members
+            } ?? [:]
         guard let given = members.members["attributes"], given != .null else { return }
         let rows = try JSONMembers(given, at: members.path(of: "attributes"))
         for (id, fields) in rows.members {
@@ -158,6 +170,17 @@ extension TypeChanges {
             writer.value(.object(fields))
         }
         writer.endObject()
+        if !from.isEmpty {
+            writer.key("from")
+            writer.beginObject()
+            var written = Set<String>()
+            for id in update + delete {
+                guard let key = id.keyString, let value = from[key], written.insert(key).inserted else { continue }
+                writer.key(key)
+                writer.value(value)
+            }
+            writer.endObject()
+        }
         writer.endObject()
     }
 }

@@ -183,7 +183,7 @@ public struct ChangeSetError: Error, CustomStringConvertible, Sendable, Hashable
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case malformed, unknownType, unknownField, invalidKey, invalidValue, brokenReference, rowExists, rowNotFound
-            case refused, keysExhausted
+            case refused, keysExhausted, outsideScope
         }
 
         private let base: Base
@@ -210,6 +210,9 @@ public struct ChangeSetError: Error, CustomStringConvertible, Sendable, Hashable
         public static let refused = Code(.refused)
         /// A pushed row needs a new integer key, and none is left above the largest ever used.
         public static let keysExhausted = Code(.keysExhausted)
+        /// A pushed row would be created in, or moved to, a scope value the pusher's token does
+        /// not grant (see ``ScopeGrant``).
+        public static let outsideScope = Code(.outsideScope)
 
         public var description: String { base.rawValue }
     }

@@ -72,6 +72,8 @@ package struct ValidatedPush: Sendable {
             return changes.first { $0.type.name == target }?.deletes.contains(targetKey) ?? false
         case .referenced(_, _, let referrer, let referrerKey, _):
             return writes(referrer, referrerKey)
+        case .crossScope(let type, let key, _, _, _):
+            return writes(type, key)
         }
     }
 
@@ -189,6 +191,8 @@ package enum ReferenceProblem: Sendable, Hashable {
     case dangling(type: String, key: JSONValue, field: String, target: String, targetKey: JSONValue)
     /// `type[key]` is deleted, but `referrer[referrerKey].field` still references it.
     case referenced(type: String, key: JSONValue, referrer: String, referrerKey: JSONValue, field: String)
+    /// `type[key].field` holds `targetKey`, a row of another scope value than its own.
+    case crossScope(type: String, key: JSONValue, field: String, target: String, targetKey: JSONValue)
 
     package var error: ChangeSetError {
         switch self {
@@ -202,6 +206,11 @@ package enum ReferenceProblem: Sendable, Hashable {
                 .brokenReference,
                 "\(type)[\(key.keyString ?? "?")] cannot be deleted: \(referrer)[\(referrerKey.keyString ?? "?")].\(field) references it"
             )
+        case .crossScope(let type, let key, let field, let target, let targetKey):
+            ChangeSetError(
+                .brokenReference,
+                "\(type)[\(key.keyString ?? "?")].\(field) references \(target)[\(targetKey.keyString ?? "?")], a row of another scope value: a reference between scoped rows stays inside one scope value"
+            )
         }
     }
 
@@ -211,6 +220,7 @@ package enum ReferenceProblem: Sendable, Hashable {
         switch self {
         case .dangling(_, _, _, let target, let targetKey): (target, targetKey)
         case .referenced(_, _, let referrer, let referrerKey, _): (referrer, referrerKey)
+        case .crossScope(_, _, _, let target, let targetKey): (target, targetKey)
         }
     }
 }

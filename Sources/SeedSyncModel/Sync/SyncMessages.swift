@@ -81,7 +81,8 @@ public struct SyncRequest: JSONMessage, Sendable, Hashable {
     }
 }
 
-/// The answer of `POST /v1/sync`: change sets from the client's revision on, in order, without gaps.
+/// The answer of `POST /v1/sync`: change sets from the client's revision on, in order, without
+/// gaps (with gaps for a reader of some scope values, see ``scopes``).
 public struct SyncResponse: Codable, JSONReadable, Sendable, Hashable {
     /// The revision of the last change set returned, or the request's revision when none is.
     public var maxRevision: Int64
@@ -90,12 +91,22 @@ public struct SyncResponse: Codable, JSONReadable, Sendable, Hashable {
     public var changeSets: [ChangeSet]
     /// What became of each pushed change set, in pushed order (absent, so empty, when none was pushed).
     public var results: [PushResult]
+    /// The scope values the answer was read for, when the dataset has a scope and the token
+    /// grants some of its values (absent otherwise). Such an answer leaves out the revisions that
+    /// show its reader nothing: its change sets rise from the request's revision with gaps, and
+    /// ``maxRevision`` is the last revision the server looked through, which may be past the last
+    /// change set. A gap in it is no loss.
+    public var scopes: [JSONValue]?
 
-    public init(maxRevision: Int64, hasMore: Bool, changeSets: [ChangeSet], results: [PushResult] = []) {
+    public init(
+        maxRevision: Int64, hasMore: Bool, changeSets: [ChangeSet], results: [PushResult] = [],
+        scopes: [JSONValue]? = nil
+    ) {
         self.maxRevision = maxRevision
         self.hasMore = hasMore
         self.changeSets = changeSets
         self.results = results
+        self.scopes = scopes
     }
 
     /// Reads an answer from parsed JSON (see ``JSONParser``).
@@ -111,6 +122,7 @@ public struct SyncResponse: Codable, JSONReadable, Sendable, Hashable {
         results = try members.arrayIfPresent("results").enumerated().map { (index, result) throws(JSONShapeError) in
             try PushResult(json: result, at: "results[\(index)]")
         }
+        scopes = members.members["scopes"] == nil ? nil : try members.array("scopes")
     }
 }
 

@@ -47,6 +47,7 @@ extension SchemaHistory {
                 .invalidHistory,
                 "version \(schema.schemaVersion) is made at revision \(revision), before version \(current.number)")
         }
+        try checkScopes(of: schema, against: current.schema)
         var changes: [SchemaChange] = []
         for rename in renames
         where schema.type(named: rename.type) == nil || current.schema.type(named: rename.type) == nil {
@@ -249,7 +250,7 @@ public struct SchemaUpgradeError: Error, CustomStringConvertible, Sendable {
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case invalidSchema, otherDataset, versionNotRaised, typeDropped, keyChanged, fieldChanged
-            case missingDefault, nameReused, invalidRename, noChange, invalidHistory
+            case missingDefault, nameReused, invalidRename, noChange, invalidHistory, scopeChanged
         }
 
         private let base: Base
@@ -277,6 +278,8 @@ public struct SchemaUpgradeError: Error, CustomStringConvertible, Sendable {
         public static let noChange = Code(.noChange)
         /// A stored history breaks the rules (versions out of order).
         public static let invalidHistory = Code(.invalidHistory)
+        /// The new version changes the scope, or the scope field of a kept type.
+        public static let scopeChanged = Code(.scopeChanged)
 
         public var description: String { base.rawValue }
     }
@@ -290,5 +293,28 @@ public struct SchemaUpgradeError: Error, CustomStringConvertible, Sendable {
         self.code = code
         self.detail = description
         self.description = "schema upgrade refused: " + description
+    }
+}
+
+extension SchemaHistory {
+    /// A new version keeps the scope and each kept type's scope field: a row's scope value is read
+    /// the same way by every version a client may hold, and a scope's rows never move because the
+    /// schema changed. A new type may be scoped or shared.
+    fileprivate func checkScopes(of schema: DatasetSchema, against current: DatasetSchema)
+        throws(SchemaUpgradeError)
+    {
+        guard schema.scope == current.scope else {
+            throw SchemaUpgradeError(
+                .scopeChanged,
+                "the new schema declares scope \(schema.scope.map { "\($0.name) (\($0.type.rawValue))" } ?? "none"), but the store's is \(current.scope.map { "\($0.name) (\($0.type.rawValue))" } ?? "none"): a scope cannot change between versions"
+            )
+        }
+        for old in current.types {
+            guard let new = schema.type(named: old.name), new.scopedBy != old.scopedBy else { continue }
+            throw SchemaUpgradeError(
+                .scopeChanged,
+                "type \(old.name) is scoped by \(new.scopedBy ?? "nothing (shared)") in the new schema, but by \(old.scopedBy ?? "nothing (shared)") in version \(current.schemaVersion): a type keeps its scope field between versions"
+            )
+        }
     }
 }

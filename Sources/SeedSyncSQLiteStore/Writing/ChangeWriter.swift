@@ -30,10 +30,13 @@ extension SQLiteSyncStore {
 struct ChangeWriter {
     let schema: DatasetSchema
     let tables: [String: TableSQL]
+    /// The scope values of the writer: a row it references outside them reads as missing.
+    let grant: ScopeGrant
 
-    init(_ served: ServedTables) {
+    init(_ served: ServedTables, grant: ScopeGrant = .all) {
         schema = served.schema
         tables = served.tables
+        self.grant = grant
     }
 
     func commit(_ changes: [ValidatedChanges], in db: Database) throws -> Int64 {
@@ -48,12 +51,14 @@ struct ChangeWriter {
     func write(_ changes: [ValidatedChanges], in db: Database) throws -> Int64 {
         let state = try LogState.fetch(db)
         let revision = state.revision + 1
+        var from: [String: [String: JSONValue]] = [:]
         for change in changes {
+            from[change.type.name] = try scopesBefore(change, in: db)
             try write(change, revision: revision, in: db)
         }
         try db.execute(
             sql: "INSERT INTO _seedsync_changes (revision, change_set) VALUES (?, ?)",
-            arguments: [revision, Data(loggedChangeSet(changes, revision: revision))]
+            arguments: [revision, Data(loggedChangeSet(changes, revision: revision, from: from))]
         )
         try LogState.save(db, revision: revision, minRevision: state.minRevision)
         return revision
@@ -66,15 +71,31 @@ struct ChangeWriter {
         for change in changes {
             for (index, field) in change.type.fields.enumerated() {
                 guard let target = field.references, let targetTable = tables[target] else { continue }
-                let exists = try db.cachedStatement(sql: targetTable.exists)
+                let bothScoped = change.type.isScoped && targetTable.type.isScoped
+                let exists = try db.cachedStatement(sql: bothScoped ? targetTable.scopeOfRow : targetTable.exists)
                 for row in change.creates + change.updates where row.values[index] != .null {
                     let key = row.values[index]
-                    if try Bool.fetchOne(exists, arguments: [ValueMapping.databaseValue(key: key)]) == nil {
+                    let found = try DatabaseValue.fetchOne(exists, arguments: [ValueMapping.databaseValue(key: key)])
+                    guard let found else {
                         problems.append(
                             .dangling(
                                 type: change.type.name, key: row.key, field: field.name, target: target, targetKey: key)
                         )
+                        continue
                     }
+                    guard bothScoped, let own = change.type.scopeValue(key: row.key, values: row.values) else {
+                        continue
+                    }
+                    let theirs = ValueMapping.jsonValue(found, as: schema.scope?.type.fieldType)
+                    guard theirs.keyString != own.keyString else { continue }
+                    // A row outside the writer's grant is one it cannot know of: it reads as missing.
+                    problems.append(
+                        grant.includes(theirs)
+                            ? .crossScope(
+                                type: change.type.name, key: row.key, field: field.name, target: target, targetKey: key)
+                            : .dangling(
+                                type: change.type.name, key: row.key, field: field.name, target: target, targetKey: key)
+                    )
                 }
             }
         }
@@ -140,8 +161,34 @@ struct ChangeWriter {
         }
     }
 
-    /// The change set as served by `/v1/sync`: canonical order, normalized values, `revision` in every row.
-    private func loggedChangeSet(_ changes: [ValidatedChanges], revision: Int64) -> [UInt8] {
+    /// For a type scoped by a field, the stored scope value of each row `change` deletes, and of
+    /// each row it updates to another scope value: the change set's `from` (``TypeChanges/from``).
+    /// Read before the rows are written; a missing row is left out (the write refuses it).
+    private func scopesBefore(_ change: ValidatedChanges, in db: Database) throws -> [String: JSONValue] {
+        guard let scopedBy = change.type.scopedBy, scopedBy != change.type.primaryKey.name else { return [:] }
+        let statement = try db.cachedStatement(sql: tables[change.type.name]!.scopeOfRow)
+        let scopeType = schema.scope?.type.fieldType ?? .integer
+        func stored(_ key: JSONValue) throws -> JSONValue? {
+            try DatabaseValue.fetchOne(statement, arguments: [ValueMapping.databaseValue(key: key)]).map {
+                ValueMapping.jsonValue($0, as: scopeType)
+            }
+        }
+        var from: [String: JSONValue] = [:]
+        for key in change.deletes {
+            from[key.keyString!] = try stored(key)
+        }
+        for row in change.updates {
+            let after = change.type.scopeValue(key: row.key, values: row.values)
+            if let before = try stored(row.key), before != after { from[row.key.keyString!] = before }
+        }
+        return from
+    }
+
+    /// The change set as served by `/v1/sync`: canonical order, normalized values, `revision` in
+    /// every row, and `from` for the rows that left a scope value.
+    private func loggedChangeSet(_ changes: [ValidatedChanges], revision: Int64, from: [String: [String: JSONValue]])
+        -> [UInt8]
+    {
         let typeChanges = changes.map { change in
             var attributes: [String: [String: JSONValue]] = [:]
             for row in change.creates + change.updates {
@@ -154,7 +201,8 @@ struct ChangeWriter {
                 create: change.creates.map(\.key),
                 update: change.updates.map(\.key),
                 delete: change.deletes,
-                attributes: attributes
+                attributes: attributes,
+                from: from[change.type.name] ?? [:]
             )
         }
         return ChangeSet(revision: revision, changes: typeChanges).canonical(in: schema).jsonBytes()

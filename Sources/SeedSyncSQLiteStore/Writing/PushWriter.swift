@@ -7,11 +7,13 @@ public import SeedSyncStore
 extension SQLiteSyncStore {
     /// Applies a pushed change set once (see `SyncStore/push(_:retention:)`), in one write
     /// transaction with its idempotency record in `_seedsync_pushes`.
-    public func push(_ changeSet: PushedChangeSet, retention: Duration, version: Int?) async throws -> PushResult {
+    public func push(_ changeSet: PushedChangeSet, retention: Duration, version: Int?, grant: ScopeGrant) async throws
+        -> PushResult
+    {
         let now = Date()
         let result = try await writeTransaction { db in
             let served = try self.served(db)
-            let writer = PushWriter(served, projection: try served.versions.projection(version))
+            let writer = PushWriter(served, projection: try served.versions.projection(version), grant: grant)
             return try writer.push(changeSet, at: now, retention: retention, in: db)
         }
         if case .applied(let revision, _) = result.status { watches.publish(revision) }
@@ -22,14 +24,22 @@ extension SQLiteSyncStore {
 /// One push inside a write transaction: the recorded result when the id was seen, else the
 /// revisions checked, keys assigned, rows written and references checked (in a savepoint, rolled
 /// back on a conflict or rejection), then the result recorded.
+///
+/// A row of a scoped type outside the pusher's grant is, to the push, a row that does not exist:
+/// the push reads it as missing (an update or delete of it conflicts, the answer shows it gone; a
+/// reference to it dangles), so no answer tells one scope's rows from absent ones. A row the push
+/// would write into a value outside the grant is rejected (`outsideScope`).
 struct PushWriter {
     let served: ServedTables
     /// The pusher's schema version: what the push is read in and its conflicts answered in.
     let projection: VersionProjection
+    /// The scope values the pusher may read and write.
+    let grant: ScopeGrant
 
-    init(_ served: ServedTables, projection: VersionProjection) {
+    init(_ served: ServedTables, projection: VersionProjection, grant: ScopeGrant) {
         self.served = served
         self.projection = projection
+        self.grant = grant
     }
 
     var schema: DatasetSchema { served.schema }
@@ -72,10 +82,13 @@ struct PushWriter {
         } catch let error as ChangeSetError {
             return .rejected(code: SyncStoreError.Code.invalidChangeSet.rawValue, message: error.description)
         }
+        if let error = push.outsideScopeError(grant, scope: schema.scope) {
+            return .rejected(code: SyncStoreError.Code.invalidChangeSet.rawValue, message: error.description)
+        }
         if try hasConflict(push, in: db) {
             // A delete refused for its stale revision keeps the row, and so the rows that reference it.
-            let kept = try ChangeWriter(served).referrers(ofDeletesIn: push.changes, in: db)
-            return .conflict(try conflictRows(push, related: kept.map(\.relatedRow), in: db))
+            let kept = try ChangeWriter(served, grant: grant).referrers(ofDeletesIn: push.changes, in: db)
+            return .conflict(try conflictRows(push, related: try shown(kept, in: db), in: db))
         }
         var keys: [String: [Int64: Int64]] = [:]
         do {
@@ -87,7 +100,7 @@ struct PushWriter {
             return .rejected(code: SyncStoreError.Code.invalidChangeSet.rawValue, message: error.description)
         }
         let changes = push.resolved(with: keys)
-        let writer = ChangeWriter(served)
+        let writer = ChangeWriter(served, grant: grant)
         var outcome: Result<Int64, SyncStoreError> = .failure(
             .invalidChangeSet(ChangeSetError(.malformed, "not written")))
         var problems: [ReferenceProblem] = []
@@ -108,7 +121,7 @@ struct PushWriter {
             if let own = problems.first(where: { push.causes($0, keys: keys) }) {
                 return .rejected(code: SyncStoreError.Code.invalidChangeSet.rawValue, message: own.error.description)
             }
-            return .conflict(try conflictRows(push, related: problems.map(\.relatedRow), in: db))
+            return .conflict(try conflictRows(push, related: try shown(problems, in: db), in: db))
         case .success(let revision): return .applied(revision: revision, keys: ValidatedPush.keyMap(keys))
         }
     }
@@ -140,8 +153,7 @@ struct PushWriter {
             let table = tables[change.type.name]!
             let bases = push.baseRevisions[change.type.name] ?? [:]
             for key in change.updates.map(\.key) + change.deletes {
-                let row = try Row.fetchOne(
-                    db.cachedStatement(sql: table.row), arguments: [ValueMapping.databaseValue(key: key)])
+                let row = try visibleRow(table, key, in: db)
                 guard let row, let base = bases[key.keyString!], row[table.type.fields.count + 1] as Int64 == base
                 else { return true }
             }
@@ -157,13 +169,42 @@ struct PushWriter {
         return false
     }
 
+    /// The stored row `table[key]` (key, fields, revision), or `nil` when there is none the
+    /// pusher may see: a row of a scoped type outside its grant is one it cannot know of.
+    private func visibleRow(_ table: TableSQL, _ key: JSONValue, in db: Database) throws -> Row? {
+        let row = try Row.fetchOne(
+            db.cachedStatement(sql: table.row), arguments: [ValueMapping.databaseValue(key: key)])
+        guard let row, !grant.isAll, table.type.isScoped else { return row }
+        let values = table.type.fields.enumerated().map {
+            ValueMapping.jsonValue(row[$0.offset + 1], as: $0.element.type)
+        }
+        let scope = table.type.scopeValue(key: key, values: values)
+        return scope.map(grant.includes) == true ? row : nil
+    }
+
+    /// The rows a conflict answer shows for `problems`: a missing or hidden target as gone (the
+    /// push named its key), a referrer only when the pusher may see it (its key is not the
+    /// pusher's to learn otherwise).
+    private func shown(_ problems: [ReferenceProblem], in db: Database) throws -> [(type: String, key: JSONValue)] {
+        try problems.compactMap { problem in
+            let row = problem.relatedRow
+            if case .referenced = problem, try isHidden(tables[row.type]!, row.key, in: db) { return nil }
+            return row
+        }
+    }
+
+    /// Whether `table[key]` exists but lies outside the grant.
+    private func isHidden(_ table: TableSQL, _ key: JSONValue, in db: Database) throws -> Bool {
+        guard !grant.isAll, try visibleRow(table, key, in: db) == nil else { return false }
+        return try Bool.fetchOne(
+            db.cachedStatement(sql: table.exists), arguments: [ValueMapping.databaseValue(key: key)])
+            != nil
+    }
+
     /// The stored fields of `type[key]` by name, or `nil` when there is no such row.
     private func storedRow(_ type: EntityType, _ key: JSONValue, in db: Database) throws -> [String: JSONValue]? {
         let table = tables[type.name]!
-        guard
-            let row = try Row.fetchOne(
-                db.cachedStatement(sql: table.row), arguments: [ValueMapping.databaseValue(key: key)])
-        else { return nil }
+        guard let row = try visibleRow(table, key, in: db) else { return nil }
         return Dictionary(
             uniqueKeysWithValues: type.fields.enumerated().map {
                 ($0.element.name, ValueMapping.jsonValue(row[$0.offset + 1], as: $0.element.type))
@@ -179,8 +220,7 @@ struct PushWriter {
         let named = push.touchedKeys.flatMap { type, keys in keys.map { (type: type, key: $0) } }
         for (type, key) in named + related {
             let table = tables[type]!
-            let row = try Row.fetchOne(
-                db.cachedStatement(sql: table.row), arguments: [ValueMapping.databaseValue(key: key)])
+            let row = try visibleRow(table, key, in: db)
             rows.add(
                 type, key,
                 row.map { row in

@@ -5,7 +5,8 @@ import SeedSyncSQL
 /// Applies `/v1/sync` change sets to the tables of a seed-format database.
 ///
 /// Shared by `seed-build` (catch-up) and the importer, so both reach the same state from the same
-/// change sets. Each change set must carry the revision after the stored one; it is validated
+/// change sets. Each change set must carry the revision after the stored one (or, from an answer
+/// read for some scope values, any later one: ``CheckedChangeSet/mayFollowGap``); it is validated
 /// against the schema before anything is written (names from the wire reach SQL only as table
 /// names that matched the schema, values are bound). Creates and updates are upserts, the server
 /// wins; deletes remove the row when it is there. The stored revision moves in the same
@@ -79,7 +80,12 @@ package struct ChangeApplier: Sendable {
                 try write(writes.take(), in: db)
                 if stopsEarly() { break }
             }
-            guard let next = changeSet.revision, revision < .max, next == revision + 1 else {
+            if changeSet.mayFollowGap, changeSet.changes.isEmpty, let next = changeSet.revision, next <= revision {
+                continue
+            }
+            guard let next = changeSet.revision, revision < .max,
+                next == revision + 1 || (changeSet.mayFollowGap && next > revision)
+            else {
                 throw SeedError.invalidData(
                     "change set \(changeSet.revision.map(String.init) ?? "without a revision") does not follow revision \(revision)"
                 )

@@ -12,6 +12,10 @@ package struct CheckedChangeSet: Sendable {
 
     /// Rows the change set creates, updates or deletes, over every type.
     package let rowCount: Int
+    /// Whether it came in an answer read for some scope values (`SyncResponse.scopes`), whose
+    /// revisions may leave gaps: it may then follow any older revision, and one without changes
+    /// that is not newer than the stored revision is passed over (an answer that moved no further).
+    package var mayFollowGap = false
 
     init(revision: Int64?, changes: [ValidatedChanges], source: ChangeSet?) {
         self.revision = revision

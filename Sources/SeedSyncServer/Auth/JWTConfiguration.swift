@@ -41,6 +41,11 @@ public struct JWTConfiguration: Sendable {
     /// them): a member name, or a path through objects such as `app_metadata.seedsync_role`. A
     /// token without it is refused. `nil` gives every token ``role``.
     public var roleClaim: String?
+    /// The claim that holds the scope values a token grants (an array of them, or one value): a
+    /// member name or a path such as `app_metadata.teams`, found as ``roleClaim`` is. Required
+    /// when the dataset declares a scope (a token without the claim is refused then); ignored
+    /// for a dataset without one. Static tokens grant every scope value.
+    public var scopeClaim: String?
     /// How far a token's `exp` and `nbf` may be passed or not yet reached, for clocks that differ:
     /// 30 seconds.
     public var leeway: Duration
@@ -52,14 +57,15 @@ public struct JWTConfiguration: Sendable {
 
     public init(
         keys: Keys, issuer: String? = nil, audience: String? = nil, role: TokenSet.Role = .read,
-        roleClaim: String? = nil, leeway: Duration = .seconds(30), refreshInterval: Duration = .seconds(300),
-        minimumRefetchInterval: Duration = .seconds(10)
+        roleClaim: String? = nil, scopeClaim: String? = nil, leeway: Duration = .seconds(30),
+        refreshInterval: Duration = .seconds(300), minimumRefetchInterval: Duration = .seconds(10)
     ) {
         self.keys = keys
         self.issuer = issuer
         self.audience = audience
         self.role = role
         self.roleClaim = roleClaim
+        self.scopeClaim = scopeClaim
         self.leeway = leeway
         self.refreshInterval = refreshInterval
         self.minimumRefetchInterval = minimumRefetchInterval
@@ -74,6 +80,7 @@ public struct KeySetError: Error, CustomStringConvertible, Sendable {
             case unreadable
             case malformed
             case weakSecret
+            case noScopeClaim
         }
 
         private let base: Base
@@ -85,6 +92,9 @@ public struct KeySetError: Error, CustomStringConvertible, Sendable {
         public static let malformed = Code(.malformed)
         /// The HS256 secret is shorter than 32 bytes.
         public static let weakSecret = Code(.weakSecret)
+        /// The dataset declares a scope, but no ``JWTConfiguration/scopeClaim`` says which claim
+        /// holds a token's scope values.
+        public static let noScopeClaim = Code(.noScopeClaim)
 
         public var description: String { base.rawValue }
     }

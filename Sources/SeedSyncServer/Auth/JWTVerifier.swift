@@ -44,7 +44,7 @@ final class JWTVerifier: Sendable {
         let claims = try await Self.verifiedClaims(token, with: current)
         let expires = try checkTimes(claims, now: now)
         try checkParties(claims)
-        let grant = Grant(role: try role(claims))
+        let grant = Grant(role: try role(claims), scopes: try scopes(claims))
         remember(CachedGrant(grant: grant, expires: expires, keysVersion: current.version), for: digest, now: now)
         return grant
     }
@@ -171,6 +171,22 @@ extension JWTVerifier {
         if values.contains(.string("write")) { return .write }
         if values.contains(.string("read")) { return .read }
         throw TokenRefusal(.claim, "the JWT's claim \(path) holds neither \"read\" nor \"write\"")
+    }
+
+    /// The scope values the scope claim holds (an array of integers or strings, or one), or every
+    /// value when no scope claim is configured (the dataset has no scope then).
+    func scopes(_ claims: [String: JSONValue]) throws(TokenRefusal) -> ScopeGrant {
+        guard let path = configuration.scopeClaim else { return .all }
+        let values: [JSONValue] =
+            switch Self.claim(path, in: claims) {
+            case .array(let values)?: values
+            case let value?: [value]
+            case nil: throw TokenRefusal(.claim, "the JWT has no claim \(path), which gives its scope values")
+            }
+        guard values.allSatisfy({ $0.keyString != nil }) else {
+            throw TokenRefusal(.claim, "the JWT's claim \(path) holds a value that is neither an integer nor a string")
+        }
+        return .only(values)
     }
 
     /// The claim at `path`: a member name, or member names joined by dots through objects. A

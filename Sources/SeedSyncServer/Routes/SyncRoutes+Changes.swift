@@ -30,13 +30,14 @@ extension SyncRoutes {
         }
         let limit = try Self.limit(query.get("limit"), default: .max, max: .max)
         let blockEnd = Self.blockEnd(after: after, size: configuration.changesBlockSize)
+        let scopes = readScopes()
         var feed = try await store.changeFeed(
             after: after, limit: Int(min(Int64(limit), blockEnd - after)), byteBudget: configuration.syncByteBudget,
-            version: version)
+            version: version, grant: RequestGrant.current.scopes, through: blockEnd)
         feed.hasMore = feed.hasMore || feed.maxRevision == blockEnd
-        let body = try Self.encode(feed, results: nil)
+        let body = try Self.encode(feed, results: nil, scopes: scopes?.values)
         let lifetime = feed.hasMore ? "max-age=31536000, immutable" : "max-age=1"
-        return cacheable(body, tag: EntityTag(of: body), lifetime: lifetime, answering: request)
+        return cacheable(body, tag: EntityTag(of: body), lifetime: lifetime, answering: request, shared: scopes == nil)
     }
 
     /// The last revision of the block that holds `after + 1`: the next multiple of `size` (a size

@@ -34,6 +34,13 @@ extension SyncRoutes {
             text.split(separator: ",", omittingEmptySubsequences: true).map(String.init)
         }
         let notBefore = try Self.wholeNumber(query.get("notBefore"), named: "notBefore", atLeast: 0)
+        if type.isScoped, readScopes() != nil {
+            // A page of some scope values: read for this grant alone, kept by no cache but the client's.
+            let body = try await store.snapshotPageJSON(
+                of: type.name, after: after, limit: limit, version: version, fields: fields,
+                grant: RequestGrant.current.scopes)
+            return cacheable(body, tag: EntityTag(of: body), lifetime: "max-age=0", answering: request, shared: false)
+        }
         let address = PageCache.Address(
             type: type.name, after: after?.keyString, limit: limit, version: version, fields: fields)
         let (page, source) = try await pages.page(at: address, notBefore: notBefore) { [store] in

@@ -34,7 +34,9 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         reader.get("changes") { request, _ in try await changes(request) }
         reader.get("auth") { _, _ in Response(status: .noContent) }
         reader.get("seeds") { _, _ in
-            Self.json(try JSONEncoder.stable().encode(SeedList(seeds: try await store.registeredSeeds())))
+            // A registered seed holds every scope's rows: none is for a reader of some scopes.
+            let seeds = isScoped() ? [] : try await store.registeredSeeds()
+            return Self.json(try JSONEncoder.stable().encode(SeedList(seeds: seeds)))
         }
         let admin = router.group("v1/admin").add(
             middleware: BearerAuthMiddleware(authenticator: authenticator, required: .admin, metrics: metrics))
@@ -73,8 +75,21 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
     /// `GET /v1/schema[?version=N]`: the oldest version served by default, as every endpoint.
     private func schemaInfo(_ request: Request) async throws -> Response {
         let version = version(try Self.version(request.uri.queryParameters.get("version"), named: "version"))
-        return Self.json(try JSONEncoder.stable().encode(try await store.schemaInfo(version: version)))
+        let info = try await store.schemaInfo(version: version, grant: RequestGrant.current.scopes)
+        return Self.json(try JSONEncoder.stable().encode(info))
     }
+
+    /// The scope values the request reads, when the dataset has a scope and its token does not
+    /// grant every value: what bounds its answers, and what they list (`scopes`). `nil` otherwise.
+    func readScopes() -> (scope: ScopeDeclaration, values: [JSONValue])? {
+        guard let scope = versions.get().newest.schema.scope,
+            let values = RequestGrant.current.scopes.sortedValues(as: scope.type)
+        else { return nil }
+        return (scope, values)
+    }
+
+    /// Whether the request reads some scope values only (``readScopes()``).
+    func isScoped() -> Bool { readScopes() != nil }
 
     /// The version a request names, or the oldest served when it names none: every endpoint
     /// answers a request without a version in the same one, so a client that predates versions
@@ -132,18 +147,21 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
             _ = try await store.changeFeed(after: sync.maxRevision, limit: 1, byteBudget: 0, version: version)
         }
         let results = try await push(sync.changeSets, version: version)
+        let grant = RequestGrant.current.scopes
         let read = { @Sendable in
             try await store.changeFeed(
-                after: sync.maxRevision, limit: limit, byteBudget: configuration.syncByteBudget, version: version)
+                after: sync.maxRevision, limit: limit, byteBudget: configuration.syncByteBudget, version: version,
+                grant: grant)
         }
         var feed = try await read()
         if feed.changeSets.isEmpty, sync.changeSets.isEmpty, let wait = sync.wait, wait > 0,
             try await hold(after: sync.maxRevision, seconds: wait)
         {
-            let key = FeedRead(after: sync.maxRevision, limit: limit, version: version)
+            let key = FeedRead(after: sync.maxRevision, limit: limit, version: version, grant: grant)
             feed = try await wokenReads.value(for: key, read: read)
         }
-        return Self.json(try Self.encode(feed, results: sync.changeSets.isEmpty ? nil : results))
+        return Self.json(
+            try Self.encode(feed, results: sync.changeSets.isEmpty ? nil : results, scopes: readScopes()?.values))
     }
 
     /// Live sync: holds a caught-up request until a revision after `revision` commits (true), or
@@ -178,7 +196,8 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         }
         var results: [PushResult] = []
         for changeSet in changeSets {
-            let result = try await store.push(changeSet, retention: configuration.pushRetention, version: version)
+            let result = try await store.push(
+                changeSet, retention: configuration.pushRetention, version: version, grant: RequestGrant.current.scopes)
             metrics.record(result)
             results.append(result)
         }
@@ -242,8 +261,9 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
     }
 
     /// The answer: the feed's change sets spliced in as logged, except those this request's
-    /// pushes became, which carry `__oldId__` (the temporary key) in the rows they created.
-    static func encode(_ feed: ChangeFeed, results: [PushResult]?) throws -> [UInt8] {
+    /// pushes became, which carry `__oldId__` (the temporary key) in the rows they created; with
+    /// `scopes`, the scope values it was read for (a feed with gaps, see `docs/PROTOCOL.md`).
+    static func encode(_ feed: ChangeFeed, results: [PushResult]?, scopes: [JSONValue]? = nil) throws -> [UInt8] {
         let marks = try OldIDMarks(results)
         var writer = JSONWriter(capacity: feed.changeSets.reduce(64) { $0 + $1.json.count + 1 })
         writer.beginObject()
@@ -260,6 +280,10 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
             writer.beginArray()
             for result in results { writer.rawValue(result.jsonBytes()) }
             writer.endArray()
+        }
+        if let scopes {
+            writer.key("scopes")
+            writer.value(.array(scopes))
         }
         writer.endObject()
         return writer.bytes
@@ -279,4 +303,5 @@ struct FeedRead: Hashable, Sendable {
     var after: Int64
     var limit: Int
     var version: Int
+    var grant: ScopeGrant
 }

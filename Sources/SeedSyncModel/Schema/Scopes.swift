@@ -1,0 +1,229 @@
+/// The scope that splits a dataset between teams: its name and the type of its values.
+///
+/// A schema declares at most one scope. Each type is then either **shared** (every reader reads
+/// all its rows, as in a dataset without a scope) or **scoped** (``EntityType/scopedBy`` names the
+/// field, or the primary key, whose value is the row's scope value). A token grants some scope
+/// values (``ScopeGrant``) and reads the rows of those values and every shared row; it writes only
+/// rows of those values.
+///
+/// ```json
+/// {"dataset": "clubs", "schemaVersion": 1, "scope": {"name": "team", "type": "integer"},
+///  "types": [{"name": "teams", "primaryKey": {"name": "id", "type": "integer"}, "fields": [], "scopedBy": "id"},
+///            {"name": "events", "primaryKey": {"name": "id", "type": "integer"}, "scopedBy": "team_id",
+///             "fields": [{"name": "team_id", "type": "integer", "nullable": false, "references": "teams"}]}]}
+/// ```
+///
+/// A scoped type names its scope field itself (a column of its own), rather than taking it
+/// through a reference: a row's scope is then read from the row alone, the same way by every
+/// store, the capture and the client that drops a scope's rows, with no second copy of the rule
+/// and no row that changes scope because another row moved. A reference between two scoped types
+/// must stay inside one scope value, and a shared type may not reference a scoped one (its rows
+/// would point at rows some readers cannot have).
+public struct ScopeDeclaration: Codable, Sendable, Hashable {
+    /// The scope's name, such as `team`.
+    public var name: String
+    /// The type of its values: `integer` or `text`.
+    public var type: KeyType
+
+    public init(name: String, type: KeyType) {
+        self.name = name
+        self.type = type
+    }
+}
+
+/// The scope values a token may read and write: every one (static tokens, admin, a dataset
+/// without a scope) or a set.
+///
+/// Values compare by their key form (``JSONValue/keyString``): `42` and `"42"` are one value, as
+/// identity providers write numbers either way.
+///
+/// ```swift
+/// let grant = ScopeGrant.only([.int(42), .int(43)])
+/// grant.includes(.int(42))  // true
+/// ```
+public struct ScopeGrant: Sendable, Hashable, CustomStringConvertible {
+    /// The granted values' key forms, or `nil` for every value.
+    public let values: Set<String>?
+
+    private init(values: Set<String>?) {
+        self.values = values
+    }
+
+    /// Every scope value: the grant of static tokens.
+    public static let all = ScopeGrant(values: nil)
+
+    /// The values `granted` alone (values without a key form, such as `null`, grant nothing).
+    public static func only(_ granted: some Sequence<JSONValue>) -> ScopeGrant {
+        ScopeGrant(values: Set(granted.compactMap(\.keyString)))
+    }
+
+    /// Whether the grant covers every scope value.
+    public var isAll: Bool { values == nil }
+
+    /// Whether a row of scope value `value` is inside the grant.
+    public func includes(_ value: JSONValue) -> Bool {
+        guard let values else { return true }
+        return value.keyString.map(values.contains) ?? false
+    }
+
+    /// The granted values as `type` holds them, sorted (an integer scope drops values that are not
+    /// integers): what a store binds in a query and an answer lists.
+    public func sortedValues(as type: KeyType) -> [JSONValue]? {
+        guard let values else { return nil }
+        let typed: [JSONValue] =
+            switch type {
+            case .integer: values.compactMap { Int64($0).map(JSONValue.int) }
+            case .text: values.map(JSONValue.string)
+            }
+        return typed.sorted(by: JSONValue.keyPrecedes)
+    }
+
+    public var description: String {
+        guard let values else { return "every scope" }
+        return values.sorted().joined(separator: ", ")
+    }
+}
+
+extension EntityType {
+    /// Whether the type is scoped (``scopedBy`` is set).
+    public var isScoped: Bool { scopedBy != nil }
+
+    /// The scope value of a row of this type with key `key` and field values `values` (in field
+    /// order), or `nil` for a shared type.
+    package func scopeValue(key: JSONValue, values: [JSONValue]) -> JSONValue? {
+        guard let scopedBy else { return nil }
+        if scopedBy == primaryKey.name { return key }
+        return fields.firstIndex { $0.name == scopedBy }.map { values[$0] }
+    }
+
+    /// The scope value of a row from its attributes (field name to value), or `nil`.
+    package func scopeValue(key: JSONValue, attributes: [String: JSONValue]) -> JSONValue? {
+        guard let scopedBy else { return nil }
+        return scopedBy == primaryKey.name ? key : attributes[scopedBy]
+    }
+}
+
+extension DatasetSchema {
+    /// The scope rules of ``validate()``: a scope only with a valid name and a key type, a scoped
+    /// type only when the schema has a scope, naming its key or a non-nullable field of the
+    /// scope's type that is not a reference to a shared type, and no shared type referencing a
+    /// scoped one.
+    func validateScopes() throws {
+        if let scope, !SchemaNames.isValid(scope.name) {
+            throw SchemaError(
+                .invalidScope, "scope name '\(scope.name.clippedForMessage)' must match ^[a-z][a-z0-9_]{0,62}$")
+        }
+        for type in types {
+            guard let scopedBy = type.scopedBy else { continue }
+            guard let scope else {
+                throw SchemaError(
+                    .invalidScope, "type \(type.name) is scoped by \(scopedBy), but the schema declares no scope")
+            }
+            let valueType: FieldType
+            if scopedBy == type.primaryKey.name {
+                valueType = type.primaryKey.type.fieldType
+            } else if let field = type.field(named: scopedBy), !field.nullable {
+                valueType = field.type
+            } else {
+                throw SchemaError(
+                    .invalidScope,
+                    "type \(type.name) is scoped by '\(scopedBy.clippedForMessage)', which is neither its key nor a field that is not nullable"
+                )
+            }
+            guard valueType == scope.type.fieldType else {
+                throw SchemaError(
+                    .invalidScope,
+                    "\(type.name).\(scopedBy) is \(valueType.rawValue), but scope \(scope.name) holds \(scope.type.rawValue) values"
+                )
+            }
+        }
+        for type in types where !type.isScoped {
+            for field in type.fields {
+                guard let target = field.references, self.type(named: target)?.isScoped == true else { continue }
+                throw SchemaError(
+                    .invalidScope,
+                    "shared type \(type.name) references scoped type \(target) through \(field.name): its rows would point at rows some readers cannot have; scope \(type.name) too, or drop the reference"
+                )
+            }
+        }
+    }
+
+    /// The scoped types' names.
+    package var scopedTypes: Set<String> { Set(types.filter(\.isScoped).map(\.name)) }
+}
+
+extension ChangeSet {
+    /// The change set as a reader granted `grant` sees it, or `nil` when it shows that reader
+    /// nothing (the revision is then a gap in its feed, not a loss).
+    ///
+    /// Shared types pass whole. A row of a scoped type is seen by its scope value, before the
+    /// change (``TypeChanges/from``) and after (its attributes): created or updated inside the
+    /// grant and before inside it too, it stays as it is; moved into the grant, it is a `create`
+    /// with its attributes; moved out, a `delete`; deleted inside the grant, a `delete`. Nothing
+    /// else of a scoped type passes, and `from` never does. A grant of every value sees the change
+    /// set as it is.
+    public func visible(to grant: ScopeGrant, in schema: DatasetSchema) -> ChangeSet? {
+        guard !grant.isAll else { return self }
+        var seen = self
+        seen.changes = changes.compactMap { change in
+            guard let type = schema.type(named: change.type), type.isScoped else { return change }
+            return change.visible(to: grant, of: type)
+        }
+        return seen.changes.isEmpty ? nil : seen
+    }
+}
+
+extension TypeChanges {
+    /// ``ChangeSet/visible(to:in:)`` for the changes of scoped `type`, or `nil` when none is seen.
+    fileprivate func visible(to grant: ScopeGrant, of type: EntityType) -> TypeChanges? {
+        var seen = TypeChanges(type: self.type)
+        func isInside(_ key: JSONValue) -> Bool {
+            guard let id = key.keyString, let values = attributes[id] else { return false }
+            return type.scopeValue(key: key, attributes: values).map(grant.includes) ?? false
+        }
+        func wasInside(_ key: JSONValue) -> Bool {
+            // A row logged without `from` kept its scope value (or the key is its scope).
+            guard let id = key.keyString else { return false }
+            if let before = from[id] { return grant.includes(before) }
+            return isInside(key)
+        }
+        for key in create where isInside(key) { seen.create.append(key) }
+        for key in update {
+            switch (wasInside(key), isInside(key)) {
+            case (true, true): seen.update.append(key)
+            case (false, true): seen.create.append(key)
+            case (true, false): seen.delete.append(key)
+            case (false, false): break
+            }
+        }
+        for key in delete {
+            let before = key.keyString.flatMap { from[$0] } ?? (type.scopedBy == type.primaryKey.name ? key : nil)
+            if before.map(grant.includes) == true { seen.delete.append(key) }
+        }
+        for key in seen.create + seen.update {
+            if let id = key.keyString { seen.attributes[id] = attributes[id] }
+        }
+        seen.create.sort(by: JSONValue.keyPrecedes)
+        seen.delete.sort(by: JSONValue.keyPrecedes)
+        return seen.create.isEmpty && seen.update.isEmpty && seen.delete.isEmpty ? nil : seen
+    }
+}
+
+extension ValidatedPush {
+    /// The first row the push writes into a scope value outside `grant` (a row it creates, or
+    /// updates to another value), as the rejection's error; `nil` when every row stays inside.
+    package func outsideScopeError(_ grant: ScopeGrant, scope: ScopeDeclaration?) -> ChangeSetError? {
+        guard !grant.isAll, let scope else { return nil }
+        for change in changes {
+            for row in change.creates + change.updates {
+                guard let value = change.type.scopeValue(key: row.key, values: row.values), !grant.includes(value)
+                else { continue }
+                return ChangeSetError(
+                    .outsideScope,
+                    "\(change.type.name)[\(row.key.keyString ?? "?")] would belong to \(scope.name) \(value.keyString ?? "?"), which this token does not grant; it may write rows of \(scope.name) \(grant) alone"
+                )
+            }
+        }
+        return nil
+    }
+}

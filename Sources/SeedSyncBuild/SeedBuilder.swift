@@ -203,9 +203,9 @@ public struct SeedBuilder: Sendable {
             from: try await writer.revision(), limit: options.syncLimit, schemaVersion: version)
         for try await response in feed {
             try Task.checkCancellation()
-            guard !response.changeSets.isEmpty else { return }
-            let changeSets = response.changeSets.map { $0.removingChanges(ofTypes: excluded) }
-            let revision = try await writer.apply(changeSets)
+            let changeSets = response.changeSetsToApply.map { $0.removingChanges(ofTypes: excluded) }
+            guard !changeSets.isEmpty else { return }
+            let revision = try await writer.apply(changeSets, mayFollowGap: response.scopes != nil)
             run.changeSets += changeSets.count
             try await progress(.caughtUp(changeSets: run.changeSets, revision: revision))
         }

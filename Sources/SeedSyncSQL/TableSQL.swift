@@ -106,6 +106,12 @@ package struct TableSQL: Sendable {
     /// The scope value is one of the JSON array bound to `?`.
     private var scopeIsGranted: String { "\(scopeColumn) IN (SELECT value FROM json_each(?))" }
 
+    /// The first row whose `field` holds the first `?` and whose scope value is not the second
+    /// (a scoped type): a referrer left in another scope value by a row that moved.
+    package func referrerOfOtherScope(through field: Field) -> String {
+        "SELECT \(key) FROM \(table) WHERE \(quote(field.name)) = ? AND \(scopeColumn) <> ? LIMIT 1"
+    }
+
     /// The first row whose `field` holds `?`.
     package func referrer(through field: Field) -> String {
         "SELECT \(key) FROM \(table) WHERE \(quote(field.name)) = ? LIMIT 1"

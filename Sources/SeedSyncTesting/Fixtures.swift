@@ -73,17 +73,18 @@ public enum Fixtures {
         return try SQLiteSyncStore(path: path)
     }
 
-    /// Every row of every type, read through snapshot pages of `pageSize` rows, in schema version
-    /// `version` (the newest when `nil`).
-    public static func contents(of store: any SyncStore, pageSize: Int = 97, version: Int? = nil) async throws
-        -> [String: [[JSONValue]]]
-    {
+    /// Every row of every type `grant` reads, through snapshot pages of `pageSize` rows, in schema
+    /// version `version` (the newest when `nil`).
+    public static func contents(
+        of store: any SyncStore, pageSize: Int = 97, version: Int? = nil, grant: ScopeGrant = .all
+    ) async throws -> [String: [[JSONValue]]] {
         var contents: [String: [[JSONValue]]] = [:]
         for type in try await store.schemaInfo(version: version).types {
             var rows: [[JSONValue]] = []
             var after: JSONValue?
             repeat {
-                let page = try await store.snapshotPage(of: type.name, after: after, limit: pageSize, version: version)
+                let page = try await store.snapshotPage(
+                    of: type.name, after: after, limit: pageSize, version: version, grant: grant)
                 rows += page.rows
                 after = page.next == .null ? nil : page.next
             } while after != nil

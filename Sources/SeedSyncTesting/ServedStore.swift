@@ -14,6 +14,13 @@ public struct ServedStore: Sendable {
     public let store: SQLiteSyncStore
     public let directory: URL
 
+    /// `store`, served at `url`, with its files in `directory`.
+    public init(url: URL, store: SQLiteSyncStore, directory: URL) {
+        self.url = url
+        self.store = store
+        self.directory = directory
+    }
+
     public func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
 
     /// A client of the server that does not retry.

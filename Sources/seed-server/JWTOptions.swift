@@ -16,6 +16,11 @@ struct JWTOptions: ParsableArguments {
         .read
     @Option(help: "The claim holding a JWT's role, read or write: a name, or a path such as app_metadata.role.")
     var jwtRoleClaim: String?
+    @Option(
+        help:
+            "The claim holding the scope values a JWT grants (an array, or one value): a name, or a path such as app_metadata.teams. Required when the dataset declares a scope."
+    )
+    var jwtScopeClaim: String?
     @Option(help: "Seconds a JWT's exp and nbf may be off, for clocks that differ.") var jwtLeeway = 30
 
     /// A JWT's role, as `--jwt-role` names it.
@@ -38,7 +43,7 @@ struct JWTOptions: ParsableArguments {
         guard let keys = try keys(environment: environment) else { return nil }
         return JWTConfiguration(
             keys: keys, issuer: jwtIssuer, audience: jwtAudience, role: jwtRole == .write ? .write : .read,
-            roleClaim: jwtRoleClaim, leeway: .seconds(jwtLeeway))
+            roleClaim: jwtRoleClaim, scopeClaim: jwtScopeClaim, leeway: .seconds(jwtLeeway))
     }
 
     private func keys(environment: [String: String]) throws -> JWTConfiguration.Keys? {

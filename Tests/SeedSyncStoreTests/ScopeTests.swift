@@ -200,6 +200,16 @@ import Testing
                     ]))
             }
             #expect(error?.description.contains("another scope value") == true, "\(String(describing: error))")
+            // An event that moves leaves its ticket referencing it from the old team.
+            let left = await #expect(throws: SyncStoreError.self) {
+                try await store.commit(
+                    ChangeSet(changes: [
+                        TypeChanges(
+                            type: "events", update: [102],
+                            attributes: ["102": ["team_id": 3, "title": "moved alone", "venue_id": 1]])
+                    ]))
+            }
+            #expect(left?.description.contains("tickets[102].event_id references events[102]") == true)
         }
     }
 

@@ -262,12 +262,7 @@ struct AnswerCheck: Sendable {
         var answer = CheckedAnswer(response: response, changeSets: [])
         answer.response.changeSets = []
         answer.changeSets.reserveCapacity(response.changeSets.count)
-        var changeSets = response.changeSets
-        if response.scopes != nil, response.maxRevision > changeSets.last?.revision ?? .min {
-            // The revisions after the last change set showed this reader nothing: move to the answer's end.
-            changeSets.append(ChangeSet(revision: response.maxRevision, changes: []))
-        }
-        for changeSet in changeSets {
+        for changeSet in response.changeSetsToApply {
             do {
                 let plain = changeSet.removingChanges(ofTypes: excluded).removingOldIDs()
                 var checked = try applier.check(plain, keepingSource: keepsSources)

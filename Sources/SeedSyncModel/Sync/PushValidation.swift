@@ -72,8 +72,9 @@ package struct ValidatedPush: Sendable {
             return changes.first { $0.type.name == target }?.deletes.contains(targetKey) ?? false
         case .referenced(_, _, let referrer, let referrerKey, _):
             return writes(referrer, referrerKey)
-        case .crossScope(let type, let key, _, _, _):
-            return writes(type, key)
+        case .crossScope:
+            // Only the rows a push writes are checked, and either end of the reference is one.
+            return true
         }
     }
 

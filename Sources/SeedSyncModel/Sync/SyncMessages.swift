@@ -126,6 +126,17 @@ public struct SyncResponse: Codable, JSONReadable, Sendable, Hashable {
     }
 }
 
+extension SyncResponse {
+    /// The change sets a client applies for this answer, in order: its change sets, then, for an
+    /// answer with gaps (``scopes``) whose ``maxRevision`` is past its last change set, an empty
+    /// change set at ``maxRevision``, which moves the client's revision past the revisions that
+    /// showed it nothing.
+    package var changeSetsToApply: [ChangeSet] {
+        guard scopes != nil, maxRevision > changeSets.last?.revision ?? .min else { return changeSets }
+        return changeSets + [ChangeSet(revision: maxRevision, changes: [])]
+    }
+}
+
 /// The answer of `POST /v1/admin/changes`: the revision the change set became.
 public struct CommitResponse: Codable, Sendable, Hashable {
     public var revision: Int64

@@ -99,7 +99,33 @@ struct ChangeWriter {
                 }
             }
         }
-        return problems + (try referrers(ofDeletesIn: changes, in: db))
+        return problems + (try referrers(ofDeletesIn: changes, in: db)) + (try referrersLeftBehind(by: changes, in: db))
+    }
+
+    /// For each updated row of a scoped type, its first referrer of another scope value: a row
+    /// that moved to another value takes the rows that reference it along, or the reference
+    /// would cross from one value to another.
+    private func referrersLeftBehind(by changes: [ValidatedChanges], in db: Database) throws -> [ReferenceProblem] {
+        var problems: [ReferenceProblem] = []
+        for change in changes where change.type.isScoped && !change.updates.isEmpty {
+            for (referrer, field) in schema.references(to: change.type.name) where referrer.isScoped {
+                let statement = try db.cachedStatement(sql: tables[referrer.name]!.referrerOfOtherScope(through: field))
+                for row in change.updates {
+                    guard let scope = change.type.scopeValue(key: row.key, values: row.values),
+                        let holder = try DatabaseValue.fetchOne(
+                            statement,
+                            arguments: [
+                                ValueMapping.databaseValue(key: row.key), ValueMapping.databaseValue(key: scope),
+                            ])
+                    else { continue }
+                    problems.append(
+                        .crossScope(
+                            type: referrer.name, key: ValueMapping.jsonKey(holder), field: field.name,
+                            target: change.type.name, targetKey: row.key))
+                }
+            }
+        }
+        return problems
     }
 
     /// For each row `changes` delete that some row points at, its first referrer per reference

@@ -160,15 +160,21 @@ package final class SeedWriter: Sendable {
     }
 
     /// Applies change sets (creates and updates as upserts, deletes) and stores the new revision,
-    /// in one transaction. See ``ChangeApplier``.
+    /// in one transaction. See ``ChangeApplier``; with `mayFollowGap`, the change sets of an answer
+    /// with gaps (read for some scope values), which may follow any older revision.
     ///
     /// - Returns: the revision the file is at afterwards.
     @discardableResult
-    package func apply(_ changeSets: [ChangeSet]) async throws -> Int64 {
+    package func apply(_ changeSets: [ChangeSet], mayFollowGap: Bool = false) async throws -> Int64 {
         let applier = self.applier
         return try await Self.onFile(path) {
             try await queue.write { db in
-                try applier.apply(changeSets, in: db)
+                let checked = try changeSets.map { changeSet in
+                    var checked = try applier.check(changeSet)
+                    checked.mayFollowGap = mayFollowGap
+                    return checked
+                }
+                try applier.apply(checked, in: db)
                 return try SeedMetadata.storedRevision(db)
             }
         }

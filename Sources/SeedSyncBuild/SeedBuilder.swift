@@ -147,7 +147,10 @@ public struct SeedBuilder: Sendable {
             return (previous, true)
         }
         try SeedWriter.removeUnfinished(at: partialPath)
-        return (try await SeedWriter.create(at: partialPath, schema: schema, revision: info.revision), false)
+        return (
+            try await SeedWriter.create(at: partialPath, schema: schema, revision: info.revision, scopes: info.scopes),
+            false
+        )
     }
 
     private func checkResumable(_ writer: SeedWriter, schema: DatasetSchema, info: SchemaInfo) async throws {
@@ -155,6 +158,8 @@ public struct SeedBuilder: Sendable {
         let problem: String? =
             if writer.schema.hash != schema.hash {
                 "it was started for another schema or type selection"
+            } else if try await writer.scopes() != info.scopes {
+                "it was started with a token of other scope values"
             } else if revision > info.revision {
                 "it is at revision \(revision) but the server is at \(info.revision)"
             } else if revision < info.minRevision {

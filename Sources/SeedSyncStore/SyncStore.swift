@@ -10,11 +10,11 @@ public import SeedSyncModel
 /// 2. The change log holds every revision from `minRevision + 1` to `revision`, without gaps.
 /// 3. Each read (schema, snapshot page, change feed) sees one committed state.
 ///
-/// Reads and pushes take the reader's ``ScopeGrant``: in a dataset with a scope
-/// (``DatasetSchema/scope``), a reader with a grant of some scope values sees the rows of those
+/// Reads and pushes take the reader's `ScopeGrant`: in a dataset with a scope
+/// (`DatasetSchema.scope`), a reader with a grant of some scope values sees the rows of those
 /// values and every shared row, and writes those values' rows alone. The change log is one log of
-/// global revisions; ``changeFeed(after:limit:byteBudget:version:grant:)`` shows each change set
-/// as ``ChangeSet/visible(to:in:)`` makes it, the same for every store.
+/// global revisions; ``changeFeed(after:limit:byteBudget:version:grant:through:)`` shows each
+/// change set as `ChangeSet.visible(to:in:)` makes it, the same for every store.
 public protocol SyncStore: Sendable {
     /// Every schema version the store serves, oldest first (see `SchemaHistory`).
     func schemaHistory() async throws -> SchemaHistory

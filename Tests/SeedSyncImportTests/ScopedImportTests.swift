@@ -3,6 +3,7 @@ import SeedSyncBuild
 import SeedSyncClient
 import SeedSyncImport
 import SeedSyncModel
+import SeedSyncSeed
 import SeedSyncServer
 import SeedSyncStore
 import SeedSyncTesting
@@ -30,6 +31,8 @@ import Testing
                 let report = try await served.builder("team-1.sqlite", pageSize: 2, token: one).build()
                 #expect(try contents(ofSeed: report.output) == (try await Fixtures.contents(of: store, grant: grant)))
                 #expect(try contents(ofSeed: report.output)["events"]?.count == 3)
+                #expect(report.manifest.scopes == [1], "the seed says whose rows it holds")
+                #expect(try SeedFile.read(report.output) { try $0.metadata().scopes } == [1])
                 // Other teams change, an event (with its ticket) moves in, another moves out.
                 for title in ["a", "b", "c"] {
                     try await store.commit(Self.retitle(301, team: 3, title))

@@ -49,6 +49,9 @@ import Testing
                     101, 102, 103,
                 ])
             #expect(page.headers[.cacheControl] == "private, max-age=0")
+            let ahead = try await client.execute(
+                uri: "/v1/snapshot/events?notBefore=99", method: .get, headers: headers(token: one))
+            #expect(ahead.status == .conflict && errorCode(ahead) == "revision_ahead")
             let tag = try #require(page.headers[.eTag])
             let again = try await client.execute(
                 uri: "/v1/snapshot/events", method: .get, headers: headers(token: one, [.ifNoneMatch: tag]))

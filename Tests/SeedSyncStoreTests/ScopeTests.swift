@@ -190,6 +190,24 @@ import Testing
         }
     }
 
+    @Test func aPushIdAnotherTeamUsedNeverAnswersWithThatTeamsResult() async throws {
+        try await withClubs { store in
+            let revision = try await store.revisions().revision
+            let json =
+                #"{"id": "same-id", "types": ["events"], "events": {"create": [-1], "attributes": {"-1": {"team_id": 2, "title": "secret", "venue_id": 1}}}}"#
+            let pushed = try PushedChangeSet(json: JSONParser.parse(Array(json.utf8)))
+            let first = try await store.push(pushed, retention: Self.day, version: nil, grant: .only([.int(2)]))
+            guard case .applied = first.status else { throw TestFailure("not applied: \(first)") }
+            let other = try await store.push(pushed, retention: Self.day, version: nil, grant: Self.teamOne)
+            guard case .rejected(_, let message) = other.status else { throw TestFailure("answered: \(other)") }
+            #expect(message.contains("used by a writer of other scope values") && !message.contains("secret"))
+            let again = try await store.push(
+                pushed, retention: Self.day, version: nil, grant: .only([.int(2), .int(1)]))
+            #expect(again == first, "a writer granted at least the first one's values gets the first result")
+            #expect(try await store.revisions().revision == revision + 1, "applied once")
+        }
+    }
+
     @Test func anAdminCommitRefusesAReferenceAcrossTeams() async throws {
         try await withClubs { store in
             let error = await #expect(throws: SyncStoreError.self) {

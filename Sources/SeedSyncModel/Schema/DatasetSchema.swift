@@ -172,6 +172,9 @@ public struct SchemaInfo: Codable, Sendable, Hashable {
     public var types: [EntityType]
     /// The dataset's scope, when it has one.
     public var scope: ScopeDeclaration?
+    /// The scope values the reader's token grants, sorted, when the dataset has a scope and the
+    /// token grants some values only (absent otherwise: every value). See ``ScopeDeclaration``.
+    public var scopes: [JSONValue]?
     /// The number of rows of each type at ``revision``, when the server reports it (for progress
     /// and ETA; optional in protocol v1).
     public var rowCounts: [String: Int]?

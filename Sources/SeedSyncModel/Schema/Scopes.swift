@@ -1,3 +1,5 @@
+package import Foundation
+
 /// The scope that splits a dataset between teams: its name and the type of its values.
 ///
 /// A schema declares at most one scope. Each type is then either **shared** (every reader reads
@@ -59,6 +61,13 @@ public struct ScopeGrant: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether the grant covers every scope value.
     public var isAll: Bool { values == nil }
+
+    /// Whether every value `other` grants, this grants too.
+    public func isSubset(of other: ScopeGrant) -> Bool {
+        guard let theirs = other.values else { return true }
+        guard let values else { return false }
+        return values.isSubset(of: theirs)
+    }
 
     /// Whether a row of scope value `value` is inside the grant.
     public func includes(_ value: JSONValue) -> Bool {
@@ -225,5 +234,47 @@ extension ValidatedPush {
             }
         }
         return nil
+    }
+}
+
+/// A push's result as a store keeps it under the change set's id, with its writer's grant when
+/// that grant is some scope values: a retry of the id is answered from it only for a writer
+/// granted at least those values, so no writer reads another's result (its rows and keys) by
+/// sending the same id. Another writer's id is answered `rejected`: ids are the clients' own
+/// random choice, so only a guess or a replay reaches one.
+package enum PushRecord {
+    /// The bytes a store keeps for `result` of a writer granted `grant`.
+    package static func encode(_ result: PushResult, grant: ScopeGrant) -> [UInt8] {
+        guard let values = grant.values else { return result.jsonBytes() }
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.key("scopes")
+        writer.value(.array(values.sorted().map(JSONValue.string)))
+        writer.key("result")
+        writer.rawValue(result.jsonBytes())
+        writer.endObject()
+        return writer.bytes
+    }
+
+    /// The answer to a retry of `id` by a writer granted `grant`, from the kept `bytes`.
+    package static func answer(_ bytes: some ContiguousBytes, id: String, grant: ScopeGrant) throws -> PushResult {
+        let kept = try JSONParser.parse(bytes)
+        var writer = ScopeGrant.all
+        var result = kept
+        if case .object(let members) = kept, case .array(let scopes)? = members["scopes"], let inner = members["result"]
+        {
+            writer = .only(scopes)
+            result = inner
+        }
+        guard writer.isSubset(of: grant) else {
+            return PushResult(
+                id: id,
+                status: .rejected(
+                    code: SyncStoreError.Code.invalidChangeSet.rawValue,
+                    message:
+                        "change set id \(id) was used by a writer of other scope values; push the change set under a new id"
+                ))
+        }
+        return try PushResult(json: result)
     }
 }

@@ -39,7 +39,8 @@ struct PushWriter {
     init(_ served: ServedTables, projection: VersionProjection, grant: ScopeGrant) {
         self.served = served
         self.projection = projection
-        self.grant = grant
+        // A dataset without a scope has shared rows alone: every grant writes them all.
+        self.grant = served.schema.scope == nil ? .all : grant
     }
 
     var schema: DatasetSchema { served.schema }
@@ -65,12 +66,12 @@ struct PushWriter {
         if let recorded = try Data.fetchOne(
             db, sql: "SELECT result FROM _seedsync_pushes WHERE id = ?", arguments: [pushed.id])
         {
-            return try PushResult(json: JSONParser.parse(recorded))
+            return try PushRecord.answer(recorded, id: pushed.id, grant: grant)
         }
         let result = PushResult(id: pushed.id, status: try apply(pushed, in: db))
         try db.execute(
             sql: "INSERT INTO _seedsync_pushes (id, result, pushed_at) VALUES (?, ?, ?)",
-            arguments: [pushed.id, Data(result.jsonBytes()), now.timeIntervalSince1970]
+            arguments: [pushed.id, Data(PushRecord.encode(result, grant: grant)), now.timeIntervalSince1970]
         )
         return result
     }

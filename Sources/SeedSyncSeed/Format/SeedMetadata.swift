@@ -13,6 +13,7 @@ public import SeedSyncModel
 /// | `schema` | `DatasetSchema/canonicalJSON` of the types in the file |
 /// | `revision` | the server revision the rows are at |
 /// | `content_sha256` | the `ContentDigest` of the rows and the other keys, written when the seed is finished; removed by the first change set applied after |
+/// | `scopes` | the scope values whose rows the file holds, a compact JSON array in key order; absent: every value (see `ScopeDeclaration`) |
 public struct SeedMetadata: Sendable, Hashable {
     public var formatVersion: Int
     public var schema: DatasetSchema
@@ -22,6 +23,9 @@ public struct SeedMetadata: Sendable, Hashable {
     /// The SHA-256 of the content as the seed was finished (`content_sha256`), or `nil` in a
     /// database that has moved on since, or in a seed written before the key existed.
     public var contentSHA256: String?
+    /// The scope values whose rows the file holds (with the shared rows), in key order, or `nil`
+    /// for every value: a seed built with a token of some values holds theirs alone.
+    public var scopes: [JSONValue]?
 
     public var dataset: String { schema.dataset }
     public var schemaVersion: Int { schema.schemaVersion }
@@ -41,6 +45,7 @@ public struct SeedMetadata: Sendable, Hashable {
         case schema
         case revision
         case contentSHA256 = "content_sha256"
+        case scopes
     }
 
     /// Reads the metadata of the seed-format database `db` (the file at `path`).
@@ -108,6 +113,14 @@ public struct SeedMetadata: Sendable, Hashable {
         var metadata = SeedMetadata(schema: schema, revision: revision)
         metadata.schemaHash = try value(.schemaHash)
         metadata.contentSHA256 = values[Key.contentSHA256.rawValue]
+        if let scopes = values[Key.scopes.rawValue] {
+            guard case .array(let list)? = try? JSONParser.parse(Array(scopes.utf8)),
+                list.allSatisfy({ $0.keyString != nil }), encodeScopes(list) == scopes
+            else {
+                throw SeedError.notASeed(path, "metadata 'scopes' is not a sorted JSON array of scope values")
+            }
+            metadata.scopes = list
+        }
         return metadata
     }
 
@@ -116,7 +129,7 @@ public struct SeedMetadata: Sendable, Hashable {
         let values: [Key: String] = [
             .formatVersion: String(formatVersion), .dataset: dataset, .schemaVersion: String(schemaVersion),
             .schemaHash: schemaHash, .schema: schema.canonicalJSON, .revision: String(revision),
-            .contentSHA256: contentSHA256,
+            .contentSHA256: contentSHA256, .scopes: scopes.map(Self.encodeScopes),
         ].compactMapValues { $0 }
         for key in Key.allCases where values[key] != nil {
             try db.execute(
@@ -124,6 +137,13 @@ public struct SeedMetadata: Sendable, Hashable {
                 arguments: [key.rawValue, values[key]]
             )
         }
+    }
+
+    /// Scope values as the `scopes` key holds them: sorted by key order, compact JSON.
+    static func encodeScopes(_ values: [JSONValue]) -> String {
+        var writer = JSONWriter()
+        writer.value(.array(values.sorted(by: JSONValue.keyPrecedes)))
+        return String(decoding: writer.bytes, as: UTF8.self)
     }
 
     /// Stores a new revision; called in the transaction that applied the change sets up to it.

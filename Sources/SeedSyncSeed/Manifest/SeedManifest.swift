@@ -1,4 +1,5 @@
 public import Foundation
+public import SeedSyncModel
 
 /// The manifest written beside a seed (`demo.sqlite.manifest.json`): what the file holds and the
 /// hash that proves it arrived whole.
@@ -43,6 +44,9 @@ public struct SeedManifest: Codable, Sendable, Hashable {
     /// When the manifest was written, RFC 3339 UTC; the one field that differs between builds.
     public var createdAt: String
     public var gzip: Compressed?
+    /// The scope values whose rows the seed holds (with the shared rows), when it was built with a
+    /// token of some values only; absent: every value.
+    public var scopes: [JSONValue]?
 
     public static let formatName = "seedsync-seed-manifest"
 
@@ -75,6 +79,7 @@ public struct SeedManifest: Codable, Sendable, Hashable {
         schemaVersion = metadata.schemaVersion
         schemaHash = metadata.schemaHash
         rowCounts = try seed.rowCounts(of: metadata.schema)
+        scopes = metadata.scopes
         sqliteVersion = storage.sqliteVersion
         pageSize = storage.pageSize
         self.createdAt = Self.rfc3339(createdAt)
@@ -113,7 +118,13 @@ public struct SeedManifest: Codable, Sendable, Hashable {
             schemaHash == metadata.schemaHash ? nil : "schema hash differs",
             self.rowCounts == rowCounts
                 ? nil : "row counts \(Self.describe(self.rowCounts)), the seed has \(Self.describe(rowCounts))",
+            scopes == metadata.scopes
+                ? nil : "scope values \(Self.describe(scopes)), the seed has \(Self.describe(metadata.scopes))",
         ].compactMap { $0 }
+    }
+
+    private static func describe(_ scopes: [JSONValue]?) -> String {
+        scopes.map { $0.compactMap(\.keyString).joined(separator: ", ") } ?? "all"
     }
 
     private static func describe(_ counts: [String: Int]) -> String {

@@ -49,17 +49,20 @@ package final class SeedWriter: Sendable {
         applier = ChangeApplier(schema: schema)
     }
 
-    /// Creates an empty seed at `path` for `schema`, at `revision`.
+    /// Creates an empty seed at `path` for `schema`, at `revision`, of the rows of scope values
+    /// `scopes` (`nil`: every value).
     ///
     /// - Throws: ``SeedError`` when `path` exists or the schema is invalid.
-    package static func create(at path: String, schema: DatasetSchema, revision: Int64) async throws -> SeedWriter {
+    package static func create(at path: String, schema: DatasetSchema, revision: Int64, scopes: [JSONValue]? = nil)
+        async throws -> SeedWriter
+    {
         try schema.validate(allowingReservedTypeNames: true)
         guard !FileManager.default.fileExists(atPath: path) else {
             throw SeedError(.alreadyExists, "\(path) already exists")
         }
         let queue = try openQueue(at: path)
         do {
-            try await initialize(queue, at: path, schema: schema, revision: revision)
+            try await initialize(queue, at: path, schema: schema, revision: revision, scopes: scopes)
         } catch {
             // A volume too full for even an empty seed: leave nothing behind.
             try? queue.close()
@@ -69,15 +72,17 @@ package final class SeedWriter: Sendable {
         return SeedWriter(path: path, queue: queue, schema: schema)
     }
 
-    private static func initialize(_ queue: DatabaseQueue, at path: String, schema: DatasetSchema, revision: Int64)
-        async throws
-    {
+    private static func initialize(
+        _ queue: DatabaseQueue, at path: String, schema: DatasetSchema, revision: Int64, scopes: [JSONValue]?
+    ) async throws {
         try await onFile(path) {
             try await queue.write { db in
                 try db.execute(sql: "PRAGMA application_id = \(SeedFormat.applicationID)")
                 try db.execute(sql: "PRAGMA user_version = \(schema.schemaVersion)")
                 try db.execute(sql: SeedMetadata.createTable)
-                try SeedMetadata(schema: schema, revision: revision).write(db)
+                var metadata = SeedMetadata(schema: schema, revision: revision)
+                metadata.scopes = scopes
+                try metadata.write(db)
                 // Indexes come at `finish()`: built once from sorted keys, not updated row by row.
                 for type in schema.types { try db.execute(sql: TableSQL(type: type).createTable(withoutRowID: true)) }
                 try createBuildTable(
@@ -113,6 +118,11 @@ package final class SeedWriter: Sendable {
     /// sets are applied.
     package func revision() async throws -> Int64 {
         try await queue.read { db in try SeedMetadata.storedRevision(db) }
+    }
+
+    /// The scope values the file holds the rows of (`nil`: every value).
+    package func scopes() async throws -> [JSONValue]? {
+        try await queue.read { db in try SeedMetadata.read(db, path: path).scopes }
     }
 
     /// The download cursor of every type.

@@ -36,6 +36,10 @@ extension SyncRoutes {
         let notBefore = try Self.wholeNumber(query.get("notBefore"), named: "notBefore", atLeast: 0)
         if type.isScoped, readScopes() != nil {
             // A page of some scope values: read for this grant alone, kept by no cache but the client's.
+            if let notBefore {
+                let revision = try await store.revisions().revision
+                if notBefore > revision { throw SyncStoreError.revisionAhead(requested: notBefore, revision: revision) }
+            }
             let body = try await store.snapshotPageJSON(
                 of: type.name, after: after, limit: limit, version: version, fields: fields,
                 grant: RequestGrant.current.scopes)

@@ -75,7 +75,8 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
     /// `GET /v1/schema[?version=N]`: the oldest version served by default, as every endpoint.
     private func schemaInfo(_ request: Request) async throws -> Response {
         let version = version(try Self.version(request.uri.queryParameters.get("version"), named: "version"))
-        let info = try await store.schemaInfo(version: version, grant: RequestGrant.current.scopes)
+        var info = try await store.schemaInfo(version: version, grant: RequestGrant.current.scopes)
+        info.scopes = readScopes()?.values
         return Self.json(try JSONEncoder.stable().encode(info))
     }
 

@@ -7,7 +7,8 @@ extension SyncStore {
     public static var scopedScanLimit: Int { 10_000 }
 
     /// The change feed as a reader granted `grant` sees it: the store's feed with each change set
-    /// made ``ChangeSet/visible(to:in:)`` and those that show it nothing left out.
+    /// made `ChangeSet.visible(to:in:)` and those that show it nothing left out, looking through
+    /// revisions up to `last` at most (`GET /v1/changes` reads one block).
     ///
     /// The log is one log of global revisions, so a reader keeps one revision, as in a dataset
     /// without a scope. A revision left out is a **gap, not a loss**: the feed's `maxRevision` is
@@ -18,8 +19,6 @@ extension SyncStore {
     /// ```swift
     /// let feed = try await store.changeFeed(after: 41, limit: 100, byteBudget: 1 << 20, version: nil, grant: .only([.int(7)]))
     /// ```
-    ///
-    /// - Parameter last: the last revision to look through (`GET /v1/changes` reads one block).
     public func changeFeed(
         after revision: Int64, limit: Int, byteBudget: Int, version: Int?, grant: ScopeGrant, through last: Int64 = .max
     ) async throws -> ChangeFeed {

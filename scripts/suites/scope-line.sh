@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The scope line (scripts/lib/scope_line.py) against a real seed-server on loopback: a dataset split by a
+# scope (PROTOCOL.md §10, the `clubs` schema: teams, shared venues, events and tickets of a team), a history
+# committed through the admin endpoint, then JWTs granting team 1, team 2, ["1"] and [] read every endpoint
+# and push across the line; each answer is what the grant reads, and nothing of another team shows. SQLite
+# store only: a PostgreSQL store refuses a schema with a scope.
+#
+# Usage: scripts/suites/scope-line.sh [--bin DIR]   (default: a debug build)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+source scripts/lib/setup.sh
+source scripts/lib/server.sh
+
+bin=
+while [ $# -gt 0 ]; do
+    case $1 in
+        --bin) bin=$2; shift 2 ;;
+        *) echo "usage: scripts/suites/scope-line.sh [--bin DIR]" >&2; exit 64 ;;
+    esac
+done
+
+work=$(mktemp -d)
+trap 'stop_server; rm -rf "$work"' EXIT
+ensure_system_packages
+bin=$(built_products "$bin" debug seed-server)
+for token in read admin; do new_token "$work/$token"; done
+python3 -c 'import cryptography' 2>/dev/null || python3 -m pip install --quiet cryptography
+python3 scripts/lib/jwt_keys.py --key "$work/jwt-key.pem" --jwks "$work/jwks.json" --kid k1
+python3 scripts/lib/scope_line.py --write-schema "$work/schema.json"
+
+"$bin/seed-server" init --database "$work/server.sqlite" --schema "$work/schema.json" >/dev/null
+# --shared-cache: answers every reader may share say `public`, so a `private` answer to a scoped reader
+# shows. Log blocks of 4 revisions: the log reads cross blocks, and some answers show a team nothing.
+start_server "$bin" "$work/server.sqlite" "$work/read" "$work" "" "$work/admin" --shared-cache \
+    --changes-block-size 4 --jwks-file "$work/jwks.json" --jwt-scope-claim teams --jwt-role-claim role
+echo "== sqlite store: seed-server pid $SERVER_PID at $SERVER_URL"
+failed=0
+python3 scripts/lib/scope_line.py "$SERVER_URL" --read-token "$(cat "$work/read")" --admin-token "$(cat "$work/admin")" \
+    --jwt-key "$work/jwt-key.pem" || failed=1
+if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+    echo "seed-server exited during the suite:" >&2
+    cat "$work/server.err" >&2
+    failed=1
+fi
+exit $failed

@@ -69,3 +69,22 @@ public struct TestIdentityProvider: Sendable {
         return "\(part(header)).\(part(claims)).\(signature)"
     }
 }
+
+extension TestIdentityProvider {
+    /// The JWTs of a dataset split by team (`Fixtures.clubsSchema`): HS256 with ``secret``, role
+    /// `write`, the teams in the claim `app_metadata.teams`.
+    public static let teamJWT = JWTConfiguration(
+        keys: .secret(secret), role: .write, scopeClaim: "app_metadata.teams")
+
+    /// A token of ``teamJWT`` granting `teams`.
+    public static func teamToken(_ teams: [JSONValue]) async throws -> String {
+        try await TestIdentityProvider().token(
+            claims: claims(["app_metadata": .object(["teams": .array(teams)])]))
+    }
+}
+
+/// A failed expectation with its reason, where a test cannot go on.
+public struct TestFailure: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}

@@ -13,20 +13,12 @@ import Testing
 /// its token, and its catch-up hold that team's rows and the shared ones, nothing else, as rows
 /// move between teams.
 @Suite struct ScopedImportTests {
-    static let jwt = JWTConfiguration(
-        keys: .secret(TestIdentityProvider.secret), role: .write, scopeClaim: "app_metadata.teams")
-
-    static func token(_ teams: [JSONValue]) async throws -> String {
-        try await TestIdentityProvider().token(
-            claims: TestIdentityProvider.claims(["app_metadata": .object(["teams": .array(teams)])]))
-    }
-
     @Test func anAppOfOneTeamBuildsItsSeedAndCatchesUpItsTeamAlone() async throws {
         try await withTemporaryDirectory { directory in
             let store = try await Fixtures.clubsStore(in: directory)
-            try await withLiveServer(store, configure: { $0.jwt = Self.jwt }) { url in
+            try await withLiveServer(store, configure: { $0.jwt = TestIdentityProvider.teamJWT }) { url in
                 let served = ServedStore(url: url, store: store, directory: directory)
-                let one = try await Self.token([1])
+                let one = try await TestIdentityProvider.teamToken([1])
                 let grant = ScopeGrant.only([.int(1)])
                 let report = try await served.builder("team-1.sqlite", pageSize: 2, token: one).build()
                 #expect(try contents(ofSeed: report.output) == (try await Fixtures.contents(of: store, grant: grant)))

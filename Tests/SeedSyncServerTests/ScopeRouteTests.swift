@@ -12,23 +12,14 @@ import Testing
 /// teams 1-3), with JWTs whose `app_metadata.teams` claim grants team values: what each answers,
 /// and that nothing of another team reaches it.
 @Suite struct ScopeRouteTests {
-    static let jwt = JWTConfiguration(
-        keys: .secret(TestIdentityProvider.secret), role: .write, scopeClaim: "app_metadata.teams")
-
-    /// A token granting `teams`.
-    static func token(_ teams: [JSONValue]) async throws -> String {
-        try await TestIdentityProvider().token(
-            claims: TestIdentityProvider.claims(["app_metadata": .object(["teams": .array(teams)])]))
-    }
-
-    /// The clubs store served with ``jwt`` and a shared cache, and `body` given a client and the store.
+    /// The clubs store served with `TestIdentityProvider.teamJWT` and a shared cache, and `body` given a client and the store.
     func withClubsServer(
         _ body: @escaping @Sendable (any TestClientProtocol, SQLiteSyncStore) async throws -> Void
     ) async throws {
         try await withTemporaryDirectory { directory in
             let store = try await Fixtures.clubsStore(in: directory)
             let configuration = testConfiguration {
-                $0.jwt = Self.jwt
+                $0.jwt = TestIdentityProvider.teamJWT
                 $0.sharedCache = true
             }
             let app = try await buildApplication(store: store, configuration: configuration)
@@ -38,7 +29,7 @@ import Testing
 
     @Test func aTeamReadsItsRowsFromEveryEndpointAndNoCacheMayShareThem() async throws {
         try await withClubsServer { client, store in
-            let one = try await Self.token([1])
+            let one = try await TestIdentityProvider.teamToken([1])
             let schema = try decode(
                 SchemaInfo.self, try await client.execute(uri: "/v1/schema", method: .get, headers: headers(token: one))
             )
@@ -91,7 +82,7 @@ import Testing
     @Test func aTeamWritesItsRowsAloneAndATokenWithoutTheClaimIsRefused() async throws {
         try await withClubsServer { client, store in
             let revision = try await store.revisions().revision
-            let one = try await Self.token([.string("1")])
+            let one = try await TestIdentityProvider.teamToken([.string("1")])
             let push = #"""
                 {"maxRevision": \#(revision), "changeSets": [
                   {"id": "mine", "types": ["events"], "events": {"create": [-1], "attributes": {"-1": {"team_id": 1, "title": "new", "venue_id": 1}}}},
@@ -111,7 +102,7 @@ import Testing
             let refused = try await client.execute(uri: "/v1/schema", method: .get, headers: headers(token: claimless))
             #expect(refused.status == .unauthorized)
             #expect(refused.headers[.wwwAuthenticate]?.contains("no claim app_metadata.teams") == true)
-            let none = try await Self.token([])
+            let none = try await TestIdentityProvider.teamToken([])
             let empty = try await client.execute(
                 uri: "/v1/snapshot/events", method: .get, headers: headers(token: none))
             #expect(try SnapshotPage(json: JSONParser.parse(Array(buffer: empty.body))).rows.isEmpty)
@@ -140,10 +131,4 @@ import Testing
                 attributes: [String(event): ["team_id": .int(team), "title": "edited", "venue_id": 1]])
         ])
     }
-}
-
-/// A failed expectation with its reason, where a test cannot go on.
-struct TestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }

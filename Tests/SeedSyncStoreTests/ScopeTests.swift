@@ -263,9 +263,3 @@ import Testing
         #expect(error?.code == .unsupportedSchema && error?.description.contains("scope team") == true)
     }
 }
-
-/// A failed expectation with its reason, where a test cannot go on.
-struct TestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}

@@ -35,7 +35,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         reader.get("auth") { _, _ in Response(status: .noContent) }
         reader.get("seeds") { _, _ in
             // A registered seed holds every scope's rows: none is for a reader of some scopes.
-            let seeds = isScoped() ? [] : try await store.registeredSeeds()
+            let seeds = readScopes() != nil ? [] : try await store.registeredSeeds()
             return Self.json(try JSONEncoder.stable().encode(SeedList(seeds: seeds)))
         }
         let admin = router.group("v1/admin").add(
@@ -88,9 +88,6 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         else { return nil }
         return (scope, values)
     }
-
-    /// Whether the request reads some scope values only (``readScopes()``).
-    func isScoped() -> Bool { readScopes() != nil }
 
     /// The version a request names, or the oldest served when it names none: every endpoint
     /// answers a request without a version in the same one, so a client that predates versions

@@ -29,6 +29,6 @@ struct SchemaSelection {
         }
         schema = DatasetSchema(
             dataset: full.dataset, schemaVersion: full.schemaVersion,
-            types: full.types.filter { chosen.contains($0.name) })
+            types: full.types.filter { chosen.contains($0.name) }, scope: full.scope)
     }
 }

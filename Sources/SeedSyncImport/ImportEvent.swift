@@ -66,7 +66,8 @@ public enum ImportEvent: Sendable, Hashable {
     /// `invalid_change_set`), or it was dropped here because it references a row that no longer
     /// exists (`broken_reference`: it depended on a change set that was not applied, or the
     /// server deleted the row), the server refuses its size (`too_large`), or the database was
-    /// replaced by one of another schema (`schema_changed`). Its rows are back to the server's state.
+    /// replaced by one of another schema (`schema_changed`), or it touches a row of a scope value the
+    /// token no longer grants (`scope_revoked`, PROTOCOL.md §10). Its rows are back to the server's state.
     case rejected(id: String, code: String, message: String)
     /// The server has nothing more: the database is at `revision`.
     case caughtUp(revision: Int64)
@@ -81,6 +82,8 @@ public struct Replacement: Sendable, Hashable, Codable {
         case newerSeed = "newer-seed"
         /// The server's history no longer reaches the database's revision (410 `history_expired`).
         case historyExpired = "history-expired"
+        /// The token grants scope values whose rows the database does not hold (PROTOCOL.md §10).
+        case scopesGranted = "scopes-granted"
     }
 
     public enum Source: String, Sendable, Hashable, Codable {

@@ -130,6 +130,7 @@ final class ImportSession {
         let info = try await serverInfo(for: database, newest: newest)
         try check(database.metadata, against: info)
         report.fromRevision = try await database.revision()
+        database = try await reconcileScopes(database, with: info)
         var mayPush = try await catchUp(&database, info: info)
         if let target = migrationTarget(for: database, newest: newest) {
             try await migrate(&database, to: target, server: info, newest: newest)
@@ -177,6 +178,20 @@ final class ImportSession {
                 "the server defines type '\(type.name)' differently from \(databasePath) under the same schema version \(info.schemaVersion)"
             )
         }
+    }
+
+    /// A seed holds no row of a scope value the token does not grant: one of other values (a
+    /// seed of another team) is refused. A seed of every value is installed, and the rows the
+    /// token does not read leave it before the catch-up (``reconcileScopes(_:with:)``).
+    func checkScopes(of seed: SeedMetadata, against info: SchemaInfo) throws {
+        guard let held = seed.scopes, let granted = info.scopes, let scope = info.scope,
+            !ScopeGrant.only(held).isSubset(of: .only(granted))
+        else { return }
+        let others = held.filter { !ScopeGrant.only(granted).includes($0) }.compactMap(\.keyString)
+        throw ImportError(
+            .mismatch,
+            "the seed \(configuration.seed) holds the rows of \(scope.name) \(others.joined(separator: ", ")), which the token does not grant (it grants \(granted.compactMap(\.keyString).joined(separator: ", "))); ship the seed of this token's \(scope.name) (seed-build with its token); nothing was installed"
+        )
     }
 
     func check(_ seed: ShippedSeed.Summary, against info: SchemaInfo) throws {

@@ -97,6 +97,11 @@ package struct TableSQL: Sendable {
         "SELECT count(*) FROM \(table)\(scoped ? " WHERE \(scopeIsGranted)" : "")"
     }
 
+    /// The keys of the rows whose scope value is not in the JSON array `?` (a scoped type).
+    package var keysOutsideScopes: String {
+        "SELECT \(key) FROM \(table) WHERE \(scopeColumn) NOT IN (SELECT value FROM json_each(?)) ORDER BY \(key)"
+    }
+
     /// The scope value of the row whose key is `?` (a scoped type).
     package var scopeOfRow: String { "SELECT \(scopeColumn) FROM \(table) WHERE \(key) = ?" }
 

@@ -41,7 +41,7 @@ extension SQLiteSyncStore {
             }
             if let fields { _ = try asked.selecting(fields) }
             let table = try served.table(type)
-            let scopes = Self.scopeArgument(served.schema, table.type, grant)
+            let scopes = grant.argument(for: table.type, in: served.schema)
             if projection.isNewest {
                 let selected = try fields.map { TableSQL(type: try table.type.selecting($0)) } ?? table
                 return try Self.page(
@@ -51,19 +51,6 @@ extension SQLiteSyncStore {
                 of: table, after: after, scopes: scopes, limit: limit, revision: state.revision, in: db)
             return try projection.project(SnapshotPage(json: JSONParser.parse(json)), selecting: fields).jsonBytes()
         }
-    }
-
-    /// The JSON array of `grant`'s values, bound to read the rows of `type` it may (`nil`: every
-    /// row, for a shared type or a grant of every value).
-    private static func scopeArgument(_ schema: DatasetSchema, _ type: EntityType, _ grant: ScopeGrant)
-        -> DatabaseValue?
-    {
-        guard type.isScoped, let scope = schema.scope, let values = grant.sortedValues(as: scope.type) else {
-            return nil
-        }
-        var writer = JSONWriter()
-        writer.value(.array(values))
-        return String(decoding: writer.bytes, as: UTF8.self).databaseValue
     }
 
     private static func page(
@@ -150,7 +137,7 @@ extension SQLiteSyncStore {
     /// The number of rows of each type `grant` reads.
     private static func rowCounts(_ served: ServedTables, grant: ScopeGrant, in db: Database) throws -> [String: Int] {
         try served.tables.mapValues { table in
-            let scopes = scopeArgument(served.schema, table.type, grant)
+            let scopes = grant.argument(for: table.type, in: served.schema)
             return try Int.fetchOne(
                 db, sql: table.count(scoped: scopes != nil), arguments: StatementArguments(scopes.map { [$0] } ?? []))
                 ?? 0

@@ -46,6 +46,124 @@ import Testing
         }
     }
 
+    /// A device whose grant shrinks then grows again, the engine running: team 2's rows leave in
+    /// one transaction (observers told), its queued edit ends rejected `scope_revoked` while team
+    /// 1's is pushed; then team 2 comes back with a snapshot, the database equal to the grant's rows.
+    @Test func aDeviceFollowsItsGrantAsItShrinksAndGrows() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try await Fixtures.clubsStore(in: directory)
+            try await withLiveServer(store, configure: { $0.jwt = TestIdentityProvider.teamJWT }) { url in
+                let served = ServedStore(url: url, store: store, directory: directory)
+                let both = try await TestIdentityProvider.teamToken([1, 2])
+                let seed = try await served.builder("teams-1-2.sqlite", token: both).build().output
+                let token = LockedValue(both)
+                var configuration = SeedImporter.Configuration(
+                    seed: seed, database: served.path("app.sqlite"),
+                    server: .init(serverURL: url, token: both, requestTimeout: 10, retry: .none), syncLimit: 2)
+                configuration.server.tokens = TokenProvider { _ in token.get() }
+                let importer = SeedImporter(configuration: configuration)
+                _ = try await importer.run()
+                try await importer.write { changes in
+                    try changes.update("events", key: 201, ["title": "team 2's edit"])
+                }
+                try await importer.write { changes in
+                    try changes.update("events", key: 101, ["title": "team 1's edit"])
+                    try changes.update("events", key: 102, ["title": "team 1's second edit"])
+                }
+                token.set(try await TestIdentityProvider.teamToken([1]))
+                let events = LockedValue([ImportEvent]())
+                let engine = SyncEngine(configuration: configuration, options: .init(wait: 1)) { event in
+                    events.set(events.get() + [event])
+                }
+                let observed = Task { () -> [ObservedRow] in
+                    var seen: [ObservedRow] = []
+                    for await row in await engine.observe(type: "events", key: 201) {
+                        seen.append(row)
+                        if seen.count == 3 { break }
+                    }
+                    return seen
+                }
+                await engine.start()
+                let app = served.path("app.sqlite")
+                try await SyncEngineTests.eventually("team 2's rows to leave") {
+                    try contents(ofSeed: app) == (try await Fixtures.contents(of: store, grant: .only([1])))
+                }
+                let rejected = events.get().compactMap { event -> String? in
+                    if case .rejected(_, let code, let message) = event { "\(code): \(message)" } else { nil }
+                }
+                #expect(rejected.count == 1)
+                #expect(rejected.first?.hasPrefix("scope_revoked: events[201] belongs to team 2") == true)
+                #expect(try await Self.title(of: 101, in: store) == "team 1's edit", "team 1's edit is pushed")
+                #expect(try await Self.title(of: 102, in: store) == "team 1's second edit")
+                #expect(try await Self.title(of: 201, in: store) == "team 2 event 1", "team 2's edit is not")
+                #expect(try SeedFile.read(app) { try $0.metadata().scopes } == [1])
+                let deletes = events.get().flatMap { event -> [JSONValue] in
+                    if case .applied(let set) = event { set.types["events"]?.deleted ?? [] } else { [] }
+                }
+                #expect(deletes == [201, 202, 203], "the app is told which rows left")
+
+                token.set(both)
+                await engine.syncNow()
+                try await SyncEngineTests.eventually("team 2's rows to come back") {
+                    try contents(ofSeed: app) == (try await Fixtures.contents(of: store, grant: .only([1, 2])))
+                }
+                #expect(try SeedFile.read(app) { try $0.metadata().scopes } == [1, 2])
+                #expect(
+                    events.get().contains { event in
+                        if case .replaced(let replacement) = event {
+                            replacement.reason == .scopesGranted
+                        } else {
+                            false
+                        }
+                    })
+                let seen = try await observed.value.map { $0.fields?["title"] }
+                #expect(seen == ["team 2's edit", nil, "team 2 event 1"])
+                await engine.stop()
+            }
+        }
+    }
+
+    /// A seed of another team is refused before it is installed, with a message that says so; a
+    /// seed of every team is installed, and the rows the token does not read leave it at once.
+    @Test func aSeedOfOtherTeamsIsRefusedAndOneOfAllIsTrimmed() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try await Fixtures.clubsStore(in: directory)
+            try await withLiveServer(store, configure: { $0.jwt = TestIdentityProvider.teamJWT }) { url in
+                let served = ServedStore(url: url, store: store, directory: directory)
+                let one = try await TestIdentityProvider.teamToken([1])
+                let two = try await TestIdentityProvider.teamToken([2])
+                let teamOne = try await served.builder("team-1.sqlite", token: one).build().output
+                let everyTeam = try await served.builder("all.sqlite").build().output
+                func importer(_ seed: String, _ database: String, _ token: String) -> SeedImporter {
+                    SeedImporter(
+                        configuration: .init(
+                            seed: seed, database: served.path(database),
+                            server: .init(serverURL: url, token: token, requestTimeout: 10, retry: .none)))
+                }
+                let error = try await #require(throws: ImportError.self) {
+                    try await importer(teamOne, "two.sqlite", two).run()
+                }
+                #expect(error.code == .mismatch)
+                #expect(
+                    error.description.contains("holds the rows of team 1, which the token does not grant (it grants 2)")
+                )
+                #expect(!FileManager.default.fileExists(atPath: served.path("two.sqlite")))
+
+                let report = try await importer(everyTeam, "one.sqlite", one).run()
+                #expect(report.installed)
+                #expect(
+                    try contents(ofSeed: served.path("one.sqlite"))
+                        == (try await Fixtures.contents(of: store, grant: .only([1]))))
+                #expect(try SeedFile.read(served.path("one.sqlite")) { try $0.metadata().scopes } == [1])
+            }
+        }
+    }
+
+    /// The title of `event` in `store`.
+    static func title(of event: Int64, in store: any SyncStore) async throws -> JSONValue? {
+        try await Fixtures.contents(of: store)["events"]?.first { $0[0] == .int(event) }?[2]
+    }
+
     /// Moves `event` and its ticket to `team`.
     static func move(_ event: Int64, to team: Int64) -> ChangeSet {
         ChangeSet(changes: [

@@ -191,7 +191,8 @@ public actor SyncEngine {
     }
 
     /// A user-initiated sync: ends a wait, a backoff or a failure at once; a run going on is
-    /// followed by another at once.
+    /// followed by another at once. Call it when the app's token changes its scope values (a new
+    /// login): the run brings the database in line with the new grant (PROTOCOL.md §10).
     public func syncNow() {
         if machine.syncNow() { interrupt() }
         unpark()

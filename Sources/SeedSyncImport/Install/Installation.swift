@@ -73,7 +73,10 @@ extension ImportSession {
     {
         let database: LocalDatabase
         do {
-            if let server { try check(metadata, against: server) }
+            if let server {
+                try check(metadata, against: server)
+                try checkScopes(of: metadata, against: server)
+            }
             if let appDatabase {
                 defer { DatabaseFiles(source).remove() }
                 database = try await LocalDatabase.install(source, into: appDatabase)
@@ -119,7 +122,10 @@ extension ImportSession {
             if let server, let summary = seed.summary { try check(summary, against: server) }
             metadata = try seed.copy(
                 to: files.installing.path, expectedSchemaVersion: configuration.expectedSchemaVersion)
-            if let server { try check(metadata, against: server) }
+            if let server {
+                try check(metadata, against: server)
+                try checkScopes(of: metadata, against: server)
+            }
         } catch let error as ImportError where Self.rejectsSeed(error) {
             // Only the seed's own failures: a failure of the replacement below is the database's.
             files.installing.remove()

@@ -116,7 +116,7 @@ package struct PendingChanges: Sendable {
     }
 
     /// Removes `entry` and writes every row it touched as the other entries, or the server, have it.
-    private func drop(_ entry: OutboxEntry, from entries: inout [OutboxEntry], in db: Database) throws {
+    func drop(_ entry: OutboxEntry, from entries: inout [OutboxEntry], in db: Database) throws {
         entries.removeAll { $0.position == entry.position }
         try outbox.remove(entry, in: db)
         for row in entry.touchedRows {

@@ -127,10 +127,14 @@ extension ImportSession {
         guard metadata.revision >= minRevision, metadata.schema == database.metadata.schema else {
             return try await replaceWithSnapshot(database, minRevision: minRevision)
         }
-        return try await gatedReplace(database, with: files.installing.path, revision: metadata.revision, source: .seed)
+        return try await gatedReplace(
+            database, with: files.installing.path, revision: metadata.revision, reason: .historyExpired, source: .seed)
     }
 
-    private func replaceWithSnapshot(_ database: LocalDatabase, minRevision: Int64) async throws -> LocalDatabase {
+    /// Replaces the database with a full snapshot of what the token reads, downloaded beside it.
+    func replaceWithSnapshot(
+        _ database: LocalDatabase, minRevision: Int64, reason: Replacement.Reason = .historyExpired
+    ) async throws -> LocalDatabase {
         emit(.downloadingSnapshot(minRevision: minRevision))
         let built = try await downloadSnapshot(
             types: database.metadata.schema.types.map(\.name), version: database.metadata.schemaVersion)
@@ -139,19 +143,20 @@ extension ImportSession {
             try? FileManager.default.removeItem(atPath: built.manifestPath)
         }
         return try await gatedReplace(
-            database, with: snapshot.output, revision: built.manifest.revision, source: .snapshot)
+            database, with: snapshot.output, revision: built.manifest.revision, reason: reason, source: .snapshot)
     }
 
-    /// The swap of a 410 recovery, once its file is ready. It lands on every row, so it waits for
+    /// The swap of a replacement (a 410 recovery, a grant of more scope values), once its file is ready. It lands on every row, so it waits for
     /// the edit sessions, and a session that begins meanwhile waits for it; the download or copy
     /// before it does not hold a session back (it has the lowest priority of a run's steps). A stop
     /// or a pause while it waits ends the run, and the finished file is removed with it: the next
     /// run downloads (or copies) again.
     private func gatedReplace(
-        _ database: LocalDatabase, with source: String, revision: Int64, source kind: Replacement.Source
+        _ database: LocalDatabase, with source: String, revision: Int64, reason: Replacement.Reason,
+        source kind: Replacement.Source
     ) async throws -> LocalDatabase {
         try await gated {
-            try await replace(database, with: source, revision: revision, reason: .historyExpired, source: kind)
+            try await replace(database, with: source, revision: revision, reason: reason, source: kind)
         }
     }
 

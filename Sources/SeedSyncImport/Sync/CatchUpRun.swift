@@ -87,8 +87,12 @@ final class CatchUp {
         }
         let kept = entries.isEmpty ? [:] : try await handleResults(of: answer.response, pushing: entries.count)
         unapplied.append(answer.changeSets)
+        // A gapped answer's mark at a revision the database has (nothing new) brings nothing.
+        let broughtSome = answer.changeSets.contains { changeSet in
+            !changeSet.isGapMark || changeSet.revision ?? .max > machine.revision
+        }
         return machine.answered(
-            kept: kept, hasMore: answer.response.hasMore, hadChangeSets: !answer.changeSets.isEmpty,
+            kept: kept, hasMore: answer.response.hasMore, hadChangeSets: broughtSome,
             holdsEnough: unapplied.isFull, failure: answer.failure)
     }
 
@@ -133,7 +137,8 @@ final class CatchUp {
     private func commit(_ changeSets: [CheckedChangeSet]) async throws {
         var stopsEarly: (@Sendable () -> Bool)?
         if let editing = session.editing { stopsEarly = { editing.isWanted } }
-        var rest = changeSets
+        // The applier passes over a gap mark the database has reached, and counts it as nothing.
+        var rest = Array(changeSets.drop { $0.isGapMark && $0.revision ?? .max <= machine.revision })
         while !rest.isEmpty {
             let (applied, events): ([AppliedChangeSet], [ImportEvent])
             do {

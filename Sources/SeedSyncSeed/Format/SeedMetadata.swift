@@ -159,6 +159,16 @@ public struct SeedMetadata: Sendable, Hashable {
             sql: "DELETE FROM \(SeedFormat.metadataTable) WHERE key = ?", arguments: [Key.contentSHA256.rawValue])
     }
 
+    /// Stores the scope values whose rows the database now holds (a grant that lost some), in the
+    /// transaction that deleted the others; the content digest goes, as with ``save(revision:in:)``.
+    package static func save(scopes: [JSONValue], in db: Database) throws {
+        try db.execute(
+            sql: "INSERT OR REPLACE INTO \(SeedFormat.metadataTable) (key, value) VALUES (?, ?)",
+            arguments: [Key.scopes.rawValue, encodeScopes(scopes)])
+        try db.execute(
+            sql: "DELETE FROM \(SeedFormat.metadataTable) WHERE key = ?", arguments: [Key.contentSHA256.rawValue])
+    }
+
     /// Stores a new schema version (a migrated database): `dataset`, `schema_version`,
     /// `schema_hash`, `schema` and `PRAGMA user_version`; the content digest goes, as with
     /// ``save(revision:in:)``.

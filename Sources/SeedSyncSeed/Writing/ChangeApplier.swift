@@ -80,7 +80,7 @@ package struct ChangeApplier: Sendable {
                 try write(writes.take(), in: db)
                 if stopsEarly() { break }
             }
-            if changeSet.mayFollowGap, changeSet.changes.isEmpty, let next = changeSet.revision, next <= revision {
+            if changeSet.isGapMark, let next = changeSet.revision, next <= revision {
                 continue
             }
             guard let next = changeSet.revision, revision < .max,

@@ -17,6 +17,11 @@ package struct CheckedChangeSet: Sendable {
     /// that is not newer than the stored revision is passed over (an answer that moved no further).
     package var mayFollowGap = false
 
+    /// Whether it is an empty change set of a gapped answer (the mark
+    /// `SyncResponse.changeSetsToApply` adds at `maxRevision`, or one whose types the database
+    /// left out): it moves the revision and nothing else, and brings nothing when not newer.
+    package var isGapMark: Bool { mayFollowGap && changes.isEmpty }
+
     init(revision: Int64?, changes: [ValidatedChanges], source: ChangeSet?) {
         self.revision = revision
         self.changes = changes

@@ -21,4 +21,14 @@ public struct BuildReport: Codable, Sendable, Hashable {
     public var seconds: [String: Double]
     /// The server's record of the seed, when it was registered (``SeedBuilder/Options/register``).
     public var registered: RegisteredSeed?
+    /// The seeds cut per scope value (``SeedBuilder/Options/scopes``), in key order.
+    public var scopeSeeds: [ScopeSeed]?
+}
+
+/// One scope value's seed, cut from a build (``SeedBuilder/Options/scopes``).
+public struct ScopeSeed: Codable, Sendable, Hashable {
+    /// The scope value whose rows (and the shared rows) the seed holds.
+    public var value: JSONValue
+    public var output: String
+    public var manifest: SeedManifest
 }

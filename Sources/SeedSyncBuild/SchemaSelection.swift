@@ -16,14 +16,16 @@ struct SchemaSelection {
         if let unknown = types.first(where: { full.type(named: $0) == nil }) {
             throw SeedError(
                 .unusable,
-                "the server has no type '\(unknown)'; it has \(full.types.map(\.name).joined(separator: ", "))")
+                "the server has no type '\(unknown)'; it has \(full.types.map(\.name).joined(separator: ", ")) (choose with --types)"
+            )
         }
         for type in full.types where chosen.contains(type.name) {
             for field in type.fields {
                 if let target = field.references, !chosen.contains(target) {
                     throw SeedError(
                         .unusable,
-                        "\(type.name).\(field.name) references \(target); add \(target) to the selected types")
+                        "\(type.name).\(field.name) references \(target); add \(target) to the selected types (--types)"
+                    )
                 }
             }
         }

@@ -47,11 +47,15 @@ public struct SeedBuilder: Sendable {
         /// Register the finished seed with the server (`POST /v1/admin/seeds`, an admin token), so
         /// that compaction keeps the history it needs to catch up.
         public var register: Bool
+        /// Also write a seed per scope value, cut from the build in one pass (see ``ScopeSeeds``):
+        /// `nil` for none.
+        public var scopes: ScopeSeeds?
 
         public init(
             output: String, types: [String]? = nil, pageSize: Int = 10_000, syncLimit: Int = 1000, gzip: Bool = false,
-            resume: Bool = false, schemaVersion: Int? = nil, register: Bool = false
+            resume: Bool = false, schemaVersion: Int? = nil, register: Bool = false, scopes: ScopeSeeds? = nil
         ) {
+            self.scopes = scopes
             self.output = output
             self.types = types
             self.pageSize = pageSize
@@ -106,6 +110,7 @@ public struct SeedBuilder: Sendable {
                 progress: progress)
             run.mark("catchUp", since: start, clock: clock)
             try await progress(.finishing)
+            if let scopes = options.scopes { run.scopeSeeds = try await cut(writer, by: scopes, info: info) }
             try await writer.finish(to: finished)
         } catch {
             try? writer.close()
@@ -132,7 +137,8 @@ public struct SeedBuilder: Sendable {
         return BuildReport(
             output: options.output, manifestPath: SeedManifest.path(forSeed: options.output), manifest: manifest,
             startRevision: run.startRevision, resumed: run.resumed, pages: run.pages, changeSets: run.changeSets,
-            bytesDownloaded: client.bytesReceived - bytesBefore, seconds: run.seconds, registered: registered
+            bytesDownloaded: client.bytesReceived - bytesBefore, seconds: run.seconds, registered: registered,
+            scopeSeeds: options.scopes == nil ? nil : run.scopeSeeds
         )
     }
 
@@ -273,6 +279,7 @@ public struct SeedBuilder: Sendable {
 /// Counters of one build.
 private struct BuildRun {
     var resumed = false
+    var scopeSeeds: [ScopeSeed] = []
     var startRevision: Int64 = 0
     var pages = 0
     var rows = 0

@@ -97,6 +97,14 @@ package struct TableSQL: Sendable {
         "SELECT count(*) FROM \(table)\(scoped ? " WHERE \(scopeIsGranted)" : "")"
     }
 
+    /// An index of a scoped type's rows by scope value, then key (a seed's work file, cut by scope).
+    package var createScopeIndex: String {
+        "CREATE INDEX IF NOT EXISTS \(quote("_seedsync_scope_" + type.name)) ON \(table) (\(scopeColumn), \(key))"
+    }
+
+    /// The scope values of a scoped type's rows, each once.
+    package var scopeValues: String { "SELECT DISTINCT \(scopeColumn) FROM \(table)" }
+
     /// The keys of the rows whose scope value is not in the JSON array `?` (a scoped type).
     package var keysOutsideScopes: String {
         "SELECT \(key) FROM \(table) WHERE \(scopeColumn) NOT IN (SELECT value FROM json_each(?)) ORDER BY \(key)"

@@ -30,6 +30,14 @@ struct SeedBuildCommand: AsyncParsableCommand {
         help:
             "Register the seed with the server so compaction keeps the history it needs (the token must be an admin token)."
     ) var register = false
+    @Option(
+        help: ArgumentHelp(
+            "Also write the seed of this scope value beside OUT, as OUT's name with .NAME-VALUE (repeatable).",
+            valueName: "NAME=VALUE")) var scope: [String] = []
+    @Flag(
+        help: "Also write a seed per scope value any row holds, cut from this one build (needs a token of every value)."
+    )
+    var everyScope = false
     @Flag(help: "Continue OUT.partial from an interrupted build.") var resume = false
     @Flag(help: "Print a JSON summary on stdout.") var json = false
     @Flag(help: "Print nothing but errors.") var quiet = false
@@ -41,6 +49,24 @@ struct SeedBuildCommand: AsyncParsableCommand {
         guard (schemaVersion ?? 1) >= 1 else { throw ValidationError("--schema-version must be 1 or more") }
         guard types.map({ !$0.split(separator: ",").isEmpty }) ?? true else {
             throw ValidationError("--types needs at least one type")
+        }
+        _ = try scopeSeeds
+    }
+
+    /// The seeds per scope value asked for, if any.
+    private var scopeSeeds: ScopeSeeds? {
+        get throws {
+            if everyScope {
+                guard scope.isEmpty else { throw ValidationError("--every-scope and --scope exclude each other") }
+                return .every
+            }
+            guard !scope.isEmpty else { return nil }
+            let pairs = scope.map { $0.split(separator: "=", maxSplits: 1).map(String.init) }
+            guard let name = pairs.first?[0], pairs.allSatisfy({ $0.count == 2 && $0[0] == name && !$0[1].isEmpty })
+            else {
+                throw ValidationError("--scope takes NAME=VALUE, one scope name for all (e.g. --scope team=42)")
+            }
+            return .only(scope: name, values: pairs.map { $0[1] })
         }
     }
 
@@ -62,7 +88,7 @@ struct SeedBuildCommand: AsyncParsableCommand {
         let options = SeedBuilder.Options(
             output: out, types: types.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } },
             pageSize: pageSize, syncLimit: syncLimit, gzip: gzip, resume: resume, schemaVersion: schemaVersion,
-            register: register
+            register: register, scopes: try scopeSeeds
         )
         let report = try await SeedBuilder(client: client, options: options).build { progress.handle($0) }
         progress.end()
@@ -79,7 +105,6 @@ struct SeedBuildCommand: AsyncParsableCommand {
         return switch error.code {
         case .alreadyExists: "remove it, or continue it with --resume"
         case .notResumable: "build without --resume"
-        case .unusable: "the types are chosen with --types"
         default: nil
         }
     }
@@ -90,9 +115,12 @@ struct SeedBuildCommand: AsyncParsableCommand {
         let registered = report.registered.map {
             "\nregistered with the server at revision \($0.revision), schema version \($0.schemaVersion) (since \($0.registeredAt))"
         }
+        let scopes = (report.scopeSeeds ?? []).map { seed in
+            "\nwrote \(seed.output): \(seed.manifest.rowCounts.values.reduce(0, +)) rows of \(seed.value.keyString ?? "?") and the shared ones, \(seed.manifest.size) bytes"
+        }
         return """
             wrote \(report.output): revision \(manifest.revision), \(rows) rows, \(manifest.size) bytes, sha256 \(manifest.sha256)
-            manifest \(report.manifestPath)\(manifest.gzip.map { "; gzip \($0.file), \($0.size) bytes" } ?? "")\(registered ?? "")
+            manifest \(report.manifestPath)\(manifest.gzip.map { "; gzip \($0.file), \($0.size) bytes" } ?? "")\(registered ?? "")\(scopes.joined())
             """
     }
 }

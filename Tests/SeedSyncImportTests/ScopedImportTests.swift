@@ -159,6 +159,70 @@ import Testing
         }
     }
 
+    /// One build with a token of every team cuts a seed per team: each holds its team's rows and
+    /// the shared ones, says so, verifies, and is byte for byte the seed that team's own token
+    /// builds; an app installed from one catches up its team alone.
+    @Test func oneBuildCutsASeedPerTeamEqualToEachTeamsOwnBuild() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try await Fixtures.clubsStore(in: directory)
+            try await store.commit(Self.move(201, to: 1))
+            try await withLiveServer(store, configure: { $0.jwt = TestIdentityProvider.teamJWT }) { url in
+                let served = ServedStore(url: url, store: store, directory: directory)
+                let report = try await SeedBuilder(
+                    client: served.client(),
+                    options: .init(output: served.path("seeds/clubs.sqlite"), pageSize: 2, gzip: true, scopes: .every)
+                ).build()
+                let cut = try #require(report.scopeSeeds)
+                #expect(cut.map(\.value) == [1, 2, 3])
+                #expect(
+                    cut.map { URL(fileURLWithPath: $0.output).lastPathComponent } == [
+                        "clubs.team-1.sqlite", "clubs.team-2.sqlite", "clubs.team-3.sqlite",
+                    ])
+                for seed in cut {
+                    let grant = ScopeGrant.only([seed.value])
+                    #expect(try contents(ofSeed: seed.output) == (try await Fixtures.contents(of: store, grant: grant)))
+                    #expect(seed.manifest.scopes == [seed.value])
+                    #expect(seed.manifest.gzip != nil)
+                    let verified = try await SeedVerifier.verify(seed.output)
+                    #expect(verified.passed, "\(verified.failures)")
+                    let token = try await TestIdentityProvider.teamToken([seed.value])
+                    let own = try await served.builder("own-\(seed.value.keyString!).sqlite", token: token).build()
+                    #expect(own.manifest.sha256 == seed.manifest.sha256, "team \(seed.value)'s own build")
+                }
+                #expect(try contents(ofSeed: cut[0].output)["events"]?.map { $0[0] } == [101, 102, 103, 201])
+
+                let one = try await TestIdentityProvider.teamToken([1])
+                try await store.commit(Self.move(102, to: 3))
+                try await store.commit(Self.retitle(301, team: 3, "team 3's alone"))
+                let importer = SeedImporter(
+                    configuration: .init(
+                        seed: cut[0].output, database: served.path("app.sqlite"),
+                        server: .init(serverURL: url, token: one, requestTimeout: 10, retry: .none)))
+                _ = try await importer.run()
+                #expect(
+                    try contents(ofSeed: served.path("app.sqlite"))
+                        == (try await Fixtures.contents(of: store, grant: .only([1]))))
+
+                let partial = try await SeedBuilder(
+                    client: served.client(),
+                    options: .init(
+                        output: served.path("some/clubs.sqlite"), scopes: .only(scope: "team", values: ["2", "9"]))
+                ).build()
+                #expect(partial.scopeSeeds?.map(\.value) == [2, 9])
+                #expect(try contents(ofSeed: served.path("some/clubs.team-9.sqlite"))["events"] == [])
+                #expect(try contents(ofSeed: served.path("some/clubs.team-9.sqlite"))["venues"]?.count == 1)
+                let refused = try await #require(throws: SeedError.self) {
+                    try await SeedBuilder(
+                        client: served.client(token: try await TestIdentityProvider.teamToken([2])),
+                        options: .init(output: served.path("cut-by-two.sqlite"), scopes: .every)
+                    ).build()
+                }
+                #expect(refused.description.contains("with a token of every value"))
+                #expect(!FileManager.default.fileExists(atPath: served.path("cut-by-two.sqlite")))
+            }
+        }
+    }
+
     /// The title of `event` in `store`.
     static func title(of event: Int64, in store: any SyncStore) async throws -> JSONValue? {
         try await Fixtures.contents(of: store)["events"]?.first { $0[0] == .int(event) }?[2]

@@ -22,7 +22,7 @@ done
 work=$(mktemp -d)
 trap 'stop_server; rm -rf "$work"' EXIT
 ensure_system_packages
-bin=$(built_products "$bin" debug seed-server)
+bin=$(built_products "$bin" debug seed-server seed-build seed-verify)
 for token in read admin; do new_token "$work/$token"; done
 python3 -c 'import cryptography' 2>/dev/null || python3 -m pip install --quiet cryptography
 python3 scripts/lib/jwt_keys.py --key "$work/jwt-key.pem" --jwks "$work/jwks.json" --kid k1
@@ -37,6 +37,28 @@ echo "== sqlite store: seed-server pid $SERVER_PID at $SERVER_URL"
 failed=0
 python3 scripts/lib/scope_line.py "$SERVER_URL" --read-token "$(cat "$work/read")" --admin-token "$(cat "$work/admin")" \
     --jwt-key "$work/jwt-key.pem" || failed=1
+# One build with the static token cuts a seed per team (seed-build --every-scope); each verifies, says its
+# team, and holds that team's events alone.
+echo "== seed-build --every-scope"
+if "$bin/seed-build" --server "$SERVER_URL" --token-file "$work/read" --out "$work/seeds/clubs.sqlite" \
+    --every-scope --quiet; then
+    for team in 1 2; do
+        seed="$work/seeds/clubs.team-$team.sqlite"
+        if "$bin/seed-verify" "$seed" >/dev/null \
+            && python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["scopes"] != [int(sys.argv[2])])' \
+                "$seed.manifest.json" "$team" \
+            && [ "$(sqlite3 "$seed" "SELECT count(*) FROM events WHERE team_id <> $team")" = 0 ] \
+            && [ "$(sqlite3 "$seed" "SELECT count(*) FROM events")" -gt 0 ]; then
+            echo "ok: clubs.team-$team.sqlite verifies and holds team $team's events alone"
+        else
+            echo "FAILED: clubs.team-$team.sqlite" >&2
+            failed=1
+        fi
+    done
+else
+    echo "FAILED: seed-build --every-scope" >&2
+    failed=1
+fi
 if ! kill -0 "$SERVER_PID" 2>/dev/null; then
     echo "seed-server exited during the suite:" >&2
     cat "$work/server.err" >&2

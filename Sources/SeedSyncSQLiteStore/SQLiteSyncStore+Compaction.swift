@@ -17,6 +17,7 @@ extension SQLiteSyncStore {
             let minRevision = max(state.minRevision, min(wanted, pinned?.revision ?? wanted))
             try db.execute(sql: "DELETE FROM _seedsync_changes WHERE revision <= ?", arguments: [minRevision])
             let removed = db.changesCount
+            try ScopeIndex.remove(through: minRevision, in: db)
             try LogState.save(db, revision: state.revision, minRevision: minRevision)
             return Compaction(
                 removedChangeSets: removed, minRevision: minRevision,

@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 public import SeedSyncModel
 import SeedSyncSQL
@@ -111,14 +112,29 @@ extension SQLiteSyncStore {
         var bytes = 0
         while bytes <= range.byteBudget, try cursor.next() != nil {
             let logged = StatementValues.integer(column: 0, of: statement)
-            var json = StatementValues.bytes(column: 1, of: statement)
-            if !projection.servesAsWritten(revision: logged) {
-                json = try projection.project(ChangeSet(json: JSONParser.parse(json))).jsonBytes()
-            }
+            let json = try projected(StatementValues.bytes(column: 1, of: statement), of: logged, projection)
             bytes += json.count
             read.append(EncodedChangeSet(revision: logged, json: json))
         }
         return LoggedChangeSets(minRevision: minRevision, changeSets: read)
+    }
+
+    /// The change set logged as `revision`, in the projection's version.
+    static func loggedChangeSet(at revision: Int64, _ projection: VersionProjection, in db: Database) throws -> [UInt8]
+    {
+        let statement = try db.cachedStatement(sql: "SELECT change_set FROM _seedsync_changes WHERE revision = ?")
+        guard let json = try Data.fetchOne(statement, arguments: [revision]) else {
+            throw DatabaseError(resultCode: .SQLITE_ERROR, message: "revision \(revision) is not in the log")
+        }
+        return try projected(Array(json), of: revision, projection)
+    }
+
+    /// The logged `json` of `revision` in the projection's version.
+    private static func projected(_ json: [UInt8], of revision: Int64, _ projection: VersionProjection) throws
+        -> [UInt8]
+    {
+        guard !projection.servesAsWritten(revision: revision) else { return json }
+        return try projection.project(ChangeSet(json: JSONParser.parse(json))).jsonBytes()
     }
 
     /// Every key of `type`, in key order (for mutation generators and tests).

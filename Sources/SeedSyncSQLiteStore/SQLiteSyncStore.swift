@@ -59,7 +59,9 @@ public final class SQLiteSyncStore: SyncStore {
             versions = try pool.write { db in
                 try db.execute(sql: PushWriter.createRecords)
                 try db.execute(sql: SeedRecords.createTable)
-                return try SchemaRecords.prepare(db, path: path)
+                let versions = try SchemaRecords.prepare(db, path: path)
+                try ScopeIndex.prepare(for: versions.schema, in: db)
+                return versions
             }
         } catch let error as DatabaseError where error.resultCode == .SQLITE_ERROR || error.resultCode == .SQLITE_NOTADB
         {

@@ -53,6 +53,17 @@ public protocol SyncStore: Sendable {
     ///   is newer than the store, `SyncStoreError.unknownSchemaVersion(_:kept:)`.
     func changeFeed(after revision: Int64, limit: Int, byteBudget: Int, version: Int?) async throws -> ChangeFeed
 
+    /// The change feed as a reader granted `grant` sees it (PROTOCOL.md §10), looking through
+    /// revisions up to `last` at most: each change set made `ChangeSet.visible(to:in:)`, those that
+    /// show it nothing left out, `maxRevision` the last revision looked through. The default,
+    /// ``scannedChangeFeed(after:limit:byteBudget:version:grant:through:)``, reads the whole log; a
+    /// store with an index of its log by scope value reads the change sets of the grant alone.
+    ///
+    /// - Throws: as ``changeFeed(after:limit:byteBudget:version:)``.
+    func changeFeed(
+        after revision: Int64, limit: Int, byteBudget: Int, version: Int?, grant: ScopeGrant, through last: Int64
+    ) async throws -> ChangeFeed
+
     /// Validates `changeSet` against the newest version and commits it atomically as the next revision.
     ///
     /// - Returns: the revision assigned.

@@ -182,6 +182,35 @@ extension ChangeSet {
     }
 }
 
+extension ChangeSet {
+    /// What the change set touches, for an index of the log by scope value: whether it changes a
+    /// shared type, and the scope values of the scoped rows it changes, before (`from`, a deleted
+    /// row keyed by its scope) and after, each once. ``visible(to:in:)`` shows a reader something
+    /// only when the change set touches a shared type or one of its values.
+    package func touchedScopes(in schema: DatasetSchema) -> (shared: Bool, values: [JSONValue]) {
+        var shared = false
+        var values: [String: JSONValue] = [:]
+        func add(_ value: JSONValue?) {
+            if let value, let key = value.keyString { values[key] = value }
+        }
+        for change in changes {
+            guard let type = schema.type(named: change.type), type.isScoped else {
+                shared = true
+                continue
+            }
+            for key in change.create + change.update {
+                add(
+                    key.keyString.flatMap { change.attributes[$0] }.flatMap {
+                        type.scopeValue(key: key, attributes: $0)
+                    })
+            }
+            for value in change.from.values { add(value) }
+            if type.scopedBy == type.primaryKey.name { for key in change.delete { add(key) } }
+        }
+        return (shared, values.values.sorted(by: JSONValue.keyPrecedes))
+    }
+}
+
 extension TypeChanges {
     /// ``ChangeSet/visible(to:in:)`` for the changes of scoped `type`, or `nil` when none is seen.
     fileprivate func visible(to grant: ScopeGrant, of type: EntityType) -> TypeChanges? {

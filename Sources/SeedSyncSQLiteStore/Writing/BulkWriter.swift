@@ -31,6 +31,7 @@ extension SQLiteSyncStore {
             let result = try body(&writer)
             try writer.checkReferences(schema: served.schema)
             try db.execute(sql: "DELETE FROM _seedsync_changes")
+            try ScopeIndex.remove(through: .max, in: db)
             try LogState.save(db, revision: writer.revision, minRevision: writer.revision)
             return (writer.revision, result)
         }

@@ -56,10 +56,12 @@ struct ChangeWriter {
             from[change.type.name] = try scopesBefore(change, in: db)
             try write(change, revision: revision, in: db)
         }
+        let logged = loggedChangeSet(changes, revision: revision, from: from)
         try db.execute(
             sql: "INSERT INTO _seedsync_changes (revision, change_set) VALUES (?, ?)",
-            arguments: [revision, Data(loggedChangeSet(changes, revision: revision, from: from))]
+            arguments: [revision, Data(logged.jsonBytes())]
         )
+        try ScopeIndex.record(logged, schema: schema, in: db)
         try LogState.save(db, revision: revision, minRevision: state.minRevision)
         return revision
     }
@@ -213,7 +215,7 @@ struct ChangeWriter {
     /// The change set as served by `/v1/sync`: canonical order, normalized values, `revision` in
     /// every row, and `from` for the rows that left a scope value.
     private func loggedChangeSet(_ changes: [ValidatedChanges], revision: Int64, from: [String: [String: JSONValue]])
-        -> [UInt8]
+        -> ChangeSet
     {
         let typeChanges = changes.map { change in
             var attributes: [String: [String: JSONValue]] = [:]
@@ -231,7 +233,7 @@ struct ChangeWriter {
                 from: from[change.type.name] ?? [:]
             )
         }
-        return ChangeSet(revision: revision, changes: typeChanges).canonical(in: schema).jsonBytes()
+        return ChangeSet(revision: revision, changes: typeChanges).canonical(in: schema)
     }
 
     private func invalid(_ code: ChangeSetError.Code, _ message: String) -> SyncStoreError {

@@ -6,7 +6,23 @@ extension SyncStore {
     /// whose `maxRevision` moves it past the stretch, instead of a request that reads it all.
     public static var scopedScanLimit: Int { 10_000 }
 
-    /// The change feed as a reader granted `grant` sees it: the store's feed with each change set
+    /// The default `changeFeed(after:limit:byteBudget:version:grant:through:)`: ``scannedChangeFeed(after:limit:byteBudget:version:grant:through:)``.
+    public func changeFeed(
+        after revision: Int64, limit: Int, byteBudget: Int, version: Int?, grant: ScopeGrant, through last: Int64
+    ) async throws -> ChangeFeed {
+        try await scannedChangeFeed(
+            after: revision, limit: limit, byteBudget: byteBudget, version: version, grant: grant, through: last)
+    }
+
+    /// `changeFeed(after:limit:byteBudget:version:grant:through:)` through the newest revision.
+    public func changeFeed(after revision: Int64, limit: Int, byteBudget: Int, version: Int?, grant: ScopeGrant)
+        async throws -> ChangeFeed
+    {
+        try await changeFeed(
+            after: revision, limit: limit, byteBudget: byteBudget, version: version, grant: grant, through: .max)
+    }
+
+    /// The change feed as a reader granted `grant` sees it, read by looking through the whole log: the store's feed with each change set
     /// made `ChangeSet.visible(to:in:)` and those that show it nothing left out, looking through
     /// revisions up to `last` at most (`GET /v1/changes` reads one block).
     ///
@@ -17,10 +33,11 @@ extension SyncStore {
     /// without a scope, this is the store's feed unchanged, byte for byte.
     ///
     /// ```swift
-    /// let feed = try await store.changeFeed(after: 41, limit: 100, byteBudget: 1 << 20, version: nil, grant: .only([.int(7)]))
+    /// let feed = try await store.scannedChangeFeed(
+    ///     after: 41, limit: 100, byteBudget: 1 << 20, version: nil, grant: .only([.int(7)]), through: .max)
     /// ```
-    public func changeFeed(
-        after revision: Int64, limit: Int, byteBudget: Int, version: Int?, grant: ScopeGrant, through last: Int64 = .max
+    public func scannedChangeFeed(
+        after revision: Int64, limit: Int, byteBudget: Int, version: Int?, grant: ScopeGrant, through last: Int64
     ) async throws -> ChangeFeed {
         let bounded = { (after: Int64) in Int(min(Int64(limit), max(last - after, 0))) }
         let first = try await changeFeed(

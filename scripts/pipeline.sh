@@ -11,8 +11,9 @@
 # PostgreSQL a column added by psql mid-run while an app syncs, then the rest of the change read
 # from the tables; on the embedded store from a schema file), an old app (expecting version 1) and a
 # new app syncing side by side, the new one migrating right after its install, and the old one
-# migrating in place on its "update", both equal to the server row by row; stop the server, and
-# print a summary. Any failure stops it with a non-zero status.
+# migrating in place on its "update", both equal to the server row by row; stop the server; then a
+# dataset split by team on a second server: a seed per team cut from one build, two apps of different
+# teams, each equal to its team's rows and holding nothing else; and print a summary. Any failure stops it with a non-zero status.
 #
 # Usage: scripts/pipeline.sh [--backend sqlite|postgres] [--events N] [--locations N] [--changes N] [--out DIR] [--install]
 #   --backend B    sqlite (default: nothing to install) or postgres
@@ -275,6 +276,37 @@ begin "stop server"
 stop_server
 end
 
+# Many teams on one server (PROTOCOL.md §10), on the embedded store: the clubs dataset of
+# scripts/lib/scope_line.py, one seed per team cut from one build, then two apps of different teams,
+# each equal to its team's rows and the shared ones, holding nothing else.
+begin "teams: a seed per team"
+clubs=$out/clubs.sqlite
+rm -rf "$out/teams" "$clubs" "$clubs-wal" "$clubs-shm"
+mkdir -p "$out/teams"
+python3 -c 'import cryptography' 2>/dev/null || python3 -m pip install --quiet cryptography
+python3 scripts/lib/jwt_keys.py --key "$work/jwt-key.pem" --jwks "$work/jwks.json" --kid k1
+python3 scripts/lib/scope_line.py --write-schema "$work/clubs-schema.json"
+"$bin/seed-server" init --database "$clubs" --schema "$work/clubs-schema.json" >&2
+new_token "$work/admin-token"
+start_server "$bin" "$clubs" "$work/token" "$work" "" "$work/admin-token" --jwks-file "$work/jwks.json" \
+    --jwt-scope-claim teams --jwt-role-claim role
+python3 scripts/lib/teams_demo.py commit "$SERVER_URL" "$(cat "$work/admin-token")" 0 5
+"$bin/seed-build" --server "$SERVER_URL" --token-file "$work/token" --out "$out/teams/clubs.sqlite" --every-scope \
+    >"$work/teams-build.txt"
+for team in 1 2; do "$bin/seed-verify" "$out/teams/clubs.team-$team.sqlite" >&2; done
+end
+
+begin "teams: two apps"
+python3 scripts/lib/teams_demo.py commit "$SERVER_URL" "$(cat "$work/admin-token")" 5 100
+for team in 1 2; do
+    SEED_TOKEN=$(python3 scripts/lib/teams_demo.py token "$work/jwt-key.pem" "$team") "$bin/seed-import" \
+        --seed "$out/teams/clubs.team-$team.sqlite" --database "$out/teams/app-$team/clubs.sqlite" \
+        --server "$SERVER_URL" --json >"$work/team-$team.json"
+    python3 scripts/lib/teams_demo.py check "$out/teams/app-$team/clubs.sqlite" "$clubs" "$team" >"$work/team-$team.txt"
+done
+stop_server
+end
+
 manifest="$out/demo.sqlite.manifest.json"
 field() { sed -n "s/^  \"$1\" : \"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}$/\1/p" "$manifest" | head -n 1; }
 rows=$(sed -n '/"rowCounts"/,/}/s/^ *"\([a-z0-9_]*\)" : \([0-9]*\),\{0,1\}$/\1 \2/p' "$manifest" | tr '\n' ' ')
@@ -310,6 +342,11 @@ $(sed 's/^  /    /' "$work/compare-updated.txt")
              app B: $(sed -n 's/^seed-import: //p' "$work/push-2.err" | head -n 1)
              both app databases row by row equal to the server:
 $(sed 's/^  /    app A: /' "$work/compare-app-a.txt"; sed 's/^  /    app B: /' "$work/compare-app-b.txt")
+  teams      one build, a seed per team: $(grep -c '^wrote .*clubs\.team-' "$work/teams-build.txt") seeds in $out/teams/
+             app of team 1: revision $(report_of team-1 fromRevision) -> $(report_of team-1 toRevision), $(report_of team-1 changeSets) change sets:
+$(sed 's/^  /    /' "$work/team-1.txt")
+             app of team 2: revision $(report_of team-2 fromRevision) -> $(report_of team-2 toRevision), $(report_of team-2 changeSets) change sets:
+$(sed 's/^  /    /' "$work/team-2.txt")
   steps
 $(printf '    %s\n' "${steps[@]}")
 SUMMARY

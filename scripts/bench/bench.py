@@ -27,11 +27,12 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import write_json  # noqa: E402  (beside this file)
 
 USAGE = (
     "usage: scripts/bench/bench.sh [--events N] [--locations N] [--repeat K] [--changes N] [--out DIR] [--bin DIR]"
-    " [--only CASES]"
+    " [--only CASES] [--teams N] [--team-events N] [--team-changes N]"
 )
 
 # The growth case: its small dataset, and the change sets synced at both sizes (same --seed).
@@ -257,7 +258,7 @@ class Bench:
             file.write(secrets.token_hex(32))
         return path
 
-    def serve(self, database, admin_token=None):
+    def serve(self, database, admin_token=None, extra=()):
         """(Re)starts seed-server on DATABASE, every snapshot page read from the store (--snapshot-max-age
         0), as for a build's first run: repeated runs of a case would otherwise get the pages the server
         kept from the run before (load.sh measures those)."""
@@ -268,6 +269,7 @@ class Bench:
         ]
         if admin_token:
             command += ["--admin-token-file", admin_token]
+        command += list(extra)
         out_path, err_path = os.path.join(self.work, "server.out"), os.path.join(self.work, "server.err")
         with open(out_path, "w") as out, open(err_path, "w") as err:
             self.server = subprocess.Popen(command, stdout=out, stderr=err)
@@ -408,7 +410,7 @@ class Bench:
         machine's facts, the server database, the reference seed and what the cases share."""
         os.makedirs(self.out, exist_ok=True)
         for name in ("data", "runs", "build", "install", "installed", "incremental", "growth", "migration",
-                     "pinned", "scale", "editing", "baseline"):
+                     "pinned", "scale", "editing", "baseline", "teams"):
             shutil.rmtree(self.path(name), ignore_errors=True)
         for name in ("runs.tsv", "results.tsv", "facts.tsv", "notes.txt", "bench.json", "seed.sqlite"):
             if os.path.exists(self.path(name)):
@@ -429,7 +431,7 @@ class Bench:
         # The reference seed: built once, untimed (it also warms the server and the page cache for case
         # 1). It is the seed of cases 1 to 8, and its data tables give the baselines their schema and
         # rows; case 9 makes its own.
-        if self.options.only != [9]:
+        if any(case not in (9, 10) for case in self.options.only):
             step("reference seed (untimed)")
             seed = self.path("seed.sqlite")
             subprocess.run(self.seed_build(seed, "--gzip", "--quiet"), check=True)
@@ -921,6 +923,82 @@ class Bench:
                     ratio(deep_ms, first), "<=", 1.2)
         self.note(f"case 9: {small_events} events + {small_locations} locations against {events} + {locations} (rows x{rows_ratio}, build time x{time_ratio}); each server then got {SCALE_CHANGE_SETS} change sets (mutate --seed {MUTATE_SEED}); requests are medians of {SCALE_REQUESTS} sent one after another on one connection, after 20 untimed; the deep page starts after event {deep}.")
 
+    # Case 10: the catch-up of one team among many ----------------------------------------------------
+
+    def case10(self):
+        """A dataset split by team (scope_line.py's clubs schema, PROTOCOL.md §10): --teams teams of
+        --team-events events each, then --team-changes rounds of one change set per team, each
+        retitling one event of its team alone (so team 1's change sets are one revision in --teams).
+        Team 1's app, installed from its seed (cut with seed-build --scope team=1) with a JWT granting
+        team 1, catches up its --team-changes change sets; against it, a single-dataset server of team
+        1's rows alone (the same schema without the scope) and its app catching up the same change sets.
+        Target: at most 1.2 times the single-dataset catch-up."""
+        import jwt_keys
+        import scope_line
+        teams, events, rounds = self.options.teams, self.options.team_events, self.options.team_changes
+        step(f"case 10: one team's catch-up among {teams} teams of {events} events, {rounds} change sets each")
+        self.stop_server()
+        folder = self.path("teams")
+        os.makedirs(folder)
+        key = jwt_keys.new_key()
+        with open(f"{folder}/jwks.json", "w") as file:
+            json.dump(jwt_keys.jwks(key, "k1"), file)
+        admin = self.new_token("teams-admin-token")
+        scoped = scope_line.SCHEMA
+        single = {**scoped, "types": [{name: value for name, value in entry.items() if name != "scopedBy"}
+                                      for entry in scoped["types"]]}
+        del single["scope"]
+        sides = {"scoped": (scoped, range(1, teams + 1)), "single": (single, range(1, 2))}
+        for side, (schema, side_teams) in sides.items():
+            with open(f"{folder}/{side}.json", "w") as file:
+                json.dump(schema, file)
+            self.tool("seed-server", "init", "--database", f"{folder}/{side}.sqlite", "--schema", f"{folder}/{side}.json")
+            extra = ["--jwks-file", f"{folder}/jwks.json", "--jwt-scope-claim", "teams"] if side == "scoped" else []
+            self.serve(f"{folder}/{side}.sqlite", admin_token=admin, extra=extra)
+            say(f"{side}: {len(side_teams) * events} events")
+            with AdminCommits(self.server_url, admin) as commits:
+                commits.send({"teams": {"create": {team: {"name": f"Team {team}"} for team in side_teams}},
+                              "venues": {"create": {1: {"name": "Hall"}}}})
+                for first in range(0, len(side_teams) * events, 10000):
+                    keys = range(first, min(first + 10000, len(side_teams) * events))
+                    commits.send({"events": {"create": {
+                        k + 1: scope_line.event(side_teams[k // events], f"event {k + 1}", 1) for k in keys}}})
+            seed = f"{folder}/{side}-seed.sqlite"
+            scope_flags = ("--scope", "team=1") if side == "scoped" else ()
+            subprocess.run(self.seed_build(seed, "--quiet", *scope_flags), check=True)
+            with AdminCommits(self.server_url, admin) as commits:
+                for round_ in range(rounds):
+                    for team in side_teams:
+                        event_key = (team - 1) * events + 1 + round_ % events
+                        commits.send({"events": {"update": {
+                            event_key: scope_line.event(team, f"event {event_key} edit {round_}", 1)}}})
+            team_seed = f"{folder}/scoped-seed.team-1.sqlite" if side == "scoped" else seed
+            token = f"{folder}/{side}-token"
+            with open(token, "w") as file:
+                claims = {"exp": int(time.time()) + 3600, "teams": [1]}
+                file.write(jwt_keys.sign(key, {"alg": "ES256", "kid": "k1"}, claims) if side == "scoped"
+                           else open(self.token).read())
+            for run in self.run_numbers():
+                remove_db(f"{folder}/{side}-app.sqlite")
+                command = [f"{self.bin}/seed-import", "--seed", team_seed, "--database", f"{folder}/{side}-app.sqlite",
+                           "--server", self.server_url, "--token-file", token, "--once", "--json"]
+                self.measure(10, f"seed-import-team-{side}", run, command)
+            with open(self.path("runs", f"seed-import-team-{side}.1.out")) as file:
+                report = json.load(file)
+            if report["changeSets"] < rounds or report["replacements"]:
+                raise BenchError(f"case 10: the {side} app did not catch up by sync: {report}")
+            self.stop_server()
+        scoped_wall, single_wall = self.median_wall("seed-import-team-scoped"), self.median_wall("seed-import-team-single")
+        self.fact("teams", "teams", teams)
+        self.fact("teams", "eventsPerTeam", events)
+        self.fact("teams", "changeSetsPerTeam", rounds)
+        self.contender("10 one team's catch-up", "seed-import-team-single",
+                       f"single dataset of {events} events: install + {rounds} change sets")
+        self.contender("10 one team's catch-up", "seed-import-team-scoped",
+                       f"team 1 of {teams} ({teams * rounds} revisions in the log)", "x single",
+                       f"{float(scoped_wall) / float(single_wall):.2f}", "<=", "1.2")
+        self.note(f"case 10: team 1's app reads its {rounds} change sets out of {teams * rounds} revisions through the store's index of the log by scope value; its seed was cut by seed-build --scope team=1.")
+
     # Report ----------------------------------------------------------------------------------------
 
     def write_report(self):
@@ -961,6 +1039,32 @@ class Bench:
             shutil.rmtree(self.work, ignore_errors=True)
 
 
+class AdminCommits:
+    """POST /v1/admin/changes of scope_line.py-shaped changes on one kept-alive connection."""
+
+    def __init__(self, url, token_path):
+        import http.client
+        import urllib.parse
+        parsed = urllib.parse.urlparse(url)
+        self.connection = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=60)
+        with open(token_path) as file:
+            self.headers = {"Authorization": "Bearer " + file.read().strip(), "Content-Type": "application/json"}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        self.connection.close()
+
+    def send(self, change):
+        import scope_line
+        self.connection.request("POST", "/v1/admin/changes", json.dumps(scope_line.admin_body(change)), self.headers)
+        answer = self.connection.getresponse()
+        body = answer.read()
+        if answer.status != 200:
+            raise BenchError(f"admin commit answered {answer.status}: {body[:300]!r}")
+
+
 class WALPeak:
     """The largest size of a file while the block runs, sampled every 20 ms, written to OUTPUT."""
 
@@ -994,7 +1098,7 @@ def positive(text):
 
 
 def cases(text):
-    if not re.fullmatch(r"[1-9](,[1-9])*", text):
+    if not re.fullmatch(r"[1-9][0-9]*(,[1-9][0-9]*)*", text) or any(int(case) > 10 for case in text.split(",")):
         raise argparse.ArgumentTypeError(f"not a list of cases such as 1,5: {text}")
     return sorted(set(int(case) for case in text.split(",")))
 
@@ -1007,7 +1111,10 @@ def parse(argv):
     parser.add_argument("--repeat", type=positive, default=3)
     parser.add_argument("--changes", type=positive, default=100000)
     parser.add_argument("--out", default=".build/bench")
-    parser.add_argument("--only", type=cases, default=list(range(1, 10)))
+    parser.add_argument("--only", type=cases, default=list(range(1, 11)))
+    parser.add_argument("--teams", type=positive, default=1000)
+    parser.add_argument("--team-events", type=positive, default=1000)
+    parser.add_argument("--team-changes", type=positive, default=20)
     options = parser.parse_args(argv)
     if not options.out:
         parser.error("--out is empty")

@@ -29,6 +29,10 @@
 #                       Requests are timed one after another on one connection
 #                       (scripts/bench/request_times.py), medians of 200. `--events 10000000` is the
 #                       10M-against-1M run.
+#  10 one team       a dataset split by team (PROTOCOL.md §10): --teams teams of --team-events events,
+#                       --team-changes change sets per team after the seeds, one team per revision; team 1's
+#                       app (its seed cut by seed-build --scope team=1, a JWT of team 1) catches up, against
+#                       a single-dataset server of team 1's rows alone and the same change sets; target: 1.2x
 # The cases are Python (scripts/bench/bench.py); this script installs the tools they need, builds the
 # commands unless --bin names them, and runs it. Every measured command runs K times under /usr/bin/time -f '%e %M' with its output in OUT/runs/; the
 # MEDIAN wall time and median peak resident memory are reported, and ratios are taken of medians.
@@ -44,19 +48,23 @@
 #                  relative paths here are from the repository's root
 #   --bin DIR      folder with seed-server, seed-build, seed-import and seed-verify already built
 #                  (default: build them, release)
-#   --only CASES   comma-separated cases to run, such as 1,5 (default 1,2,3,4,5,6,7,8,9)
+#   --only CASES   comma-separated cases to run, such as 1,5 (default 1,2,3,4,5,6,7,8,9,10)
+#   --teams N, --team-events N, --team-changes N
+#                  case 10: teams in the dataset split by team (default 1000), events per team (1000),
+#                  change sets per team after the seeds (20)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/lib/setup.sh
 
-usage="usage: scripts/bench/bench.sh [--events N] [--locations N] [--repeat K] [--changes N] [--out DIR] [--bin DIR] [--only CASES]"
+usage="usage: scripts/bench/bench.sh [--events N] [--locations N] [--repeat K] [--changes N] [--out DIR] [--bin DIR] [--only CASES] [--teams N] [--team-events N] [--team-changes N]"
 bin=
 args=()
 while [ $# -gt 0 ]; do
     [ $# -ge 2 ] || { echo "$usage" >&2; exit 64; } # every option takes a value
     case $1 in
         --bin) bin=$2 ;;
-        --events | --locations | --repeat | --changes | --out | --only) args+=("$1" "$2") ;;
+        --events | --locations | --repeat | --changes | --out | --only | --teams | --team-events | --team-changes)
+            args+=("$1" "$2") ;;
         *) echo "$usage" >&2; exit 64 ;;
     esac
     shift 2

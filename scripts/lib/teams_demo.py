@@ -49,8 +49,8 @@ def check(app, server, team):
         held, expected = rows(app, type_name, None), rows(server, type_name, team)
         if held != expected:
             failed = True
-            print(f"  {type_name}: the app of team {team} holds {len(held)} rows, the server has {len(expected)} "
-                  f"for it", file=sys.stderr)
+            print(f"  {type_name}: the app of team {team} holds {len(held)} rows, which differ from the server's "
+                  f"{len(expected)} rows for it", file=sys.stderr)
         else:
             print(f"  {type_name:8} {len(held):4} rows, equal to the server's for team {team}")
     if failed:

@@ -68,7 +68,7 @@ enum ScopeIndex {
 
 extension SQLiteSyncStore {
     /// The change feed as a reader granted some scope values sees it, read through the
-    /// ``ScopeIndex``: the change sets that touch its values or a shared type, each made
+    /// index of its log by scope value: the change sets that touch its values or a shared type, each made
     /// `ChangeSet.visible(to:in:)`, in one read transaction. Its cost follows what the grant's
     /// values changed, not the whole log. A grant of every value, or a dataset without a scope,
     /// reads the log as every reader does.

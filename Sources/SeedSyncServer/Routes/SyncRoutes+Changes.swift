@@ -18,6 +18,9 @@ import SeedSyncStore
 /// In an answer here, `hasMore` says whether the answer is final: ask again from `maxRevision`
 /// (the next answer may be empty when the block ended at the newest revision). A head answer
 /// says `false`, and the client goes on with `POST /v1/sync`, which pushes and waits.
+///
+/// A reader of some scope values (PROTOCOL.md §10) is answered `private`, so its answers are not
+/// cut into blocks: each looks through to the newest revision.
 extension SyncRoutes {
     func changes(_ request: Request) async throws -> Response {
         let query = request.uri.queryParameters
@@ -29,8 +32,10 @@ extension SyncRoutes {
                 "schemaVersion", "given: an answer is cached by its address, which must name the version")
         }
         let limit = try Self.limit(query.get("limit"), default: .max, max: .max)
-        let blockEnd = Self.blockEnd(after: after, size: configuration.changesBlockSize)
         let scopes = readScopes()
+        // A scoped reader's answer is private (no cache shares it): it looks through to the newest
+        // revision instead of its block's end, one request instead of one per block.
+        let blockEnd = scopes == nil ? Self.blockEnd(after: after, size: configuration.changesBlockSize) : .max
         var feed = try await store.changeFeed(
             after: after, limit: Int(min(Int64(limit), blockEnd - after)), byteBudget: configuration.syncByteBudget,
             version: version, grant: RequestGrant.current.scopes, through: blockEnd)

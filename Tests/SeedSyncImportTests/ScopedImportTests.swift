@@ -223,6 +223,40 @@ import Testing
         }
     }
 
+    /// A build is not resumed from a work file another grant started (it would mix two teams'
+    /// rows), and `seed-verify` fails a seed whose manifest names other scope values than its
+    /// metadata.
+    @Test func aTeamsWorkFileIsNotResumedByAnotherAndAManifestMustNameItsValues() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try await Fixtures.clubsStore(in: directory)
+            try await withLiveServer(store, configure: { $0.jwt = TestIdentityProvider.teamJWT }) { url in
+                let served = ServedStore(url: url, store: store, directory: directory)
+                let one = try await TestIdentityProvider.teamToken([1])
+                let two = try await TestIdentityProvider.teamToken([2])
+                let output = served.path("team.sqlite")
+                let info = try await served.client(token: two).schema()
+                let started = try await SeedWriter.create(
+                    at: output + ".partial", schema: info.schema, revision: info.revision, scopes: [2])
+                try started.close()
+                let error = try await #require(throws: SeedError.self) {
+                    try await served.builder("team.sqlite", resume: true, token: one).build()
+                }
+                #expect(error.code == .notResumable)
+                #expect(error.description.contains("started with a token of other scope values"))
+                #expect(!FileManager.default.fileExists(atPath: output))
+
+                let report = try await served.builder("team.sqlite", token: one).build()
+                #expect(try await SeedVerifier.verify(report.output).passed)
+                var manifest = report.manifest
+                manifest.scopes = [2]
+                try manifest.jsonData().write(to: URL(fileURLWithPath: report.manifestPath))
+                let verified = try await SeedVerifier.verify(report.output)
+                #expect(!verified.passed)
+                #expect(verified.failures.contains { $0.detail.contains("scope values 2, the seed has 1") })
+            }
+        }
+    }
+
     /// The title of `event` in `store`.
     static func title(of event: Int64, in store: any SyncStore) async throws -> JSONValue? {
         try await Fixtures.contents(of: store)["events"]?.first { $0[0] == .int(event) }?[2]

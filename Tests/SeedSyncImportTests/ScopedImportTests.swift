@@ -14,35 +14,31 @@ import Testing
 /// move between teams.
 @Suite struct ScopedImportTests {
     @Test func anAppOfOneTeamBuildsItsSeedAndCatchesUpItsTeamAlone() async throws {
-        try await withTemporaryDirectory { directory in
-            let store = try await Fixtures.clubsStore(in: directory)
-            try await withLiveServer(store, configure: { $0.jwt = TestIdentityProvider.teamJWT }) { url in
-                let served = ServedStore(url: url, store: store, directory: directory)
-                let one = try await TestIdentityProvider.teamToken([1])
-                let grant = ScopeGrant.only([.int(1)])
-                let report = try await served.builder("team-1.sqlite", pageSize: 2, token: one).build()
-                #expect(try contents(ofSeed: report.output) == (try await Fixtures.contents(of: store, grant: grant)))
-                #expect(try contents(ofSeed: report.output)["events"]?.count == 3)
-                #expect(report.manifest.scopes == [1], "the seed says whose rows it holds")
-                #expect(try SeedFile.read(report.output) { try $0.metadata().scopes } == [1])
-                // Other teams change, an event (with its ticket) moves in, another moves out.
-                for title in ["a", "b", "c"] {
-                    try await store.commit(Self.retitle(301, team: 3, title))
-                }
-                try await store.commit(Self.move(201, to: 1))
-                try await store.commit(Self.move(102, to: 3))
-                try await store.commit(Self.retitle(301, team: 3, "last, not team 1's"))
-                let importer = SeedImporter(
-                    configuration: .init(
-                        seed: report.output, database: served.path("app.sqlite"),
-                        server: .init(serverURL: url, token: one, requestTimeout: 10, retry: .none), syncLimit: 2))
-                let imported = try await importer.run()
-                #expect(imported.changeSets >= 2)
-                let rows = try contents(ofSeed: served.path("app.sqlite"))
-                #expect(rows == (try await Fixtures.contents(of: store, grant: grant)))
-                #expect(rows["events"]?.map { $0[0] } == [101, 103, 201])
-                #expect(try revision(of: served.path("app.sqlite")) == (try await store.revisions().revision))
+        try await Self.withTeams { store, url, served in
+            let one = try await TestIdentityProvider.teamToken([1])
+            let grant = ScopeGrant.only([.int(1)])
+            let report = try await served.builder("team-1.sqlite", pageSize: 2, token: one).build()
+            #expect(try contents(ofSeed: report.output) == (try await Fixtures.contents(of: store, grant: grant)))
+            #expect(try contents(ofSeed: report.output)["events"]?.count == 3)
+            #expect(report.manifest.scopes == [1], "the seed says whose rows it holds")
+            #expect(try SeedFile.read(report.output) { try $0.metadata().scopes } == [1])
+            // Other teams change, an event (with its ticket) moves in, another moves out.
+            for title in ["a", "b", "c"] {
+                try await store.commit(Self.retitle(301, team: 3, title))
             }
+            try await store.commit(Self.move(201, to: 1))
+            try await store.commit(Self.move(102, to: 3))
+            try await store.commit(Self.retitle(301, team: 3, "last, not team 1's"))
+            let importer = SeedImporter(
+                configuration: .init(
+                    seed: report.output, database: served.path("app.sqlite"),
+                    server: .init(serverURL: url, token: one, requestTimeout: 10, retry: .none), syncLimit: 2))
+            let imported = try await importer.run()
+            #expect(imported.changeSets >= 2)
+            let rows = try contents(ofSeed: served.path("app.sqlite"))
+            #expect(rows == (try await Fixtures.contents(of: store, grant: grant)))
+            #expect(rows["events"]?.map { $0[0] } == [101, 103, 201])
+            #expect(try revision(of: served.path("app.sqlite")) == (try await store.revisions().revision))
         }
     }
 
@@ -50,112 +46,104 @@ import Testing
     /// one transaction (observers told), its queued edit ends rejected `scope_revoked` while team
     /// 1's is pushed; then team 2 comes back with a snapshot, the database equal to the grant's rows.
     @Test func aDeviceFollowsItsGrantAsItShrinksAndGrows() async throws {
-        try await withTemporaryDirectory { directory in
-            let store = try await Fixtures.clubsStore(in: directory)
-            try await withLiveServer(store, configure: { $0.jwt = TestIdentityProvider.teamJWT }) { url in
-                let served = ServedStore(url: url, store: store, directory: directory)
-                let both = try await TestIdentityProvider.teamToken([1, 2])
-                let seed = try await served.builder("teams-1-2.sqlite", token: both).build().output
-                let token = LockedValue(both)
-                var configuration = SeedImporter.Configuration(
-                    seed: seed, database: served.path("app.sqlite"),
-                    server: .init(serverURL: url, token: both, requestTimeout: 10, retry: .none), syncLimit: 2)
-                configuration.server.tokens = TokenProvider { _ in token.get() }
-                let importer = SeedImporter(configuration: configuration)
-                _ = try await importer.run()
-                try await importer.write { changes in
-                    try changes.update("events", key: 201, ["title": "team 2's edit"])
-                }
-                try await importer.write { changes in
-                    try changes.update("events", key: 101, ["title": "team 1's edit"])
-                    try changes.update("events", key: 102, ["title": "team 1's second edit"])
-                }
-                token.set(try await TestIdentityProvider.teamToken([1]))
-                let events = LockedValue([ImportEvent]())
-                let engine = SyncEngine(configuration: configuration, options: .init(wait: 1)) { event in
-                    events.set(events.get() + [event])
-                }
-                let observed = Task { () -> [ObservedRow] in
-                    var seen: [ObservedRow] = []
-                    for await row in await engine.observe(type: "events", key: 201) {
-                        seen.append(row)
-                        if seen.count == 3 { break }
-                    }
-                    return seen
-                }
-                await engine.start()
-                let app = served.path("app.sqlite")
-                try await SyncEngineTests.eventually("team 2's rows to leave") {
-                    try contents(ofSeed: app) == (try await Fixtures.contents(of: store, grant: .only([1])))
-                }
-                let rejected = events.get().compactMap { event -> String? in
-                    if case .rejected(_, let code, let message) = event { "\(code): \(message)" } else { nil }
-                }
-                #expect(rejected.count == 1)
-                #expect(rejected.first?.hasPrefix("scope_revoked: events[201] belongs to team 2") == true)
-                #expect(try await Self.title(of: 101, in: store) == "team 1's edit", "team 1's edit is pushed")
-                #expect(try await Self.title(of: 102, in: store) == "team 1's second edit")
-                #expect(try await Self.title(of: 201, in: store) == "team 2 event 1", "team 2's edit is not")
-                #expect(try SeedFile.read(app) { try $0.metadata().scopes } == [1])
-                let deletes = events.get().flatMap { event -> [JSONValue] in
-                    if case .applied(let set) = event { set.types["events"]?.deleted ?? [] } else { [] }
-                }
-                #expect(deletes == [201, 202, 203], "the app is told which rows left")
-
-                token.set(both)
-                await engine.syncNow()
-                try await SyncEngineTests.eventually("team 2's rows to come back") {
-                    try contents(ofSeed: app) == (try await Fixtures.contents(of: store, grant: .only([1, 2])))
-                }
-                #expect(try SeedFile.read(app) { try $0.metadata().scopes } == [1, 2])
-                #expect(
-                    events.get().contains { event in
-                        if case .replaced(let replacement) = event {
-                            replacement.reason == .scopesGranted
-                        } else {
-                            false
-                        }
-                    })
-                let seen = try await observed.value.map { $0.fields?["title"] }
-                #expect(seen == ["team 2's edit", nil, "team 2 event 1"])
-                await engine.stop()
+        try await Self.withTeams { store, url, served in
+            let both = try await TestIdentityProvider.teamToken([1, 2])
+            let seed = try await served.builder("teams-1-2.sqlite", token: both).build().output
+            let token = LockedValue(both)
+            var configuration = SeedImporter.Configuration(
+                seed: seed, database: served.path("app.sqlite"),
+                server: .init(serverURL: url, token: both, requestTimeout: 10, retry: .none), syncLimit: 2)
+            configuration.server.tokens = TokenProvider { _ in token.get() }
+            let importer = SeedImporter(configuration: configuration)
+            _ = try await importer.run()
+            try await importer.write { changes in
+                try changes.update("events", key: 201, ["title": "team 2's edit"])
             }
+            try await importer.write { changes in
+                try changes.update("events", key: 101, ["title": "team 1's edit"])
+                try changes.update("events", key: 102, ["title": "team 1's second edit"])
+            }
+            token.set(try await TestIdentityProvider.teamToken([1]))
+            let events = LockedValue([ImportEvent]())
+            let engine = SyncEngine(configuration: configuration, options: .init(wait: 1)) { event in
+                events.set(events.get() + [event])
+            }
+            let observed = Task { () -> [ObservedRow] in
+                var seen: [ObservedRow] = []
+                for await row in await engine.observe(type: "events", key: 201) {
+                    seen.append(row)
+                    if seen.count == 3 { break }
+                }
+                return seen
+            }
+            await engine.start()
+            let app = served.path("app.sqlite")
+            try await SyncEngineTests.eventually("team 2's rows to leave") {
+                try contents(ofSeed: app) == (try await Fixtures.contents(of: store, grant: .only([1])))
+            }
+            let rejected = events.get().compactMap { event -> String? in
+                if case .rejected(_, let code, let message) = event { "\(code): \(message)" } else { nil }
+            }
+            #expect(rejected.count == 1)
+            #expect(rejected.first?.hasPrefix("scope_revoked: events[201] belongs to team 2") == true)
+            #expect(try await Self.title(of: 101, in: store) == "team 1's edit", "team 1's edit is pushed")
+            #expect(try await Self.title(of: 102, in: store) == "team 1's second edit")
+            #expect(try await Self.title(of: 201, in: store) == "team 2 event 1", "team 2's edit is not")
+            #expect(try SeedFile.read(app) { try $0.metadata().scopes } == [1])
+            let deletes = events.get().flatMap { event -> [JSONValue] in
+                if case .applied(let set) = event { set.types["events"]?.deleted ?? [] } else { [] }
+            }
+            #expect(deletes == [201, 202, 203], "the app is told which rows left")
+
+            token.set(both)
+            await engine.syncNow()
+            try await SyncEngineTests.eventually("team 2's rows to come back") {
+                try contents(ofSeed: app) == (try await Fixtures.contents(of: store, grant: .only([1, 2])))
+            }
+            #expect(try SeedFile.read(app) { try $0.metadata().scopes } == [1, 2])
+            #expect(
+                events.get().contains { event in
+                    if case .replaced(let replacement) = event {
+                        replacement.reason == .scopesGranted
+                    } else {
+                        false
+                    }
+                })
+            let seen = try await observed.value.map { $0.fields?["title"] }
+            #expect(seen == ["team 2's edit", nil, "team 2 event 1"])
+            await engine.stop()
         }
     }
 
     /// A seed of another team is refused before it is installed, with a message that says so; a
     /// seed of every team is installed, and the rows the token does not read leave it at once.
     @Test func aSeedOfOtherTeamsIsRefusedAndOneOfAllIsTrimmed() async throws {
-        try await withTemporaryDirectory { directory in
-            let store = try await Fixtures.clubsStore(in: directory)
-            try await withLiveServer(store, configure: { $0.jwt = TestIdentityProvider.teamJWT }) { url in
-                let served = ServedStore(url: url, store: store, directory: directory)
-                let one = try await TestIdentityProvider.teamToken([1])
-                let two = try await TestIdentityProvider.teamToken([2])
-                let teamOne = try await served.builder("team-1.sqlite", token: one).build().output
-                let everyTeam = try await served.builder("all.sqlite").build().output
-                func importer(_ seed: String, _ database: String, _ token: String) -> SeedImporter {
-                    SeedImporter(
-                        configuration: .init(
-                            seed: seed, database: served.path(database),
-                            server: .init(serverURL: url, token: token, requestTimeout: 10, retry: .none)))
-                }
-                let error = try await #require(throws: ImportError.self) {
-                    try await importer(teamOne, "two.sqlite", two).run()
-                }
-                #expect(error.code == .mismatch)
-                #expect(
-                    error.description.contains("holds the rows of team 1, which the token does not grant (it grants 2)")
-                )
-                #expect(!FileManager.default.fileExists(atPath: served.path("two.sqlite")))
-
-                let report = try await importer(everyTeam, "one.sqlite", one).run()
-                #expect(report.installed)
-                #expect(
-                    try contents(ofSeed: served.path("one.sqlite"))
-                        == (try await Fixtures.contents(of: store, grant: .only([1]))))
-                #expect(try SeedFile.read(served.path("one.sqlite")) { try $0.metadata().scopes } == [1])
+        try await Self.withTeams { store, url, served in
+            let one = try await TestIdentityProvider.teamToken([1])
+            let two = try await TestIdentityProvider.teamToken([2])
+            let teamOne = try await served.builder("team-1.sqlite", token: one).build().output
+            let everyTeam = try await served.builder("all.sqlite").build().output
+            func importer(_ seed: String, _ database: String, _ token: String) -> SeedImporter {
+                SeedImporter(
+                    configuration: .init(
+                        seed: seed, database: served.path(database),
+                        server: .init(serverURL: url, token: token, requestTimeout: 10, retry: .none)))
             }
+            let error = try await #require(throws: ImportError.self) {
+                try await importer(teamOne, "two.sqlite", two).run()
+            }
+            #expect(error.code == .mismatch)
+            #expect(
+                error.description.contains("holds the rows of team 1, which the token does not grant (it grants 2)")
+            )
+            #expect(!FileManager.default.fileExists(atPath: served.path("two.sqlite")))
+
+            let report = try await importer(everyTeam, "one.sqlite", one).run()
+            #expect(report.installed)
+            #expect(
+                try contents(ofSeed: served.path("one.sqlite"))
+                    == (try await Fixtures.contents(of: store, grant: .only([1]))))
+            #expect(try SeedFile.read(served.path("one.sqlite")) { try $0.metadata().scopes } == [1])
         }
     }
 
@@ -227,32 +215,41 @@ import Testing
     /// rows), and `seed-verify` fails a seed whose manifest names other scope values than its
     /// metadata.
     @Test func aTeamsWorkFileIsNotResumedByAnotherAndAManifestMustNameItsValues() async throws {
+        try await Self.withTeams { store, url, served in
+            let one = try await TestIdentityProvider.teamToken([1])
+            let two = try await TestIdentityProvider.teamToken([2])
+            let output = served.path("team.sqlite")
+            let info = try await served.client(token: two).schema()
+            let started = try await SeedWriter.create(
+                at: output + ".partial", schema: info.schema, revision: info.revision, scopes: [2])
+            try started.close()
+            let error = try await #require(throws: SeedError.self) {
+                try await served.builder("team.sqlite", resume: true, token: one).build()
+            }
+            #expect(error.code == .notResumable)
+            #expect(error.description.contains("started with a token of other scope values"))
+            #expect(!FileManager.default.fileExists(atPath: output))
+
+            let report = try await served.builder("team.sqlite", token: one).build()
+            #expect(try await SeedVerifier.verify(report.output).passed)
+            var manifest = report.manifest
+            manifest.scopes = [2]
+            try manifest.jsonData().write(to: URL(fileURLWithPath: report.manifestPath))
+            let verified = try await SeedVerifier.verify(report.output)
+            #expect(!verified.passed)
+            #expect(verified.failures.contains { $0.detail.contains("scope values 2, the seed has 1") })
+        }
+    }
+
+    /// Runs `body` with the clubs store (`Fixtures.clubsStore`) served live, taking the team JWTs
+    /// of `TestIdentityProvider.teamJWT`.
+    static func withTeams(
+        _ body: @escaping @Sendable (any SyncStore, URL, ServedStore) async throws -> Void
+    ) async throws {
         try await withTemporaryDirectory { directory in
             let store = try await Fixtures.clubsStore(in: directory)
             try await withLiveServer(store, configure: { $0.jwt = TestIdentityProvider.teamJWT }) { url in
-                let served = ServedStore(url: url, store: store, directory: directory)
-                let one = try await TestIdentityProvider.teamToken([1])
-                let two = try await TestIdentityProvider.teamToken([2])
-                let output = served.path("team.sqlite")
-                let info = try await served.client(token: two).schema()
-                let started = try await SeedWriter.create(
-                    at: output + ".partial", schema: info.schema, revision: info.revision, scopes: [2])
-                try started.close()
-                let error = try await #require(throws: SeedError.self) {
-                    try await served.builder("team.sqlite", resume: true, token: one).build()
-                }
-                #expect(error.code == .notResumable)
-                #expect(error.description.contains("started with a token of other scope values"))
-                #expect(!FileManager.default.fileExists(atPath: output))
-
-                let report = try await served.builder("team.sqlite", token: one).build()
-                #expect(try await SeedVerifier.verify(report.output).passed)
-                var manifest = report.manifest
-                manifest.scopes = [2]
-                try manifest.jsonData().write(to: URL(fileURLWithPath: report.manifestPath))
-                let verified = try await SeedVerifier.verify(report.output)
-                #expect(!verified.passed)
-                #expect(verified.failures.contains { $0.detail.contains("scope values 2, the seed has 1") })
+                try await body(store, url, ServedStore(url: url, store: store, directory: directory))
             }
         }
     }

@@ -100,14 +100,17 @@ public struct SeedBuilder: Sendable {
         do {
             run.startRevision = try await writer.revision()
             try await progress(.started(revision: run.startRevision, rowCounts: info.rowCounts, resumed: resumed))
+            // A reader of some scope values names them in its addresses, which caches may share.
+            let scopes = info.scopes.map(ScopeList.init)
             try await download(
-                into: writer, version: info.schemaVersion, notBefore: info.minRevision, run: &run, progress: progress)
+                into: writer, version: info.schemaVersion, notBefore: info.minRevision, scopes: scopes, run: &run,
+                progress: progress)
             // The catch-up starts from the oldest page read (kept by the server or a cache).
             run.startRevision = try await writer.revision()
             run.mark("download", since: start, clock: clock)
             try await catchUp(
-                writer, serverTypes: Set(info.types.map(\.name)), version: info.schemaVersion, run: &run,
-                progress: progress)
+                writer, serverTypes: Set(info.types.map(\.name)), version: info.schemaVersion, scopes: scopes,
+                run: &run, progress: progress)
             run.mark("catchUp", since: start, clock: clock)
             try await progress(.finishing)
             if let scopes = options.scopes { run.scopeSeeds = try await cut(writer, by: scopes, info: info) }
@@ -183,7 +186,7 @@ public struct SeedBuilder: Sendable {
     /// while the current one is inserted. Pages are read at `notBefore` or later (the history's
     /// start), so that the catch-up from the oldest of them is still in the history.
     private func download(
-        into writer: SeedWriter, version: Int, notBefore: Int64, run: inout BuildRun,
+        into writer: SeedWriter, version: Int, notBefore: Int64, scopes: ScopeList?, run: inout BuildRun,
         progress: @Sendable (BuildEvent) async throws -> Void
     ) async throws {
         let cursors = try await writer.cursors()
@@ -191,7 +194,7 @@ public struct SeedBuilder: Sendable {
             guard let cursor = cursors[type.name], !cursor.isComplete else { continue }
             for try await (page, bytes) in client.snapshotPages(
                 of: type.name, after: cursor.after, limit: options.pageSize, schemaVersion: version,
-                notBefore: notBefore)
+                notBefore: notBefore, scopes: type.isScoped ? scopes : nil)
             {
                 try Task.checkCancellation()
                 let rows = try await writer.insert(page)
@@ -205,13 +208,13 @@ public struct SeedBuilder: Sendable {
     /// The change log from the seed's revision until the server has nothing more, one answer ahead;
     /// change sets of types left out of the seed are dropped, the revision still advances.
     private func catchUp(
-        _ writer: SeedWriter, serverTypes: Set<String>, version: Int, run: inout BuildRun,
+        _ writer: SeedWriter, serverTypes: Set<String>, version: Int, scopes: ScopeList?, run: inout BuildRun,
         progress: @Sendable (BuildEvent) async throws -> Void
     ) async throws {
         let included = Set(writer.schema.types.map(\.name))
         let excluded = serverTypes.subtracting(included)
         let feed = client.changeFeed(
-            from: try await writer.revision(), limit: options.syncLimit, schemaVersion: version)
+            from: try await writer.revision(), limit: options.syncLimit, schemaVersion: version, scopes: scopes)
         for try await response in feed {
             try Task.checkCancellation()
             let changeSets = response.changeSetsToApply.map { $0.removingChanges(ofTypes: excluded) }

@@ -209,13 +209,13 @@ extension SyncClient {
     /// each took, one page ahead, until the page whose `next` is `null`.
     package func snapshotPages(
         of type: String, after: JSONValue?, limit: Int, schemaVersion: Int?, fields: [String]? = nil,
-        notBefore: Int64? = nil
+        notBefore: Int64? = nil, scopes: ScopeList? = nil
     ) -> PrefetchingSequence<(page: FlatSnapshotPage, bytes: Int64), JSONValue?> {
         PrefetchingSequence(from: after) { [self] after in
             let before = bytesReceived
             let page = try await flatSnapshotPage(
                 of: type, after: after, limit: limit, schemaVersion: schemaVersion, fields: fields,
-                notBefore: notBefore)
+                notBefore: notBefore, scopes: scopes)
             return ((page, bytesReceived - before), page.next == .null ? .none : .some(page.next))
         }
     }
@@ -225,20 +225,24 @@ extension SyncClient {
     /// before ended at.
     ///
     /// With a `schemaVersion` and `readsLog`, the log is read with
-    /// ``changes(after:schemaVersion:limit:)``, which a cache in front of the server can answer,
+    /// ``changes(after:schemaVersion:limit:scopes:)``, which a cache in front of the server can answer,
     /// up to and including the head (kept by caches for one second at most); a server without
     /// `GET /v1/changes` (404) is read with ``sync(from:limit:pushing:schemaVersion:wait:)``.
     /// Without them, every answer comes from `sync`, from the origin: for a client that asks again
     /// at the head and must see the newest revision. `limit` applies to the `sync` requests: log
     /// reads leave the length to the server, so that every client asks for the same addresses.
+    /// `scopes`, a reader's values, are named in the log reads' addresses (`sync` reads for the
+    /// token's grant).
     package func changeFeed(
-        from revision: Int64, limit: Int, schemaVersion: Int?, readsLog: Bool = true, ahead: Int = 1
+        from revision: Int64, limit: Int, schemaVersion: Int?, readsLog: Bool = true, ahead: Int = 1,
+        scopes: ScopeList? = nil
     ) -> PrefetchingSequence<SyncResponse, FeedCursor> {
         let start = FeedCursor(revision: revision, readsLog: readsLog && schemaVersion != nil)
-        return PrefetchingSequence(from: start, ahead: ahead) { [self] cursor in
+        return PrefetchingSequence(from: start, ahead: ahead) { [self, scopes] cursor in
             if cursor.readsLog, let schemaVersion {
                 do {
-                    let response = try await changes(after: cursor.revision, schemaVersion: schemaVersion)
+                    let response = try await changes(
+                        after: cursor.revision, schemaVersion: schemaVersion, scopes: scopes)
                     return (
                         response, response.hasMore ? FeedCursor(revision: response.maxRevision, readsLog: true) : nil
                     )

@@ -129,27 +129,30 @@ public final class SyncClient: Sendable {
     /// A page may have been read a while ago (the server and caches keep pages for a time): it says
     /// its `revision`, and a catch-up from the oldest revision of the pages brings it forward. With
     /// `notBefore`, the page is one read at that revision or later (a client whose catch-up cannot
-    /// start earlier: the history's start, or its own revision).
+    /// start earlier: the history's start, or its own revision). With `scopes`, a page of a scoped
+    /// type holds the rows of those scope values alone, at an address caches may share between
+    /// every reader of them (the token must grant each; PROTOCOL.md §10).
     public func snapshotPage(
         of type: String, after: JSONValue?, limit: Int, schemaVersion: Int? = nil, fields: [String]? = nil,
-        notBefore: Int64? = nil
+        notBefore: Int64? = nil, scopes: ScopeList? = nil
     ) async throws -> SnapshotPage {
         SnapshotPage(
             try await flatSnapshotPage(
                 of: type, after: after, limit: limit, schemaVersion: schemaVersion, fields: fields,
-                notBefore: notBefore))
+                notBefore: notBefore, scopes: scopes))
     }
 
-    /// ``snapshotPage(of:after:limit:schemaVersion:fields:notBefore:)``, its rows as cells.
+    /// ``snapshotPage(of:after:limit:schemaVersion:fields:notBefore:scopes:)``, its rows as cells.
     package func flatSnapshotPage(
         of type: String, after: JSONValue?, limit: Int, schemaVersion: Int? = nil, fields: [String]? = nil,
-        notBefore: Int64? = nil
+        notBefore: Int64? = nil, scopes: ScopeList? = nil
     ) async throws -> FlatSnapshotPage {
         var query = [URLQueryItem(name: "limit", value: String(limit))]
         if let key = after?.keyString { query.append(URLQueryItem(name: "after", value: key)) }
         if let schemaVersion { query.append(URLQueryItem(name: "schemaVersion", value: String(schemaVersion))) }
         if let fields { query.append(URLQueryItem(name: "fields", value: fields.joined(separator: ","))) }
         if let notBefore { query.append(URLQueryItem(name: "notBefore", value: String(notBefore))) }
+        if let scopes { query.append(URLQueryItem(name: "scopes", value: scopes.parameter)) }
         let page = try await send(path: "v1/snapshot/\(type)", query: query) { data, label in
             try Self.parse(data, label: label, reading: { try FlatSnapshotPage(json: $0) })
         }
@@ -236,6 +239,11 @@ public final class SyncClient: Sendable {
     /// from its `maxRevision`; an answer without it is the head, after which a client continues
     /// with ``sync(from:limit:pushing:schemaVersion:wait:)``. See `docs/PROTOCOL.md`.
     ///
+    /// With `scopes` (a reader of some scope values names its values, as `GET /v1/schema` lists
+    /// them), the answer is the log as those values see it, with gaps (``SyncResponse/scopes``),
+    /// at an address caches may share between every reader of them; an answer for other values is
+    /// refused.
+    ///
     /// ```swift
     /// var answer = try await client.changes(after: seedRevision, schemaVersion: 1)
     /// while answer.hasMore { answer = try await client.changes(after: answer.maxRevision, schemaVersion: 1) }
@@ -243,14 +251,23 @@ public final class SyncClient: Sendable {
     ///
     /// - Throws: ``SyncClientError`` as ``sync(from:limit:pushing:schemaVersion:wait:)`` does;
     ///   `serverError` with status 404 from a server that predates `GET /v1/changes`.
-    public func changes(after revision: Int64, schemaVersion: Int, limit: Int? = nil) async throws -> SyncResponse {
+    public func changes(
+        after revision: Int64, schemaVersion: Int, limit: Int? = nil, scopes: ScopeList? = nil
+    ) async throws -> SyncResponse {
         var query = [
             URLQueryItem(name: "after", value: String(revision)),
             URLQueryItem(name: "schemaVersion", value: String(schemaVersion)),
         ]
         if let limit { query.append(URLQueryItem(name: "limit", value: String(limit))) }
+        if let scopes { query.append(URLQueryItem(name: "scopes", value: scopes.parameter)) }
         let response = try await send(path: "v1/changes", query: query) { data, label in
             try Self.parse(data, label: label, as: SyncResponse.init(json:))
+        }
+        if let scopes, response.scopes.map(ScopeList.init) != scopes {
+            throw SyncClientError(
+                .malformedResponse,
+                "GET /v1/changes?scopes=\(scopes.parameter) answered for scope values \(response.scopes.map { ScopeList($0).description } ?? "(every one)"): a cache in front of the server keeps answers under an address that leaves out the query"
+            )
         }
         try Self.checkChangeSets(of: response, from: revision, label: "GET /v1/changes")
         return response

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import SeedSyncModel
@@ -106,6 +107,85 @@ import Testing
             let empty = try await client.execute(
                 uri: "/v1/snapshot/events", method: .get, headers: headers(token: none))
             #expect(try SnapshotPage(json: JSONParser.parse(Array(buffer: empty.body))).rows.isEmpty)
+        }
+    }
+
+    @Test func anAddressNamingItsTeamsIsTheSameForEveryReaderAndCachesMayShareIt() async throws {
+        try await withClubsServer { client, store in
+            let one = try await TestIdentityProvider.teamToken([1])
+            let both = try await TestIdentityProvider.teamToken([1, 2])
+            func get(_ uri: String, _ token: String?) async throws -> TestResponse {
+                try await client.execute(uri: uri, method: .get, headers: headers(token: token))
+            }
+            let page = try await get("/v1/snapshot/events?notBefore=0&scopes=1", one)
+            #expect(page.headers[.cacheControl]?.hasPrefix("public") == true)
+            #expect(
+                try SnapshotPage(json: JSONParser.parse(Array(buffer: page.body))).rows.map { $0[0] } == [
+                    101, 102, 103,
+                ])
+            let staticToken = try await get("/v1/snapshot/events?notBefore=0&scopes=1", TestTokens.read)
+            #expect(staticToken.body == page.body, "the answer depends on the address alone")
+            let pair = try await get("/v1/snapshot/events?notBefore=0&scopes=1,2", both)
+            #expect(try SnapshotPage(json: JSONParser.parse(Array(buffer: pair.body))).rows.count == 6)
+            // Another team's value, named alone or beside its own: refused from the token alone.
+            for uri in [
+                "/v1/snapshot/events?scopes=2", "/v1/snapshot/events?scopes=1,2",
+                "/v1/changes?after=0&schemaVersion=1&scopes=3",
+            ] {
+                let refused = try await get(uri, one)
+                #expect(refused.status == .forbidden && errorCode(refused) == "forbidden", "\(uri)")
+                #expect(String(buffer: refused.body).contains("does not grant team"), "\(uri)")
+                #expect(!String(buffer: refused.body).contains("10"), "no row of another team in \(uri)")
+            }
+            // One spelling per list, so that every reader of the same values asks for one address.
+            for uri in [
+                "/v1/snapshot/events?scopes=2,1", "/v1/snapshot/events?scopes=01", "/v1/snapshot/events?scopes=1,1",
+                "/v1/snapshot/events?scopes=1&scopes=2", "/v1/snapshot/events?scopes=x",
+            ] {
+                let refused = try await get(uri, both)
+                #expect(refused.status == .badRequest && errorCode(refused) == "invalid_parameter", "\(uri)")
+            }
+            let start = try await store.revisions().revision
+            try await store.commit(Self.edit(event: 201, team: 2))
+            try await store.commit(Self.edit(event: 101, team: 1))
+            let changes = try await get("/v1/changes?after=\(start)&schemaVersion=1&scopes=1", one)
+            #expect(changes.headers[.cacheControl]?.hasPrefix("public") == true)
+            let feed = try SyncResponse(json: JSONParser.parse(Array(buffer: changes.body)))
+            #expect(feed.changeSets.map(\.revision) == [start + 2] && feed.scopes == [1])
+            #expect(
+                try await get("/v1/changes?after=\(start)&schemaVersion=1&scopes=1", TestTokens.read).body
+                    == changes.body)
+        }
+    }
+
+    /// `GET /v1/auth` as a cache asks it (nginx's `auth_request` with `X-Original-URI`): a reader of
+    /// some teams may read an address that names its teams, or a shared type's pages; nothing that
+    /// a kept answer of every team may sit at, however it is spelled.
+    @Test func theAuthCheckLetsAReaderOfSomeTeamsReadTheAddressesOfItsTeamsAlone() async throws {
+        try await withClubsServer { client, _ in
+            let one = try await TestIdentityProvider.teamToken([1])
+            func check(_ address: String?, _ token: String?) async throws -> HTTPResponse.Status {
+                var extra: HTTPFields = [:]
+                if let address { extra[HTTPField.Name("X-Original-URI")!] = address }
+                return try await client.execute(uri: "/v1/auth", method: .get, headers: headers(token: token, extra))
+                    .status
+            }
+            let allowed = [
+                "/v1/changes?after=0&schemaVersion=1&scopes=1", "/v1/snapshot/events?limit=5&scopes=1",
+                "/v1/snapshot/venues?limit=5", "/v1/auth",
+            ]
+            for address in allowed { #expect(try await check(address, one) == .noContent, "\(address)") }
+            #expect(try await check(nil, one) == .noContent, "a token check of its own")
+            let refused = [
+                "/v1/changes?after=0&schemaVersion=1", "/v1/changes?after=0&schemaVersion=1&scopes=2",
+                "/v1/snapshot/events?limit=5", "/v1/snapshot/%65vents?limit=5", "/v1/%63hanges?after=0",
+                "/v1//changes?after=0", "/v1/snapshot/venues/../events", "/v1/snapshot/nothing", "/v1/seeds",
+            ]
+            for address in refused { #expect(try await check(address, one) == .forbidden, "\(address)") }
+            #expect(try await check("/v1/changes?after=0&schemaVersion=1", TestTokens.read) == .noContent)
+            #expect(try await check("/v1/changes?after=0&schemaVersion=1&scopes=3", TestTokens.read) == .noContent)
+            #expect(try await check("/v1/changes?after=0&scopes=2,1", TestTokens.read) == .badRequest)
+            #expect(try await check("/v1/changes?after=0", nil) == .unauthorized)
         }
     }
 

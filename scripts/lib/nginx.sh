@@ -1,8 +1,9 @@
 # An nginx on loopback in front of seed-servers, as a CDN or a team's reverse proxy would be: it
 # keeps `GET /v1/changes` answers and snapshot pages in a proxy_cache for as long as their
 # Cache-Control says (one origin read per address at a time: proxy_cache_lock), asks the origin's
-# `GET /v1/auth` before answering from the cache (auth_request, the verdict kept 60 s per token, one
-# check at a time per token), and passes every other request through. Needs setup.sh and
+# `GET /v1/auth` about the address before answering from the cache (auth_request with X-Original-URI,
+# the verdict kept 60 s per token, path and `scopes`, one check at a time for each), and passes every
+# other request through. Needs setup.sh and
 # postgres.sh (free_port) sourced; started and stopped by the script that uses it (stop_nginx, also
 # on failure).
 
@@ -35,6 +36,12 @@ http {
     client_body_temp_path $work/nginx/body;
     proxy_cache_path $work/nginx/cache levels=1:2 keys_zone=changes:16m max_size=4g inactive=1h use_temp_path=off;
     proxy_cache_path $work/nginx/auth keys_zone=auth:4m inactive=10m;
+    # A verdict of GET /v1/auth holds for the token, the path and the scope values the address names
+    # (PROTOCOL.md §10): the same for every block of the log, one check per token for each.
+    map \$request_uri \$auth_address {
+        "~^(?<address_path>[^?]*)\?(?:.*&)?(?<address_scopes>scopes=[^&]*)" "\$address_path?\$address_scopes";
+        "~^(?<address_path>[^?]*)" "\$address_path";
+    }
     upstream origin {
 $servers        keepalive 64;
     }
@@ -57,8 +64,9 @@ $servers        keepalive 64;
             proxy_pass http://origin/v1/auth;
             proxy_pass_request_body off;
             proxy_set_header Content-Length "";
+            proxy_set_header X-Original-URI \$request_uri;
             proxy_cache auth;
-            proxy_cache_key \$http_authorization;
+            proxy_cache_key "\$http_authorization \$auth_address";
             proxy_cache_lock on;
             proxy_cache_valid 204 60s;
         }

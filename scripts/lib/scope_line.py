@@ -295,11 +295,16 @@ def query(path, parameters):
 
 
 class Reader:
-    """A token, the scope values it grants (None: every value, a static token) and what it may never see."""
+    """A token, the scope values it reads (None: every value, a static token) and what it may never see; a
+    reader that names its values in its addresses (`scopes=`) reads those alone, whatever its token grants."""
 
-    def __init__(self, name, token, grant, history):
+    def __init__(self, name, token, grant, history, named=None):
         self.name, self.token, self.grant = name, token, grant
+        # named: the `scopes` parameter its reads send (an address caches may share), or None.
+        self.named = named
         self.scoped = grant is not None
+        # A reader of some values that does not name them is answered `private`.
+        self.private = self.scoped and named is None
         self.markers = [MARKER[team] for team in TEAMS if self.scoped and team not in grant]
         self.other_values = {team for team in TEAMS if self.scoped and team not in grant}
         self.history, self.hidden, self.hidden_at = history, None, None
@@ -404,8 +409,8 @@ def no_leaks(reader, value, where, named=None):
 
 
 class Suite:
-    def __init__(self, server, history, jwt_key):
-        self.server, self.history = server, history
+    def __init__(self, server, history, jwt_key, cache=None):
+        self.server, self.history, self.cache = server, history, cache
         self.jwt_key = jwt_key
         self.sequence = 0
 
@@ -456,19 +461,36 @@ class Suite:
         return variants
 
     def snapshot(self, reader, type_name):
-        rows = self.history.rows(reader.grant)[type_name]
         for parameters in self.snapshot_variants(type_name):
             fields = parameters["fields"].split(",") if "fields" in parameters else FIELDS[type_name]
             columns = ["id"] + [field for field in FIELDS[type_name] if field in fields] + ["revision"]
-            after = int(parameters.get("after", -1))
-            expected = [[key] + [row[column] for column in columns[1:]] for key, row in sorted(rows.items()) if key > after]
-            seen = self.pages(reader, type_name, parameters, columns)
-            check(seen == expected, f"{query('/v1/snapshot/' + type_name, parameters)} paged to the end read "
-                                    f"{seen}, the grant reads {expected}")
+            if reader.named is not None:
+                parameters = {**parameters, "scopes": reader.named}
+            start = int(parameters.get("after", -1))
+            walk = self.pages(reader, type_name, parameters, columns)
+            # A kept page (the server's or a cache's) may be older than the head: each is checked against
+            # the rows at the revision it says, which the client catches up from.
+            for after, page in walk:
+                expected = self.expected_rows(reader, type_name, columns, after, page["revision"])
+                where = query("/v1/snapshot/" + type_name, {**parameters, "after": after})
+                check(page["rows"] == expected[:len(page["rows"])] and (page["next"] is not None
+                                                                      or len(page["rows"]) == len(expected)),
+                      f"{where}: a page of revision {page['revision']} read {page['rows']}, the grant reads "
+                      f"{expected} then")
+            if all(page["revision"] == self.history.head for _, page in walk):
+                seen = [row for _, page in walk for row in page["rows"]]
+                expected = self.expected_rows(reader, type_name, columns, start, self.history.head)
+                check(seen == expected, f"{query('/v1/snapshot/' + type_name, parameters)} paged to the end read "
+                                        f"{seen}, the grant reads {expected}")
+
+    def expected_rows(self, reader, type_name, columns, after, revision):
+        rows = self.history.rows(reader.grant, revision)[type_name]
+        return [[key] + [row[column] for column in columns[1:]] for key, row in sorted(rows.items()) if key > after]
 
     def pages(self, reader, type_name, parameters, columns):
-        """Every row of the pages from `parameters` on, following `next`; checks each page on the way."""
-        seen, parameters = [], dict(parameters)
+        """The pages from `parameters` on, following `next`, each with the key it was read after (-1: from
+        the first); checks each page on the way."""
+        walk, parameters = [], dict(parameters)
         limit = int(parameters.get("limit", 5000))
         for _ in range(100):
             path = query(f"/v1/snapshot/{type_name}", parameters)
@@ -476,14 +498,14 @@ class Suite:
             check(answer.status == 200, f"GET {path}: {answer}")
             page = answer.json()
             no_leaks(reader, page, f"GET {path}")
-            self.check_cache_control(reader, answer, path, private=reader.scoped and SCOPED_BY[type_name] is not None)
+            self.check_cache_control(reader, answer, path, private=reader.private and SCOPED_BY[type_name] is not None)
             check(page["columns"] == columns, f"GET {path}: columns {page['columns']}, expected {columns}")
             check(page["revision"] >= int(parameters.get("notBefore", 0)),
                   f"GET {path}: a page of revision {page['revision']}, before notBefore")
             check(len(page["rows"]) <= limit, f"GET {path}: {len(page['rows'])} rows, over the limit")
-            seen += page["rows"]
+            walk.append((int(parameters.get("after", -1)), page))
             if page["next"] is None:
-                return seen
+                return walk
             # A `next` past the reader's last row would tell it that a row of another team follows.
             check(page["rows"] and page["next"] == page["rows"][-1][0],
                   f"GET {path}: next {page['next']!r} is not the key of the page's last row")
@@ -544,15 +566,22 @@ class Suite:
 
     def changes(self, reader):
         def read(after, variant):
-            path = query("/v1/changes", {"after": after, "schemaVersion": 1, **variant})
+            named = {} if reader.named is None else {"scopes": reader.named}
+            path = query("/v1/changes", {"after": after, "schemaVersion": 1, **variant, **named})
             answer = self.server.get(path, reader.token)
             if answer.status == 200:
-                self.check_cache_control(reader, answer, path, private=reader.scoped)
+                self.check_cache_control(reader, answer, path, private=reader.private)
                 check(answer.headers.get("etag"), f"GET {path}: no ETag")
             return f"GET {path}", answer
         self.log_reads(reader, read, self.LOG_STARTS + (self.history.head,), self.LOG_VARIANTS)
 
     def reader_cases(self, reader):
+        if reader.named is not None:
+            # `scopes=` names what the log reads and the pages hold; the schema and POST /v1/sync answer the token.
+            return [(f"{reader.name}: GET /v1/snapshot/{name}, {len(self.snapshot_variants(name))} variants paged to "
+                     f"the end", lambda name=name: self.snapshot(reader, name)) for name in TYPES] + \
+                [(f"{reader.name}: GET /v1/changes from {len(self.LOG_STARTS) + 1} revisions × "
+                  f"{len(self.LOG_VARIANTS)} limits, to the end", lambda: self.changes(reader))]
         return [(f"{reader.name}: GET /v1/schema rowCounts", lambda: self.schema(reader))] + \
             [(f"{reader.name}: GET /v1/snapshot/{name}, {len(self.snapshot_variants(name))} variants paged to the end",
               lambda name=name: self.snapshot(reader, name)) for name in TYPES] + \
@@ -743,6 +772,11 @@ class Suite:
             ("POST", "/v1/sync", {"maxRevision": head + 50}, 409),
             ("POST", "/v1/sync", {"maxRevision": 0, "limit": 0}, 400),
             ("POST", "/v1/admin/changes", admin_body({"events": {"delete": [hidden_event]}}), 403),
+            ("GET", "/v1/snapshot/events?scopes=2", None, 403),
+            ("GET", "/v1/snapshot/tickets?notBefore=0&scopes=1,2", None, 403),
+            ("GET", "/v1/changes?after=0&schemaVersion=1&scopes=2", None, 403),
+            ("GET", "/v1/changes?after=0&schemaVersion=1&scopes=2,1", None, 400),
+            ("GET", "/v1/snapshot/events?scopes=1&scopes=2", None, 400),
         ]
         for method, path, body, status in requests:
             answer = self.server.request(method, path, reader.token, body)
@@ -788,16 +822,63 @@ class Suite:
         no_leaks(reader, answer.json(), "the live sync")
         check(answer.json()["changeSets"] == [], f"LEAK the live sync: {answer}")
 
+    # Through a shared cache (nginx: proxy_cache keyed by the address, auth_request to GET /v1/auth).
+
+    CACHED = ["/v1/changes?after=0&schemaVersion=1", "/v1/changes?after=4&schemaVersion=1",
+              "/v1/snapshot/events?notBefore=0", "/v1/snapshot/tickets?limit=2&notBefore=0"]
+
+    def cache_keeps_every_team_for_the_static_token(self):
+        for path in self.CACHED:
+            for attempt in ("MISS", "HIT"):
+                answer = self.cache.get(path, "read")
+                check(answer.status == 200, f"GET {path} through the cache: {answer}")
+                status = answer.headers.get("x-cache-status")
+                check(attempt == "MISS" or status == "HIT", f"GET {path} again through the cache: {status}, not HIT")
+
+    def cache_refuses_kept_answers_of_every_team(self, reader):
+        """The addresses the static token's answers are kept under: refused to a reader of some values,
+        however the address is spelled."""
+        spelled = ["/v1/%63hanges?after=0&schemaVersion=1", "/v1//changes?after=0&schemaVersion=1",
+                   "/v1/snapshot/%65vents?notBefore=0", "/v1/snapshot/venues/../events?notBefore=0"]
+        for path in self.CACHED + spelled:
+            answer = self.cache.get(path, reader.token)
+            check(answer.status != 200, f"LEAK GET {path} through the cache as {reader.name}: {answer.status}, "
+                                        f"{answer.headers.get('x-cache-status')} {answer.body[:200]!r}")
+            if answer.body:
+                no_leaks(reader, answer.json() if answer.body.startswith(b"{") else {}, f"GET {path} through the cache")
+        shared = self.cache.get("/v1/snapshot/venues?notBefore=0", reader.token)
+        check(shared.status == 200, f"GET /v1/snapshot/venues through the cache as {reader.name}: {shared}")
+
+    def cache_shares_a_team_address(self, reader, other=None):
+        """`reader`'s own address is kept and answered from the cache, whole and without another team's
+        rows; `other` (another team), when given, is refused it, kept or not, with or without the entity tag."""
+        for path in self.CACHED:
+            named = f"{path}&scopes={reader.named}"
+            first = self.cache.get(named, reader.token)
+            check(first.status == 200, f"GET {named} through the cache as {reader.name}: {first}")
+            no_leaks(reader, first.json(), f"GET {named} through the cache")
+            again = self.cache.get(named, reader.token)
+            check(again.headers.get("x-cache-status") == "HIT" and again.body == first.body,
+                  f"GET {named} again through the cache: {again.headers.get('x-cache-status')}, not a HIT of the same body")
+            tag = first.headers.get("etag")
+            kept = self.cache.get(named, reader.token, {"If-None-Match": tag})
+            check(kept.status == 304, f"GET {named} with its ETag through the cache: {kept.status}, not 304")
+            for headers in ({}, {"If-None-Match": tag}) if other else ():
+                refused = self.cache.get(named, other.token, headers)
+                check(refused.status == 403, f"LEAK GET {named} through the cache as {other.name} {headers}: "
+                                             f"{refused.status} {refused.body[:200]!r}")
+                no_leaks(other, refused.json() if refused.body.startswith(b"{") else {}, f"GET {named} as {other.name}")
+
     def health(self):
         answer = self.server.get("/health", None)
         check(answer.status == 200, f"GET /health: {answer}")
 
 
 def cases(suite, readers):
-    a, b, string_one, empty, static = readers
+    a, b, string_one, empty, static, a_named, b_named, empty_named, static_named = readers
     # The static reader first: the server then keeps pages and change sets of every team when the others ask.
     listed = [("load the history through POST /v1/admin/changes", suite.load)]
-    for reader in [static, a, b, string_one, empty]:
+    for reader in [static, a, b, string_one, empty, a_named, empty_named, static_named]:
         listed += suite.reader_cases(reader)
     listed += [
         ("A: GET /v1/auth", lambda: check(suite.server.get("/v1/auth", a.token).status == 204, "not 204")),
@@ -833,6 +914,19 @@ def cases(suite, readers):
     for reader in (a, b):
         listed += [(f"after the writes, {name}", function) for name, function in suite.reader_cases(reader)
                    if "snapshot/events" in name or "changes" in name]
+    if suite.cache:
+        listed += [("through the cache: the static token's answers kept", suite.cache_keeps_every_team_for_the_static_token)]
+        listed += [(f"through the cache: {reader.name} refused the kept answers of every team",
+                    lambda reader=reader: suite.cache_refuses_kept_answers_of_every_team(reader))
+                   for reader in (a, b, string_one, empty)]
+        listed += [(f"through the cache: {reader.name}'s address kept, and refused to {other.name}",
+                    lambda reader=reader, other=other: suite.cache_shares_a_team_address(reader, other))
+                   for reader, other in ((a_named, b), (b_named, a))]
+        listed += [(f"through the cache: {empty_named.name}'s address kept (every token may read it)",
+                    lambda: suite.cache_shares_a_team_address(empty_named))]
+        for reader in (a_named, b_named):
+            listed += [(f"through the cache, {name}", function) for name, function in
+                       Suite(suite.cache, suite.history, suite.jwt_key).reader_cases(reader)]
     listed += [("the server answers /health", suite.health)]
     return listed
 
@@ -866,6 +960,7 @@ def main():
     parser.add_argument("--read-token")
     parser.add_argument("--admin-token")
     parser.add_argument("--jwt-key")
+    parser.add_argument("--cache", help="a cache in front of the server (nginx, scripts/lib/nginx.sh)")
     options = parser.parse_args()
     if options.write_schema:
         with open(options.write_schema, "w") as file:
@@ -875,12 +970,18 @@ def main():
         parser.error("URL, --read-token, --admin-token and --jwt-key are required")
     history = History()
     server = Server(options.url, {"read": options.read_token, "admin": options.admin_token})
-    suite = Suite(server, history, jwt_keys.load_key(options.jwt_key))
-    readers = [Reader("A (teams [1])", suite.jwt(teams=[1]), {1}, history),
-               Reader("B (teams [2])", suite.jwt(teams=[2]), {2}, history),
+    cache = Server(options.cache, server.tokens) if options.cache else None
+    suite = Suite(server, history, jwt_keys.load_key(options.jwt_key), cache)
+    a, b, empty = suite.jwt(teams=[1]), suite.jwt(teams=[2]), suite.jwt(teams=[])
+    readers = [Reader("A (teams [1])", a, {1}, history),
+               Reader("B (teams [2])", b, {2}, history),
                Reader('teams ["1"]', suite.jwt(teams=["1"]), {1}, history),
-               Reader("teams []", suite.jwt(teams=[]), set(), history),
-               Reader("static read token", "read", None, history)]
+               Reader("teams []", empty, set(), history),
+               Reader("static read token", "read", None, history),
+               Reader("A naming team 1 (scopes=1)", a, {1}, history, named="1"),
+               Reader("B naming team 2 (scopes=2)", b, {2}, history, named="2"),
+               Reader("teams [] naming none (scopes=)", empty, set(), history, named=""),
+               Reader("static read token naming team 2 (scopes=2)", "read", {2}, history, named="2")]
     return execute(cases(suite, readers))
 
 

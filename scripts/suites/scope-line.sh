@@ -10,6 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/lib/setup.sh
 source scripts/lib/server.sh
+source scripts/lib/postgres.sh
+source scripts/lib/nginx.sh
 
 bin=
 while [ $# -gt 0 ]; do
@@ -20,7 +22,7 @@ while [ $# -gt 0 ]; do
 done
 
 work=$(mktemp -d)
-trap 'stop_server; rm -rf "$work"' EXIT
+trap 'stop_nginx; stop_server; rm -rf "$work"' EXIT
 ensure_system_packages
 bin=$(built_products "$bin" debug seed-server seed-build seed-verify)
 for token in read admin; do new_token "$work/$token"; done
@@ -33,10 +35,12 @@ python3 scripts/lib/scope_line.py --write-schema "$work/schema.json"
 # shows. Log blocks of 4 revisions: the log reads cross blocks, and some answers show a team nothing.
 start_server "$bin" "$work/server.sqlite" "$work/read" "$work" "" "$work/admin" --shared-cache \
     --changes-block-size 4 --jwks-file "$work/jwks.json" --jwt-scope-claim teams --jwt-role-claim role
-echo "== sqlite store: seed-server pid $SERVER_PID at $SERVER_URL"
+# nginx in front (proxy_cache, auth_request to GET /v1/auth): the suite's last cases read through it.
+start_nginx "$work" "$SERVER_URL"
+echo "== sqlite store: seed-server pid $SERVER_PID at $SERVER_URL, nginx at $NGINX_URL"
 failed=0
 python3 scripts/lib/scope_line.py "$SERVER_URL" --read-token "$(cat "$work/read")" --admin-token "$(cat "$work/admin")" \
-    --jwt-key "$work/jwt-key.pem" || failed=1
+    --jwt-key "$work/jwt-key.pem" --cache "$NGINX_URL" || failed=1
 # One build with the static token cuts a seed per team (seed-build --every-scope); each verifies, says its
 # team, and holds that team's events alone.
 echo "== seed-build --every-scope"

@@ -54,7 +54,9 @@ extension ImportSession {
         let staging = try MigrationStaging(
             at: files.migration.path, types: Self.stagedTypes(changes, from: old, to: new))
         defer { files.migration.remove() }
-        let rows = try await stage(into: staging, version: version, from: fromRevision, old: old, excluded: excluded)
+        let rows = try await stage(
+            into: staging, version: version, from: fromRevision, old: old, excluded: excluded,
+            scopes: server.scopes.map(ScopeList.init))
         let (migrated, applied, events) = try await database.migrated(
             from: old, to: new, changes: changes, staging: staging)
         database = migrated
@@ -70,10 +72,12 @@ extension ImportSession {
 
     /// Downloads what the migration needs into `staging` and closes it, also on failure; returns the rows.
     private func stage(
-        into staging: MigrationStaging, version: Int, from revision: Int64, old: DatasetSchema, excluded: Set<String>
+        into staging: MigrationStaging, version: Int, from revision: Int64, old: DatasetSchema, excluded: Set<String>,
+        scopes: ScopeList?
     ) async throws -> Int {
         do {
-            let rows = try await download(into: staging, version: version, from: revision, old: old, excluded: excluded)
+            let rows = try await download(
+                into: staging, version: version, from: revision, old: old, excluded: excluded, scopes: scopes)
             try staging.close()
             return rows
         } catch {
@@ -101,11 +105,12 @@ extension ImportSession {
 
     /// The staged types' pages, read at `revision` or later (the change sets are staged from it),
     /// then the change sets from `revision` until the server has no more, in `version`, into
-    /// `staging`.
+    /// `staging`. `scopes`: the values of a reader of some, named in the addresses.
     ///
     /// - Returns: the rows downloaded.
     private func download(
-        into staging: MigrationStaging, version: Int, from revision: Int64, old: DatasetSchema, excluded: Set<String>
+        into staging: MigrationStaging, version: Int, from revision: Int64, old: DatasetSchema, excluded: Set<String>,
+        scopes: ScopeList?
     ) async throws -> Int {
         var rows = 0
         for type in staging.types.values.sorted(by: { $0.name < $1.name }) {
@@ -113,14 +118,16 @@ extension ImportSession {
             var after: JSONValue?
             let pages = client.snapshotPages(
                 of: type.name, after: nil, limit: Self.migrationPageSize, schemaVersion: version,
-                fields: isNew ? nil : type.fields.map(\.name), notBefore: revision)
+                fields: isNew ? nil : type.fields.map(\.name), notBefore: revision, scopes: type.isScoped ? scopes : nil
+            )
             for try await (page, _) in pages {
                 try Task.checkCancellation()
                 after = try staging.insert(page, after: after)
                 rows += page.rows.count
             }
         }
-        let feed = client.changeFeed(from: revision, limit: configuration.syncLimit, schemaVersion: version)
+        let feed = client.changeFeed(
+            from: revision, limit: configuration.syncLimit, schemaVersion: version, scopes: scopes)
         for try await response in feed {
             try Task.checkCancellation()
             try staging.append(response.changeSets.map { $0.removingChanges(ofTypes: excluded).removingOldIDs() })

@@ -55,9 +55,10 @@ extension ImportSession {
     /// The next `/v1/sync` answer from `revision`, in the database's schema `version`, checked:
     /// pushing `entries` in a request of their own, or, with nothing to push, from `feed`, the
     /// answers read and checked ahead (started from `revision` when there is none; it ends after
-    /// an answer without `hasMore`).
+    /// an answer without `hasMore`). `scopes`: the values of a reader of some, named in the log
+    /// reads' addresses.
     func next(
-        from revision: Int64, pushing entries: [OutboxEntry], version: Int, check: AnswerCheck,
+        from revision: Int64, pushing entries: [OutboxEntry], version: Int, scopes: ScopeList?, check: AnswerCheck,
         feed: inout PrefetchingSequence<CheckedAnswer, FeedCursor>.Iterator?
     ) async throws -> CheckedAnswer {
         let limit = configuration.syncLimit
@@ -70,8 +71,10 @@ extension ImportSession {
         // many), so that the next transaction is read while this one is written.
         let (ahead, rows) = (Self.maxAnswersAhead, configuration.maxRowsPerTransaction)
         func newFeed(readsLog: Bool) -> PrefetchingSequence<CheckedAnswer, FeedCursor>.Iterator {
-            client.changeFeed(from: revision, limit: limit, schemaVersion: version, readsLog: readsLog, ahead: ahead)
-                .map(check.callAsFunction).weighing(\.heldSize, upTo: rows).makeAsyncIterator()
+            client.changeFeed(
+                from: revision, limit: limit, schemaVersion: version, readsLog: readsLog, ahead: ahead, scopes: scopes
+            )
+            .map(check.callAsFunction).weighing(\.heldSize, upTo: rows).makeAsyncIterator()
         }
         var answers = feed ?? newFeed(readsLog: true)
         defer { feed = answers }

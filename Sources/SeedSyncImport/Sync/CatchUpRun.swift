@@ -79,8 +79,8 @@ final class CatchUp {
         let answer: CheckedAnswer
         do {
             answer = try await session.next(
-                from: machine.revision, pushing: entries, version: database.metadata.schemaVersion, check: check,
-                feed: &feed)
+                from: machine.revision, pushing: entries, version: database.metadata.schemaVersion,
+                scopes: info.scopes.map(ScopeList.init), check: check, feed: &feed)
         } catch let error as SyncClientError {
             feed = nil
             return machine.requestFailed(error)

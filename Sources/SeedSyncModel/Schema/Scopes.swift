@@ -307,3 +307,66 @@ package enum PushRecord {
         return try PushResult(json: result)
     }
 }
+
+/// The scope values an address names, as its `scopes` query parameter (PROTOCOL.md §10): an
+/// answer read for them is the same for every token that grants them all, so shared caches may
+/// keep it under that address.
+///
+/// The parameter lists the values' key forms, sorted, each once, separated by commas; a `%` or
+/// `,` inside a text value is written `%25` or `%2C` (before the address's own percent-encoding).
+/// Only that one spelling is accepted, so every reader of the same values asks for the same
+/// address.
+///
+/// ```swift
+/// let list = ScopeList([.int(43), .int(42)])
+/// list.parameter  // "42,43"
+/// try ScopeList(parameter: "42,43", as: .integer) == list  // true
+/// ```
+public struct ScopeList: Sendable, Hashable, CustomStringConvertible {
+    /// The values, sorted (integers by value, text by its UTF-8 bytes), each once.
+    public let values: [JSONValue]
+
+    /// The list of `values` (values without a key form, such as `null`, are left out).
+    public init(_ values: some Sequence<JSONValue>) {
+        var unique: [String: JSONValue] = [:]
+        for value in values { if let key = value.keyString { unique[key] = value } }
+        self.values = unique.values.sorted(by: JSONValue.keyPrecedes)
+    }
+
+    /// Parses the `scopes` parameter (percent-decoded once, as a server reads its query) of a
+    /// scope whose values are of `type`.
+    ///
+    /// - Throws: ``SchemaError`` `invalidScope` saying what is wrong: a value that is not of the
+    ///   type, or a list that is not in its one spelling.
+    public init(parameter: String, as type: KeyType) throws {
+        var values: [JSONValue] = []
+        if !parameter.isEmpty {
+            for part in parameter.split(separator: ",", omittingEmptySubsequences: false) {
+                guard let text = String(part).removingPercentEncoding, let value = type.key(from: text) else {
+                    throw SchemaError(
+                        .invalidScope,
+                        "'\(String(part).clippedForMessage)' is not a scope value of type \(type.rawValue)")
+                }
+                values.append(value)
+            }
+        }
+        self.init(values)
+        guard self.parameter == parameter else {
+            throw SchemaError(
+                .invalidScope,
+                "scope values must be listed sorted, each once, as '\(self.parameter.clippedForMessage)'")
+        }
+    }
+
+    /// The `scopes` parameter naming the values, before the address's own percent-encoding.
+    public var parameter: String {
+        values.compactMap(\.keyString).map { key in
+            key.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: ",", with: "%2C")
+        }.joined(separator: ",")
+    }
+
+    /// The grant of these values alone.
+    public var grant: ScopeGrant { .only(values) }
+
+    public var description: String { values.compactMap(\.keyString).joined(separator: ", ") }
+}

@@ -31,18 +31,23 @@ package final class PageCache: @unchecked Sendable {
         package var limit: Int
         package var version: Int
         package var fields: [String]?
+        /// The scope values a page of a scoped type was read for (``ScopeList/parameter``), or
+        /// `nil` for every row.
+        package var scopes: String?
 
         /// The bytes it holds in memory, about: its strings and a fixed overhead.
         package var size: Int {
-            64 + type.utf8.count + (after?.utf8.count ?? 0) + (fields ?? []).reduce(0) { $0 + 16 + $1.utf8.count }
+            64 + type.utf8.count + (after?.utf8.count ?? 0) + (scopes?.utf8.count ?? 0)
+                + (fields ?? []).reduce(0) { $0 + 16 + $1.utf8.count }
         }
 
-        package init(type: String, after: String?, limit: Int, version: Int, fields: [String]?) {
+        package init(type: String, after: String?, limit: Int, version: Int, fields: [String]?, scopes: String? = nil) {
             self.type = type
             self.after = after
             self.limit = limit
             self.version = version
             self.fields = fields
+            self.scopes = scopes
         }
     }
 

@@ -196,6 +196,21 @@ package struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable
         return error
     }
 
+    /// 403: an address names scope value `value`, which the token does not grant. Said from the
+    /// token alone, whether or not the value has rows.
+    static func scopeNotGranted(scope: String, value: JSONValue, grant: ScopeGrant) -> ServerError {
+        ServerError(
+            .forbidden, code: .forbidden,
+            message:
+                "this token does not grant \(scope) \(value.keyString?.clippedForMessage ?? "?"); it grants \(granted(grant, of: scope)): name only those in scopes=, or ask for a token that grants it"
+        )
+    }
+
+    private static func granted(_ grant: ScopeGrant, of scope: String) -> String {
+        guard let values = grant.values else { return "every \(scope) value" }
+        return values.isEmpty ? "no \(scope) value" : "\(scope) \(grant)"
+    }
+
     static func invalidParameter(_ name: String, _ expectation: String) -> ServerError {
         ServerError(.badRequest, code: .invalidParameter, message: "\(name) must be \(expectation)")
     }

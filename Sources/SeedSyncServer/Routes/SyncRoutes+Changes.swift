@@ -19,8 +19,11 @@ import SeedSyncStore
 /// (the next answer may be empty when the block ended at the newest revision). A head answer
 /// says `false`, and the client goes on with `POST /v1/sync`, which pushes and waits.
 ///
-/// A reader of some scope values (PROTOCOL.md §10) is answered `private`, so its answers are not
-/// cut into blocks: each looks through to the newest revision.
+/// A reader of some scope values (PROTOCOL.md §10) is answered for its grant and `private`, unless
+/// the address names the values it reads (`scopes=`, see ``readScope(of:)``): then the answer is
+/// for those values, whoever asks, and as shareable as an unscoped one. An answer of some scope
+/// values is cut into blocks only when shared caches may keep it (``ServerConfiguration/sharedCache``);
+/// otherwise each looks through to the newest revision, one request instead of one per block.
 extension SyncRoutes {
     func changes(_ request: Request) async throws -> Response {
         let query = request.uri.queryParameters
@@ -32,17 +35,19 @@ extension SyncRoutes {
                 "schemaVersion", "given: an answer is cached by its address, which must name the version")
         }
         let limit = try Self.limit(query.get("limit"), default: .max, max: .max)
-        let scopes = readScopes()
-        // A scoped reader's answer is private (no cache shares it): it looks through to the newest
-        // revision instead of its block's end, one request instead of one per block.
-        let blockEnd = scopes == nil ? Self.blockEnd(after: after, size: configuration.changesBlockSize) : .max
+        let scope = try readScope(of: request.uri)
+        // An answer no shared cache keeps (a reader's own grant, or without --shared-cache) looks
+        // through to the newest revision: one request instead of one per block.
+        let shared = scope?.addressed ?? true
+        let blocks = scope == nil || (shared && configuration.sharedCache)
+        let blockEnd = blocks ? Self.blockEnd(after: after, size: configuration.changesBlockSize) : .max
         var feed = try await store.changeFeed(
             after: after, limit: Int(min(Int64(limit), blockEnd - after)), byteBudget: configuration.syncByteBudget,
-            version: version, grant: RequestGrant.current.scopes, through: blockEnd)
+            version: version, grant: scope?.grant ?? .all, through: blockEnd)
         feed.hasMore = feed.hasMore || feed.maxRevision == blockEnd
-        let body = try Self.encode(feed, results: nil, scopes: scopes?.values)
+        let body = try Self.encode(feed, results: nil, scopes: scope?.values)
         let lifetime = feed.hasMore ? "max-age=31536000, immutable" : "max-age=1"
-        return cacheable(body, tag: EntityTag(of: body), lifetime: lifetime, answering: request, shared: scopes == nil)
+        return cacheable(body, tag: EntityTag(of: body), lifetime: lifetime, answering: request, shared: shared)
     }
 
     /// The last revision of the block that holds `after + 1`: the next multiple of `size` (a size

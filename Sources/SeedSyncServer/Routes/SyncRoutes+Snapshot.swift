@@ -3,7 +3,7 @@ import Hummingbird
 import SeedSyncModel
 import SeedSyncStore
 
-/// `GET /v1/snapshot/{type}[?after=K][&limit=N][&schemaVersion=V][&fields=a,b][&notBefore=R]`.
+/// `GET /v1/snapshot/{type}[?after=K][&limit=N][&schemaVersion=V][&fields=a,b][&notBefore=R][&scopes=1,2]`.
 ///
 /// Pages are answers that caches may keep for ``ServerConfiguration/snapshotMaxAge``: this
 /// process keeps them itself (``PageCache``), and says so in `Cache-Control` for the caches in
@@ -15,6 +15,10 @@ import SeedSyncStore
 /// A request without it gets a page read after it arrived, marked `max-age=0`: it may come from a
 /// client that catches up from a revision read before its first page, as any could before pages
 /// were kept.
+///
+/// A page of a scoped type for a reader of some scope values holds the rows of its values: read
+/// for its grant, `private` and kept by no cache, or, when the address names the values
+/// (`scopes=`, ``readScope(of:)``), read for those and kept as any page.
 extension SyncRoutes {
     func snapshot(_ request: Request, _ context: Context) async throws -> Response {
         let raw = context.parameters.get("type") ?? ""
@@ -34,7 +38,8 @@ extension SyncRoutes {
             text.split(separator: ",", omittingEmptySubsequences: true).map(String.init)
         }
         let notBefore = try Self.wholeNumber(query.get("notBefore"), named: "notBefore", atLeast: 0)
-        if type.isScoped, readScopes() != nil {
+        let scope = try readScope(of: request.uri)
+        if type.isScoped, let scope, !scope.addressed {
             // A page of some scope values: read for this grant alone, kept by no cache but the client's.
             if let notBefore {
                 let revision = try await store.revisions().revision
@@ -45,11 +50,15 @@ extension SyncRoutes {
                 grant: RequestGrant.current.scopes)
             return cacheable(body, tag: EntityTag(of: body), lifetime: "max-age=0", answering: request, shared: false)
         }
+        // A page of a shared type is the same for every reader, whatever values its address names.
+        let named = type.isScoped ? scope : nil
         let address = PageCache.Address(
-            type: type.name, after: after?.keyString, limit: limit, version: version, fields: fields)
+            type: type.name, after: after?.keyString, limit: limit, version: version, fields: fields,
+            scopes: named.map { ScopeList($0.values).parameter })
         let (page, source) = try await pages.page(at: address, notBefore: notBefore) { [store] in
             try await store.snapshotPageJSON(
-                of: type.name, after: after, limit: limit, version: version, fields: fields)
+                of: type.name, after: after, limit: limit, version: version, fields: fields,
+                grant: named?.grant ?? .all)
         }
         metrics.record(source)
         // Without notBefore the client may not catch up from an older page: no cache may keep it.

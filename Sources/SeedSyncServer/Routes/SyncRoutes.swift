@@ -32,7 +32,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         reader.get("snapshot/:type") { request, context in try await snapshot(request, context) }
         reader.post("sync") { request, _ in try await sync(request) }
         reader.get("changes") { request, _ in try await changes(request) }
-        reader.get("auth") { _, _ in Response(status: .noContent) }
+        reader.get("auth") { request, _ in try authorize(request) }
         reader.get("seeds") { _, _ in
             // A registered seed holds every scope's rows: none is for a reader of some scopes.
             let seeds = readScopes() != nil ? [] : try await store.registeredSeeds()
@@ -78,15 +78,6 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         var info = try await store.schemaInfo(version: version, grant: RequestGrant.current.scopes)
         info.scopes = readScopes()?.values
         return Self.json(try JSONEncoder.stable().encode(info))
-    }
-
-    /// The scope values the request reads, when the dataset has a scope and its token does not
-    /// grant every value: what bounds its answers, and what they list (`scopes`). `nil` otherwise.
-    func readScopes() -> (scope: ScopeDeclaration, values: [JSONValue])? {
-        guard let scope = versions.get().newest.schema.scope,
-            let values = RequestGrant.current.scopes.sortedValues(as: scope.type)
-        else { return nil }
-        return (scope, values)
     }
 
     /// The version a request names, or the oldest served when it names none: every endpoint

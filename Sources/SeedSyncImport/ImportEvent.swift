@@ -37,6 +37,10 @@ public enum ImportEvent: Sendable, Hashable {
     case migrating(from: Int, to: Int)
     /// The database is in a newer schema version, its rows, local edits and revision kept.
     case migrated(Migration)
+    /// The token grants scope values the database did not hold: their rows were downloaded
+    /// alone and taken in, with the change sets since the database's revision, in one
+    /// transaction (PROTOCOL.md §10).
+    case scopesGained(ScopeGain)
     /// One change set was applied and committed.
     case applied(AppliedChangeSet)
     /// A batch of change sets was committed: the database is at `revision`, the server was at
@@ -103,5 +107,30 @@ public struct Replacement: Sendable, Hashable, Codable {
         self.source = source
         self.fromRevision = fromRevision
         self.toRevision = toRevision
+    }
+}
+
+/// Scope values a token gained, and what bringing their rows in took
+/// (``ImportEvent/scopesGained(_:)``).
+public struct ScopeGain: Sendable, Hashable, Codable {
+    /// The values gained, sorted.
+    public var values: [JSONValue]
+    /// The database's revision before; the change sets taken in with the rows brought it to
+    /// ``toRevision``.
+    public var fromRevision: Int64
+    public var toRevision: Int64
+    /// Rows downloaded: the gained values' rows of the scoped types.
+    public var rowsDownloaded: Int
+    /// Bytes received for those rows and the change sets.
+    public var bytesDownloaded: Int64
+
+    public init(
+        values: [JSONValue], fromRevision: Int64, toRevision: Int64, rowsDownloaded: Int, bytesDownloaded: Int64
+    ) {
+        self.values = values
+        self.fromRevision = fromRevision
+        self.toRevision = toRevision
+        self.rowsDownloaded = rowsDownloaded
+        self.bytesDownloaded = bytesDownloaded
     }
 }

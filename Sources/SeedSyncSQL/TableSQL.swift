@@ -29,6 +29,16 @@ package struct TableSQL: Sendable {
 
     package var table: String { quote(type.name) }
     package var key: String { quote(type.primaryKey.name) }
+
+    /// Copies every row of the same table in the attached database `source` into `main`, a copied
+    /// row winning over a row of the same key.
+    package func upsertAll(from source: String) -> String {
+        let assignments = ([SchemaNames.revisionColumn] + type.fields.map(\.name)).map {
+            "\(quote($0)) = excluded.\(quote($0))"
+        }.joined(separator: ", ")
+        return
+            "INSERT INTO main.\(table) (\(columns)) SELECT \(columns) FROM \(quote(source)).\(table) WHERE true ON CONFLICT (\(key)) DO UPDATE SET \(assignments)"
+    }
     private var fieldColumns: [String] { type.fields.map { quote($0.name) } }
     /// Key, fields, revision: the column order of snapshots and writes.
     package var columns: String { ([key] + fieldColumns + [quote(SchemaNames.revisionColumn)]).joined(separator: ", ") }

@@ -47,6 +47,8 @@ final class ImportProgress: @unchecked Sendable {
             "\rmigrating the database from schema version \(from) to \(to)\u{1B}[K\n"
         case .migrated(let migration):
             "\rmigrated to schema version \(migration.toVersion): \(migration.changes.joined(separator: ", ")) (\(migration.rowsDownloaded) rows downloaded)\u{1B}[K\n"
+        case .scopesGained(let gain):
+            "\rthe token grants \(gain.values.compactMap(\.keyString).joined(separator: ", ")) too: \(gain.rowsDownloaded) rows downloaded, now at revision \(gain.toRevision)\u{1B}[K\n"
         case .seedSkipped(let revision, let minRevision):
             "\rthe seed (revision \(revision)) is older than the server's history (from \(minRevision)): it is not installed\u{1B}[K\n"
         case .seedRejected:

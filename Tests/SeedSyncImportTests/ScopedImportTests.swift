@@ -44,7 +44,8 @@ import Testing
 
     /// A device whose grant shrinks then grows again, the engine running: team 2's rows leave in
     /// one transaction (observers told), its queued edit ends rejected `scope_revoked` while team
-    /// 1's is pushed; then team 2 comes back with a snapshot, the database equal to the grant's rows.
+    /// 1's is pushed; then team 2 comes back, its rows alone downloaded, the database equal to the
+    /// grant's rows.
     @Test func aDeviceFollowsItsGrantAsItShrinksAndGrows() async throws {
         try await Self.withTeams { store, url, served in
             let both = try await TestIdentityProvider.teamToken([1, 2])
@@ -95,20 +96,26 @@ import Testing
             }
             #expect(deletes == [201, 202, 203], "the app is told which rows left")
 
+            // While team 2 is not granted: its event is renamed, one of team 1's moves to it, one of
+            // its own moves to team 3. Pages read after these, the change sets replayed over them.
+            try await store.commit(Self.retitle(202, team: 2, "renamed while not granted"))
+            try await store.commit(Self.move(103, to: 2))
+            try await store.commit(Self.move(203, to: 3))
             token.set(both)
             await engine.syncNow()
             try await SyncEngineTests.eventually("team 2's rows to come back") {
                 try contents(ofSeed: app) == (try await Fixtures.contents(of: store, grant: .only([1, 2])))
             }
             #expect(try SeedFile.read(app) { try $0.metadata().scopes } == [1, 2])
-            #expect(
-                events.get().contains { event in
-                    if case .replaced(let replacement) = event {
-                        replacement.reason == .scopesGranted
-                    } else {
-                        false
-                    }
-                })
+            let gains = events.get().compactMap { event -> ScopeGain? in
+                if case .scopesGained(let gain) = event { gain } else { nil }
+            }
+            // Team 2's rows alone were downloaded, not team 1's or the shared venues again.
+            let teamTwo = try await Fixtures.contents(of: store, grant: .only([2]))
+            let sharedOnly = try await Fixtures.contents(of: store, grant: .only([]))
+            let teamTwoRows = teamTwo.values.map(\.count).reduce(0, +) - sharedOnly.values.map(\.count).reduce(0, +)
+            #expect(gains.map(\.values) == [[2]] && gains.first?.rowsDownloaded == teamTwoRows)
+            #expect(!events.get().contains { if case .replaced = $0 { true } else { false } }, "nothing replaced")
             let seen = try await observed.value.map { $0.fields?["title"] }
             #expect(seen == ["team 2's edit", nil, "team 2 event 1"])
             await engine.stop()
@@ -238,6 +245,44 @@ import Testing
             let verified = try await SeedVerifier.verify(report.output)
             #expect(!verified.passed)
             #expect(verified.failures.contains { $0.detail.contains("scope values 2, the seed has 1") })
+        }
+    }
+
+    /// An app of team 1 migrates in place to a version that adds a column, its log read with
+    /// gaps (change sets of team 2 before and after the upgrade): the staged change sets follow
+    /// the gaps, and the database equals team 1's rows in the new version.
+    @Test func anAppOfOneTeamMigratesInPlaceThroughTheGapsOfItsLog() async throws {
+        try await Self.withTeams { store, url, served in
+            let one = try await TestIdentityProvider.teamToken([1])
+            let seed = try await served.builder("team-1.sqlite", token: one).build().output
+            let configuration = SeedImporter.Configuration(
+                seed: seed, database: served.path("app.sqlite"),
+                server: .init(serverURL: url, token: one, requestTimeout: 10, retry: .none))
+            _ = try await SeedImporter(configuration: configuration).run()
+            try await store.commit(Self.retitle(201, team: 2, "team 2, version 1"))
+            try await store.commit(Self.retitle(101, team: 1, "team 1, version 1"))
+            var v2 = Fixtures.clubsSchema
+            v2.schemaVersion = 2
+            v2.types[2].fields.append(Field(name: "notes", type: .text, nullable: true))
+            _ = try await (store as! any MaintainedSyncStore).upgrade(to: v2, renaming: [])
+            for (event, team) in [(202, 2), (102, 1), (203, 2)] as [(Int64, Int64)] {
+                try await store.commit(
+                    ChangeSet(changes: [
+                        TypeChanges(
+                            type: "events", update: [.int(event)],
+                            attributes: [
+                                String(event): [
+                                    "team_id": .int(team), "title": "version 2", "venue_id": 1, "notes": "noted",
+                                ]
+                            ])
+                    ]))
+            }
+            let report = try await SeedImporter(configuration: configuration).run()
+            #expect(report.migration?.toVersion == 2 && report.schemaVersion == 2)
+            #expect(
+                try contents(ofSeed: served.path("app.sqlite"))
+                    == (try await Fixtures.contents(of: store, grant: .only([1]))))
+            #expect(try revision(of: served.path("app.sqlite")) == (try await store.revisions().revision))
         }
     }
 

@@ -333,6 +333,20 @@ import Testing
         #expect(ScopeGrant.all.includes(.int(1)) && ScopeGrant.all.sortedValues(as: .integer) == nil)
     }
 
+    @Test func aScopeListHasOneSpellingThatRoundTripsEveryValue() throws {
+        #expect(ScopeList([.int(43), .int(42), .int(43), .null]).parameter == "42,43")
+        #expect(try ScopeList(parameter: "42,43", as: .integer).values == [.int(42), .int(43)])
+        #expect(try ScopeList(parameter: "", as: .integer).values == [])
+        let texts = ScopeList([.string("b,c"), .string("a%2C"), .string("Z")])
+        #expect(texts.parameter == "Z,a%252C,b%2Cc")
+        #expect(try ScopeList(parameter: texts.parameter, as: .text) == texts)
+        for refused in ["43,42", "42,42", "042", "x", "1,", ",1", "1,,2"] {
+            #expect(throws: SchemaError.self, "\(refused)") { try ScopeList(parameter: refused, as: .integer) }
+        }
+        #expect(throws: SchemaError.self) { try ScopeList(parameter: "b,a", as: .text) }
+        #expect(ScopeList([.int(1), .int(2)]).grant == .only([.int(2), .int(1)]))
+    }
+
     @Test func aChangeSetShowsAReaderItsScopesRowsAndWhereOthersLeftOrCame() throws {
         let changeSet = ChangeSet(
             revision: 9,

@@ -112,14 +112,29 @@ extension ImportSession {
         into staging: MigrationStaging, version: Int, from revision: Int64, old: DatasetSchema, excluded: Set<String>,
         scopes: ScopeList?
     ) async throws -> Int {
+        try await fill(staging, version: version, from: revision, excluded: excluded, scopes: scopes) { type in
+            let isNew = old.type(named: type.name) == nil
+            return (isNew ? nil : type.fields.map(\.name), type.isScoped ? scopes : nil)
+        }
+    }
+
+    /// Fills `staging`: each staged type's pages from its first row (the fields and scope values
+    /// `pages` gives for it, every one when `nil`), read at `revision` or later, then the change
+    /// sets after `revision` (read for `scopes`) until the server has no more, in `version`, those
+    /// of `excluded` types dropped.
+    ///
+    /// - Returns: the rows downloaded.
+    func fill(
+        _ staging: MigrationStaging, version: Int, from revision: Int64, excluded: Set<String>, scopes: ScopeList?,
+        pages: (EntityType) -> (fields: [String]?, scopes: ScopeList?)
+    ) async throws -> Int {
         var rows = 0
         for type in staging.types.values.sorted(by: { $0.name < $1.name }) {
-            let isNew = old.type(named: type.name) == nil
             var after: JSONValue?
+            let (fields, named) = pages(type)
             let pages = client.snapshotPages(
-                of: type.name, after: nil, limit: Self.migrationPageSize, schemaVersion: version,
-                fields: isNew ? nil : type.fields.map(\.name), notBefore: revision, scopes: type.isScoped ? scopes : nil
-            )
+                of: type.name, after: nil, limit: Self.migrationPageSize, schemaVersion: version, fields: fields,
+                notBefore: revision, scopes: named)
             for try await (page, _) in pages {
                 try Task.checkCancellation()
                 after = try staging.insert(page, after: after)
@@ -130,7 +145,7 @@ extension ImportSession {
             from: revision, limit: configuration.syncLimit, schemaVersion: version, scopes: scopes)
         for try await response in feed {
             try Task.checkCancellation()
-            try staging.append(response.changeSets.map { $0.removingChanges(ofTypes: excluded).removingOldIDs() })
+            try staging.append(response) { $0.removingChanges(ofTypes: excluded).removingOldIDs() }
         }
         return rows
     }

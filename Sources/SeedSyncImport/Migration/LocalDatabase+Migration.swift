@@ -40,7 +40,8 @@ extension LocalDatabase {
                         server: { type, key in
                             try Self.stagedRow(of: type, key: key, staged: staged, db)
                         }, in: db)
-                    let applied = try ChangeApplier(schema: new).apply(MigrationStaging.changeSets(in: db), in: db)
+                    let applier = ChangeApplier(schema: new)
+                    let applied = try applier.apply(MigrationStaging.changeSets(in: db, checkedBy: applier), in: db)
                     let events = try PendingChanges(schema: new).absorb(applied, in: db)
                     try SeedMetadata.save(schema: new, in: db)
                     return (applied, events)

@@ -4,8 +4,9 @@ import SeedSyncModel
 import SeedSyncSQL
 import SeedSyncSeed
 
-/// What a migration downloads before it touches the database: a throwaway SQLite file beside it
-/// (`DATABASE.migration`) holding the new types' rows, the new columns of the types that gained
+/// What a migration (or a grant of more scope values, ``ImportSession/gain(_:granting:into:info:)``)
+/// downloads before it touches the database: a throwaway SQLite file beside it
+/// (`DATABASE.migration`) holding the new types' rows (or the gained values' rows), the new columns of the types that gained
 /// some (a table of the key, the new fields and `revision`), and the change sets from the
 /// database's revision on, in the new version. The database then takes it all in one transaction
 /// (see ``LocalDatabase/migrated(from:to:changes:staging:)``); a killed download leaves the file,
@@ -37,7 +38,7 @@ struct MigrationStaging {
                 for type in types { try db.execute(sql: TableSQL(type: type).createTable(withoutRowID: false)) }
                 try db.execute(
                     sql:
-                        "CREATE TABLE \(Self.changesTable) (revision INTEGER PRIMARY KEY NOT NULL, change_set TEXT NOT NULL)"
+                        "CREATE TABLE \(Self.changesTable) (revision INTEGER PRIMARY KEY NOT NULL, change_set TEXT NOT NULL, may_follow_gap INTEGER NOT NULL)"
                 )
             }
         } catch let error as DatabaseError {
@@ -68,14 +69,19 @@ struct MigrationStaging {
         return rows.isLast ? nil : rows.last
     }
 
-    /// Stores change sets, in order.
-    func append(_ changeSets: [ChangeSet]) throws {
+    /// Stores the change sets of `response` (``SyncResponse/changeSetsToApply``, a gapped answer's
+    /// mark at its `maxRevision` included), in order, each made by `prepare` first.
+    func append(_ response: SyncResponse, prepare: (ChangeSet) -> ChangeSet) throws {
+        let changeSets = response.changeSetsToApply.map(prepare)
+        let mayFollowGap = response.scopes != nil
         try write("store \(changeSets.count) change sets") { db in
             let insert = try db.cachedStatement(
-                sql: "INSERT INTO \(Self.changesTable) (revision, change_set) VALUES (?, ?)")
+                sql: "INSERT INTO \(Self.changesTable) (revision, change_set, may_follow_gap) VALUES (?, ?, ?)")
             for changeSet in changeSets {
                 try insert.execute(
-                    arguments: [changeSet.revision, String(decoding: changeSet.jsonBytes(), as: UTF8.self)])
+                    arguments: [
+                        changeSet.revision, String(decoding: changeSet.jsonBytes(), as: UTF8.self), mayFollowGap,
+                    ])
             }
         }
     }
@@ -92,11 +98,15 @@ struct MigrationStaging {
         }
     }
 
-    /// The staged change sets, in order, read inside the database's migration transaction (the
-    /// staging file attached as `staging`).
-    static func changeSets(in db: Database) throws -> [ChangeSet] {
-        try Row.fetchAll(db, sql: "SELECT change_set FROM staging.\(changesTable) ORDER BY revision").map { row in
-            try ChangeSet(json: JSONParser.parse(Array((row[0] as String).utf8)))
-        }
+    /// The staged change sets, in order, checked by `applier`, read inside the database's
+    /// transaction (the staging file attached as `staging`). Those of an answer read for some
+    /// scope values may follow a gap.
+    static func changeSets(in db: Database, checkedBy applier: ChangeApplier) throws -> [CheckedChangeSet] {
+        try Row.fetchAll(db, sql: "SELECT change_set, may_follow_gap FROM staging.\(changesTable) ORDER BY revision")
+            .map { row in
+                var checked = try applier.check(ChangeSet(json: JSONParser.parse(Array((row[0] as String).utf8))))
+                checked.mayFollowGap = row[1]
+                return checked
+            }
     }
 }

@@ -31,4 +31,6 @@ public struct ScopeSeed: Codable, Sendable, Hashable {
     public var value: JSONValue
     public var output: String
     public var manifest: SeedManifest
+    /// The server's record of the seed, when it was registered (``SeedBuilder/Options/register``).
+    public var registered: RegisteredSeed?
 }

@@ -129,13 +129,14 @@ public struct SeedBuilder: Sendable {
             throw explain(error, written: (finishedSize, finished), run: run, info: info, schema: schema)
         }
         run.mark("finish", since: start, clock: clock)
-        // Registered once it is published: a seed that is not there pins nothing.
-        let registered =
-            options.register
-            ? try await client.register(
-                SeedRegistration(
-                    sha256: manifest.sha256, revision: manifest.revision, schemaVersion: manifest.schemaVersion))
-            : nil
+        // Registered once published (a seed that is not there pins nothing), each cut seed with its value.
+        var registered: RegisteredSeed?
+        if options.register {
+            registered = try await register(manifest)
+            for index in run.scopeSeeds.indices {
+                run.scopeSeeds[index].registered = try await register(run.scopeSeeds[index].manifest)
+            }
+        }
         run.seconds["total"] = (clock.now - start).seconds
         return BuildReport(
             output: options.output, manifestPath: SeedManifest.path(forSeed: options.output), manifest: manifest,
@@ -143,6 +144,14 @@ public struct SeedBuilder: Sendable {
             bytesDownloaded: client.bytesReceived - bytesBefore, seconds: run.seconds, registered: registered,
             scopeSeeds: options.scopes == nil ? nil : run.scopeSeeds
         )
+    }
+
+    /// Records the seed of `manifest` with the server (`POST /v1/admin/seeds`), with its scope values.
+    private func register(_ manifest: SeedManifest) async throws -> RegisteredSeed {
+        try await client.register(
+            SeedRegistration(
+                sha256: manifest.sha256, revision: manifest.revision, schemaVersion: manifest.schemaVersion,
+                scopes: manifest.scopes))
     }
 
     private func openWriter(schema: DatasetSchema, info: SchemaInfo) async throws -> (SeedWriter, Bool) {

@@ -116,7 +116,7 @@ struct SeedBuildCommand: AsyncParsableCommand {
             "\nregistered with the server at revision \($0.revision), schema version \($0.schemaVersion) (since \($0.registeredAt))"
         }
         let scopes = (report.scopeSeeds ?? []).map { seed in
-            "\nwrote \(seed.output): \(seed.manifest.rowCounts.values.reduce(0, +)) rows of \(seed.value.keyString ?? "?") and the shared ones, \(seed.manifest.size) bytes"
+            "\nwrote \(seed.output): \(seed.manifest.rowCounts.values.reduce(0, +)) rows of \(seed.value.keyString ?? "?") and the shared ones, \(seed.manifest.size) bytes\(seed.registered == nil ? "" : ", registered")"
         }
         return """
             wrote \(report.output): revision \(manifest.revision), \(rows) rows, \(manifest.size) bytes, sha256 \(manifest.sha256)

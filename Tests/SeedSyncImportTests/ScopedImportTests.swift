@@ -164,11 +164,16 @@ import Testing
             try await withLiveServer(store, configure: { $0.jwt = TestIdentityProvider.teamJWT }) { url in
                 let served = ServedStore(url: url, store: store, directory: directory)
                 let report = try await SeedBuilder(
-                    client: served.client(),
-                    options: .init(output: served.path("seeds/clubs.sqlite"), pageSize: 2, gzip: true, scopes: .every)
+                    client: served.client(token: liveServerAdminToken),
+                    options: .init(
+                        output: served.path("seeds/clubs.sqlite"), pageSize: 2, gzip: true, register: true,
+                        scopes: .every)
                 ).build()
                 let cut = try #require(report.scopeSeeds)
                 #expect(cut.map(\.value) == [1, 2, 3])
+                // Each seed registered with its team, so the server offers it to that team's readers.
+                #expect(report.registered?.scopes == nil && cut.map { $0.registered?.scopes } == [[1], [2], [3]])
+                #expect(try await store.registeredSeeds().count == 4)
                 #expect(
                     cut.map { URL(fileURLWithPath: $0.output).lastPathComponent } == [
                         "clubs.team-1.sqlite", "clubs.team-2.sqlite", "clubs.team-3.sqlite",

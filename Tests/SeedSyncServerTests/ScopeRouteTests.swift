@@ -158,6 +158,44 @@ import Testing
         }
     }
 
+    /// Seeds registered per team (`seed-build --every-scope --register`): a reader is offered the
+    /// seeds of teams it reads and no other, a static token every seed.
+    @Test func aReaderIsOfferedTheSeedsOfItsTeamsAlone() async throws {
+        try await withClubsServer { client, store in
+            let revision = try await store.revisions().revision
+            func sha(_ digit: Character) -> String { String(repeating: digit, count: 64) }
+            let registered: [(String, [JSONValue]?)] = [("a", nil), ("b", [1]), ("c", [2]), ("d", [2, 1])]
+            for (digit, scopes) in registered {
+                let body = try JSONEncoder().encode(
+                    SeedRegistration(
+                        sha256: sha(Character(digit)), revision: revision, schemaVersion: 1, scopes: scopes))
+                let answer = try await client.execute(
+                    uri: "/v1/admin/seeds", method: .post, headers: headers(token: TestTokens.admin),
+                    body: ByteBuffer(bytes: body))
+                #expect(answer.status == .ok, "\(String(buffer: answer.body))")
+            }
+            func offered(_ token: String) async throws -> [String] {
+                let answer = try await client.execute(uri: "/v1/seeds", method: .get, headers: headers(token: token))
+                return try decode(SeedList.self, answer).seeds.map { String($0.sha256.prefix(1)) }
+            }
+            #expect(try await offered(try await TestIdentityProvider.teamToken([1])) == ["b"])
+            #expect(try await offered(try await TestIdentityProvider.teamToken([2, 1])) == ["b", "c", "d"])
+            #expect(try await offered(try await TestIdentityProvider.teamToken([3])) == [])
+            #expect(try await offered(TestTokens.read) == ["a", "b", "c", "d"])
+            #expect(try await store.registeredSeeds().last?.scopes == [1, 2], "kept sorted")
+            let refused: [SeedRegistration] = [
+                SeedRegistration(sha256: sha("b"), revision: revision, schemaVersion: 1, scopes: [2]),
+                SeedRegistration(sha256: sha("e"), revision: revision, schemaVersion: 1, scopes: ["1"]),
+                SeedRegistration(sha256: sha("e"), revision: revision, schemaVersion: 1, scopes: [.null]),
+            ]
+            for registration in refused {
+                await #expect { _ = try await store.register(registration) } throws: {
+                    ($0 as? SyncStoreError)?.code == .invalidRegistration
+                }
+            }
+        }
+    }
+
     /// `GET /v1/auth` as a cache asks it (nginx's `auth_request` with `X-Original-URI`): a reader of
     /// some teams may read an address that names its teams, or a shared type's pages; nothing that
     /// a kept answer of every team may sit at, however it is spelled.

@@ -127,3 +127,25 @@ import Testing
         }
     }
 }
+
+/// Seeds registered per scope on the SQLite store: a store made before registrations had scope
+/// values takes the column when opened, and keeps its seeds.
+@Suite struct ScopedSeedRecordTests {
+    @Test func aStoreMadeBeforeScopedSeedsTakesThemWhenOpened() async throws {
+        try await withTemporaryDirectory { directory in
+            let first = try await Fixtures.clubsStore(in: directory)
+            let path = first.path
+            _ = try await first.register(
+                SeedRegistration(sha256: String(repeating: "a", count: 64), revision: 1, schemaVersion: 1))
+            try first.close()
+            let queue = try DatabaseQueue(path: path)
+            try await queue.write { db in try db.execute(sql: "ALTER TABLE _seedsync_seeds DROP COLUMN scopes") }
+            try queue.close()
+            let store = try SQLiteSyncStore(path: path)
+            let team = String(repeating: "b", count: 64)
+            _ = try await store.register(SeedRegistration(sha256: team, revision: 1, schemaVersion: 1, scopes: [2]))
+            #expect(try await store.registeredSeeds().map(\.scopes) == [nil, [2]])
+            try store.close()
+        }
+    }
+}

@@ -69,6 +69,8 @@ import Testing
                 (SeedRegistration(sha256: Self.sha, revision: 2, schemaVersion: 1), .historyExpired),
                 (SeedRegistration(sha256: Self.sha, revision: 99, schemaVersion: 1), .revisionAhead),
                 (SeedRegistration(sha256: Self.sha, revision: 8, schemaVersion: 7), .unknownSchemaVersion),
+                // The demo dataset has no scope.
+                (SeedRegistration(sha256: Self.sha, revision: 8, schemaVersion: 1, scopes: [1]), .invalidRegistration),
             ]
             for (registration, code) in cases {
                 await #expect { try await store.register(registration) } throws: {

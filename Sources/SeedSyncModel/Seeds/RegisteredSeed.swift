@@ -5,6 +5,7 @@ package import Foundation
 ///
 /// ```json
 /// {"sha256": "9f86d0…", "revision": 41200, "schemaVersion": 2}
+/// {"sha256": "5e1a7c…", "revision": 41200, "schemaVersion": 2, "scopes": [42]}
 /// ```
 public struct SeedRegistration: Codable, Sendable, Hashable {
     /// The SHA-256 of the seed file (its manifest's `sha256`), lowercase hex.
@@ -13,11 +14,15 @@ public struct SeedRegistration: Codable, Sendable, Hashable {
     public var revision: Int64
     /// The seed's schema version.
     public var schemaVersion: Int
+    /// The scope values whose rows the seed holds (its manifest's `scopes`), or `nil` for every
+    /// value: a reader granted them is offered the seed (`GET /v1/seeds`, PROTOCOL.md §10).
+    public var scopes: [JSONValue]?
 
-    public init(sha256: String, revision: Int64, schemaVersion: Int) {
+    public init(sha256: String, revision: Int64, schemaVersion: Int, scopes: [JSONValue]? = nil) {
         self.sha256 = sha256
         self.revision = revision
         self.schemaVersion = schemaVersion
+        self.scopes = scopes
     }
 
     /// Whether `text` is a SHA-256 as seeds record it: 64 lowercase hexadecimal digits.
@@ -40,13 +45,40 @@ public struct RegisteredSeed: Codable, Sendable, Hashable {
     public var registeredAt: String
     /// When it was retired (`seed-server seeds retire`), or `nil` while it pins the history.
     public var retiredAt: String?
+    /// The scope values whose rows it holds, sorted, or `nil` for every value.
+    public var scopes: [JSONValue]?
 
-    public init(sha256: String, revision: Int64, schemaVersion: Int, registeredAt: String, retiredAt: String? = nil) {
+    public init(
+        sha256: String, revision: Int64, schemaVersion: Int, registeredAt: String, retiredAt: String? = nil,
+        scopes: [JSONValue]? = nil
+    ) {
         self.sha256 = sha256
         self.revision = revision
         self.schemaVersion = schemaVersion
         self.registeredAt = registeredAt
         self.retiredAt = retiredAt
+        self.scopes = scopes
+    }
+
+    /// Whether a reader granted `grant` is offered the seed: it holds the rows of values the
+    /// grant holds, and no others. A seed of every value is offered to a reader of every value.
+    public func isOffered(to grant: ScopeGrant) -> Bool {
+        guard let scopes else { return grant.isAll }
+        return ScopeGrant.only(scopes).isSubset(of: grant)
+    }
+
+    /// ``scopes`` as a store keeps them: the JSON array, or `nil`.
+    package var scopesText: String? {
+        scopes.map { String(decoding: JSONWriter.bytes(of: .array($0)), as: UTF8.self) }
+    }
+
+    /// ``scopes`` from what a store keeps.
+    package static func scopes(fromText text: String?) throws -> [JSONValue]? {
+        guard let text else { return nil }
+        guard case .array(let values) = try JSONParser.parse(Array(text.utf8)) else {
+            throw SyncStoreError.invalidRegistration("the stored scopes of a seed are not a JSON array: \(text)")
+        }
+        return values
     }
 }
 
@@ -82,10 +114,12 @@ extension SeedRegistration {
         guard Self.isValidSHA256(sha256) else {
             throw .invalidRegistration("sha256 must be 64 lowercase hexadecimal digits")
         }
+        let scopes = try checkScopes(history.newest.schema.scope)
         if let existing {
-            guard existing.revision == revision, existing.schemaVersion == schemaVersion else {
+            guard existing.revision == revision, existing.schemaVersion == schemaVersion, existing.scopes == scopes
+            else {
                 throw .invalidRegistration(
-                    "seed \(sha256) is registered already at revision \(existing.revision), schema version \(existing.schemaVersion)"
+                    "seed \(sha256) is registered already at revision \(existing.revision), schema version \(existing.schemaVersion)\(existing.scopes.map { ", scopes \(ScopeList($0))" } ?? "")"
                 )
             }
             guard existing.retiredAt != nil else { return .registered(existing) }
@@ -99,14 +133,29 @@ extension SeedRegistration {
         }
         if revision < minRevision { throw .historyExpired(requested: revision, minRevision: minRevision) }
         if revision > current { throw .revisionAhead(requested: revision, revision: current) }
-        return .new(record())
+        var record = record()
+        record.scopes = scopes
+        return .new(record)
+    }
+
+    /// ``scopes`` sorted, each once, after checking that the dataset has a scope (`scope`) whose
+    /// values they are.
+    private func checkScopes(_ scope: ScopeDeclaration?) throws(SyncStoreError) -> [JSONValue]? {
+        guard let scopes else { return nil }
+        guard let scope else { throw .invalidRegistration("scopes must be left out: the dataset has no scope") }
+        if let wrong = scopes.first(where: { value in value.keyString.flatMap(scope.type.key(from:)) != value }) {
+            throw .invalidRegistration(
+                "scopes must hold \(scope.name) values of type \(scope.type.rawValue); \(wrong.kindName) \(wrong.keyString?.clippedForMessage ?? "") is not one"
+            )
+        }
+        return ScopeList(scopes).values
     }
 
     /// The record of this seed, registered `now`.
     package func record(at now: Date = Date()) -> RegisteredSeed {
         RegisteredSeed(
             sha256: sha256, revision: revision, schemaVersion: schemaVersion,
-            registeredAt: RegisteredSeed.timestamp(now))
+            registeredAt: RegisteredSeed.timestamp(now), scopes: scopes)
     }
 }
 

@@ -32,8 +32,9 @@ extension PostgresSyncStore {
             binds.append(record.revision)
             binds.append(record.schemaVersion)
             binds.append(record.registeredAt)
+            binds.append(record.scopesText)
             _ = try await query(
-                "INSERT INTO seedsync._seeds (sha256, revision, schema_version, registered_at) VALUES ($1, $2, $3, $4)",
+                "INSERT INTO seedsync._seeds (sha256, revision, schema_version, registered_at, scopes) VALUES ($1, $2, $3, $4, $5)",
                 binds, on: connection)
             return record
         }
@@ -59,16 +60,21 @@ extension PostgresSyncStore {
     }
 }
 
-/// `seedsync._seeds`: the registered seeds, created when a store made before it is opened.
+/// `seedsync._seeds`: the registered seeds, created when a store made before it is opened (and
+/// given `scopes`, the JSON array of a seed's scope values, when it lacks it).
 enum PostgresSeedRecords {
     static let createTable = """
         CREATE TABLE IF NOT EXISTS seedsync._seeds (
           sha256 text PRIMARY KEY, revision bigint NOT NULL, schema_version integer NOT NULL,
-          registered_at text NOT NULL, retired_at text
+          registered_at text NOT NULL, retired_at text, scopes text
         )
         """
 
-    static let select = "SELECT sha256, revision, schema_version, registered_at, retired_at FROM seedsync._seeds"
+    /// `scopes` added to a table made before it.
+    static let addScopes = "ALTER TABLE seedsync._seeds ADD COLUMN IF NOT EXISTS scopes text"
+
+    static let select =
+        "SELECT sha256, revision, schema_version, registered_at, retired_at, scopes FROM seedsync._seeds"
 
     static func find(_ sha256: String, on connection: PostgresConnection, store: PostgresSyncStore) async throws
         -> RegisteredSeed?
@@ -92,11 +98,11 @@ enum PostgresSeedRecords {
         store: PostgresSyncStore
     ) async throws -> [RegisteredSeed] {
         try await store.query(sql, binds, on: connection).map { row in
-            let (sha256, revision, version, registered, retired) = try row.decode(
-                (String, Int64, Int, String, String?).self)
+            let (sha256, revision, version, registered, retired, scopes) = try row.decode(
+                (String, Int64, Int, String, String?, String?).self)
             return RegisteredSeed(
                 sha256: sha256, revision: revision, schemaVersion: version, registeredAt: registered,
-                retiredAt: retired)
+                retiredAt: retired, scopes: try RegisteredSeed.scopes(fromText: scopes))
         }
     }
 }

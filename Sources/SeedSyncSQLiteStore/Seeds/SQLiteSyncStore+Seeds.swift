@@ -39,7 +39,8 @@ extension SQLiteSyncStore {
     }
 }
 
-/// `_seedsync_seeds`: the registered seeds, created when a file without it is opened.
+/// `_seedsync_seeds`: the registered seeds, created when a file without it is opened (and given
+/// `scopes`, the JSON array of a seed's scope values, when it lacks it).
 enum SeedRecords {
     static let createTable = """
         CREATE TABLE IF NOT EXISTS _seedsync_seeds (
@@ -47,45 +48,45 @@ enum SeedRecords {
           revision INTEGER NOT NULL,
           schema_version INTEGER NOT NULL,
           registered_at TEXT NOT NULL,
-          retired_at TEXT
+          retired_at TEXT,
+          scopes TEXT
         )
         """
 
+    /// Creates the table, or adds `scopes` to one made before it.
+    static func prepare(_ db: Database) throws {
+        try db.execute(sql: createTable)
+        if try !db.columns(in: "_seedsync_seeds").contains(where: { $0.name == "scopes" }) {
+            try db.execute(sql: "ALTER TABLE _seedsync_seeds ADD COLUMN scopes TEXT")
+        }
+    }
+
+    private static let select =
+        "SELECT sha256, revision, schema_version, registered_at, retired_at, scopes FROM _seedsync_seeds"
+
     static func find(_ sha256: String, in db: Database) throws -> RegisteredSeed? {
-        try Row.fetchOne(
-            db,
-            sql:
-                "SELECT sha256, revision, schema_version, registered_at, retired_at FROM _seedsync_seeds WHERE sha256 = ?",
-            arguments: [sha256]
-        ).map(seed)
+        try Row.fetchOne(db, sql: "\(select) WHERE sha256 = ?", arguments: [sha256]).map(seed)
     }
 
     static func all(in db: Database) throws -> [RegisteredSeed] {
-        try Row.fetchAll(
-            db,
-            sql:
-                "SELECT sha256, revision, schema_version, registered_at, retired_at FROM _seedsync_seeds ORDER BY revision, sha256"
-        ).map(seed)
+        try Row.fetchAll(db, sql: "\(select) ORDER BY revision, sha256").map(seed)
     }
 
     /// The registered seed with the oldest revision that is not retired: what compaction keeps.
     static func oldestPinned(in db: Database) throws -> RegisteredSeed? {
-        try Row.fetchOne(
-            db,
-            sql: """
-                SELECT sha256, revision, schema_version, registered_at, retired_at FROM _seedsync_seeds
-                WHERE retired_at IS NULL ORDER BY revision, sha256 LIMIT 1
-                """
-        ).map(seed)
+        try Row.fetchOne(db, sql: "\(select) WHERE retired_at IS NULL ORDER BY revision, sha256 LIMIT 1").map(seed)
     }
 
     static func insert(_ seed: RegisteredSeed, in db: Database) throws {
         try db.execute(
-            sql: "INSERT INTO _seedsync_seeds (sha256, revision, schema_version, registered_at) VALUES (?, ?, ?, ?)",
-            arguments: [seed.sha256, seed.revision, seed.schemaVersion, seed.registeredAt])
+            sql:
+                "INSERT INTO _seedsync_seeds (sha256, revision, schema_version, registered_at, scopes) VALUES (?, ?, ?, ?, ?)",
+            arguments: [seed.sha256, seed.revision, seed.schemaVersion, seed.registeredAt, seed.scopesText])
     }
 
-    private static func seed(_ row: Row) -> RegisteredSeed {
-        RegisteredSeed(sha256: row[0], revision: row[1], schemaVersion: row[2], registeredAt: row[3], retiredAt: row[4])
+    private static func seed(_ row: Row) throws -> RegisteredSeed {
+        RegisteredSeed(
+            sha256: row[0], revision: row[1], schemaVersion: row[2], registeredAt: row[3], retiredAt: row[4],
+            scopes: try RegisteredSeed.scopes(fromText: row[5]))
     }
 }

@@ -34,8 +34,9 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         reader.get("changes") { request, _ in try await changes(request) }
         reader.get("auth") { request, _ in try authorize(request) }
         reader.get("seeds") { _, _ in
-            // A registered seed holds every scope's rows: none is for a reader of some scopes.
-            let seeds = readScopes() != nil ? [] : try await store.registeredSeeds()
+            // A reader of some scope values is offered the seeds of values it holds, and no others.
+            let grant = readScopes().map { ScopeGrant.only($0.values) } ?? .all
+            let seeds = try await store.registeredSeeds().filter { $0.isOffered(to: grant) }
             return Self.json(try JSONEncoder.stable().encode(SeedList(seeds: seeds)))
         }
         let admin = router.group("v1/admin").add(
@@ -214,9 +215,11 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
             decompressingUpTo: configuration.maxRequestBodySize, within: configuration.requestBodyTimeout)
         let registration = try Self.parse(body, as: "seed registration") { json throws(JSONShapeError) in
             let members = try JSONMembers(json, at: "")
+            let scopes = members.members["scopes"].flatMap { $0 == .null ? nil : $0 }
             return SeedRegistration(
                 sha256: try members.string("sha256"), revision: try members.int64("revision"),
-                schemaVersion: Int(try members.int64("schemaVersion")))
+                schemaVersion: Int(try members.int64("schemaVersion")),
+                scopes: scopes == nil ? nil : try members.array("scopes"))
         }
         return Self.json(try JSONEncoder.stable().encode(try await store.register(registration)))
     }

@@ -13,8 +13,11 @@ team 1, team 2, `["1"]` (the string form) and `[]`, and with the static read tok
   or text of a team it does not grant (the static reader's answers first, so the server's kept pages and
   change sets hold every team's rows when the scoped readers ask);
 - scoped answers say `scopes` and `Cache-Control: private`, the static reader's log reads are `public`;
-- one reader's `ETag` never earns another reader a 304 for another body; `GET /v1/seeds` lists nothing to a
-  scoped reader;
+- one reader's `ETag` never earns another reader a 304 for another body; `GET /v1/seeds` lists a scoped reader
+  the seeds registered for its teams alone;
+- addresses naming their teams (`scopes=`) answer those teams' rows alone, `public`, to every token granting
+  them, and 403 to any other; through nginx (`--cache`), a scoped reader is refused every answer the cache keeps
+  of every team (however the address is spelled) and of another team, with or without its `ETag`;
 - pushes of team 1 into team 2 (create, move, update, delete, reference, a shared row team 2 holds) are
   rejected or conflict like pushes about missing rows, show nothing of team 2, and change nothing of it; nor
   do the results replayed to team 1 for push ids team 2 used;
@@ -615,16 +618,20 @@ class Suite:
     # Seeds, static tokens.
 
     def seeds(self, readers):
-        registration = {"sha256": "5e" * 32, "revision": self.history.head, "schemaVersion": 1}
-        answer = self.server.request("POST", "/v1/admin/seeds", "admin", registration)
-        check(answer.status == 200, f"POST /v1/admin/seeds: {answer}")
+        """A seed of every team is listed to the static token alone; a seed of team 1 to the readers of team 1."""
+        whole = {"sha256": "5e" * 32, "revision": self.history.head, "schemaVersion": 1}
+        team_one = {"sha256": "5f" * 32, "revision": self.history.head, "schemaVersion": 1, "scopes": [1]}
+        for registration in (whole, team_one):
+            answer = self.server.request("POST", "/v1/admin/seeds", "admin", registration)
+            check(answer.status == 200, f"POST /v1/admin/seeds {registration}: {answer}")
         listed = self.server.get("/v1/seeds", "read").json()
-        check([seed["sha256"] for seed in listed["seeds"]] == [registration["sha256"]],
+        check([seed["sha256"] for seed in listed["seeds"]] == [whole["sha256"], team_one["sha256"]],
               f"GET /v1/seeds as the static read token: {listed}")
         for reader in readers:
             answer = self.server.get("/v1/seeds", reader.token)
-            check(answer.status == 200 and answer.json() == {"seeds": []},
-                  f"LEAK GET /v1/seeds as {reader.name}: {answer}")
+            expected = [team_one["sha256"]] if reader.grant == {1} else []
+            check(answer.status == 200 and [seed["sha256"] for seed in answer.json()["seeds"]] == expected,
+                  f"LEAK GET /v1/seeds as {reader.name}: {answer}, expected {expected}")
 
     def static_log_read_is_public(self):
         path = "/v1/changes?after=0&schemaVersion=1"
@@ -884,7 +891,8 @@ def cases(suite, readers):
         ("A: GET /v1/auth", lambda: check(suite.server.get("/v1/auth", a.token).status == 204, "not 204")),
         ("ETags across A, B, [], the static read token", lambda: suite.etags_across_readers([a, b, empty, static])),
         ("static read token: GET /v1/changes public, without scopes", suite.static_log_read_is_public),
-        ("GET /v1/seeds: a registered seed listed to no scoped reader", lambda: suite.seeds([a, b, empty, string_one])),
+        ("GET /v1/seeds: a seed of every team listed to no scoped reader, team 1's to team 1's",
+         lambda: suite.seeds([a, b, empty, string_one])),
         ("A pushes an event into team 2: rejected, not granted", lambda: suite.push_create_in_other_team(a)),
         ("A moves its event and ticket to team 2: rejected, not granted", lambda: suite.push_move_own_event_out(a)),
         ("A updates team 2's event at its revision, in team 2: rejected as for a missing row",

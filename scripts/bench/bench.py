@@ -950,19 +950,7 @@ class Bench:
         del single["scope"]
         sides = {"scoped": (scoped, range(1, teams + 1)), "single": (single, range(1, 2))}
         for side, (schema, side_teams) in sides.items():
-            with open(f"{folder}/{side}.json", "w") as file:
-                json.dump(schema, file)
-            self.tool("seed-server", "init", "--database", f"{folder}/{side}.sqlite", "--schema", f"{folder}/{side}.json")
-            extra = ["--jwks-file", f"{folder}/jwks.json", "--jwt-scope-claim", "teams"] if side == "scoped" else []
-            self.serve(f"{folder}/{side}.sqlite", admin_token=admin, extra=extra)
-            say(f"{side}: {len(side_teams) * events} events")
-            with AdminCommits(self.server_url, admin) as commits:
-                commits.send({"teams": {"create": {team: {"name": f"Team {team}"} for team in side_teams}},
-                              "venues": {"create": {1: {"name": "Hall"}}}})
-                for first in range(0, len(side_teams) * events, 10000):
-                    keys = range(first, min(first + 10000, len(side_teams) * events))
-                    commits.send({"events": {"create": {
-                        k + 1: scope_line.event(side_teams[k // events], f"event {k + 1}", 1) for k in keys}}})
+            self.serve_teams(folder, side, schema, side_teams, events, admin, jwks=side == "scoped")
             seed = f"{folder}/{side}-seed.sqlite"
             scope_flags = ("--scope", "team=1") if side == "scoped" else ()
             subprocess.run(self.seed_build(seed, "--quiet", *scope_flags), check=True)
@@ -998,6 +986,112 @@ class Bench:
                        f"team 1 of {teams} ({teams * rounds} revisions in the log)", "x single",
                        f"{float(scoped_wall) / float(single_wall):.2f}", "<=", "1.2")
         self.note(f"case 10: team 1's app reads its {rounds} change sets out of {teams * rounds} revisions through the store's index of the log by scope value; its seed was cut by seed-build --scope team=1.")
+
+    def serve_teams(self, folder, side, schema, side_teams, events, admin, jwks):
+        """Makes FOLDER/SIDE.sqlite of SCHEMA (scope_line.py's clubs schema, or it without the scope)
+        holding teams SIDE_TEAMS of EVENTS events each and venue 1, and serves it, taking JWTs of
+        FOLDER/jwks.json when JWKS."""
+        import scope_line
+        with open(f"{folder}/{side}.json", "w") as file:
+            json.dump(schema, file)
+        self.tool("seed-server", "init", "--database", f"{folder}/{side}.sqlite", "--schema", f"{folder}/{side}.json")
+        extra = ["--jwks-file", f"{folder}/jwks.json", "--jwt-scope-claim", "teams"] if jwks else []
+        self.serve(f"{folder}/{side}.sqlite", admin_token=admin, extra=extra)
+        say(f"{side}: {len(side_teams) * events} events")
+        with AdminCommits(self.server_url, admin) as commits:
+            commits.send({"teams": {"create": {team: {"name": f"Team {team}"} for team in side_teams}},
+                          "venues": {"create": {1: {"name": "Hall"}}}})
+            for first in range(0, len(side_teams) * events, 10000):
+                keys = range(first, min(first + 10000, len(side_teams) * events))
+                commits.send({"events": {"create": {
+                    k + 1: scope_line.event(side_teams[k // events], f"event {k + 1}", 1) for k in keys}}})
+
+    def case11(self):
+        """A seed per team of --teams teams of --team-events events (case 10's scoped dataset): one
+        `seed-build --every-scope` with the static token (one download, a cut per team) against a
+        `seed-build` per team with that team's JWT, run one after the other. Every cut seed must be
+        byte for byte the team's own build. No target: the figure says what the one pass saves."""
+        import jwt_keys
+        import scope_line
+        teams, events = self.options.teams, self.options.team_events
+        step(f"case 11: a seed per team of {teams} teams of {events} events, one pass against {teams} builds")
+        self.stop_server()
+        folder = self.path("team-seeds")
+        os.makedirs(folder)
+        key = jwt_keys.new_key()
+        with open(f"{folder}/jwks.json", "w") as file:
+            json.dump(jwt_keys.jwks(key, "k1"), file)
+        admin = self.new_token("team-seeds-admin-token")
+        self.serve_teams(folder, "scoped", scope_line.SCHEMA, range(1, teams + 1), events, admin, jwks=True)
+        os.makedirs(f"{folder}/one-pass")
+        self.measure(11, "seed-build-every-scope", 1, self.seed_build(
+            f"{folder}/one-pass/clubs.sqlite", "--every-scope", "--quiet"))
+        # Each team's build with its own token, in one shell script timed as a whole.
+        os.makedirs(f"{folder}/each")
+        script = f"{folder}/each.sh"
+        with open(script, "w") as file:
+            file.write("set -e\n")
+            for team in range(1, teams + 1):
+                token = f"{folder}/each/token-{team}"
+                with open(token, "w") as secret:
+                    secret.write(jwt_keys.sign(key, {"alg": "ES256", "kid": "k1"},
+                                               {"exp": int(time.time()) + 7200, "teams": [team]}))
+                file.write(f"{self.bin}/seed-build --server {self.server_url} --token-file {token} "
+                           f"--out {folder}/each/clubs.team-{team}.sqlite --quiet\n")
+        self.measure(11, "seed-build-each-team", 1, ["bash", script])
+        self.stop_server()
+        differing = [team for team in range(1, teams + 1)
+                     if json_field(f"{folder}/one-pass/clubs.team-{team}.sqlite.manifest.json", "sha256")
+                     != json_field(f"{folder}/each/clubs.team-{team}.sqlite.manifest.json", "sha256")]
+        if differing:
+            raise BenchError(f"case 11: the cut seeds of teams {differing[:10]} differ from their own builds")
+        one_pass, each = self.median_wall("seed-build-every-scope"), self.median_wall("seed-build-each-team")
+        self.contender("11 a seed per team", "seed-build-each-team", f"{teams} builds, one per team's JWT")
+        self.contender("11 a seed per team", "seed-build-every-scope", f"one --every-scope build of {teams} seeds",
+                       "x the builds", f"{float(one_pass) / float(each):.2f}")
+        self.note(f"case 11: every one of the {teams} cut seeds is byte for byte its team's own build (SHA-256).")
+
+    def case12(self):
+        """What the SQLite store's index of its log by scope value costs commits: case 10's dataset
+        (--teams teams of --team-events events) with its scope and without it (the same rows, every
+        type shared), each served, then 2,000 admin commits of one change set each, one after the
+        other on one connection, each retitling an event of the next team. Median of --repeat runs of
+        the 2,000. No target: the figure says what the index costs."""
+        import scope_line
+        teams, events, commits_per_run = self.options.teams, self.options.team_events, 2000
+        step(f"case 12: {commits_per_run} commits into {teams} teams of {events} events, with and without the scope")
+        self.stop_server()
+        folder = self.path("team-commits")
+        os.makedirs(folder)
+        admin = self.new_token("team-commits-admin-token")
+        scoped = scope_line.SCHEMA
+        single = {**scoped, "types": [{name: value for name, value in entry.items() if name != "scopedBy"}
+                                      for entry in scoped["types"]]}
+        del single["scope"]
+        seconds = {}
+        for side, schema in (("scoped", scoped), ("single", single)):
+            self.serve_teams(folder, side, schema, range(1, teams + 1), events, admin, jwks=False)
+            runs = []
+            with AdminCommits(self.server_url, admin) as commits:
+                for run in self.run_numbers():
+                    started = time.monotonic()
+                    for index in range(commits_per_run):
+                        team = index % teams + 1
+                        event_key = (team - 1) * events + 1 + (index // teams + run) % events
+                        commits.send({"events": {"update": {
+                            event_key: scope_line.event(team, f"event {event_key} run {run} edit {index}", 1)}}})
+                    runs.append(time.monotonic() - started)
+                    say(f"{side} run {run}: {commits_per_run} commits in {runs[-1]:.3f} s")
+            seconds[side] = float(median(runs))
+            self.stop_server()
+        label = f"{commits_per_run} commits of one row, {teams} teams × {events} events"
+        for side in ("single", "scoped"):
+            rate = commits_per_run / seconds[side]
+            self.result("12 commits, scope index", f"commits-{side}",
+                        f"{'with the scope (indexed)' if side == 'scoped' else 'without a scope'}: {label}",
+                        f"{seconds[side]:.3f}", "", "commits/s", f"{rate:.0f}")
+        self.result("12 commits, scope index", "", "with the scope against without", "", "", "x time",
+                    f"{seconds['scoped'] / seconds['single']:.2f}")
 
     # Report ----------------------------------------------------------------------------------------
 
@@ -1098,7 +1192,7 @@ def positive(text):
 
 
 def cases(text):
-    if not re.fullmatch(r"[1-9][0-9]*(,[1-9][0-9]*)*", text) or any(int(case) > 10 for case in text.split(",")):
+    if not re.fullmatch(r"[1-9][0-9]*(,[1-9][0-9]*)*", text) or any(int(case) > 12 for case in text.split(",")):
         raise argparse.ArgumentTypeError(f"not a list of cases such as 1,5: {text}")
     return sorted(set(int(case) for case in text.split(",")))
 
@@ -1111,7 +1205,7 @@ def parse(argv):
     parser.add_argument("--repeat", type=positive, default=3)
     parser.add_argument("--changes", type=positive, default=100000)
     parser.add_argument("--out", default=".build/bench")
-    parser.add_argument("--only", type=cases, default=list(range(1, 11)))
+    parser.add_argument("--only", type=cases, default=list(range(1, 13)))
     parser.add_argument("--teams", type=positive, default=1000)
     parser.add_argument("--team-events", type=positive, default=1000)
     parser.add_argument("--team-changes", type=positive, default=20)

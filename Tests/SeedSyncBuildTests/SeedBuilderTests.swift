@@ -11,6 +11,21 @@ import Testing
 
 /// `SeedBuilder` against a real server on loopback.
 @Suite struct SeedBuilderTests {
+    /// A cut seed's file is named by its scope value: letters, digits, `-` and `_` as they are,
+    /// anything else of a text value as `%XX` of its UTF-8 bytes, so no value escapes the folder.
+    @Test func aScopeSeedIsNamedByItsValueAndStaysInItsFolder() throws {
+        let builder = SeedBuilder(
+            client: SyncClient(configuration: .init(serverURL: URL(string: "http://127.0.0.1:1")!, token: nil)),
+            options: .init(output: "seeds/clubs.sqlite"))
+        let team = ScopeDeclaration(name: "team", type: .integer)
+        let code = ScopeDeclaration(name: "org", type: .text)
+        #expect(builder.output(forScope: team, value: 42) == "seeds/clubs.team-42.sqlite")
+        #expect(builder.output(forScope: team, value: -7) == "seeds/clubs.team--7.sqlite")
+        #expect(builder.output(forScope: code, value: "acme_eu-1") == "seeds/clubs.org-acme_eu-1.sqlite")
+        #expect(builder.output(forScope: code, value: "../x y") == "seeds/clubs.org-%2E%2E%2Fx%20y.sqlite")
+        #expect(builder.output(forScope: code, value: "é") == "seeds/clubs.org-%C3%A9.sqlite")
+    }
+
     @Test func buildEqualsTheServerRowByRow() async throws {
         try await withServedStore { served in
             let report = try await served.builder("out/demo.sqlite").build()

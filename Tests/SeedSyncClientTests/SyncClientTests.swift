@@ -294,6 +294,26 @@ import FoundationNetworking
         }
     }
 
+    /// A log read that names its scope values is refused an answer read for others, or for every
+    /// value: a cache that keys answers without the query would hand one team's log to another.
+    @Test func aLogReadForSomeScopesRefusesAnAnswerForOthers() async throws {
+        let stub = MisbehavingServer()
+        try await stub.run { url in
+            let mine = ScopeList([.int(1)])
+            for answered in [#""scopes": [2], "#, "", #""scopes": [1, 2], "#] {
+                stub.plan([.body(#"{\#(answered)"maxRevision": 9, "hasMore": false, "changeSets": []}"#)])
+                await #expect("\(answered)") {
+                    try await client(url).changes(after: 5, schemaVersion: 1, scopes: mine)
+                } throws: {
+                    ($0 as? SyncClientError)?.code == .malformedResponse && "\($0)".contains("scopes=1")
+                }
+            }
+            stub.plan([.body(#"{"scopes": [1], "maxRevision": 9, "hasMore": false, "changeSets": []}"#)])
+            let answer = try await client(url).changes(after: 5, schemaVersion: 1, scopes: mine)
+            #expect(answer.maxRevision == 9 && answer.scopes == [1])
+        }
+    }
+
     /// An `applied` result must map exactly the temporary keys its change set created: a row left
     /// under its temporary key would stay beside the server's copy (found by scripts/suites/hostile-servers.sh).
     @Test func anAppliedResultMustMapEachTemporaryKeyItCreated() async throws {
@@ -370,6 +390,7 @@ final class MisbehavingServer: Sendable {
         let router = Router()
         router.get("v1/schema") { _, _ in try await self.answer() }
         router.post("v1/sync") { _, _ in try await self.answer() }
+        router.get("v1/changes") { _, _ in try await self.answer() }
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
         try await app.test(.live) { client in try await test(URL(string: "http://127.0.0.1:\(client.port!)")!) }
     }

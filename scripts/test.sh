@@ -51,7 +51,7 @@ timed "OpenAPI and schemathesis" openapi
 # DocC runs on one core, mostly: beside the hostile matrices, which mostly wait on their clients.
 beside "DocC" run_bounded 600 bash scripts/tools/docs.sh -c release
 timed "hostile clients" run_bounded 600 bash scripts/suites/hostile-clients.sh --bin "$bin"
-timed "scope line" run_bounded 120 bash scripts/suites/scope-line.sh --bin "$bin"
+timed "scope line" run_bounded 240 bash scripts/suites/scope-line.sh --bin "$bin"
 timed "hostile servers" run_bounded 600 bash scripts/suites/hostile-servers.sh --bin "$bin"
 joined "DocC"
 timed "cache check" run_bounded 300 bash scripts/suites/cache-check.sh --bin "$bin"

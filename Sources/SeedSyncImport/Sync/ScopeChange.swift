@@ -24,7 +24,7 @@ extension ImportSession {
         guard let scope = info.scope, held != info.scopes else { return database }
         if let granted = info.scopes {
             try await drop(outside: ScopeGrant.only(granted), of: scope, from: database, keeping: held, info: info)
-            held = held?.filter(ScopeGrant.only(granted).includes)
+            held = held?.filter(ScopeGrant.only(granted).includes) ?? granted
         }
         guard Self.gains(held: held, granted: info.scopes) else { return database }
         guard let held, let granted = info.scopes else {
@@ -66,7 +66,9 @@ extension ImportSession {
             throw error
         }
         let (applied, events, copied) = try await gated {
-            try await database.gained(granted.values, from: staging)
+            try await database.gained(
+                granted.values, from: staging,
+                pending: PendingChanges(schema: schema, resolution: configuration.conflicts))
         }
         if !copied.isEmpty {
             emit(.applied(AppliedChangeSet(revision: revision, types: copied)))
@@ -132,12 +134,13 @@ extension ImportSession {
 
 extension LocalDatabase {
     /// Step 2 of ``ImportSession/gain(_:granting:into:info:)``: the rows and change sets of
-    /// `staging` taken in, in one transaction, for a grant of `granted`.
+    /// `staging` taken in, in one transaction, for a grant of `granted`; `pending` brings the local
+    /// edits in line with the change sets, as a catch-up does.
     ///
     /// - Returns: the change sets applied, the events of the local edits, and the keys copied in by type.
     /// - Throws: ``ImportError/Code/invalidChangeSet`` when the server sent a row of a value not
     ///   granted, or the rows leave a reference to a missing row; nothing is written then.
-    func gained(_ granted: [JSONValue], from staging: MigrationStaging) async throws
+    func gained(_ granted: [JSONValue], from staging: MigrationStaging, pending: PendingChanges) async throws
         -> (applied: [AppliedChangeSet], events: [ImportEvent], copied: [String: AppliedChangeSet.Keys])
     {
         let schema = metadata.schema
@@ -160,7 +163,7 @@ extension LocalDatabase {
                     }
                     let applier = ChangeApplier(schema: schema)
                     let applied = try applier.apply(MigrationStaging.changeSets(in: db, checkedBy: applier), in: db)
-                    let events = try PendingChanges(schema: schema).absorb(applied, in: db)
+                    let events = try pending.absorb(applied, in: db)
                     try LocalScopes.checkInside(.only(granted), of: schema, path: path, db: db)
                     try SeedMetadata.save(scopes: granted, in: db)
                     try notifyApp(ofChangesTo: nil, in: db)

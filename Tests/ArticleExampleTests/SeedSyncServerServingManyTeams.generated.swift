@@ -20,7 +20,7 @@ extension SeedSyncServerServingManyTeams {
         _ = app
     }
 
-    /// The example at line 47 of the article.
+    /// The example at line 50 of the article.
     static func example2() async throws {
         let builder = SeedBuilder(
             client: client, options: .init(output: "Seeds/clubs.sqlite", gzip: true, scopes: .every))
@@ -32,7 +32,7 @@ extension SeedSyncServerServingManyTeams {
         _ = report
     }
 
-    /// The example at line 66 of the article.
+    /// The example at line 70 of the article.
     static func example3() async throws {
         let engine = SyncEngine(
             configuration: .init(

@@ -240,7 +240,7 @@ public final class SyncClient: Sendable {
     /// with ``sync(from:limit:pushing:schemaVersion:wait:)``. See `docs/PROTOCOL.md`.
     ///
     /// With `scopes` (a reader of some scope values names its values, as `GET /v1/schema` lists
-    /// them), the answer is the log as those values see it, with gaps (``SyncResponse/scopes``),
+    /// them), the answer is the log as those values see it, with gaps (its `scopes` says them),
     /// at an address caches may share between every reader of them; an answer for other values is
     /// refused.
     ///

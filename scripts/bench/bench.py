@@ -157,6 +157,14 @@ def data_tables(database):
     ]
 
 
+def unscoped(schema):
+    """SCHEMA without its scope: the same types, every one shared."""
+    single = {**schema, "types": [{name: value for name, value in entry.items() if name != "scopedBy"}
+                                  for entry in schema["types"]]}
+    del single["scope"]
+    return single
+
+
 def sqlite3_shell(*arguments):
     subprocess.run(["sqlite3", "-bail", *arguments], check=True, stdout=subprocess.DEVNULL)
 
@@ -937,17 +945,8 @@ class Bench:
         import scope_line
         teams, events, rounds = self.options.teams, self.options.team_events, self.options.team_changes
         step(f"case 10: one team's catch-up among {teams} teams of {events} events, {rounds} change sets each")
-        self.stop_server()
-        folder = self.path("teams")
-        os.makedirs(folder)
-        key = jwt_keys.new_key()
-        with open(f"{folder}/jwks.json", "w") as file:
-            json.dump(jwt_keys.jwks(key, "k1"), file)
-        admin = self.new_token("teams-admin-token")
-        scoped = scope_line.SCHEMA
-        single = {**scoped, "types": [{name: value for name, value in entry.items() if name != "scopedBy"}
-                                      for entry in scoped["types"]]}
-        del single["scope"]
+        folder, key, admin = self.teams_folder("teams")
+        scoped, single = scope_line.SCHEMA, unscoped(scope_line.SCHEMA)
         sides = {"scoped": (scoped, range(1, teams + 1)), "single": (single, range(1, 2))}
         for side, (schema, side_teams) in sides.items():
             self.serve_teams(folder, side, schema, side_teams, events, admin, jwks=side == "scoped")
@@ -987,6 +986,18 @@ class Bench:
                        f"{float(scoped_wall) / float(single_wall):.2f}", "<=", "1.2")
         self.note(f"case 10: team 1's app reads its {rounds} change sets out of {teams * rounds} revisions through the store's index of the log by scope value; its seed was cut by seed-build --scope team=1.")
 
+    def teams_folder(self, name):
+        """The server stopped, then OUT/NAME made with a new ES256 key in its jwks.json (kid k1) and an
+        admin token: the folder, the key and the token's path."""
+        import jwt_keys
+        self.stop_server()
+        folder = self.path(name)
+        os.makedirs(folder)
+        key = jwt_keys.new_key()
+        with open(f"{folder}/jwks.json", "w") as file:
+            json.dump(jwt_keys.jwks(key, "k1"), file)
+        return folder, key, self.new_token(f"{name}-admin-token")
+
     def serve_teams(self, folder, side, schema, side_teams, events, admin, jwks):
         """Makes FOLDER/SIDE.sqlite of SCHEMA (scope_line.py's clubs schema, or it without the scope)
         holding teams SIDE_TEAMS of EVENTS events each and venue 1, and serves it, taking JWTs of
@@ -1015,13 +1026,7 @@ class Bench:
         import scope_line
         teams, events = self.options.teams, self.options.team_events
         step(f"case 11: a seed per team of {teams} teams of {events} events, one pass against {teams} builds")
-        self.stop_server()
-        folder = self.path("team-seeds")
-        os.makedirs(folder)
-        key = jwt_keys.new_key()
-        with open(f"{folder}/jwks.json", "w") as file:
-            json.dump(jwt_keys.jwks(key, "k1"), file)
-        admin = self.new_token("team-seeds-admin-token")
+        folder, key, admin = self.teams_folder("team-seeds")
         self.serve_teams(folder, "scoped", scope_line.SCHEMA, range(1, teams + 1), events, admin, jwks=True)
         os.makedirs(f"{folder}/one-pass")
         self.measure(11, "seed-build-every-scope", 1, self.seed_build(
@@ -1060,14 +1065,8 @@ class Bench:
         import scope_line
         teams, events, commits_per_run = self.options.teams, self.options.team_events, 2000
         step(f"case 12: {commits_per_run} commits into {teams} teams of {events} events, with and without the scope")
-        self.stop_server()
-        folder = self.path("team-commits")
-        os.makedirs(folder)
-        admin = self.new_token("team-commits-admin-token")
-        scoped = scope_line.SCHEMA
-        single = {**scoped, "types": [{name: value for name, value in entry.items() if name != "scopedBy"}
-                                      for entry in scoped["types"]]}
-        del single["scope"]
+        folder, _, admin = self.teams_folder("team-commits")
+        scoped, single = scope_line.SCHEMA, unscoped(scope_line.SCHEMA)
         seconds = {}
         for side, schema in (("scoped", scoped), ("single", single)):
             self.serve_teams(folder, side, schema, range(1, teams + 1), events, admin, jwks=False)

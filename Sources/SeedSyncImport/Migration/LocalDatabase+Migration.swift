@@ -24,13 +24,10 @@ extension LocalDatabase {
         from old: DatasetSchema, to new: DatasetSchema, changes: [SchemaChange], staging: MigrationStaging
     ) async throws -> (database: LocalDatabase, applied: [AppliedChangeSet], events: [ImportEvent]) {
         let path = self.path
-        let stagingPath = staging.path
         let staged = staging.types
         let outcome: ([AppliedChangeSet], [ImportEvent])
         do {
-            outcome = try await writer.writeWithoutTransaction { db in
-                try db.execute(sql: "ATTACH DATABASE ? AS staging", arguments: [stagingPath])
-                defer { try? db.execute(sql: "DETACH DATABASE staging") }
+            outcome = try await staging.attached(to: writer) { db in
                 let rebuilding = SchemaAlteration.rebuilds(changes, from: old)
                 return try SchemaAlteration.alter(db, rebuilding: rebuilding) { db in
                     try SchemaAlteration.apply(changes, from: old, to: new, withoutRowID: true, in: db)

@@ -98,6 +98,19 @@ struct MigrationStaging {
         }
     }
 
+    /// Runs `body` on `writer`'s connection with the file attached as `staging`, outside a
+    /// transaction (SQLite attaches no file inside one); `body` opens its own.
+    func attached<T: Sendable>(to writer: any DatabaseWriter, _ body: @escaping @Sendable (Database) throws -> T)
+        async throws -> T
+    {
+        let path = self.path
+        return try await writer.writeWithoutTransaction { db in
+            try db.execute(sql: "ATTACH DATABASE ? AS staging", arguments: [path])
+            defer { try? db.execute(sql: "DETACH DATABASE staging") }
+            return try body(db)
+        }
+    }
+
     /// The staged change sets, in order, checked by `applier`, read inside the database's
     /// transaction (the staging file attached as `staging`). Those of an answer read for some
     /// scope values may follow a gap.

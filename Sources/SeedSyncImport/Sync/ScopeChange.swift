@@ -144,11 +144,9 @@ extension LocalDatabase {
         -> (applied: [AppliedChangeSet], events: [ImportEvent], copied: [String: AppliedChangeSet.Keys])
     {
         let schema = metadata.schema
-        let (path, stagingPath, staged) = (self.path, staging.path, staging.types)
+        let (path, staged) = (self.path, staging.types)
         do {
-            return try await writer.writeWithoutTransaction { [self] db in
-                try db.execute(sql: "ATTACH DATABASE ? AS staging", arguments: [stagingPath])
-                defer { try? db.execute(sql: "DETACH DATABASE staging") }
+            return try await staging.attached(to: writer) { [self] db in
                 var outcome: ([AppliedChangeSet], [ImportEvent], [String: AppliedChangeSet.Keys])?
                 try db.inTransaction(.immediate) {
                     var copied: [String: AppliedChangeSet.Keys] = [:]

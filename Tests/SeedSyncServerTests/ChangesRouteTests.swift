@@ -185,6 +185,8 @@ import Testing
                 ("after=5&schemaVersion=1&limit=%2B2", .badRequest, "invalid_parameter"),
                 ("after=5&schemaVersion=1&limit=02", .badRequest, "invalid_parameter"),
                 ("after=5&schemaVersion=%201", .badRequest, "invalid_parameter"),
+                // Scope values name nothing in a dataset without a scope.
+                ("after=5&schemaVersion=1&scopes=1", .badRequest, "invalid_parameter"),
             ] {
                 try await client.execute(uri: "/v1/changes?\(query)", method: .get, headers: headers()) { response in
                     #expect(response.status == status, "\(query)")

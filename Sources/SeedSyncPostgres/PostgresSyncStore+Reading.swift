@@ -23,7 +23,7 @@ extension PostgresSyncStore {
 
     /// The schema of `version` with the revisions and exact row counts, read in one statement (one
     /// snapshot) with the newest version number; read again when that shows a newer version.
-    /// Every row is shared (the store refuses a schema with a scope), so `grant` counts them all.
+    /// The rows of a scoped type are counted for `grant`'s values alone (`= ANY($1)`).
     public func schemaInfo(version: Int?, grant: ScopeGrant) async throws -> SchemaInfo {
         try await withConnection { [self] connection in
             for _ in 0..<3 {
@@ -32,12 +32,19 @@ extension PostgresSyncStore {
                 // Without the row counts (optional in the protocol) while a table is locked or gone.
                 var counting = !lockedTables.isMarked(LockedTables.counts)
                 let types = counting ? served.schema.types : []
-                let counts = types.map { ", (\(served.tables[$0.name]!.count))" }.joined()
+                let granted = served.schema.scope.flatMap { grant.sortedValues(as: $0.type) }
+                let counts = types.map {
+                    ", (\(served.tables[$0.name]!.count(scoped: granted != nil && $0.isScoped)))"
+                }.joined()
                 let sql =
                     "SELECT revision, min_revision, \(PostgresSchemaRecords.newestColumn)\(counts) FROM seedsync._state WHERE id = 1"
+                var binds = PostgresBindings()
+                if let granted, let scope = served.schema.scope, counts.contains("$1") {
+                    binds.append(scopeValues: granted, as: scope.type)
+                }
                 let rows: [PostgresRow]
                 do {
-                    rows = try await query(sql, on: connection)
+                    rows = try await query(sql, binds, on: connection)
                 } catch let error as PSQLError where error.sqlState == "55P03" && counting {
                     lockedTables.mark(LockedTables.counts)
                     continue
@@ -75,7 +82,8 @@ extension PostgresSyncStore {
     /// revision and newest schema version, in one statement (`PostgresTableSQL/snapshot(after:)`),
     /// read from typed columns (`WireRow/init(cells:at:of:table:)`) in the newest version, then
     /// projected to `version`. One row of look-ahead tells whether there is more. A page read
-    /// while a newer version was made is read again in it.
+    /// while a newer version was made is read again in it. A page of a scoped type holds the rows
+    /// of `grant`'s values alone (`= ANY(…)`, on the scope column's index when it has one).
     public func snapshotPageJSON(
         of type: String, after: JSONValue?, limit: Int, version: Int?, fields: [String]?, grant: ScopeGrant
     )
@@ -96,8 +104,11 @@ extension PostgresSyncStore {
                 if projection.isNewest, let fields {
                     table = PostgresTableSQL(type: try table.type.selecting(fields), tableSchema: tableSchema)
                 }
+                let granted = served.schema.scope.flatMap { scope in
+                    table.type.isScoped ? grant.sortedValues(as: scope.type).map { ($0, scope.type) } : nil
+                }
                 let page = try await lockTimeout(of: table) { [table] in
-                    try await self.page(of: table, after: after, limit: limit, on: connection)
+                    try await self.page(of: table, after: after, granted: granted, limit: limit, on: connection)
                 }
                 guard page.schemaVersion == served.versions.storedNewest else {
                     _ = try await self.served(newest: page.schemaVersion, on: connection)
@@ -114,12 +125,15 @@ extension PostgresSyncStore {
     /// One page in the newest version as `table` describes it, and the newest version number the
     /// same statement saw.
     private func page(
-        of table: PostgresTableSQL, after: JSONValue?, limit: Int, on connection: PostgresConnection
+        of table: PostgresTableSQL, after: JSONValue?, granted: ([JSONValue], KeyType)?, limit: Int,
+        on connection: PostgresConnection
     ) async throws -> (json: [UInt8], schemaVersion: Int) {
         var binds = PostgresBindings()
         if let after { binds.append(key: after) }
+        if let granted { binds.append(scopeValues: granted.0, as: granted.1) }
         binds.append(Int64(limit) + 1)
-        let query = PostgresQuery(unsafeSQL: table.snapshot(after: after != nil), binds: binds)
+        let query = PostgresQuery(
+            unsafeSQL: table.snapshot(after: after != nil, scoped: granted != nil), binds: binds)
         let name = "\(tableSchema).\(table.type.name)"
         var revision: Int64 = 0
         var schemaVersion = 0
@@ -179,7 +193,7 @@ extension PostgresSyncStore {
         return try await withConnection { [self] connection in
             var log = ChangeLogReader(projection: projection, served: served, tableSchema: tableSchema)
             for row in try await connection.rows(query, logger: logger).decode(
-                (Int64, Int64, Int64?, String?, String?, String?, ByteBuffer?).self
+                (Int64, Int64, Int64?, String?, String?, String?, ByteBuffer?, String?).self
             ) {
                 try log.add(row)
             }
@@ -204,12 +218,13 @@ extension PostgresSyncStore {
         }
     }
 
-    /// The state's revisions, then the logged rows of revisions `$1` (exclusive) to `$2`: a range
+    /// The state's revisions, then the logged rows of revisions `$1` (exclusive) to `$2` (each
+    /// with its scope value before, see `CaptureSQL`): a range
     /// scan of the log's primary key, in one statement.
     package static let changeFeedSQL = """
-        SELECT s.revision, s.min_revision, c.revision, c.type, c.key, c.op, c.data
+        SELECT s.revision, s.min_revision, c.revision, c.type, c.key, c.op, c.data, c.from_scope
         FROM seedsync._state s LEFT JOIN LATERAL (
-          SELECT revision, type, key, op, data FROM seedsync._changes
+          SELECT revision, type, key, op, data, from_scope FROM seedsync._changes
           WHERE revision > $1 AND revision <= $2 AND op <> 'x'
         ) c ON true WHERE s.id = 1 ORDER BY c.revision
         """

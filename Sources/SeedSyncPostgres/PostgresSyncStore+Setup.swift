@@ -17,7 +17,6 @@ extension PostgresSyncStore {
         logger: Logger = Logger(label: "seed-server.postgres")
     ) async throws {
         try schema.validate()
-        try PostgresStoreError.refuseScopes(of: schema)
         let tables = schema.types.map { PostgresTableSQL(type: $0, tableSchema: tableSchema) }
         try await setUp(at: location, schema: schema, tableSchema: tableSchema, logger: logger) { connection in
             for table in tables {
@@ -54,7 +53,6 @@ extension PostgresSyncStore {
         logger: Logger = Logger(label: "seed-server.postgres")
     ) async throws -> Int64 {
         try schema.validate()
-        try PostgresStoreError.refuseScopes(of: schema)
         let tables = schema.types.map { PostgresTableSQL(type: $0, tableSchema: tableSchema) }
         return try await setUp(at: location, schema: schema, tableSchema: tableSchema, logger: logger) { connection in
             for table in tables {

@@ -127,26 +127,70 @@ extension PostgresSyncStore {
     }
 
     /// The references the written `changes` leave broken: a created or updated row pointing at a
-    /// missing row, a deleted row something still points at (its first referrer).
-    func referenceProblems(of changes: [ValidatedChanges], on connection: PostgresConnection) async throws
-        -> [ReferenceProblem]
-    {
+    /// missing row, a deleted row something still points at (its first referrer); between scoped
+    /// types, a reference to a row of another scope value, and a referrer left in another value
+    /// by a row that moved. A row outside `grant` is one the writer cannot know of: a reference to
+    /// it dangles.
+    func referenceProblems(
+        of changes: [ValidatedChanges], grant: ScopeGrant = .all, on connection: PostgresConnection
+    ) async throws -> [ReferenceProblem] {
         var problems: [ReferenceProblem] = []
         for change in changes {
             for (index, field) in change.type.fields.enumerated() {
                 guard let target = field.references, let targetTable = tables[target] else { continue }
+                let bothScoped = change.type.isScoped && targetTable.type.isScoped
                 for row in change.creates + change.updates where row.values[index] != .null {
                     let key = row.values[index]
-                    if try await query(targetTable.exists, PostgresBindings(key: key), on: connection).isEmpty {
+                    let sql = bothScoped ? targetTable.scopeOfRow : targetTable.exists
+                    guard let found = try await query(sql, PostgresBindings(key: key), on: connection).first else {
                         problems.append(
                             .dangling(
                                 type: change.type.name, key: row.key, field: field.name, target: target, targetKey: key)
                         )
+                        continue
                     }
+                    guard bothScoped, let own = change.type.scopeValue(key: row.key, values: row.values),
+                        let theirs = try found.decode(String?.self), theirs != own.keyString
+                    else { continue }
+                    problems.append(
+                        grant.includes(.string(theirs))
+                            ? .crossScope(
+                                type: change.type.name, key: row.key, field: field.name, target: target, targetKey: key)
+                            : .dangling(
+                                type: change.type.name, key: row.key, field: field.name, target: target, targetKey: key)
+                    )
                 }
             }
         }
         return problems + (try await referrers(ofDeletesIn: changes, on: connection))
+            + (try await referrersLeftBehind(by: changes, on: connection))
+    }
+
+    /// For each updated row of a scoped type, its first referrer of another scope value: a row
+    /// that moved to another value takes the rows that reference it along, or the reference
+    /// would cross from one value to another.
+    private func referrersLeftBehind(by changes: [ValidatedChanges], on connection: PostgresConnection) async throws
+        -> [ReferenceProblem]
+    {
+        var problems: [ReferenceProblem] = []
+        for change in changes where change.type.isScoped && !change.updates.isEmpty {
+            for (referrer, field) in schema.references(to: change.type.name) where referrer.isScoped {
+                let sql = tables[referrer.name]!.referrerOfOtherScope(through: field)
+                for row in change.updates {
+                    guard let scope = change.type.scopeValue(key: row.key, values: row.values)?.keyString else {
+                        continue
+                    }
+                    var binds = PostgresBindings(key: row.key)
+                    binds.append(scope)
+                    guard let holder = try await query(sql, binds, on: connection).first else { continue }
+                    problems.append(
+                        .crossScope(
+                            type: referrer.name, key: wireKey(try holder.decode(String.self), of: referrer.primaryKey.type),
+                            field: field.name, target: change.type.name, targetKey: row.key))
+                }
+            }
+        }
+        return problems
     }
 
     /// For each row `changes` delete that some row points at, its first referrer per reference

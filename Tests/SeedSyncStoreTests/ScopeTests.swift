@@ -7,15 +7,20 @@ import SeedSyncTesting
 import Testing
 
 /// A dataset split by team (`Fixtures.clubsSchema`): what a reader of some teams reads, and what
-/// a writer of some teams may write. Teams 1-3 hold events 101-103, 201-203, 301-303 and a ticket
-/// of the same key each; venue 1 is shared.
+/// a writer of some teams may write, on every store. Teams 1-3 hold events 101-103, 201-203,
+/// 301-303 and a ticket of the same key each; venue 1 is shared.
 @Suite struct ScopeTests {
     static let day = Duration.seconds(86_400)
     static let teamOne = ScopeGrant.only([.int(1)])
 
-    /// Runs `body` with the clubs store at revision 1.
-    func withClubs(_ body: @escaping @Sendable (SQLiteSyncStore) async throws -> Void) async throws {
-        try await withTemporaryDirectory { directory in try await body(try await Fixtures.clubsStore(in: directory)) }
+    /// Runs `body` with a clubs store of `backend` at revision 1.
+    func withClubs(
+        _ backend: StoreBackend, _ body: @escaping @Sendable (any MaintainedSyncStore) async throws -> Void
+    ) async throws {
+        try await backend.withStore(Fixtures.clubsSchema) { store in
+            try await store.commit(Fixtures.clubsCreation(teams: 1...3, eventsPerTeam: 3))
+            try await body(store)
+        }
     }
 
     /// Every key of `type` a snapshot shows `grant`, through pages of two rows.
@@ -39,8 +44,8 @@ import Testing
         return (try feed.changeSets.map { try ChangeSet(json: JSONParser.parse($0.json)) }, feed.maxRevision)
     }
 
-    @Test func aReaderOfOneTeamSeesItsRowsAndTheSharedOnesAndCountsNothingElse() async throws {
-        try await withClubs { store in
+    @Test(arguments: StoreBackend.tested) func aReaderOfOneTeamSeesItsRowsAndTheSharedOnesAndCountsNothingElse(backend: StoreBackend) async throws {
+        try await withClubs(backend) { store in
             let info = try await store.schemaInfo(version: nil, grant: Self.teamOne)
             #expect(info.rowCounts == ["teams": 1, "venues": 1, "events": 3, "tickets": 3])
             #expect(info.scope == ScopeDeclaration(name: "team", type: .integer))
@@ -53,8 +58,8 @@ import Testing
         }
     }
 
-    @Test func aRowMovingBetweenTeamsIsADeleteForTheOldTeamAndACreateForTheNew() async throws {
-        try await withClubs { store in
+    @Test(arguments: StoreBackend.tested) func aRowMovingBetweenTeamsIsADeleteForTheOldTeamAndACreateForTheNew(backend: StoreBackend) async throws {
+        try await withClubs(backend) { store in
             let start = try await store.revisions().revision
             // Revision 2 moves event 201 (and its ticket) to team 1; 3 changes team 2 alone; 4
             // moves event 102 to team 3; 5 deletes ticket 103 and renames team 1.
@@ -105,8 +110,8 @@ import Testing
         }
     }
 
-    @Test func aLongStretchOfOtherTeamsChangesEndsInAnAnswerThatOnlyMovesTheReaderOn() async throws {
-        try await withClubs { store in
+    @Test(arguments: StoreBackend.tested) func aLongStretchOfOtherTeamsChangesEndsInAnAnswerThatOnlyMovesTheReaderOn(backend: StoreBackend) async throws {
+        try await withClubs(backend) { store in
             let start = try await store.revisions().revision
             for index in 0..<3 {
                 try await store.commit(
@@ -128,8 +133,8 @@ import Testing
         }
     }
 
-    @Test func aWriterOfOneTeamWritesItsRowsAndCannotTellOtherTeamsRowsFromMissingOnes() async throws {
-        try await withClubs { store in
+    @Test(arguments: StoreBackend.tested) func aWriterOfOneTeamWritesItsRowsAndCannotTellOtherTeamsRowsFromMissingOnes(backend: StoreBackend) async throws {
+        try await withClubs(backend) { store in
             let revision = try await store.revisions().revision
             func push(_ id: String, _ types: String) async throws -> PushResult.Status {
                 let json = #"{"id": "\#(id)", \#(types)}"#
@@ -190,8 +195,8 @@ import Testing
         }
     }
 
-    @Test func aPushIdAnotherTeamUsedNeverAnswersWithThatTeamsResult() async throws {
-        try await withClubs { store in
+    @Test(arguments: StoreBackend.tested) func aPushIdAnotherTeamUsedNeverAnswersWithThatTeamsResult(backend: StoreBackend) async throws {
+        try await withClubs(backend) { store in
             let revision = try await store.revisions().revision
             let json =
                 #"{"id": "same-id", "types": ["events"], "events": {"create": [-1], "attributes": {"-1": {"team_id": 2, "title": "secret", "venue_id": 1}}}}"#
@@ -208,8 +213,8 @@ import Testing
         }
     }
 
-    @Test func anAdminCommitRefusesAReferenceAcrossTeams() async throws {
-        try await withClubs { store in
+    @Test(arguments: StoreBackend.tested) func anAdminCommitRefusesAReferenceAcrossTeams(backend: StoreBackend) async throws {
+        try await withClubs(backend) { store in
             let error = await #expect(throws: SyncStoreError.self) {
                 try await store.commit(
                     ChangeSet(changes: [
@@ -231,35 +236,61 @@ import Testing
         }
     }
 
-    @Test func aScopeCannotChangeBetweenVersions() async throws {
-        try await withClubs { store in
+    @Test(arguments: StoreBackend.tested) func aScopeCannotChangeBetweenVersions(backend: StoreBackend) async throws {
+        try await withClubs(backend) { store in
             var unscoped = Fixtures.clubsSchema
             unscoped.schemaVersion = 2
             unscoped.types[0].scopedBy = nil
             unscoped.types[3].fields.append(Field(name: "note", type: .text, nullable: true))
-            let error = await #expect(throws: SchemaUpgradeError.self) { try await store.upgrade(to: unscoped) }
+            let error = await #expect(throws: SchemaUpgradeError.self) { try await store.upgrade(to: unscoped, renaming: []) }
             #expect(error?.code == .scopeChanged)
             var added = Fixtures.clubsSchema
             added.schemaVersion = 2
             added.types[3].fields.append(Field(name: "note", type: .text, nullable: true))
-            _ = try await store.upgrade(to: added)
+            _ = try await backend.upgrade(store, to: added, alterations: "ALTER TABLE tickets ADD COLUMN note text")
             #expect(try await store.schemaInfo(version: 2, grant: Self.teamOne).rowCounts?["tickets"] == 3)
         }
     }
 
-    @Test(arguments: StoreBackend.tested) func aStoreThatCannotSplitRowsByScopeRefusesAScopedSchema(
-        backend: StoreBackend
-    ) async throws {
-        guard backend == .postgres else {
-            try await backend.withStore(Fixtures.clubsSchema) { store in
-                let scope = try await store.schemaInfo().scope
-                #expect(scope?.name == "team")
-            }
-            return
+    /// The team's own SQL on PostgreSQL: a row moved by an `UPDATE`, moved twice in one
+    /// transaction, deleted, and created then moved, each logged with where it was before.
+    @Test func writesOfTheTeamsOwnSQLNameTheScopeTheirRowsLeft() async throws {
+        try await withClubs(.postgres) { store in
+            let postgres = try #require(store as? PostgresSyncStore)
+            let start = try await store.revisions().revision
+            try await TestPostgres.runScript(
+                """
+                UPDATE tickets SET team_id = 2, event_id = 201 WHERE id = 101;
+                BEGIN;
+                UPDATE events SET team_id = 2 WHERE id = 102;
+                DELETE FROM tickets WHERE id = 102;
+                UPDATE events SET team_id = 3 WHERE id = 102;
+                INSERT INTO tickets (id, team_id, event_id) VALUES (900, 1, 103);
+                UPDATE tickets SET team_id = 3, event_id = 301 WHERE id = 900;
+                COMMIT;
+                BEGIN;
+                UPDATE events SET title = 'back' WHERE id = 103;
+                UPDATE events SET team_id = 2 WHERE id = 103;
+                UPDATE events SET team_id = 1 WHERE id = 103;
+                DELETE FROM tickets WHERE id = 103;
+                COMMIT;
+                """, on: postgres.location)
+            let (global, _) = try await feed(after: start, store, .all)
+            #expect(global.map(\.revision) == [start + 1, start + 2, start + 3])
+            #expect(global[0]["tickets"]?.from == ["101": 1])
+            #expect(global[1]["events"]?.from == ["102": 1], "the first scope of the transaction")
+            #expect(global[1]["tickets"]?.from == ["102": 1] && global[1]["tickets"]?.create == [900])
+            #expect(global[2]["events"]?.from == [:], "a row back in its scope names none")
+            #expect(global[2]["tickets"]?.from == ["103": 1])
+            let (teamOne, _) = try await feed(after: start, store, Self.teamOne)
+            #expect(teamOne.map(\.revision) == [start + 1, start + 2, start + 3])
+            #expect(teamOne[0]["tickets"]?.delete == [101])
+            #expect(teamOne[1]["events"]?.delete == [102] && teamOne[1]["tickets"]?.delete == [102])
+            #expect(teamOne[2]["events"]?.update == [103] && teamOne[2]["tickets"]?.delete == [103])
+            let (teamThree, _) = try await feed(after: start, store, .only([.int(3)]))
+            #expect(teamThree.map(\.revision) == [start + 2])
+            #expect(teamThree[0]["events"]?.create == [102] && teamThree[0]["tickets"]?.create == [900])
+            #expect(try await store.schemaInfo(version: nil, grant: .only([.int(3)])).rowCounts?["tickets"] == 4)
         }
-        let error = await #expect(throws: PostgresStoreError.self) {
-            try await backend.withStore(Fixtures.clubsSchema) { _ in }
-        }
-        #expect(error?.code == .unsupportedSchema && error?.description.contains("scope team") == true)
     }
 }

@@ -6,9 +6,13 @@ import SeedSyncModel
 /// ## Bookkeeping, in the `seedsync` schema
 /// - `seedsync._state`: one row (format, schema JSON, the tables' PostgreSQL schema, `revision`,
 ///   `min_revision`).
-/// - `seedsync._changes (revision, type, key, op, data)`: the change log, a row per changed row:
-///   `op` is `c` (created), `u` (updated), `d` (deleted) or `x` (created and deleted again in the
-///   same transaction: nothing to send), `data` the row as `to_json` gave it when written.
+/// - `seedsync._changes (revision, type, key, op, data, from_scope)`: the change log, a row per
+///   changed row: `op` is `c` (created), `u` (updated), `d` (deleted) or `x` (created and deleted
+///   again in the same transaction: nothing to send), `data` the row as `to_json` gave it when
+///   written, `from_scope` (a type scoped by a field) the row's scope value before the transaction
+///   as `to_json` text: the first one the transaction saw, kept through later statements. The
+///   change log reader turns it into the change set's `from` (`TypeChanges.from`) for a deleted
+///   row and a row whose scope value changed.
 /// - `seedsync."_rows_<type>" (key, revision)`: the revision of every current row (the team's
 ///   tables get no column), and `seedsync."_log_<type>"()`, the capture function. Every name starts
 ///   with `_`, so none shadows a team's table for a role named `seedsync`.
@@ -69,6 +73,7 @@ package enum CaptureSQL {
           key text NOT NULL,
           op "char" NOT NULL,
           data text,
+          from_scope text,
           PRIMARY KEY (revision, type, key)
         )
         """,
@@ -117,6 +122,17 @@ package enum CaptureSQL {
             PERFORM pg_notify('\(revisionChannel)', r::text);
           END IF;
           RETURN r;
+        END $$
+        """
+
+    /// Adds `from_scope` to the change log of a store made before scopes, without locking the
+    /// log when it is there already (an `ALTER TABLE` would, even with `IF NOT EXISTS`).
+    static let addFromScope = """
+        DO $$ BEGIN
+          IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = 'seedsync._changes'::regclass
+                         AND attname = 'from_scope' AND NOT attisdropped) THEN
+            ALTER TABLE seedsync._changes ADD COLUMN from_scope text;
+          END IF;
         END $$
         """
 
@@ -176,6 +192,11 @@ package enum CaptureSQL {
     private static func captureFunction(_ table: PostgresTableSQL) -> String {
         let type = literal(table.type.name)
         let key = table.key
+        // The row's scope value before the statement, for a type scoped by a field (a type scoped
+        // by its key never changes scope: its key says where a deleted row was).
+        let scopedBy = table.type.scopedBy.flatMap { $0 == table.type.primaryKey.name ? nil : quote($0) }
+        let from = scopedBy.map { "to_json(o.\($0))::text" } ?? "NULL"
+        let keepFrom = "from_scope = coalesce(c.from_scope, excluded.from_scope)"
         let settings = sessionSettings.map { "SET \(quote($0.0)) = \(literal($0.1))" }.joined(separator: " ")
         return """
             CREATE FUNCTION \(table.captureFunction)() RETURNS trigger LANGUAGE plpgsql
@@ -191,9 +212,10 @@ package enum CaptureSQL {
                 IF NOT EXISTS (SELECT FROM o) THEN RETURN NULL; END IF;
                 r := seedsync._revision();
                 IF seedsync._logging() THEN
-                  INSERT INTO seedsync._changes AS c (revision, type, key, op, data)
-                    SELECT r, \(type), o.\(key)::text, 'd', NULL FROM o
-                    ON CONFLICT (revision, type, key) DO UPDATE SET op = CASE c.op WHEN 'c' THEN 'x' ELSE 'd' END, data = NULL;
+                  INSERT INTO seedsync._changes AS c (revision, type, key, op, data, from_scope)
+                    SELECT r, \(type), o.\(key)::text, 'd', NULL, \(from) FROM o
+                    ON CONFLICT (revision, type, key) DO UPDATE
+                    SET op = CASE c.op WHEN 'c' THEN 'x' ELSE 'd' END, data = NULL, \(keepFrom);
                 END IF;
                 DELETE FROM \(table.revisions) v USING o WHERE v.key = o.\(key);
                 RETURN NULL;
@@ -208,14 +230,15 @@ package enum CaptureSQL {
                 END IF;
               ELSE
                 IF seedsync._logging() THEN
-                  INSERT INTO seedsync._changes AS c (revision, type, key, op, data)
-                    SELECT r, \(type), n.\(key)::text, CASE WHEN o.\(key) IS NULL THEN 'c' ELSE 'u' END, to_json(n)::text
+                  INSERT INTO seedsync._changes AS c (revision, type, key, op, data, from_scope)
+                    SELECT r, \(type), n.\(key)::text, CASE WHEN o.\(key) IS NULL THEN 'c' ELSE 'u' END, to_json(n)::text, \(from)
                     FROM n LEFT JOIN o ON o.\(key) = n.\(key)
                     ON CONFLICT (revision, type, key) DO UPDATE
-                    SET op = CASE c.op WHEN 'd' THEN 'u' WHEN 'x' THEN 'c' ELSE c.op END, data = excluded.data;
-                  INSERT INTO seedsync._changes AS c (revision, type, key, op, data)
-                    SELECT r, \(type), o.\(key)::text, 'd', NULL FROM o LEFT JOIN n ON n.\(key) = o.\(key) WHERE n.\(key) IS NULL
-                    ON CONFLICT (revision, type, key) DO UPDATE SET op = CASE c.op WHEN 'c' THEN 'x' ELSE 'd' END, data = NULL;
+                    SET op = CASE c.op WHEN 'd' THEN 'u' WHEN 'x' THEN 'c' ELSE c.op END, data = excluded.data, \(keepFrom);
+                  INSERT INTO seedsync._changes AS c (revision, type, key, op, data, from_scope)
+                    SELECT r, \(type), o.\(key)::text, 'd', NULL, \(from) FROM o LEFT JOIN n ON n.\(key) = o.\(key) WHERE n.\(key) IS NULL
+                    ON CONFLICT (revision, type, key) DO UPDATE
+                    SET op = CASE c.op WHEN 'c' THEN 'x' ELSE 'd' END, data = NULL, \(keepFrom);
                 END IF;
                 DELETE FROM \(table.revisions) v USING o LEFT JOIN n ON n.\(key) = o.\(key)
                   WHERE n.\(key) IS NULL AND v.key = o.\(key);

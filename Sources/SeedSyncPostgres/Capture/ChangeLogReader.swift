@@ -26,10 +26,14 @@ struct ChangeLogReader {
         var key: JSONValue
         var op: String
         var attributes: [String: JSONValue]
+        /// The scope value the row left: `TypeChanges.from`.
+        var from: JSONValue?
     }
 
     /// Adds one result row: the state's revisions, then a logged row unless the log had none.
-    mutating func add(_ row: (Int64, Int64, Int64?, String?, String?, String?, ByteBuffer?)) throws(SyncStoreError) {
+    mutating func add(
+        _ row: (Int64, Int64, Int64?, String?, String?, String?, ByteBuffer?, String?)
+    ) throws(SyncStoreError) {
         minRevision = row.1
         guard let logged = row.2, let typeName = row.3, let keyText = row.4, let op = row.5 else { return }
         guard let table = served.tables[typeName] else {
@@ -39,6 +43,7 @@ struct ChangeLogReader {
         guard projection.target.schema.type(named: typeName) != nil else { return }
         var key = wireKey(keyText, of: table.type.primaryKey.type)
         var attributes: [String: JSONValue] = [:]
+        var from = try scopeBefore(row.7, of: table.type, logged: logged, row: keyText)
         if op != "d" {
             guard let data = row.6 else {
                 throw .schemaMismatch("the change log holds no row for \(typeName)[\(keyText)] at revision \(logged)")
@@ -49,11 +54,28 @@ struct ChangeLogReader {
                 try WireRow.members(json: bytes, key: table.type.primaryKey, fieldTypes: fieldTypes, table: name)
             }
             key = read.key
+            // An updated row names where it was only when it left that scope value.
+            if op != "u" || from == table.type.scopeValue(key: key, attributes: read.attributes) { from = nil }
             attributes = try projection.project(read.attributes, of: typeName, writtenIn: logged, row: keyText)
             attributes[SchemaNames.revisionColumn] = .int(logged)
         }
         rows[logged, default: [:]][typeName, default: []].append(
-            LoggedRow(key: key, op: op, attributes: attributes))
+            LoggedRow(key: key, op: op, attributes: attributes, from: from))
+    }
+
+    /// The logged scope value a row had before its revision (`to_json` text), in the scope's type.
+    private func scopeBefore(_ text: String?, of type: EntityType, logged: Int64, row: String) throws(SyncStoreError)
+        -> JSONValue?
+    {
+        guard let text, let scope = projection.target.schema.scope else { return nil }
+        switch (scope.type, try? JSONParser.parse(Array(text.utf8))) {
+        case (.integer, .int(let value)): return .int(value)
+        case (.text, .string(let value)): return .string(value)
+        default:
+            throw .schemaMismatch(
+                "the change log holds a scope value that is not \(scope.type.rawValue) for \(type.name)[\(row)] at revision \(logged)"
+            )
+        }
     }
 
     /// The change sets of revisions `after + 1` through `last`; a revision without logged rows
@@ -77,6 +99,7 @@ struct ChangeLogReader {
                 default: changes.delete.append(row.key)
                 }
                 if row.op != "d" { changes.attributes[row.key.keyString!] = row.attributes }
+                if let from = row.from { changes.from[row.key.keyString!] = from }
             }
             return changes
         }

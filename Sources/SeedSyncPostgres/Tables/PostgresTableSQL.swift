@@ -189,6 +189,35 @@ package struct PostgresTableSQL: Sendable {
     var keys: String { "SELECT \(key) FROM \(table) ORDER BY \(key)" }
     var count: String { "SELECT count(*) FROM \(table)" }
 
+    /// The number of rows; with `scoped`, of the rows whose scope value is in the array `$1`.
+    func count(scoped: Bool) -> String {
+        scoped ? "SELECT count(*) FROM \(table) t WHERE \(scopeIsGranted(1, in: "t"))" : count
+    }
+
+    /// The scope column of `alias` (a scoped type) holds one of the values of the array bound to
+    /// `$index`: the array is cast to the column's type where that is not the bound one (an
+    /// attached table's `uuid` or enum column), so the column's index serves the condition.
+    func scopeIsGranted(_ index: Int, in alias: String) -> String {
+        let name = type.scopedBy ?? type.primaryKey.name
+        let column = "\(alias).\(quote(name))"
+        guard let found = columns[name], type.primaryKey.type == .text || type.field(named: name)?.type == .text,
+            ["uuid", "numeric", "date", "time", "interval"].contains(found.typeName) || found.isEnum
+        else { return "\(column) = ANY($\(index))" }
+        return "\(column) = ANY(CAST($\(index) AS \(found.formattedType)[]))"
+    }
+
+    /// The scope value of the row whose key is `$1` (a scoped type), as text.
+    var scopeOfRow: String {
+        "SELECT \(quote(type.scopedBy ?? type.primaryKey.name))::text FROM \(table) WHERE \(key) = $1"
+    }
+
+    /// The first row whose `field` holds `$1` and whose scope value is not the text `$2` (a scoped
+    /// type): a referrer left in another scope value by a row that moved.
+    func referrerOfOtherScope(through field: Field) -> String {
+        let scope = quote(type.scopedBy ?? type.primaryKey.name)
+        return "SELECT \(key)::text FROM \(table) WHERE \(quote(field.name)) = $1 AND \(scope)::text <> $2 LIMIT 1"
+    }
+
     /// The first row whose `field` holds `$1`.
     func referrer(through field: Field) -> String {
         "SELECT \(key)::text FROM \(table) WHERE \(quote(field.name)) = $1 LIMIT 1"
@@ -209,13 +238,18 @@ package struct PostgresTableSQL: Sendable {
     /// comes even with no rows. The page is cut on the key's index first, then each row's
     /// revision is looked up by key, so the cost follows the page (a join would let the planner
     /// merge from the start of the revisions' index).
-    package func snapshot(after: Bool) -> String {
-        let limit = after ? "$2" : "$1"
+    ///
+    /// With `scoped`, only the rows whose scope value is in the array bound before the limit.
+    package func snapshot(after: Bool, scoped: Bool = false) -> String {
+        var conditions: [String] = []
+        if after { conditions.append("t.\(key) > $1") }
+        if scoped { conditions.append(scopeIsGranted(conditions.count + 1, in: "t")) }
+        let filter = conditions.isEmpty ? "" : "WHERE \(conditions.joined(separator: " AND ")) "
         return """
             SELECT s.revision, \(PostgresSchemaRecords.newestColumn), \(health), (SELECT v.revision FROM \(revisions) v WHERE v.key = p.\(key)), p.*
             FROM seedsync._state s
             LEFT JOIN LATERAL (
-              SELECT t.* FROM \(table) t \(after ? "WHERE t.\(key) > $1 " : "")ORDER BY t.\(key) LIMIT \(limit)
+              SELECT t.* FROM \(table) t \(filter)ORDER BY t.\(key) LIMIT $\(conditions.count + 1)
             ) p ON true WHERE s.id = 1 ORDER BY p.\(key)
             """
     }

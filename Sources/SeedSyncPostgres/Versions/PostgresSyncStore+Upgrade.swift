@@ -20,7 +20,6 @@ extension PostgresSyncStore {
     ///   is changed then.
     public func upgrade(to schema: DatasetSchema, renaming renames: [FieldRename] = []) async throws -> SchemaUpgrade {
         // Checked before the store's lock is taken (and again under it): writers never wait on a refusal.
-        try PostgresStoreError.refuseScopes(of: schema)
         _ = try await schemaHistory().upgrading(to: schema, renaming: renames, at: .max)
         return try await upgrade(renaming: renames, checkingDefaults: true) { _, _ in schema }
     }

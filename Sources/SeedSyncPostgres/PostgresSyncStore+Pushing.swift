@@ -186,8 +186,9 @@ private struct PushView {
         let cells = row.makeRandomAccess()
         let positions = try WireRow.positions(in: cells, from: 1, of: table.type, table: name)
         let values = try WireRow(cells: cells, at: positions, of: table.type, table: name).values
-        guard grant.isAll || !table.type.isScoped
-            || table.type.scopeValue(key: key, values: Array(values.dropFirst())).map(grant.includes) == true
+        guard
+            grant.isAll || !table.type.isScoped
+                || table.type.scopeValue(key: key, values: Array(values.dropFirst())).map(grant.includes) == true
         else { return nil }
         return (values, try cells[0].decode(Int64.self))
     }

@@ -185,7 +185,8 @@ extension PostgresSyncStore {
                     guard let holder = try await query(sql, binds, on: connection).first else { continue }
                     problems.append(
                         .crossScope(
-                            type: referrer.name, key: wireKey(try holder.decode(String.self), of: referrer.primaryKey.type),
+                            type: referrer.name,
+                            key: wireKey(try holder.decode(String.self), of: referrer.primaryKey.type),
                             field: field.name, target: change.type.name, targetKey: row.key))
                 }
             }

@@ -11,11 +11,11 @@ import SeedSyncStore
 /// A server store with a mutation history, served on loopback, in a temporary directory.
 public struct ServedStore: Sendable {
     public let url: URL
-    public let store: SQLiteSyncStore
+    public let store: any MaintainedSyncStore
     public let directory: URL
 
-    /// `store`, served at `url`, with its files in `directory`.
-    public init(url: URL, store: SQLiteSyncStore, directory: URL) {
+    /// `store` (of any backend), served at `url`, with its files in `directory`.
+    public init(url: URL, store: any MaintainedSyncStore, directory: URL) {
         self.url = url
         self.store = store
         self.directory = directory

@@ -36,7 +36,7 @@ import Testing
             #expect(report.pages == report.manifest.rowCounts.values.map { max(1, ($0 + 49) / 50) }.reduce(0, +))
             #expect(report.bytesDownloaded > Int64(report.manifest.size) / 4)
             #expect(try contents(ofSeed: report.output) == (try await Fixtures.contents(of: served.store)))
-            #expect(report.manifest.rowCounts == (try await served.store.rowCounts()))
+            #expect(report.manifest.rowCounts == (try await served.store.schemaInfo().rowCounts))
             #expect(try sha256(of: report.output) == report.manifest.sha256)
             let verified = try await SeedVerifier.verify(report.output)
             #expect(verified.passed, "\(verified.failures)")

@@ -13,8 +13,10 @@ import Testing
 /// its token, and its catch-up hold that team's rows and the shared ones, nothing else, as rows
 /// move between teams.
 @Suite struct ScopedImportTests {
-    @Test func anAppOfOneTeamBuildsItsSeedAndCatchesUpItsTeamAlone() async throws {
-        try await Self.withTeams { store, url, served in
+    @Test(arguments: StoreBackend.tested) func anAppOfOneTeamBuildsItsSeedAndCatchesUpItsTeamAlone(
+        backend: StoreBackend
+    ) async throws {
+        try await Self.withTeams(backend) { store, url, served in
             let one = try await TestIdentityProvider.teamToken([1])
             let grant = ScopeGrant.only([.int(1)])
             let report = try await served.builder("team-1.sqlite", pageSize: 2, token: one).build()
@@ -46,8 +48,10 @@ import Testing
     /// one transaction (observers told), its queued edit ends rejected `scope_revoked` while team
     /// 1's is pushed; then team 2 comes back, its rows alone downloaded, the database equal to the
     /// grant's rows.
-    @Test func aDeviceFollowsItsGrantAsItShrinksAndGrows() async throws {
-        try await Self.withTeams { store, url, served in
+    @Test(arguments: StoreBackend.tested) func aDeviceFollowsItsGrantAsItShrinksAndGrows(backend: StoreBackend)
+        async throws
+    {
+        try await Self.withTeams(backend) { store, url, served in
             let both = try await TestIdentityProvider.teamToken([1, 2])
             let seed = try await served.builder("teams-1-2.sqlite", token: both).build().output
             let token = LockedValue(both)
@@ -124,8 +128,10 @@ import Testing
 
     /// A seed of another team is refused before it is installed, with a message that says so; a
     /// seed of every team is installed, and the rows the token does not read leave it at once.
-    @Test func aSeedOfOtherTeamsIsRefusedAndOneOfAllIsTrimmed() async throws {
-        try await Self.withTeams { store, url, served in
+    @Test(arguments: StoreBackend.tested) func aSeedOfOtherTeamsIsRefusedAndOneOfAllIsTrimmed(backend: StoreBackend)
+        async throws
+    {
+        try await Self.withTeams(backend) { store, url, served in
             let one = try await TestIdentityProvider.teamToken([1])
             let two = try await TestIdentityProvider.teamToken([2])
             let teamOne = try await served.builder("team-1.sqlite", token: one).build().output
@@ -157,12 +163,12 @@ import Testing
     /// One build with a token of every team cuts a seed per team: each holds its team's rows and
     /// the shared ones, says so, verifies, and is byte for byte the seed that team's own token
     /// builds; an app installed from one catches up its team alone.
-    @Test func oneBuildCutsASeedPerTeamEqualToEachTeamsOwnBuild() async throws {
-        try await withTemporaryDirectory { directory in
-            let store = try await Fixtures.clubsStore(in: directory)
+    @Test(arguments: StoreBackend.tested) func oneBuildCutsASeedPerTeamEqualToEachTeamsOwnBuild(
+        backend: StoreBackend
+    ) async throws {
+        try await Self.withTeams(backend) { store, url, served in
             try await store.commit(Self.move(201, to: 1))
-            try await withLiveServer(store, configure: { $0.jwt = TestIdentityProvider.teamJWT }) { url in
-                let served = ServedStore(url: url, store: store, directory: directory)
+            do {
                 let report = try await SeedBuilder(
                     client: served.client(token: liveServerAdminToken),
                     options: .init(
@@ -226,8 +232,10 @@ import Testing
     /// A build is not resumed from a work file another grant started (it would mix two teams'
     /// rows), and `seed-verify` fails a seed whose manifest names other scope values than its
     /// metadata.
-    @Test func aTeamsWorkFileIsNotResumedByAnotherAndAManifestMustNameItsValues() async throws {
-        try await Self.withTeams { store, url, served in
+    @Test(arguments: StoreBackend.tested) func aTeamsWorkFileIsNotResumedByAnotherAndAManifestMustNameItsValues(
+        backend: StoreBackend
+    ) async throws {
+        try await Self.withTeams(backend) { store, url, served in
             let one = try await TestIdentityProvider.teamToken([1])
             let two = try await TestIdentityProvider.teamToken([2])
             let output = served.path("team.sqlite")
@@ -256,8 +264,10 @@ import Testing
     /// An app of team 1 migrates in place to a version that adds a column, its log read with
     /// gaps (change sets of team 2 before and after the upgrade): the staged change sets follow
     /// the gaps, and the database equals team 1's rows in the new version.
-    @Test func anAppOfOneTeamMigratesInPlaceThroughTheGapsOfItsLog() async throws {
-        try await Self.withTeams { store, url, served in
+    @Test(arguments: StoreBackend.tested) func anAppOfOneTeamMigratesInPlaceThroughTheGapsOfItsLog(
+        backend: StoreBackend
+    ) async throws {
+        try await Self.withTeams(backend) { store, url, served in
             let one = try await TestIdentityProvider.teamToken([1])
             let seed = try await served.builder("team-1.sqlite", token: one).build().output
             let configuration = SeedImporter.Configuration(
@@ -269,7 +279,7 @@ import Testing
             var v2 = Fixtures.clubsSchema
             v2.schemaVersion = 2
             v2.types[2].fields.append(Field(name: "notes", type: .text, nullable: true))
-            _ = try await (store as! any MaintainedSyncStore).upgrade(to: v2, renaming: [])
+            _ = try await backend.upgrade(store, to: v2, alterations: "ALTER TABLE events ADD COLUMN notes text")
             for (event, team) in [(202, 2), (102, 1), (203, 2)] as [(Int64, Int64)] {
                 try await store.commit(
                     ChangeSet(changes: [
@@ -291,15 +301,18 @@ import Testing
         }
     }
 
-    /// Runs `body` with the clubs store (`Fixtures.clubsStore`) served live, taking the team JWTs
-    /// of `TestIdentityProvider.teamJWT`.
+    /// Runs `body` with a clubs store of `backend` (teams 1-3, as `Fixtures.clubsStore`) served
+    /// live, taking the team JWTs of `TestIdentityProvider.teamJWT`.
     static func withTeams(
-        _ body: @escaping @Sendable (any SyncStore, URL, ServedStore) async throws -> Void
+        _ backend: StoreBackend,
+        _ body: @escaping @Sendable (any MaintainedSyncStore, URL, ServedStore) async throws -> Void
     ) async throws {
-        try await withTemporaryDirectory { directory in
-            let store = try await Fixtures.clubsStore(in: directory)
-            try await withLiveServer(store, configure: { $0.jwt = TestIdentityProvider.teamJWT }) { url in
-                try await body(store, url, ServedStore(url: url, store: store, directory: directory))
+        try await backend.withStore(Fixtures.clubsSchema) { store in
+            try await store.commit(Fixtures.clubsCreation(teams: 1...3, eventsPerTeam: 3))
+            try await withTemporaryDirectory { directory in
+                try await withLiveServer(store, configure: { $0.jwt = TestIdentityProvider.teamJWT }) { url in
+                    try await body(store, url, ServedStore(url: url, store: store, directory: directory))
+                }
             }
         }
     }

@@ -13,12 +13,14 @@ import Testing
 /// teams 1-3), with JWTs whose `app_metadata.teams` claim grants team values: what each answers,
 /// and that nothing of another team reaches it.
 @Suite struct ScopeRouteTests {
-    /// The clubs store served with `TestIdentityProvider.teamJWT` and a shared cache, and `body` given a client and the store.
+    /// The clubs store of `backend` served with `TestIdentityProvider.teamJWT` and a shared cache,
+    /// and `body` given a client and the store.
     func withClubsServer(
-        _ body: @escaping @Sendable (any TestClientProtocol, SQLiteSyncStore) async throws -> Void
+        _ backend: StoreBackend = .sqlite,
+        _ body: @escaping @Sendable (any TestClientProtocol, any MaintainedSyncStore) async throws -> Void
     ) async throws {
-        try await withTemporaryDirectory { directory in
-            let store = try await Fixtures.clubsStore(in: directory)
+        try await backend.withStore(Fixtures.clubsSchema) { store in
+            try await store.commit(Fixtures.clubsCreation(teams: 1...3, eventsPerTeam: 3))
             let configuration = testConfiguration {
                 $0.jwt = TestIdentityProvider.teamJWT
                 $0.sharedCache = true
@@ -28,8 +30,10 @@ import Testing
         }
     }
 
-    @Test func aTeamReadsItsRowsFromEveryEndpointAndNoCacheMayShareThem() async throws {
-        try await withClubsServer { client, store in
+    @Test(arguments: StoreBackend.tested) func aTeamReadsItsRowsFromEveryEndpointAndNoCacheMayShareThem(
+        backend: StoreBackend
+    ) async throws {
+        try await withClubsServer(backend) { client, store in
             let one = try await TestIdentityProvider.teamToken([1])
             let schema = try decode(
                 SchemaInfo.self, try await client.execute(uri: "/v1/schema", method: .get, headers: headers(token: one))
@@ -80,8 +84,10 @@ import Testing
         }
     }
 
-    @Test func aTeamWritesItsRowsAloneAndATokenWithoutTheClaimIsRefused() async throws {
-        try await withClubsServer { client, store in
+    @Test(arguments: StoreBackend.tested) func aTeamWritesItsRowsAloneAndATokenWithoutTheClaimIsRefused(
+        backend: StoreBackend
+    ) async throws {
+        try await withClubsServer(backend) { client, store in
             let revision = try await store.revisions().revision
             let one = try await TestIdentityProvider.teamToken([.string("1")])
             let push = #"""
@@ -110,8 +116,10 @@ import Testing
         }
     }
 
-    @Test func anAddressNamingItsTeamsIsTheSameForEveryReaderAndCachesMayShareIt() async throws {
-        try await withClubsServer { client, store in
+    @Test(arguments: StoreBackend.tested) func anAddressNamingItsTeamsIsTheSameForEveryReaderAndCachesMayShareIt(
+        backend: StoreBackend
+    ) async throws {
+        try await withClubsServer(backend) { client, store in
             let one = try await TestIdentityProvider.teamToken([1])
             let both = try await TestIdentityProvider.teamToken([1, 2])
             func get(_ uri: String, _ token: String?) async throws -> TestResponse {
@@ -160,8 +168,10 @@ import Testing
 
     /// Seeds registered per team (`seed-build --every-scope --register`): a reader is offered the
     /// seeds of teams it reads and no other, a static token every seed.
-    @Test func aReaderIsOfferedTheSeedsOfItsTeamsAlone() async throws {
-        try await withClubsServer { client, store in
+    @Test(arguments: StoreBackend.tested) func aReaderIsOfferedTheSeedsOfItsTeamsAlone(backend: StoreBackend)
+        async throws
+    {
+        try await withClubsServer(backend) { client, store in
             let revision = try await store.revisions().revision
             func sha(_ digit: Character) -> String { String(repeating: digit, count: 64) }
             let registered: [(String, [JSONValue]?)] = [("a", nil), ("b", [1]), ("c", [2]), ("d", [2, 1])]

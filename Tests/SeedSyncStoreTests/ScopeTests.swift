@@ -44,7 +44,9 @@ import Testing
         return (try feed.changeSets.map { try ChangeSet(json: JSONParser.parse($0.json)) }, feed.maxRevision)
     }
 
-    @Test(arguments: StoreBackend.tested) func aReaderOfOneTeamSeesItsRowsAndTheSharedOnesAndCountsNothingElse(backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.tested) func aReaderOfOneTeamSeesItsRowsAndTheSharedOnesAndCountsNothingElse(
+        backend: StoreBackend
+    ) async throws {
         try await withClubs(backend) { store in
             let info = try await store.schemaInfo(version: nil, grant: Self.teamOne)
             #expect(info.rowCounts == ["teams": 1, "venues": 1, "events": 3, "tickets": 3])
@@ -58,7 +60,9 @@ import Testing
         }
     }
 
-    @Test(arguments: StoreBackend.tested) func aRowMovingBetweenTeamsIsADeleteForTheOldTeamAndACreateForTheNew(backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.tested) func aRowMovingBetweenTeamsIsADeleteForTheOldTeamAndACreateForTheNew(
+        backend: StoreBackend
+    ) async throws {
         try await withClubs(backend) { store in
             let start = try await store.revisions().revision
             // Revision 2 moves event 201 (and its ticket) to team 1; 3 changes team 2 alone; 4
@@ -110,7 +114,9 @@ import Testing
         }
     }
 
-    @Test(arguments: StoreBackend.tested) func aLongStretchOfOtherTeamsChangesEndsInAnAnswerThatOnlyMovesTheReaderOn(backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.tested) func aLongStretchOfOtherTeamsChangesEndsInAnAnswerThatOnlyMovesTheReaderOn(
+        backend: StoreBackend
+    ) async throws {
         try await withClubs(backend) { store in
             let start = try await store.revisions().revision
             for index in 0..<3 {
@@ -133,7 +139,9 @@ import Testing
         }
     }
 
-    @Test(arguments: StoreBackend.tested) func aWriterOfOneTeamWritesItsRowsAndCannotTellOtherTeamsRowsFromMissingOnes(backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.tested) func aWriterOfOneTeamWritesItsRowsAndCannotTellOtherTeamsRowsFromMissingOnes(
+        backend: StoreBackend
+    ) async throws {
         try await withClubs(backend) { store in
             let revision = try await store.revisions().revision
             func push(_ id: String, _ types: String) async throws -> PushResult.Status {
@@ -195,7 +203,9 @@ import Testing
         }
     }
 
-    @Test(arguments: StoreBackend.tested) func aPushIdAnotherTeamUsedNeverAnswersWithThatTeamsResult(backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.tested) func aPushIdAnotherTeamUsedNeverAnswersWithThatTeamsResult(
+        backend: StoreBackend
+    ) async throws {
         try await withClubs(backend) { store in
             let revision = try await store.revisions().revision
             let json =
@@ -213,7 +223,9 @@ import Testing
         }
     }
 
-    @Test(arguments: StoreBackend.tested) func anAdminCommitRefusesAReferenceAcrossTeams(backend: StoreBackend) async throws {
+    @Test(arguments: StoreBackend.tested) func anAdminCommitRefusesAReferenceAcrossTeams(backend: StoreBackend)
+        async throws
+    {
         try await withClubs(backend) { store in
             let error = await #expect(throws: SyncStoreError.self) {
                 try await store.commit(
@@ -242,7 +254,9 @@ import Testing
             unscoped.schemaVersion = 2
             unscoped.types[0].scopedBy = nil
             unscoped.types[3].fields.append(Field(name: "note", type: .text, nullable: true))
-            let error = await #expect(throws: SchemaUpgradeError.self) { try await store.upgrade(to: unscoped, renaming: []) }
+            let error = await #expect(throws: SchemaUpgradeError.self) {
+                try await store.upgrade(to: unscoped, renaming: [])
+            }
             #expect(error?.code == .scopeChanged)
             var added = Fixtures.clubsSchema
             added.schemaVersion = 2

@@ -9,7 +9,7 @@
 # need the build: the public API against api/, the install with man pages and completions
 # (scripts/tools/install.sh, which scripts/pipeline.sh leaves to --install), the DocC documentation
 # without warnings, real answers against docs/openapi.yaml, 30 seconds of schemathesis, the hostile
-# client matrix on both stores (scripts/suites/hostile-clients.sh), the scope line (scripts/suites/scope-line.sh: a
+# client matrix on both stores (scripts/suites/hostile-clients.sh), the scope line on both stores (scripts/suites/scope-line.sh: a
 # reader granted some scope values reads nothing of the others), the hostile server matrix against seed-build and seed-import
 # (scripts/suites/hostile-servers.sh), the change log through a real nginx (scripts/suites/cache-check.sh), a short
 # crash campaign (scripts/suites/crash-test.sh, 10 kills per target and store), short soaks on both stores
@@ -51,7 +51,7 @@ timed "OpenAPI and schemathesis" openapi
 # DocC runs on one core, mostly: beside the hostile matrices, which mostly wait on their clients.
 beside "DocC" run_bounded 600 bash scripts/tools/docs.sh -c release
 timed "hostile clients" run_bounded 600 bash scripts/suites/hostile-clients.sh --bin "$bin"
-timed "scope line" run_bounded 240 bash scripts/suites/scope-line.sh --bin "$bin"
+timed "scope line" run_bounded 420 bash scripts/suites/scope-line.sh --bin "$bin"
 timed "hostile servers" run_bounded 600 bash scripts/suites/hostile-servers.sh --bin "$bin"
 joined "DocC"
 timed "cache check" run_bounded 300 bash scripts/suites/cache-check.sh --bin "$bin"

@@ -155,7 +155,9 @@ extension PostgresSyncStore {
         logger: Logger
     ) async throws {
         let schemaJSON = String(decoding: try JSONEncoder.stable().encode(schema), as: UTF8.self)
-        for statement in CaptureSQL.setup + CaptureSQL.pushRecords {
+        for statement in CaptureSQL.setup + CaptureSQL.pushRecords
+            + (schema.scope == nil ? [] : CaptureSQL.scopeIndexes)
+        {
             try await connection.rows(PostgresQuery(unsafeSQL: statement), logger: logger)
         }
         var binds = PostgresBindings()

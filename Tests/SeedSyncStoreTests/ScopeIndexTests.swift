@@ -6,8 +6,9 @@ import SeedSyncStore
 import SeedSyncTesting
 import Testing
 
-/// The SQLite store reads a scoped reader's change feed through its index of the log by scope
-/// value: over a history of edits, moves, creations, deletions and shared changes, every answer
+/// Each store reads a scoped reader's change feed through an index of its log by scope value
+/// (SQLite: `_seedsync_change_scopes`; PostgreSQL: the `scope` and `from_scope` columns of its
+/// log, `CaptureSQL.scopeIndexes`): over a history of edits, moves, creations, deletions and shared changes, every answer
 /// holds every change set the whole log shows the grant up to its `maxRevision` and nothing else,
 /// whatever the limit, budget and end; the index is rebuilt from the log when it is missing and
 /// trimmed with it.
@@ -36,9 +37,23 @@ import Testing
         }
     }
 
+    @Test func thePostgresFeedReadsItsScopeIndexesAsTheWholeLogDoes() async throws {
+        try await StoreBackend.postgres.withStore(Fixtures.clubsSchema) { store in
+            try await store.commit(Fixtures.clubsCreation(teams: 1...3, eventsPerTeam: 3))
+            try await Self.commitHistory(to: store)
+            try await Self.expectFeedsMatchTheLog(store)
+            let compaction = try await store.compact(keepingRevisions: 10)
+            try await Self.expectFeedsMatchTheLog(store)
+            await #expect(throws: SyncStoreError.self) {
+                try await store.changeFeed(
+                    after: compaction.minRevision - 1, limit: 10, byteBudget: 1 << 20, version: nil, grant: .only([1]))
+            }
+        }
+    }
+
     /// Every answer of the indexed feed, for every grant, start, limit, budget and end, against
     /// the change sets the whole log shows the grant (`scannedChangeFeed`, followed to the end).
-    static func expectFeedsMatchTheLog(_ store: SQLiteSyncStore) async throws {
+    static func expectFeedsMatchTheLog(_ store: any SyncStore) async throws {
         let (head, minRevision) = try await store.revisions()
         for grant in grants {
             let all = try await follow(from: minRevision, grant: grant) { after in
@@ -78,7 +93,7 @@ import Testing
 
     /// Sixty revisions: events retitled, moved between teams with their tickets, created and
     /// deleted, and the shared venue renamed, alone and together.
-    static func commitHistory(to store: SQLiteSyncStore) async throws {
+    static func commitHistory(to store: any SyncStore) async throws {
         var teamOf: [Int64: Int64] = [:]
         for team in Int64(1)...3 { for index in Int64(1)...3 { teamOf[team * 100 + index] = team } }
         let original = teamOf.keys.sorted()

@@ -6,13 +6,16 @@ import SeedSyncModel
 /// ## Bookkeeping, in the `seedsync` schema
 /// - `seedsync._state`: one row (format, schema JSON, the tables' PostgreSQL schema, `revision`,
 ///   `min_revision`).
-/// - `seedsync._changes (revision, type, key, op, data, from_scope)`: the change log, a row per
-///   changed row: `op` is `c` (created), `u` (updated), `d` (deleted) or `x` (created and deleted
-///   again in the same transaction: nothing to send), `data` the row as `to_json` gave it when
-///   written, `from_scope` (a type scoped by a field) the row's scope value before the transaction
-///   as `to_json` text: the first one the transaction saw, kept through later statements. The
-///   change log reader turns it into the change set's `from` (`TypeChanges.from`) for a deleted
-///   row and a row whose scope value changed.
+/// - `seedsync._changes (revision, type, key, op, data, scope, from_scope)`: the change log, a
+///   row per changed row: `op` is `c` (created), `u` (updated), `d` (deleted) or `x` (created and
+///   deleted again in the same transaction: nothing to send), `data` the row as `to_json` gave it
+///   when written. For a scoped type, `scope` is the row's scope value after the transaction (not
+///   for a deleted row) and `from_scope` the one before it (the first the transaction saw, kept
+///   through later statements), both as text (the form grants compare, `ScopeGrant`); a shared
+///   type's rows have neither. The
+///   change log reader turns `from_scope` into the change set's `from` (`TypeChanges.from`) for a
+///   deleted row and a row whose scope value changed, of a type scoped by a field; and a scoped
+///   read finds the revisions it sees by both (``scopeIndexes``).
 /// - `seedsync."_rows_<type>" (key, revision)`: the revision of every current row (the team's
 ///   tables get no column), and `seedsync."_log_<type>"()`, the capture function. Every name starts
 ///   with `_`, so none shadows a team's table for a role named `seedsync`.
@@ -73,6 +76,7 @@ package enum CaptureSQL {
           key text NOT NULL,
           op "char" NOT NULL,
           data text,
+          scope text,
           from_scope text,
           PRIMARY KEY (revision, type, key)
         )
@@ -125,16 +129,27 @@ package enum CaptureSQL {
         END $$
         """
 
-    /// Adds `from_scope` to the change log of a store made before scopes, without locking the
-    /// log when it is there already (an `ALTER TABLE` would, even with `IF NOT EXISTS`).
-    static let addFromScope = """
+    /// Adds `scope` and `from_scope` to the change log of a store made before scopes (which
+    /// serves no scope: they stay empty), without locking the log when they are there already (an
+    /// `ALTER TABLE` would, even with `IF NOT EXISTS`).
+    static let addScopeColumns = """
         DO $$ BEGIN
           IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = 'seedsync._changes'::regclass
                          AND attname = 'from_scope' AND NOT attisdropped) THEN
-            ALTER TABLE seedsync._changes ADD COLUMN from_scope text;
+            ALTER TABLE seedsync._changes ADD COLUMN scope text, ADD COLUMN from_scope text;
           END IF;
         END $$
         """
+
+    /// The indexes a scoped read finds its revisions by, made with a store whose schema has a
+    /// scope (a scope cannot be added later): the log's rows by scope value after and before, and
+    /// the shared types' rows, each with the revision, so a reader of some values reads the
+    /// revisions those values and the shared types changed, not the whole log.
+    static let scopeIndexes: [String] = [
+        "CREATE INDEX _changes_scope ON seedsync._changes (scope, revision) WHERE scope IS NOT NULL",
+        "CREATE INDEX _changes_from_scope ON seedsync._changes (from_scope, revision) WHERE from_scope IS NOT NULL",
+        "CREATE INDEX _changes_shared ON seedsync._changes (revision) WHERE scope IS NULL AND from_scope IS NULL",
+    ]
 
     /// The idempotency records of pushed change sets (the first result of every id, kept for the
     /// retention) and, per integer-keyed type without a sequence, the largest key deleted or given
@@ -192,10 +207,10 @@ package enum CaptureSQL {
     private static func captureFunction(_ table: PostgresTableSQL) -> String {
         let type = literal(table.type.name)
         let key = table.key
-        // The row's scope value before the statement, for a type scoped by a field (a type scoped
-        // by its key never changes scope: its key says where a deleted row was).
-        let scopedBy = table.type.scopedBy.flatMap { $0 == table.type.primaryKey.name ? nil : quote($0) }
-        let from = scopedBy.map { "to_json(o.\($0))::text" } ?? "NULL"
+        // The row's scope value after and before the statement (a scoped type).
+        let scopedBy = table.type.scopedBy.map(quote)
+        let scope = scopedBy.map { "n.\($0)::text" } ?? "NULL"
+        let from = scopedBy.map { "o.\($0)::text" } ?? "NULL"
         let keepFrom = "from_scope = coalesce(c.from_scope, excluded.from_scope)"
         let settings = sessionSettings.map { "SET \(quote($0.0)) = \(literal($0.1))" }.joined(separator: " ")
         return """
@@ -212,10 +227,10 @@ package enum CaptureSQL {
                 IF NOT EXISTS (SELECT FROM o) THEN RETURN NULL; END IF;
                 r := seedsync._revision();
                 IF seedsync._logging() THEN
-                  INSERT INTO seedsync._changes AS c (revision, type, key, op, data, from_scope)
-                    SELECT r, \(type), o.\(key)::text, 'd', NULL, \(from) FROM o
+                  INSERT INTO seedsync._changes AS c (revision, type, key, op, data, scope, from_scope)
+                    SELECT r, \(type), o.\(key)::text, 'd', NULL, NULL, \(from) FROM o
                     ON CONFLICT (revision, type, key) DO UPDATE
-                    SET op = CASE c.op WHEN 'c' THEN 'x' ELSE 'd' END, data = NULL, \(keepFrom);
+                    SET op = CASE c.op WHEN 'c' THEN 'x' ELSE 'd' END, data = NULL, scope = NULL, \(keepFrom);
                 END IF;
                 DELETE FROM \(table.revisions) v USING o WHERE v.key = o.\(key);
                 RETURN NULL;
@@ -224,21 +239,24 @@ package enum CaptureSQL {
               r := seedsync._revision();
               IF TG_OP = 'INSERT' THEN
                 IF seedsync._logging() THEN
-                  INSERT INTO seedsync._changes AS c (revision, type, key, op, data)
-                    SELECT r, \(type), n.\(key)::text, 'c', to_json(n)::text FROM n
-                    ON CONFLICT (revision, type, key) DO UPDATE SET op = CASE c.op WHEN 'x' THEN 'c' ELSE 'u' END, data = excluded.data;
+                  INSERT INTO seedsync._changes AS c (revision, type, key, op, data, scope)
+                    SELECT r, \(type), n.\(key)::text, 'c', to_json(n)::text, \(scope) FROM n
+                    ON CONFLICT (revision, type, key) DO UPDATE
+                    SET op = CASE c.op WHEN 'x' THEN 'c' ELSE 'u' END, data = excluded.data, scope = excluded.scope;
                 END IF;
               ELSE
                 IF seedsync._logging() THEN
-                  INSERT INTO seedsync._changes AS c (revision, type, key, op, data, from_scope)
-                    SELECT r, \(type), n.\(key)::text, CASE WHEN o.\(key) IS NULL THEN 'c' ELSE 'u' END, to_json(n)::text, \(from)
+                  INSERT INTO seedsync._changes AS c (revision, type, key, op, data, scope, from_scope)
+                    SELECT r, \(type), n.\(key)::text, CASE WHEN o.\(key) IS NULL THEN 'c' ELSE 'u' END, to_json(n)::text,
+                      \(scope), \(from)
                     FROM n LEFT JOIN o ON o.\(key) = n.\(key)
                     ON CONFLICT (revision, type, key) DO UPDATE
-                    SET op = CASE c.op WHEN 'd' THEN 'u' WHEN 'x' THEN 'c' ELSE c.op END, data = excluded.data, \(keepFrom);
-                  INSERT INTO seedsync._changes AS c (revision, type, key, op, data, from_scope)
-                    SELECT r, \(type), o.\(key)::text, 'd', NULL, \(from) FROM o LEFT JOIN n ON n.\(key) = o.\(key) WHERE n.\(key) IS NULL
+                    SET op = CASE c.op WHEN 'd' THEN 'u' WHEN 'x' THEN 'c' ELSE c.op END, data = excluded.data,
+                      scope = excluded.scope, \(keepFrom);
+                  INSERT INTO seedsync._changes AS c (revision, type, key, op, data, scope, from_scope)
+                    SELECT r, \(type), o.\(key)::text, 'd', NULL, NULL, \(from) FROM o LEFT JOIN n ON n.\(key) = o.\(key) WHERE n.\(key) IS NULL
                     ON CONFLICT (revision, type, key) DO UPDATE
-                    SET op = CASE c.op WHEN 'c' THEN 'x' ELSE 'd' END, data = NULL, \(keepFrom);
+                    SET op = CASE c.op WHEN 'c' THEN 'x' ELSE 'd' END, data = NULL, scope = NULL, \(keepFrom);
                 END IF;
                 DELETE FROM \(table.revisions) v USING o LEFT JOIN n ON n.\(key) = o.\(key)
                   WHERE n.\(key) IS NULL AND v.key = o.\(key);

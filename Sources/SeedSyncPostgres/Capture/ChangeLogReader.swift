@@ -63,15 +63,18 @@ struct ChangeLogReader {
             LoggedRow(key: key, op: op, attributes: attributes, from: from))
     }
 
-    /// The logged scope value a row had before its revision (`to_json` text), in the scope's type.
+    /// The logged scope value a row had before its revision (as text), in the scope's type.
     private func scopeBefore(_ text: String?, of type: EntityType, logged: Int64, row: String) throws(SyncStoreError)
         -> JSONValue?
     {
-        guard let text, let scope = projection.target.schema.scope else { return nil }
-        switch (scope.type, try? JSONParser.parse(Array(text.utf8))) {
-        case (.integer, .int(let value)): return .int(value)
-        case (.text, .string(let value)): return .string(value)
-        default:
+        // A type scoped by its key never changes scope: its key says where a deleted row was.
+        guard let text, let scope = projection.target.schema.scope, type.scopedBy != type.primaryKey.name else {
+            return nil
+        }
+        switch scope.type {
+        case .text: return .string(text)
+        case .integer:
+            if let value = Int64(text) { return .int(value) }
             throw .schemaMismatch(
                 "the change log holds a scope value that is not \(scope.type.rawValue) for \(type.name)[\(row)] at revision \(logged)"
             )
@@ -85,6 +88,11 @@ struct ChangeLogReader {
         return (after + 1...last).map { revision in
             EncodedChangeSet(revision: revision, json: changeSet(at: revision).jsonBytes())
         }
+    }
+
+    /// The change sets of `revisions` (a scoped read's, each of which logged rows).
+    func changeSets(at revisions: [Int64]) -> [EncodedChangeSet] {
+        revisions.map { EncodedChangeSet(revision: $0, json: changeSet(at: $0).jsonBytes()) }
     }
 
     private func changeSet(at revision: Int64) -> ChangeSet {

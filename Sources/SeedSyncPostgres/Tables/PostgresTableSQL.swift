@@ -59,7 +59,9 @@ package struct PostgresTableSQL: Sendable {
             """
     }
 
-    /// `CREATE TABLE` for `init --schema`: the types a team would choose, deferred foreign keys.
+    /// `CREATE TABLE` for `init --schema`: the types a team would choose, deferred foreign keys,
+    /// an index per reference column; for a type scoped by a field, one on (scope field, key)
+    /// instead of that field's own, which serves a team's pages and counts and its references alike.
     var create: [String] {
         // Text keys in byte order, as the embedded store pages them.
         let collation = type.primaryKey.type == .text ? " COLLATE \"C\"" : ""
@@ -69,7 +71,10 @@ package struct PostgresTableSQL: Sendable {
                 "\(quote(field.name)) \(Self.columnType(field.type))\(field.nullable ? "" : " NOT NULL")")
         }
         var statements = ["CREATE TABLE \(table) (\n  \(definitions.joined(separator: ",\n  "))\n)"]
-        for field in type.fields where field.references != nil {
+        if let scopedBy = type.scopedBy, scopedBy != type.primaryKey.name {
+            statements.append("CREATE INDEX ON \(table) (\(quote(scopedBy)), \(key))")
+        }
+        for field in type.fields where field.references != nil && field.name != type.scopedBy {
             statements.append("CREATE INDEX ON \(table) (\(quote(field.name)))")
         }
         return statements
@@ -190,7 +195,7 @@ package struct PostgresTableSQL: Sendable {
     var count: String { "SELECT count(*) FROM \(table)" }
 
     /// The number of rows; with `scoped`, of the rows whose scope value is in the array `$1`.
-    func count(scoped: Bool) -> String {
+    package func count(scoped: Bool) -> String {
         scoped ? "SELECT count(*) FROM \(table) t WHERE \(scopeIsGranted(1, in: "t"))" : count
     }
 

@@ -266,6 +266,22 @@ import Testing
         }
     }
 
+    /// A column the team adds to a scoped table on PostgreSQL, served as a new version read from
+    /// the tables: the scope and every type's scope field stay, and a new table is shared.
+    @Test func aVersionReadFromTheTablesKeepsTheScope() async throws {
+        try await withClubs(.postgres) { store in
+            let postgres = try #require(store as? PostgresSyncStore)
+            try await TestPostgres.runScript(
+                "ALTER TABLE tickets ADD COLUMN note text; CREATE TABLE public.notices (id bigint PRIMARY KEY, body text)",
+                on: postgres.location)
+            _ = try await postgres.upgradeFromTables(adding: ["notices"])
+            let info = try await store.schemaInfo(version: 2, grant: Self.teamOne)
+            #expect(info.scope == Fixtures.clubsSchema.scope)
+            #expect(info.schema.types.map(\.scopedBy) == Fixtures.clubsSchema.types.map(\.scopedBy) + [nil])
+            #expect(info.rowCounts?["tickets"] == 3 && info.rowCounts?["notices"] == 0)
+        }
+    }
+
     /// The team's own SQL on PostgreSQL: a row moved by an `UPDATE`, moved twice in one
     /// transaction, deleted, and created then moved, each logged with where it was before.
     @Test func writesOfTheTeamsOwnSQLNameTheScopeTheirRowsLeft() async throws {

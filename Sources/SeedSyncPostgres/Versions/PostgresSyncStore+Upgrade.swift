@@ -156,7 +156,8 @@ extension PostgresSyncStore {
                 name, tableSchema: tableSchema, served: served, on: connection, logger: logger)
             types.append(try await withDefaults(read, fields: read.fields, required: false, on: connection))
         }
-        return DatasetSchema(dataset: old.dataset, schemaVersion: schemaVersion ?? old.schemaVersion + 1, types: types)
+        return DatasetSchema(
+            dataset: old.dataset, schemaVersion: schemaVersion ?? old.schemaVersion + 1, types: types, scope: old.scope)
     }
 
     /// `old` as its table has it now: kept fields (under their new names when renamed) as they
@@ -170,6 +171,8 @@ extension PostgresSyncStore {
             kept.name = renames.first { $0.from == field.name }?.to ?? field.name
             return read.field(named: kept.name) == nil ? nil : kept
         }
+        // A scoped type keeps its scope field, under its new name when renamed.
+        type.scopedBy = old.scopedBy.map { scopedBy in renames.first { $0.from == scopedBy }?.to ?? scopedBy }
         let added = read.fields.filter { type.field(named: $0.name) == nil }
         let gone = old.fields.filter { field in
             !renames.contains { $0.from == field.name } && read.field(named: field.name) == nil

@@ -940,17 +940,32 @@ class Bench:
         Team 1's app, installed from its seed (cut with seed-build --scope team=1) with a JWT granting
         team 1, catches up its --team-changes change sets; against it, a single-dataset server of team
         1's rows alone (the same schema without the scope) and its app catching up the same change sets.
-        Target: at most 1.2 times the single-dataset catch-up."""
-        import jwt_keys
-        import scope_line
+        Target: at most 1.2 times the single-dataset catch-up. On the SQLite store, and with
+        --postgres-url on a PostgreSQL store as well."""
         teams, events, rounds = self.options.teams, self.options.team_events, self.options.team_changes
         step(f"case 10: one team's catch-up among {teams} teams of {events} events, {rounds} change sets each")
         folder, key, admin = self.teams_folder("teams")
+        self.team_catch_up(folder, key, admin, "sqlite")
+        if self.options.postgres_url:
+            self.team_catch_up(folder, key, admin, "postgres")
+        self.fact("teams", "teams", teams)
+        self.fact("teams", "eventsPerTeam", events)
+        self.fact("teams", "changeSetsPerTeam", rounds)
+
+    def team_catch_up(self, folder, key, admin, store):
+        """Case 10 on STORE (sqlite or postgres): both sides served, their change sets committed,
+        each app's catch-up measured, and the ratio reported."""
+        import jwt_keys
+        import scope_line
+        teams, events, rounds = self.options.teams, self.options.team_events, self.options.team_changes
         scoped, single = scope_line.SCHEMA, unscoped(scope_line.SCHEMA)
         sides = {"scoped": (scoped, range(1, teams + 1)), "single": (single, range(1, 2))}
+        suffix = "" if store == "sqlite" else "-postgres"
         for side, (schema, side_teams) in sides.items():
-            self.serve_teams(folder, side, schema, side_teams, events, admin, jwks=side == "scoped")
-            seed = f"{folder}/{side}-seed.sqlite"
+            name = side + suffix
+            self.serve_teams(folder, name, schema, side_teams, events, admin, jwks=side == "scoped",
+                             database=self.team_database(folder, name, store))
+            seed = f"{folder}/{name}-seed.sqlite"
             scope_flags = ("--scope", "team=1") if side == "scoped" else ()
             subprocess.run(self.seed_build(seed, "--quiet", *scope_flags), check=True)
             with AdminCommits(self.server_url, admin) as commits:
@@ -959,32 +974,42 @@ class Bench:
                         event_key = (team - 1) * events + 1 + round_ % events
                         commits.send({"events": {"update": {
                             event_key: scope_line.event(team, f"event {event_key} edit {round_}", 1)}}})
-            team_seed = f"{folder}/scoped-seed.team-1.sqlite" if side == "scoped" else seed
-            token = f"{folder}/{side}-token"
+            team_seed = f"{folder}/{name}-seed.team-1.sqlite" if side == "scoped" else seed
+            token = f"{folder}/{name}-token"
             with open(token, "w") as file:
                 claims = {"exp": int(time.time()) + 3600, "teams": [1]}
                 file.write(jwt_keys.sign(key, {"alg": "ES256", "kid": "k1"}, claims) if side == "scoped"
                            else open(self.token).read())
             for run in self.run_numbers():
-                remove_db(f"{folder}/{side}-app.sqlite")
-                command = [f"{self.bin}/seed-import", "--seed", team_seed, "--database", f"{folder}/{side}-app.sqlite",
+                remove_db(f"{folder}/{name}-app.sqlite")
+                command = [f"{self.bin}/seed-import", "--seed", team_seed, "--database", f"{folder}/{name}-app.sqlite",
                            "--server", self.server_url, "--token-file", token, "--once", "--json"]
-                self.measure(10, f"seed-import-team-{side}", run, command)
-            with open(self.path("runs", f"seed-import-team-{side}.1.out")) as file:
+                self.measure(10, f"seed-import-team-{name}", run, command)
+            with open(self.path("runs", f"seed-import-team-{name}.1.out")) as file:
                 report = json.load(file)
             if report["changeSets"] < rounds or report["replacements"]:
-                raise BenchError(f"case 10: the {side} app did not catch up by sync: {report}")
+                raise BenchError(f"case 10: the {name} app did not catch up by sync: {report}")
             self.stop_server()
-        scoped_wall, single_wall = self.median_wall("seed-import-team-scoped"), self.median_wall("seed-import-team-single")
-        self.fact("teams", "teams", teams)
-        self.fact("teams", "eventsPerTeam", events)
-        self.fact("teams", "changeSetsPerTeam", rounds)
-        self.contender("10 one team's catch-up", "seed-import-team-single",
+        scoped_wall = self.median_wall(f"seed-import-team-scoped{suffix}")
+        single_wall = self.median_wall(f"seed-import-team-single{suffix}")
+        case = "10 one team's catch-up" + ("" if store == "sqlite" else ", PostgreSQL")
+        self.contender(case, f"seed-import-team-single{suffix}",
                        f"single dataset of {events} events: install + {rounds} change sets")
-        self.contender("10 one team's catch-up", "seed-import-team-scoped",
+        self.contender(case, f"seed-import-team-scoped{suffix}",
                        f"team 1 of {teams} ({teams * rounds} revisions in the log)", "x single",
                        f"{float(scoped_wall) / float(single_wall):.2f}", "<=", "1.2")
-        self.note(f"case 10: team 1's app reads its {rounds} change sets out of {teams * rounds} revisions through the store's index of the log by scope value; its seed was cut by seed-build --scope team=1.")
+        self.note(f"case 10 ({store}): team 1's app reads its {rounds} change sets out of {teams * rounds} revisions through the store's index of the log by scope value; its seed was cut by seed-build --scope team=1.")
+
+    def team_database(self, folder, name, store):
+        """Where case 10's side NAME lives: FOLDER/NAME.sqlite, or a new database bench_NAME on
+        --postgres-url (dropped first when a run before left it)."""
+        if store == "sqlite":
+            return f"{folder}/{name}.sqlite"
+        database = "bench_" + name.replace("-", "_")
+        base = self.options.postgres_url.rsplit("/", 1)[0]
+        for sql in (f"DROP DATABASE IF EXISTS {database}", f"CREATE DATABASE {database}"):
+            subprocess.run(["psql", "-q", "-d", f"{base}/postgres", "-c", sql], check=True, stdout=subprocess.DEVNULL)
+        return f"{base}/{database}"
 
     def teams_folder(self, name):
         """The server stopped, then OUT/NAME made with a new ES256 key in its jwks.json (kid k1) and an
@@ -998,16 +1023,17 @@ class Bench:
             json.dump(jwt_keys.jwks(key, "k1"), file)
         return folder, key, self.new_token(f"{name}-admin-token")
 
-    def serve_teams(self, folder, side, schema, side_teams, events, admin, jwks):
-        """Makes FOLDER/SIDE.sqlite of SCHEMA (scope_line.py's clubs schema, or it without the scope)
-        holding teams SIDE_TEAMS of EVENTS events each and venue 1, and serves it, taking JWTs of
-        FOLDER/jwks.json when JWKS."""
+    def serve_teams(self, folder, side, schema, side_teams, events, admin, jwks, database=None):
+        """Makes DATABASE (default FOLDER/SIDE.sqlite) of SCHEMA (scope_line.py's clubs schema, or it
+        without the scope) holding teams SIDE_TEAMS of EVENTS events each and venue 1, and serves it,
+        taking JWTs of FOLDER/jwks.json when JWKS."""
         import scope_line
+        database = database or f"{folder}/{side}.sqlite"
         with open(f"{folder}/{side}.json", "w") as file:
             json.dump(schema, file)
-        self.tool("seed-server", "init", "--database", f"{folder}/{side}.sqlite", "--schema", f"{folder}/{side}.json")
+        self.tool("seed-server", "init", "--database", database, "--schema", f"{folder}/{side}.json")
         extra = ["--jwks-file", f"{folder}/jwks.json", "--jwt-scope-claim", "teams"] if jwks else []
-        self.serve(f"{folder}/{side}.sqlite", admin_token=admin, extra=extra)
+        self.serve(database, admin_token=admin, extra=extra)
         say(f"{side}: {len(side_teams) * events} events")
         with AdminCommits(self.server_url, admin) as commits:
             commits.send({"teams": {"create": {team: {"name": f"Team {team}"} for team in side_teams}},
@@ -1208,6 +1234,7 @@ def parse(argv):
     parser.add_argument("--teams", type=positive, default=1000)
     parser.add_argument("--team-events", type=positive, default=1000)
     parser.add_argument("--team-changes", type=positive, default=20)
+    parser.add_argument("--postgres-url", help="case 10 on PostgreSQL too: a server where the bench may create databases")
     options = parser.parse_args(argv)
     if not options.out:
         parser.error("--out is empty")

@@ -32,7 +32,9 @@
 #  10 one team       a dataset split by team (PROTOCOL.md §10): --teams teams of --team-events events,
 #                       --team-changes change sets per team after the seeds, one team per revision; team 1's
 #                       app (its seed cut by seed-build --scope team=1, a JWT of team 1) catches up, against
-#                       a single-dataset server of team 1's rows alone and the same change sets; target: 1.2x
+#                       a single-dataset server of team 1's rows alone and the same change sets; target: 1.2x.
+#                       With --postgres, both sides run again on a PostgreSQL store (a throwaway PostgreSQL
+#                       this script starts and stops): the same ratio there
 #  11 team seeds      case 10's dataset: one seed-build --every-scope (a seed per team from one download)
 #                       against a seed-build per team with its JWT, each cut seed equal to its team's build;
 #                       run once each (no repeats), no target
@@ -57,15 +59,18 @@
 #   --teams N, --team-events N, --team-changes N
 #                  case 10: teams in the dataset split by team (default 1000), events per team (1000),
 #                  change sets per team after the seeds (20)
+#   --postgres     case 10 on a PostgreSQL store too
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/lib/setup.sh
 
-usage="usage: scripts/bench/bench.sh [--events N] [--locations N] [--repeat K] [--changes N] [--out DIR] [--bin DIR] [--only CASES] [--teams N] [--team-events N] [--team-changes N]"
+usage="usage: scripts/bench/bench.sh [--events N] [--locations N] [--repeat K] [--changes N] [--out DIR] [--bin DIR] [--only CASES] [--teams N] [--team-events N] [--team-changes N] [--postgres]"
 bin=
 args=()
+postgres=0
 while [ $# -gt 0 ]; do
-    [ $# -ge 2 ] || { echo "$usage" >&2; exit 64; } # every option takes a value
+    if [ "$1" = --postgres ]; then postgres=1; shift; continue; fi
+    [ $# -ge 2 ] || { echo "$usage" >&2; exit 64; } # every other option takes a value
     case $1 in
         --bin) bin=$2 ;;
         --events | --locations | --repeat | --changes | --out | --only | --teams | --team-events | --team-changes)
@@ -94,4 +99,11 @@ fi
 ensure_swift 2>/dev/null || true # swift on PATH for the machine's facts, when it is installed
 # The interpreter itself, not a pyenv shim: the Python baseline is timed with it.
 python=$(python3 -c 'import sys; print(sys.executable)')
-exec "$python" scripts/bench/bench.py --bin "$bin" "${args[@]}"
+if [ "$postgres" = 1 ]; then
+    source scripts/lib/postgres.sh
+    trap stop_postgres EXIT
+    POSTGRES_DURABLE=1 start_postgres
+    "$python" scripts/bench/bench.py --bin "$bin" --postgres-url "$SEEDSYNC_POSTGRES_URL" "${args[@]}"
+else
+    exec "$python" scripts/bench/bench.py --bin "$bin" "${args[@]}"
+fi

@@ -1008,7 +1008,8 @@ class Bench:
         database = "bench_" + name.replace("-", "_")
         base = self.options.postgres_url.rsplit("/", 1)[0]
         for sql in (f"DROP DATABASE IF EXISTS {database}", f"CREATE DATABASE {database}"):
-            subprocess.run(["psql", "-q", "-d", f"{base}/postgres", "-c", sql], check=True, stdout=subprocess.DEVNULL)
+            subprocess.run(["psql", "-q", "-d", f"{base}/postgres", "-c", sql], check=True, stdout=subprocess.DEVNULL,
+                           env={**os.environ, "PGOPTIONS": "-c client_min_messages=warning"})
         return f"{base}/{database}"
 
     def teams_folder(self, name):

@@ -266,6 +266,43 @@ import Testing
         }
     }
 
+    /// A team's existing tables with a tenant column (`integer`, as teams have them), attached: their
+    /// rows become the bulk revision, a reader of one team reads that team's rows, and psql writes
+    /// after are logged with the team each row left.
+    @Test func existingTablesWithATenantColumnAreServedAttached() async throws {
+        try await TestPostgres.withDatabase { location in
+            try await TestPostgres.runScript(
+                """
+                CREATE TABLE public.teams (id integer PRIMARY KEY, name text NOT NULL);
+                CREATE TABLE public.venues (id integer PRIMARY KEY, name text NOT NULL);
+                CREATE TABLE public.events (id bigint PRIMARY KEY, team_id integer NOT NULL REFERENCES public.teams,
+                  title text NOT NULL, venue_id integer REFERENCES public.venues);
+                CREATE TABLE public.tickets (id bigint PRIMARY KEY, team_id integer NOT NULL REFERENCES public.teams,
+                  event_id bigint NOT NULL REFERENCES public.events);
+                CREATE INDEX ON public.events (team_id, id);
+                INSERT INTO public.teams VALUES (1, 'One'), (2, 'Two');
+                INSERT INTO public.venues VALUES (1, 'Hall');
+                INSERT INTO public.events VALUES (101, 1, 'a', 1), (102, 1, 'b', NULL), (201, 2, 'c', 1);
+                INSERT INTO public.tickets VALUES (101, 1, 101), (201, 2, 201);
+                """, on: location)
+            let revision = try await PostgresSyncStore.attach(at: location, schema: Fixtures.clubsSchema)
+            try await TestPostgres.withStore(at: location) { store in
+                let info = try await store.schemaInfo(version: nil, grant: Self.teamOne)
+                #expect(info.rowCounts == ["teams": 1, "venues": 1, "events": 2, "tickets": 1])
+                #expect(try await keys(of: "events", store, Self.teamOne) == [101, 102])
+                #expect(try await keys(of: "tickets", store, .only([.int(2)])) == [201])
+                try await TestPostgres.runScript(
+                    "UPDATE public.events SET team_id = 2 WHERE id = 102; DELETE FROM public.tickets WHERE id = 201",
+                    on: location)
+                let (teamOne, _) = try await feed(after: revision, store, Self.teamOne)
+                #expect(teamOne.map(\.revision) == [revision + 1] && teamOne[0]["events"]?.delete == [102])
+                let (teamTwo, _) = try await feed(after: revision, store, .only([.int(2)]))
+                #expect(teamTwo.map(\.revision) == [revision + 1, revision + 2])
+                #expect(teamTwo[0]["events"]?.create == [102] && teamTwo[1]["tickets"]?.delete == [201])
+            }
+        }
+    }
+
     /// A column the team adds to a scoped table on PostgreSQL, served as a new version read from
     /// the tables: the scope and every type's scope field stay, and a new table is shared.
     @Test func aVersionReadFromTheTablesKeepsTheScope() async throws {

@@ -61,6 +61,7 @@ public final class SQLiteSyncStore: SyncStore {
                 try SeedRecords.prepare(db)
                 let versions = try SchemaRecords.prepare(db, path: path)
                 try ScopeIndex.prepare(for: versions.schema, in: db)
+                try ScopeIndex.prepareRows(of: versions.schema, in: db)
                 return versions
             }
         } catch let error as DatabaseError where error.resultCode == .SQLITE_ERROR || error.resultCode == .SQLITE_NOTADB

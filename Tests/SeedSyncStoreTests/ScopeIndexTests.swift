@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import SeedSyncModel
+import SeedSyncSQL
 import SeedSyncSQLiteStore
 import SeedSyncStore
 import SeedSyncTesting
@@ -48,6 +49,48 @@ import Testing
                 try await store.changeFeed(
                     after: compaction.minRevision - 1, limit: 10, byteBudget: 1 << 20, version: nil, grant: .only([1]))
             }
+        }
+    }
+
+    /// A type scoped by a text field that references nothing: the SQLite store indexes its rows
+    /// by (scope field, key), so a team's page and count read its rows alone.
+    @Test func aTeamsPageOnTheSQLiteStoreReadsItsRowsByTheScopeIndex() async throws {
+        let schema = DatasetSchema(
+            dataset: "orgs", schemaVersion: 1,
+            types: [
+                EntityType(
+                    name: "notes", primaryKey: PrimaryKey(name: "id", type: .integer),
+                    fields: [Field(name: "org", type: .text), Field(name: "body", type: .text)], scopedBy: "org")
+            ],
+            scope: ScopeDeclaration(name: "org", type: .text))
+        try await withTemporaryDirectory { directory in
+            let store = try await Fixtures.emptyStore(schema, in: directory)
+            var notes = TypeChanges(type: "notes")
+            for key in Int64(1)...2_000 {
+                notes.create.append(.int(key))
+                notes.attributes[String(key)] = ["org": .string("org \(key % 100)"), "body": "note"]
+            }
+            try await store.commit(ChangeSet(changes: [notes]))
+            let table = TableSQL(type: schema.types[0])
+            let plans = try await store.pool.read { db in
+                let granted: DatabaseValue = "[\"org 7\"]".databaseValue
+                let statements: [(String, StatementArguments)] = [
+                    (table.snapshot(after: true, scoped: true), [1, granted, 11]),
+                    (table.count(scoped: true), [granted]),
+                ]
+                return try statements.map { sql, arguments in
+                    try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: arguments)
+                        .map { $0["detail"] as String }.joined(separator: "; ")
+                }
+            }
+            for plan in plans {
+                #expect(
+                    plan.contains("USING INDEX _seedsync_scope_notes")
+                        || plan.contains("USING COVERING INDEX _seedsync_scope_notes"), "\(plan)")
+            }
+            let page = try await store.snapshotPage(
+                of: "notes", after: nil, limit: 100, grant: .only([.string("org 7")]))
+            #expect(page.rows.map { $0[0] } == (0..<20).map { .int(7 + 100 * $0) })
         }
     }
 

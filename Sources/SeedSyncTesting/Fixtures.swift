@@ -189,6 +189,15 @@ extension Fixtures {
         scope: ScopeDeclaration(name: "team", type: .integer)
     )
 
+    /// The `clubs` change set retitling `event` of `team` (its venue 1).
+    public static func clubsRetitle(_ event: Int64, team: Int64, _ title: String) -> ChangeSet {
+        ChangeSet(changes: [
+            TypeChanges(
+                type: "events", update: [.int(event)],
+                attributes: [String(event): ["team_id": .int(team), "title": .string(title), "venue_id": 1]])
+        ])
+    }
+
     /// The `clubs` change set creating teams `teams`, venue 1, and for each team `eventsPerTeam`
     /// events (keys `team * 100 + n`, titles `team T event n`) with a ticket each (same key).
     public static func clubsCreation(teams: ClosedRange<Int64>, eventsPerTeam: Int64) -> ChangeSet {

@@ -26,11 +26,11 @@ import Testing
             #expect(try SeedFile.read(report.output) { try $0.metadata().scopes } == [1])
             // Other teams change, an event (with its ticket) moves in, another moves out.
             for title in ["a", "b", "c"] {
-                try await store.commit(Self.retitle(301, team: 3, title))
+                try await store.commit(Fixtures.clubsRetitle(301, team: 3, title))
             }
             try await store.commit(Self.move(201, to: 1))
             try await store.commit(Self.move(102, to: 3))
-            try await store.commit(Self.retitle(301, team: 3, "last, not team 1's"))
+            try await store.commit(Fixtures.clubsRetitle(301, team: 3, "last, not team 1's"))
             let importer = SeedImporter(
                 configuration: .init(
                     seed: report.output, database: served.path("app.sqlite"),
@@ -102,7 +102,7 @@ import Testing
 
             // While team 2 is not granted: its event is renamed, one of team 1's moves to it, one of
             // its own moves to team 3. Pages read after these, the change sets replayed over them.
-            try await store.commit(Self.retitle(202, team: 2, "renamed while not granted"))
+            try await store.commit(Fixtures.clubsRetitle(202, team: 2, "renamed while not granted"))
             try await store.commit(Self.move(103, to: 2))
             try await store.commit(Self.move(203, to: 3))
             token.set(both)
@@ -199,7 +199,7 @@ import Testing
 
                 let one = try await TestIdentityProvider.teamToken([1])
                 try await store.commit(Self.move(102, to: 3))
-                try await store.commit(Self.retitle(301, team: 3, "team 3's alone"))
+                try await store.commit(Fixtures.clubsRetitle(301, team: 3, "team 3's alone"))
                 let importer = SeedImporter(
                     configuration: .init(
                         seed: cut[0].output, database: served.path("app.sqlite"),
@@ -274,8 +274,8 @@ import Testing
                 seed: seed, database: served.path("app.sqlite"),
                 server: .init(serverURL: url, token: one, requestTimeout: 10, retry: .none))
             _ = try await SeedImporter(configuration: configuration).run()
-            try await store.commit(Self.retitle(201, team: 2, "team 2, version 1"))
-            try await store.commit(Self.retitle(101, team: 1, "team 1, version 1"))
+            try await store.commit(Fixtures.clubsRetitle(201, team: 2, "team 2, version 1"))
+            try await store.commit(Fixtures.clubsRetitle(101, team: 1, "team 1, version 1"))
             var v2 = Fixtures.clubsSchema
             v2.schemaVersion = 2
             v2.types[2].fields.append(Field(name: "notes", type: .text, nullable: true))
@@ -334,11 +334,4 @@ import Testing
         ])
     }
 
-    static func retitle(_ event: Int64, team: Int64, _ title: String) -> ChangeSet {
-        ChangeSet(changes: [
-            TypeChanges(
-                type: "events", update: [.int(event)],
-                attributes: [String(event): ["team_id": .int(team), "title": .string(title), "venue_id": 1]])
-        ])
-    }
 }

@@ -40,16 +40,7 @@ import Testing
             for index in Int64(0)..<400 {
                 let team = index % 200 + 1
                 let event = team * 100 + index % 20 + 1
-                try await store.commit(
-                    ChangeSet(changes: [
-                        TypeChanges(
-                            type: "events", update: [.int(event)],
-                            attributes: [
-                                String(event): [
-                                    "team_id": .int(team), "title": .string("edit \(index)"), "venue_id": 1,
-                                ]
-                            ])
-                    ]))
+                try await store.commit(Fixtures.clubsRetitle(event, team: team, "edit \(index)"))
             }
             let location = try #require((store as? PostgresSyncStore)?.location)
             try await TestPostgres.withConnection(to: location) { connection, logger in

@@ -57,8 +57,8 @@ import Testing
             #expect(shared.headers[.cacheControl]?.hasPrefix("public") == true, "a shared type's pages are everyone's")
             // Revision 2 changes team 2, revision 3 team 1.
             let start = try await store.revisions().revision
-            try await store.commit(Self.edit(event: 201, team: 2))
-            try await store.commit(Self.edit(event: 101, team: 1))
+            try await store.commit(Fixtures.clubsRetitle(201, team: 2, "edited"))
+            try await store.commit(Fixtures.clubsRetitle(101, team: 1, "edited"))
             let sync = try await client.execute(
                 uri: "/v1/sync", method: .post, headers: headers(token: one), body: body(#"{"maxRevision": \#(start)}"#)
             )
@@ -154,8 +154,8 @@ import Testing
                 #expect(refused.status == .badRequest && errorCode(refused) == "invalid_parameter", "\(uri)")
             }
             let start = try await store.revisions().revision
-            try await store.commit(Self.edit(event: 201, team: 2))
-            try await store.commit(Self.edit(event: 101, team: 1))
+            try await store.commit(Fixtures.clubsRetitle(201, team: 2, "edited"))
+            try await store.commit(Fixtures.clubsRetitle(101, team: 1, "edited"))
             let changes = try await get("/v1/changes?after=\(start)&schemaVersion=1&scopes=1", one)
             #expect(changes.headers[.cacheControl]?.hasPrefix("public") == true)
             let feed = try SyncResponse(json: JSONParser.parse(Array(buffer: changes.body)))
@@ -252,11 +252,4 @@ import Testing
     }
 
     /// A commit retitling `event` of `team`.
-    static func edit(event: Int64, team: Int64) -> ChangeSet {
-        ChangeSet(changes: [
-            TypeChanges(
-                type: "events", update: [.int(event)],
-                attributes: [String(event): ["team_id": .int(team), "title": "edited", "venue_id": 1]])
-        ])
-    }
 }

@@ -205,7 +205,7 @@ package struct PostgresTableSQL: Sendable {
     func scopeIsGranted(_ index: Int, in alias: String) -> String {
         let name = type.scopedBy ?? type.primaryKey.name
         let column = "\(alias).\(quote(name))"
-        guard let found = columns[name], type.primaryKey.type == .text || type.field(named: name)?.type == .text,
+        guard let found = columns[name],
             ["uuid", "numeric", "date", "time", "interval"].contains(found.typeName) || found.isEnum
         else { return "\(column) = ANY($\(index))" }
         return "\(column) = ANY(CAST($\(index) AS \(found.formattedType)[]))"

@@ -125,6 +125,8 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                // PEM for Ed25519 signing keys, the form `openssl genpkey -algorithm ed25519` writes.
+                .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
             swiftSettings: libraryFeatures
         ),
@@ -217,7 +219,8 @@ let package = Package(
         .testTarget(
             name: "SeedSyncSeedTests",
             dependencies: [
-                "SeedSyncSeed", "SeedSyncBuild", "SeedSyncTesting", .product(name: "GRDB", package: "GRDB.swift"),
+                "SeedSyncSeed", "SeedSyncBuild", "SeedSyncTesting", "SeedSyncDemo", "SeedSyncModel",
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .testTarget(

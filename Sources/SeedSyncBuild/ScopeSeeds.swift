@@ -69,7 +69,7 @@ extension SeedBuilder {
                 files.partial.remove()
                 throw error
             }
-            let manifest = try SeedPublisher(files: files, finished: files.finished, gzip: options.gzip).publish()
+            let manifest = try SeedPublisher(files: files, finished: files.finished, options: options).publish()
             cut.append(ScopeSeed(value: value, output: files.output, manifest: manifest))
         }
         return cut

@@ -2,7 +2,7 @@ import Foundation
 public import SeedSyncClient
 import SeedSyncModel
 import SeedSyncSQL
-import SeedSyncSeed
+public import SeedSyncSeed
 
 /// Builds a seed from a sync server over HTTP: `seed-build` as a library.
 ///
@@ -50,12 +50,17 @@ public struct SeedBuilder: Sendable {
         /// Also write a seed per scope value, cut from the build in one pass (see ``ScopeSeeds``):
         /// `nil` for none.
         public var scopes: ScopeSeeds?
+        /// The keys that sign every manifest the build writes (``SeedManifest/signed(with:)``);
+        /// none: the manifests are unsigned.
+        public var signingKeys: [SeedSigningKey]
 
         public init(
             output: String, types: [String]? = nil, pageSize: Int = 10_000, syncLimit: Int = 1000, gzip: Bool = false,
-            resume: Bool = false, schemaVersion: Int? = nil, register: Bool = false, scopes: ScopeSeeds? = nil
+            resume: Bool = false, schemaVersion: Int? = nil, register: Bool = false, scopes: ScopeSeeds? = nil,
+            signingKeys: [SeedSigningKey] = []
         ) {
             self.scopes = scopes
+            self.signingKeys = signingKeys
             self.output = output
             self.types = types
             self.pageSize = pageSize
@@ -123,7 +128,7 @@ public struct SeedBuilder: Sendable {
         }
         let finishedSize = Self.size(of: finished)
         do {
-            manifest = try SeedPublisher(files: files, finished: finished, gzip: options.gzip).publish()
+            manifest = try SeedPublisher(files: files, finished: finished, options: options).publish()
         } catch {
             // The publisher has removed what it wrote; the finished seed's size is what it needed room for.
             throw explain(error, written: (finishedSize, finished), run: run, info: info, schema: schema)

@@ -8,7 +8,9 @@ struct SeedPublisher {
     let files: SeedFiles
     /// The finished seed, `OUT.new` (``SeedFiles/finished``).
     let finished: String
-    let gzip: Bool
+    /// The build's: whether to write a `.gz` copy, which keys sign the manifest.
+    let options: SeedBuilder.Options
+    private var gzip: Bool { options.gzip }
 
     func publish() throws -> SeedManifest {
         do {
@@ -35,6 +37,7 @@ struct SeedPublisher {
             manifest.gzip = .init(
                 file: URL(fileURLWithPath: compressed).lastPathComponent, size: digest.size, sha256: digest.sha256)
         }
+        manifest = manifest.signed(with: options.signingKeys)
         try FileSystem.write(manifest.jsonData(), to: SeedFiles.staging(manifestPath))
         try FileSystem.sync(finished)
         try? FileManager.default.removeItem(atPath: manifestPath)

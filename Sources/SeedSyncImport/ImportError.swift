@@ -18,7 +18,7 @@ public struct ImportError: Error, CustomStringConvertible, Sendable {
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case invalidSeed, invalidDatabase, storage, locked, mismatch, revisionAhead, invalidChangeSet, rowNotFound,
-                pushForbidden
+                pushForbidden, untrustedSeed
         }
 
         private let base: Base
@@ -46,6 +46,10 @@ public struct ImportError: Error, CustomStringConvertible, Sendable {
         /// Local change sets are waiting, but the server does not let this token push them (a
         /// read token): the database was caught up, the change sets stay queued.
         public static let pushForbidden = Code(.pushForbidden)
+        /// Keys are trusted (``SeedImporter/Configuration/trustedKeys``), and the seed is not signed
+        /// by one of them: unsigned, a wrong signature, or signed by an unknown key (the message
+        /// says which). It is not used; a database that is already there goes on without it.
+        public static let untrustedSeed = Code(.untrustedSeed)
 
         public var description: String { base.rawValue }
     }
@@ -61,6 +65,7 @@ public struct ImportError: Error, CustomStringConvertible, Sendable {
     /// A ``SeedError`` met while importing: ``Code/storage`` when the volume failed, else `code`.
     init(_ error: SeedError, otherwise code: Code, _ context: String = "") {
         self.init(
-            error.isStorageFailure ? .storage : code, context.isEmpty ? error.description : "\(context): \(error)")
+            error.isStorageFailure ? .storage : error.isTrustFailure ? .untrustedSeed : code,
+            context.isEmpty ? error.description : "\(context): \(error)")
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 public import GRDB
 public import SeedSyncClient
 import SeedSyncModel
-import SeedSyncSeed
+public import SeedSyncSeed
 
 /// Installs a shipped seed on first run, then keeps the database caught up with the server
 /// through incremental sync from the seed's revision: `seed-import` as a library.
@@ -76,6 +76,15 @@ public struct SeedImporter: Sendable {
         public var beforeMerge: (@Sendable (MergeNotice) async -> Void)?
         /// Seconds a batch waits for ``beforeMerge`` at most; the batch is then applied.
         public var mergeNoticeTimeout: Double
+        /// The keys one of which must have signed the seed's manifest; empty (the default): the
+        /// seed is used on its manifest's SHA-256 or its content digest alone. A seed that is not
+        /// signed by a trusted key is refused (``ImportError/Code/untrustedSeed``), and a database
+        /// that is already there goes on without it.
+        ///
+        /// ```swift
+        /// configuration.trustedKeys = TrustedKeys([try SeedPublicKey("MCowBQYDK2VwAyEA…")])
+        /// ```
+        public var trustedKeys: TrustedKeys
 
         public init(
             seed: String,
@@ -88,8 +97,10 @@ public struct SeedImporter: Sendable {
             lockTimeout: Double = 30,
             conflicts: ConflictResolution = .serverWins,
             beforeMerge: (@Sendable (MergeNotice) async -> Void)? = nil,
-            mergeNoticeTimeout: Double = 30
+            mergeNoticeTimeout: Double = 30,
+            trustedKeys: TrustedKeys = TrustedKeys()
         ) {
+            self.trustedKeys = trustedKeys
             self.seed = seed
             self.database = database
             self.server = server

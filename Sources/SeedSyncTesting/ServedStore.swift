@@ -30,13 +30,13 @@ public struct ServedStore: Sendable {
 
     public func builder(
         _ output: String, pageSize: Int = 50, gzip: Bool = false, resume: Bool = false, types: [String]? = nil,
-        token: String = liveServerToken, register: Bool = false
+        token: String = liveServerToken, register: Bool = false, signingKeys: [SeedSigningKey] = []
     ) -> SeedBuilder {
         SeedBuilder(
             client: client(token: token),
             options: .init(
                 output: path(output), types: types, pageSize: pageSize, syncLimit: 7, gzip: gzip, resume: resume,
-                register: register))
+                register: register, signingKeys: signingKeys))
     }
 }
 

@@ -11,9 +11,19 @@ struct SeedBuildCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "seed-build",
         abstract: "Download a dataset from a SeedSync server into a seed database, with its manifest.",
+        subcommands: [BuildCommand.self, KeygenCommand.self],
+        defaultSubcommand: BuildCommand.self
+    )
+}
+
+struct BuildCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "build",
+        abstract: "Build a seed and its manifest (the default).",
         discussion: """
             The token comes from SEED_TOKEN or --token-file. The seed is built in OUT.partial and \
-            renamed to OUT when complete; --resume continues an interrupted build.
+            renamed to OUT when complete; --resume continues an interrupted build. With \
+            --signing-key (or a PEM key in SEED_SIGNING_KEY) every manifest written is signed.
             """
     )
 
@@ -38,6 +48,10 @@ struct SeedBuildCommand: AsyncParsableCommand {
         help: "Also write a seed per scope value any row holds, cut from this one build (needs a token of every value)."
     )
     var everyScope = false
+    @Option(
+        help: ArgumentHelp(
+            "Sign the manifests with the Ed25519 private key in this PEM file (repeatable: one signature each; see `seed-build keygen`).",
+            valueName: "FILE")) var signingKey: [String] = []
     @Flag(help: "Continue OUT.partial from an interrupted build.") var resume = false
     @Flag(help: "Print a JSON summary on stdout.") var json = false
     @Flag(help: "Print nothing but errors.") var quiet = false
@@ -88,7 +102,7 @@ struct SeedBuildCommand: AsyncParsableCommand {
         let options = SeedBuilder.Options(
             output: out, types: types.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } },
             pageSize: pageSize, syncLimit: syncLimit, gzip: gzip, resume: resume, schemaVersion: schemaVersion,
-            register: register, scopes: try scopeSeeds
+            register: register, scopes: try scopeSeeds, signingKeys: try signingKeys()
         )
         let report = try await SeedBuilder(client: client, options: options).build { progress.handle($0) }
         progress.end()
@@ -97,6 +111,20 @@ struct SeedBuildCommand: AsyncParsableCommand {
         } else if !quiet {
             print(Self.summary(report))
         }
+    }
+
+    /// The keys of `--signing-key`, and the one in `SEED_SIGNING_KEY` when it is set.
+    private func signingKeys(environment: [String: String] = ProcessInfo.processInfo.environment) throws
+        -> [SeedSigningKey]
+    {
+        let fromEnvironment = try environment["SEED_SIGNING_KEY"].map { text in
+            do {
+                return try SeedSigningKey(pem: text)
+            } catch {
+                throw SeedError(.invalidKey, "SEED_SIGNING_KEY is \(error)")
+            }
+        }
+        return try signingKey.map { try SeedSigningKey.read(from: $0) } + (fromEnvironment.map { [$0] } ?? [])
     }
 
     /// The flag that helps with a build's `error`, when one does.

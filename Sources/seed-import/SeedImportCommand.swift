@@ -59,6 +59,10 @@ struct SyncCommand: AsyncParsableCommand {
         help:
             "What a server change to a row with a pending local edit does to the edit: server-wins (the edit is dropped) or merge-fields (rebased on the server's row when they changed different fields)."
     ) var conflicts: ConflictPolicy = .serverWins
+    @Option(
+        help: ArgumentHelp(
+            "Use the seed only when its manifest is signed by this Ed25519 public key: a PEM file, or the key in base64 (repeatable: any one of them).",
+            valueName: "KEY")) var trust: [String] = []
     @Flag(help: "Print a JSON summary on stdout (one line per run with --watch).") var json = false
     @Flag(help: "Print nothing but errors.") var quiet = false
 
@@ -91,7 +95,8 @@ struct SyncCommand: AsyncParsableCommand {
                 seed: seed, database: database,
                 server: try connection.client(requestTimeout: timeout),
                 expectedSchemaVersion: expectSchemaVersion, reseedIfNewer: !noReseed, syncLimit: syncLimit,
-                maxRowsPerTransaction: rowsPerTransaction, lockTimeout: lockTimeout, conflicts: conflicts.resolution
+                maxRowsPerTransaction: rowsPerTransaction, lockTimeout: lockTimeout, conflicts: conflicts.resolution,
+                trustedKeys: TrustedKeys(try trust.map(SeedPublicKey.resolve))
             ))
         guard !live else {
             try await runLive(importer.configuration)

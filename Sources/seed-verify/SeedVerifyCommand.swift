@@ -16,12 +16,17 @@ struct SeedVerifyCommand: AsyncParsableCommand {
         String?
     @Option(help: "Fail unless the seed is at this revision.") var expectRevision: Int64?
     @Option(help: "Fail unless the seed has this schema version.") var expectSchemaVersion: Int?
+    @Option(
+        help: ArgumentHelp(
+            "Fail unless the manifest is signed by this Ed25519 public key: a PEM file, or the key in base64 (repeatable: any one of them).",
+            valueName: "KEY")) var trust: [String] = []
     @Flag(help: "Print the report as JSON on stdout.") var json = false
 
     func run() async throws {
         FileSystem.reportFileSizeLimitAsError()
         let options = SeedVerifier.Options(
-            manifestPath: manifest, expectedRevision: expectRevision, expectedSchemaVersion: expectSchemaVersion)
+            manifestPath: manifest, expectedRevision: expectRevision, expectedSchemaVersion: expectSchemaVersion,
+            trustedKeys: TrustedKeys(try trust.map(SeedPublicKey.resolve)))
         let report = try await SeedVerifier.verify(seed, options: options)
         if json {
             print(String(decoding: try JSONEncoder.stable().encode(report), as: UTF8.self))

@@ -54,7 +54,7 @@ import Testing
             #expect(verified.status == 0, "\(verified.stdout)")
             let verification = try JSONDecoder().decode(VerificationReport.self, from: Data(verified.stdout.utf8))
             #expect(verification.passed)
-            #expect(verification.checks.count == 13)
+            #expect(verification.checks.count == 14)
 
             let denied = try await Executables.run(
                 "seed-build", ["--server", url, "--out", directory.appendingPathComponent("denied.sqlite").path],
@@ -73,6 +73,63 @@ import Testing
 
             #expect(try await Executables.run("seed-build", ["--server", "ftp://x", "--out", seed]).status == 64)
             #expect(try await Executables.run("seed-verify", []).status == 64)
+        }
+    }
+
+    /// `seed-build keygen`, a build signed by a key file and by `SEED_SIGNING_KEY`, `seed-verify
+    /// --trust` and `seed-import --trust`, as a user runs them; the private key is never printed.
+    @Test func signedSeedsEndToEnd() async throws {
+        try await withServedStore(events: 300) { served in
+            let keyPath = served.path("keys/seeds.pem")
+            try FileManager.default.createDirectory(atPath: served.path("keys"), withIntermediateDirectories: true)
+            let made = try await Executables.run("seed-build", ["keygen", "--out", keyPath])
+            #expect(made.status == 0, "\(made.stderr)")
+            let key = try SeedSigningKey.read(from: keyPath)
+            #expect(made.stdout.contains(key.publicKey.base64) && made.stdout.contains(key.publicKey.id))
+            #expect(try await Executables.run("seed-build", ["keygen", "--out", keyPath]).status == 1)
+
+            let seed = served.path("out/demo.sqlite")
+            let environment = ["SEED_TOKEN": liveServerToken]
+            let built = try await Executables.run(
+                "seed-build",
+                ["--server", served.url.absoluteString, "--out", seed, "--gzip", "--signing-key", keyPath],
+                environment: environment)
+            #expect(built.status == 0, "\(built.stderr)")
+            let publicKey = SeedSigningKey.publicKeyPath(for: keyPath)
+            let verified = try await Executables.run("seed-verify", [seed + ".gz", "--trust", publicKey])
+            #expect(verified.status == 0 && verified.stdout.contains("PASSED  signature"), "\(verified.stdout)")
+            let other = SeedSigningKey()
+            let refused = try await Executables.run("seed-verify", [seed, "--trust", other.publicKey.base64])
+            #expect(refused.status == 1 && refused.stderr.contains("failed signature"), "\(refused.stderr)")
+            let badKey = try await Executables.run("seed-verify", [seed, "--trust", "no-such-key"])
+            #expect(badKey.status != 0 && badKey.stderr.contains("no-such-key"), "\(badKey.stderr)")
+
+            // The key from the environment; a broken one is named by its variable, never printed.
+            let fromEnvironment = served.path("env/demo.sqlite")
+            let signed = try await Executables.run(
+                "seed-build", ["--server", served.url.absoluteString, "--out", fromEnvironment],
+                environment: environment.merging(["SEED_SIGNING_KEY": other.pemRepresentation]) { $1 })
+            #expect(signed.status == 0, "\(signed.stderr)")
+            let manifest = try SeedManifest.read(from: SeedManifest.path(forSeed: fromEnvironment))
+            #expect(manifest.signatures?.map(\.key) == [other.publicKey.id])
+            let secret = String(key.pemRepresentation.dropLast(30))
+            let broken = try await Executables.run(
+                "seed-build", ["--server", served.url.absoluteString, "--out", served.path("broken/demo.sqlite")],
+                environment: environment.merging(["SEED_SIGNING_KEY": secret]) { $1 })
+            #expect(broken.status == 1 && broken.stderr.contains("SEED_SIGNING_KEY"), "\(broken.stderr)")
+            let body = secret.split(separator: "\n")[1]
+            #expect(!broken.stderr.contains(body) && !broken.stdout.contains(body))
+
+            // seed-import installs the seed signed by the trusted key, and refuses the other.
+            let database = served.path("app/events.sqlite")
+            let arguments = ["--server", served.url.absoluteString, "--database", database, "--trust", publicKey]
+            let untrusted = try await Executables.run(
+                "seed-import", ["--seed", fromEnvironment] + arguments, environment: environment)
+            #expect(untrusted.status == 1 && untrusted.stderr.contains("unknown key"), "\(untrusted.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: database))
+            let installed = try await Executables.run(
+                "seed-import", ["--seed", seed + ".gz"] + arguments, environment: environment)
+            #expect(installed.status == 0, "\(installed.stderr)")
         }
     }
 

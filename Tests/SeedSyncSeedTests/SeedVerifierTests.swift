@@ -28,6 +28,7 @@ import Testing
                 Set(report.checks.map(\.name)) == [
                     "sqlite-file", "journal-mode", "seed-format", "integrity", "foreign-keys", "free-pages",
                     "revisions", "schema", "content", "expected-revision", "expected-schema-version", "manifest",
+                    "signature",
                 ])
             #expect(
                 try await failures(seed, .init(expectedRevision: 12, expectedSchemaVersion: 2)) == [

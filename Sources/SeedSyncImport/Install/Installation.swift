@@ -140,7 +140,7 @@ extension ImportSession {
 
     /// Whether `error` is about the seed alone, so that a database can go on without it.
     static func rejectsSeed(_ error: ImportError) -> Bool {
-        error.code == .invalidSeed || error.code == .mismatch || error.code == .storage
+        error.code == .invalidSeed || error.code == .untrustedSeed || error.code == .mismatch || error.code == .storage
     }
 
     /// Reports a seed that could not be used while the database goes on.

@@ -24,14 +24,15 @@ struct ShippedSeed: Sendable {
     var isCompressed: Bool { path.hasSuffix(".gz") }
 
     /// Finds the seed and reads its manifest when there is one, else a plain seed's metadata.
-    /// A seed that is missing or unreadable is not an error yet: see ``problem``.
-    init(path: String) {
+    /// With `trustedKeys`, the manifest must be there and signed by one of them. A seed that is
+    /// missing, unreadable or untrusted is not an error yet: see ``problem``.
+    init(path: String, trustedKeys: TrustedKeys = TrustedKeys()) {
         self.path = path
         do {
             guard FileManager.default.fileExists(atPath: path) else {
                 throw ImportError(.invalidSeed, "no seed at \(path)")
             }
-            let manifest = try Self.manifest(of: path)
+            let manifest = try Self.manifest(of: path, trustedKeys: trustedKeys)
             (self.manifest, summary, problem) = (manifest, try Self.summary(of: path, manifest: manifest), nil)
         } catch {
             (manifest, summary) = (nil, nil)
@@ -39,11 +40,11 @@ struct ShippedSeed: Sendable {
         }
     }
 
-    private static func manifest(of path: String) throws -> SeedManifest? {
-        let manifestPath = SeedManifest.path(forSeed: path)
-        guard FileManager.default.fileExists(atPath: manifestPath) else { return nil }
+    private static func manifest(of path: String, trustedKeys: TrustedKeys) throws -> SeedManifest? {
         do {
-            return try SeedManifest.read(from: manifestPath)
+            return try trustedKeys.readManifest(at: SeedManifest.path(forSeed: path), of: path)
+        } catch let error as SeedError where error.isTrustFailure {
+            throw ImportError(error, otherwise: .untrustedSeed)
         } catch {
             throw ImportError(.invalidSeed, "the seed's manifest is unreadable: \(error)")
         }

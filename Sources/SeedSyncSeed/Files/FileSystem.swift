@@ -116,9 +116,9 @@ package enum FileSystem {
         }
     }
 
-    /// Writes `bytes` to a new file at `path` and syncs it.
-    package static func write(_ bytes: some DataProtocol, to path: String) throws {
-        let output = try OutputFile(path: path)
+    /// Writes `bytes` to a new file at `path` and syncs it; a file created by it gets `permissions`.
+    package static func write(_ bytes: some DataProtocol, to path: String, permissions: mode_t = 0o644) throws {
+        let output = try OutputFile(path: path, permissions: permissions)
         defer { output.close() }
         try output.write(Array(bytes))
         try output.sync()
@@ -133,9 +133,9 @@ final class OutputFile {
     let path: String
     private var descriptor: Int32
 
-    /// Creates the file, or empties the one at `path`.
-    init(path: String) throws {
-        descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+    /// Creates the file (with `permissions`, less the umask), or empties the one at `path`.
+    init(path: String, permissions: mode_t = 0o644) throws {
+        descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, permissions)
         guard descriptor >= 0 else { throw SeedError.system(errno, "create \(path)") }
         self.path = path
         FileSystem.journal?.record(.create(path))

@@ -24,7 +24,7 @@ public struct SeedError: Error, CustomStringConvertible, Sendable, Hashable {
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case notASeed, damaged, invalidData, busy, diskFull, fileSizeLimit, fileSystem, notFound, alreadyExists,
-                notResumable, unusable, sqlite
+                notResumable, unusable, sqlite, unsigned, badSignature, untrustedKey, invalidKey
         }
 
         private let base: Base
@@ -57,6 +57,14 @@ public struct SeedError: Error, CustomStringConvertible, Sendable, Hashable {
         public static let unusable = Code(.unusable)
         /// SQLite failed for another reason (out of memory, interrupted, an internal error).
         public static let sqlite = Code(.sqlite)
+        /// Keys are trusted, but the seed's manifest carries no signature (or there is no manifest).
+        public static let unsigned = Code(.unsigned)
+        /// A signature by a trusted key does not verify: the manifest was changed after it was signed.
+        public static let badSignature = Code(.badSignature)
+        /// The manifest is signed, but by no key that is trusted.
+        public static let untrustedKey = Code(.untrustedKey)
+        /// A signing or public key could not be read: not Ed25519, not PEM or base64.
+        public static let invalidKey = Code(.invalidKey)
 
         public var description: String { base.rawValue }
     }
@@ -72,6 +80,11 @@ public struct SeedError: Error, CustomStringConvertible, Sendable, Hashable {
     /// Whether the failure is the storage's, not the data's: a full disk, a file-size limit, an I/O error.
     public var isStorageFailure: Bool {
         code == .diskFull || code == .fileSizeLimit || code == .fileSystem
+    }
+
+    /// Whether the seed was refused by its signature: unsigned, a wrong signature, an unknown key.
+    public var isTrustFailure: Bool {
+        code == .unsigned || code == .badSignature || code == .untrustedKey
     }
 
     static func notASeed(_ path: String, _ reason: String) -> Self {

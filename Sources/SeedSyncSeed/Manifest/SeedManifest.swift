@@ -47,6 +47,9 @@ public struct SeedManifest: Codable, Sendable, Hashable {
     /// The scope values whose rows the seed holds (with the shared rows), when it was built with a
     /// token of some values only; absent: every value.
     public var scopes: [JSONValue]?
+    /// Signatures of the manifest (``signed(with:)``), which cover every other member and so the
+    /// file's SHA-256; absent in an unsigned manifest. ``TrustedKeys`` checks them.
+    public var signatures: [SeedSignature]?
 
     public static let formatName = "seedsync-seed-manifest"
 
@@ -87,17 +90,29 @@ public struct SeedManifest: Codable, Sendable, Hashable {
 
     /// Reads a manifest file.
     public static func read(from path: String) throws -> SeedManifest {
+        try readWithJSON(from: path).manifest
+    }
+
+    /// Reads a manifest file, with the JSON it was read from (what its signatures sign).
+    package static func readWithJSON(from path: String) throws -> (manifest: SeedManifest, json: Data) {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw SeedError.system(errno, "read the manifest \(path)")
         }
+        return (try decode(data, from: path), data)
+    }
+
+    /// The manifest in `data`, read from `source` (a path or an address, for messages).
+    public static func decode(_ data: Data, from source: String) throws -> SeedManifest {
         do {
             let manifest = try JSONDecoder().decode(SeedManifest.self, from: data)
-            guard manifest.format == formatName else { throw SeedError(.damaged, "\(path) is not a seed manifest") }
+            guard manifest.format == formatName else {
+                throw SeedError(.damaged, "\(source) is not a seed manifest")
+            }
             return manifest
         } catch let error as SeedError {
             throw error
         } catch {
-            throw SeedError(.damaged, "\(path) is not a valid seed manifest")
+            throw SeedError(.damaged, "\(source) is not a valid seed manifest")
         }
     }
 

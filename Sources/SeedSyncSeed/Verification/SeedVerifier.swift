@@ -21,13 +21,18 @@ public enum SeedVerifier {
         public var expectedSchemaVersion: Int?
         /// Where a `.gz` seed is decompressed.
         public var temporaryDirectory: URL
+        /// The keys one of which must have signed the manifest (the `signature` check); empty: the
+        /// check is skipped.
+        public var trustedKeys: TrustedKeys
 
         public init(
             manifestPath: String? = nil,
             expectedRevision: Int64? = nil,
             expectedSchemaVersion: Int? = nil,
-            temporaryDirectory: URL = FileManager.default.temporaryDirectory
+            temporaryDirectory: URL = FileManager.default.temporaryDirectory,
+            trustedKeys: TrustedKeys = TrustedKeys()
         ) {
+            self.trustedKeys = trustedKeys
             self.manifestPath = manifestPath
             self.expectedRevision = expectedRevision
             self.expectedSchemaVersion = expectedSchemaVersion
@@ -41,20 +46,27 @@ public enum SeedVerifier {
     public static func verify(_ path: String, options: Options = Options()) async throws -> VerificationReport {
         guard FileManager.default.fileExists(atPath: path) else { throw SeedError(.notFound, "no seed at \(path)") }
         var report = VerificationReport(seed: path)
-        let manifest = loadManifest(for: path, options: options, into: &report)
-        guard path.hasSuffix(".gz") else {
-            await SeedChecks(path: path, manifest: manifest, options: options).run(into: &report)
-            return report
-        }
-        let plain = options.temporaryDirectory.appendingPathComponent("seed-verify-\(UUID().uuidString).sqlite").path
-        defer { try? FileManager.default.removeItem(atPath: plain) }
-        guard checkGzip(path, into: plain, manifest: manifest, report: &report) else { return report }
-        await SeedChecks(path: plain, manifest: manifest, options: options, besideFile: path).run(into: &report)
+        let read = loadManifest(for: path, options: options, into: &report)
+        await runChecks(path, manifest: read?.manifest, options: options, into: &report)
+        checkSignature(of: path, manifest: read, options: options, into: &report)
         return report
     }
 
+    private static func runChecks(
+        _ path: String, manifest: SeedManifest?, options: Options, into report: inout VerificationReport
+    ) async {
+        guard path.hasSuffix(".gz") else {
+            await SeedChecks(path: path, manifest: manifest, options: options).run(into: &report)
+            return
+        }
+        let plain = options.temporaryDirectory.appendingPathComponent("seed-verify-\(UUID().uuidString).sqlite").path
+        defer { try? FileManager.default.removeItem(atPath: plain) }
+        guard checkGzip(path, into: plain, manifest: manifest, report: &report) else { return }
+        await SeedChecks(path: plain, manifest: manifest, options: options, besideFile: path).run(into: &report)
+    }
+
     private static func loadManifest(for path: String, options: Options, into report: inout VerificationReport)
-        -> SeedManifest?
+        -> (manifest: SeedManifest, json: Data)?
     {
         let manifestPath = options.manifestPath ?? SeedManifest.path(forSeed: path)
         guard options.manifestPath != nil || FileManager.default.fileExists(atPath: manifestPath) else {
@@ -62,10 +74,35 @@ public enum SeedVerifier {
             return nil
         }
         do {
-            return try SeedManifest.read(from: manifestPath)
+            return try SeedManifest.readWithJSON(from: manifestPath)
         } catch {
             report.record("manifest", false, "\(error)")
             return nil
+        }
+    }
+
+    /// The `signature` check: a signature by a trusted key over the manifest, whose SHA-256 the
+    /// `manifest` check then compares with the file's.
+    private static func checkSignature(
+        of path: String, manifest: (manifest: SeedManifest, json: Data)?, options: Options,
+        into report: inout VerificationReport
+    ) {
+        let trusted = options.trustedKeys
+        guard !trusted.isEmpty else {
+            let signers = manifest?.manifest.signatures?.map(\.key).joined(separator: ", ")
+            report.skip(
+                "signature", signers.map { "signed by key \($0); no key trusted (--trust)" } ?? "no key trusted")
+            return
+        }
+        guard let (manifest, json) = manifest else {
+            report.record("signature", false, "no readable manifest, so nothing is signed; keys \(trusted) are trusted")
+            return
+        }
+        do {
+            let key = try trusted.check(manifestJSON: json, manifest: manifest, of: path)
+            report.record("signature", true, "the manifest is signed by trusted key \(key.id)")
+        } catch {
+            report.record("signature", false, error.description)
         }
     }
 

@@ -17,6 +17,8 @@ package final class BoundedLoader: @unchecked Sendable {
     package enum Failure: Error {
         case tooLarge(limit: Int)
         case transport(URLError)
+        /// A streamed load's ``ResponseSink`` threw: the error it threw.
+        case sink(any Error)
     }
 
     private let lock = NSLock()
@@ -36,6 +38,20 @@ package final class BoundedLoader: @unchecked Sendable {
         try await SharedSession.shared.load(request, limit: limit, for: self)
     }
 
+    /// Streams the response's body into `sink` as it arrives, without holding it: `sink` is told
+    /// the response before any byte of its body, then handed each chunk in order.
+    ///
+    /// The load fails with ``Failure/tooLarge(limit:)`` past `limit` body bytes (a declared
+    /// `Content-Length` over it before any is read), and with `URLError.timedOut` when no byte
+    /// arrives for `stallTimeout` seconds: a slow download goes on as long as it moves, a stalled
+    /// one ends. A ``Failure/sink(_:)`` ends it when the sink throws.
+    package func stream(
+        _ request: URLRequest, limit: Int64, stallTimeout: Double, into sink: any ResponseSink
+    ) async throws -> HTTPURLResponse {
+        try await SharedSession.shared.stream(
+            request, limit: Int(clamping: limit), stallTimeout: stallTimeout, into: sink, for: self)
+    }
+
     /// Cancels the loads still going on (the client is gone).
     func cancelAll() {
         SharedSession.shared.cancelAll(of: self)
@@ -44,6 +60,15 @@ package final class BoundedLoader: @unchecked Sendable {
     fileprivate func count(_ bytes: Int) {
         lock.withLock { received += Int64(bytes) }
     }
+}
+
+/// Where ``BoundedLoader/stream(_:limit:stallTimeout:into:)`` puts an answer: called on the
+/// session's delegate queue, one call at a time, in order.
+package protocol ResponseSink: AnyObject, Sendable {
+    /// The response, before any byte of its body; throwing ends the load.
+    func begin(_ response: HTTPURLResponse) throws
+    /// The next chunk of the body; throwing ends the load.
+    func write(_ data: Data) throws
 }
 
 /// The one `URLSession` of the process and its delegate: each task's answer goes to the load
@@ -64,8 +89,15 @@ private final class SharedSession: NSObject, URLSessionDataDelegate, @unchecked 
         var response: HTTPURLResponse?
         var failure: BoundedLoader.Failure?
         let continuation: CheckedContinuation<(HTTPURLResponse, Data), any Error>
-        let deadline: DispatchWorkItem
+        /// What ends the load when it takes too long: a deadline, or a streamed load's watchdog.
+        var deadline: DispatchWorkItem
         let loader: BoundedLoader
+        /// A streamed load's sink, which takes the body instead of ``data``.
+        var sink: (any ResponseSink)?
+        /// A streamed load's body bytes so far.
+        var streamed = 0
+        /// Whether a streamed load received bytes since its watchdog last looked.
+        var moved = false
         /// The session's task, once ``calls`` has created it.
         var task: URLSessionTask?
     }
@@ -96,25 +128,77 @@ private final class SharedSession: NSObject, URLSessionDataDelegate, @unchecked 
     }
 
     func load(_ request: URLRequest, limit: Int, for loader: BoundedLoader) async throws -> (HTTPURLResponse, Data) {
+        try await run(request, limit: limit, sink: nil, for: loader) { number in
+            let deadline = DispatchWorkItem { [weak self] in self?.end(number, with: URLError(.timedOut)) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + request.timeoutInterval * 4 + 60, execute: deadline)
+            return deadline
+        }
+    }
+
+    func stream(
+        _ request: URLRequest, limit: Int, stallTimeout: Double, into sink: any ResponseSink, for loader: BoundedLoader
+    ) async throws -> HTTPURLResponse {
+        try await run(request, limit: limit, sink: sink, for: loader) { number in
+            self.watch(number, every: stallTimeout)
+        }.0
+    }
+
+    /// Starts load `number` and waits for its end, which `deadline` (armed once the load is
+    /// registered) may bring about.
+    private func run(
+        _ request: URLRequest, limit: Int, sink: (any ResponseSink)?, for loader: BoundedLoader,
+        deadline: @escaping (Int) -> DispatchWorkItem
+    ) async throws -> (HTTPURLResponse, Data) {
         let number = lock.withLock {
             lastLoad += 1
             return lastLoad
         }
-        let deadline = DispatchWorkItem { [weak self] in self?.end(number, with: URLError(.timedOut)) }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 lock.withLock {
                     pending[number] = Pending(
-                        limit: limit, continuation: continuation, deadline: deadline, loader: loader)
+                        limit: limit, continuation: continuation, deadline: DispatchWorkItem {}, loader: loader,
+                        sink: sink)
                 }
                 if Task.isCancelled { return end(number, with: URLError(.cancelled)) }
-                DispatchQueue.global().asyncAfter(
-                    deadline: .now() + request.timeoutInterval * 4 + 60, execute: deadline)
+                let armed = deadline(number)
+                let registered = lock.withLock {
+                    guard pending[number] != nil else { return false }
+                    pending[number]!.deadline = armed
+                    return true
+                }
+                if !registered { armed.cancel() }
                 calls.async { self.start(number, request) }
             }
         } onCancel: {
             end(number, with: URLError(.cancelled))
         }
+    }
+
+    /// A watchdog that ends load `number` with `URLError.timedOut` when no byte came for `seconds`.
+    private func watch(_ number: Int, every seconds: Double) -> DispatchWorkItem {
+        let check = DispatchWorkItem { [weak self] in
+            guard let self else { return }
+            let moved: Bool? = lock.withLock {
+                guard let state = pending[number] else { return nil }
+                pending[number]!.moved = false
+                return state.moved
+            }
+            switch moved {
+            case true?:
+                let next = watch(number, every: seconds)
+                let registered = lock.withLock {
+                    guard pending[number] != nil else { return false }
+                    pending[number]!.deadline = next
+                    return true
+                }
+                if !registered { next.cancel() }
+            case false?: end(number, with: URLError(.timedOut))
+            case nil: return
+            }
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: check)
+        return check
     }
 
     /// Creates and resumes the task of load `number`, unless the load has ended already (on ``calls``).
@@ -156,38 +240,68 @@ private final class SharedSession: NSObject, URLSessionDataDelegate, @unchecked 
         didReceive response: URLResponse,
         completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
     ) {
-        let allowed: Bool = lock.withLock {
-            guard let number = loads[dataTask.taskIdentifier], let limit = pending[number]?.limit else { return false }
+        let (allowed, sink): (Bool, (any ResponseSink)?) = lock.withLock {
+            guard let number = loads[dataTask.taskIdentifier], let limit = pending[number]?.limit else {
+                return (false, nil)
+            }
             pending[number]!.response = response as? HTTPURLResponse
             if response.expectedContentLength > Int64(limit) {
                 pending[number]!.failure = .tooLarge(limit: limit)
-            } else if response.expectedContentLength > 0 {
+            } else if response.expectedContentLength > 0, pending[number]!.sink == nil {
                 // One allocation for the body instead of one per doubling, each copying what came.
                 pending[number]!.data.reserveCapacity(Int(response.expectedContentLength))
             }
-            return pending[number]!.failure == nil
+            return (pending[number]!.failure == nil, pending[number]!.sink)
         }
-        completionHandler(allowed ? .allow : .cancel)
+        guard allowed, let sink, let response = response as? HTTPURLResponse else {
+            return completionHandler(allowed ? .allow : .cancel)
+        }
+        do {
+            try sink.begin(response)
+            completionHandler(.allow)
+        } catch {
+            fail(dataTask, .sink(error))
+            completionHandler(.cancel)
+        }
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         // Mutated in place, with no copy of `Pending` alive: a copy would share the body, and
         // appending to a shared body copies all of it, on every chunk.
-        let (loader, overLimit): (BoundedLoader?, Bool) = lock.withLock {
+        let (loader, overLimit, sink): (BoundedLoader?, Bool, (any ResponseSink)?) = lock.withLock {
             guard let number = loads[dataTask.taskIdentifier], let loader = pending[number]?.loader,
                 pending[number]?.failure == nil, let limit = pending[number]?.limit,
-                let received = pending[number]?.data.count
-            else { return (nil, false) }
+                let received = pending[number].map({ $0.sink == nil ? $0.data.count : $0.streamed })
+            else { return (nil, false, nil) }
             if received + data.count > limit {
                 pending[number]!.failure = .tooLarge(limit: limit)
                 pending[number]!.data = Data()
-                return (loader, true)
+                return (loader, true, nil)
+            }
+            if let sink = pending[number]!.sink {
+                pending[number]!.streamed += data.count
+                pending[number]!.moved = true
+                return (loader, false, sink)
             }
             pending[number]!.data.append(data)
-            return (loader, false)
+            return (loader, false, nil)
         }
         loader?.count(data.count)
-        if overLimit { dataTask.cancel() }
+        if overLimit { return dataTask.cancel() }
+        do {
+            try sink?.write(data)
+        } catch {
+            fail(dataTask, .sink(error))
+        }
+    }
+
+    /// Records `failure` as the end of `task`'s load, and cancels the task.
+    private func fail(_ task: URLSessionTask, _ failure: BoundedLoader.Failure) {
+        lock.withLock {
+            guard let number = loads[task.taskIdentifier], pending[number]?.failure == nil else { return }
+            pending[number]!.failure = failure
+        }
+        task.cancel()
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {

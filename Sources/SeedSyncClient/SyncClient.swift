@@ -70,10 +70,10 @@ public final class SyncClient: Sendable {
     }
 
     public let configuration: Configuration
-    private let loader: BoundedLoader
-    private let token: TokenHolder
+    let loader: BoundedLoader
+    let token: TokenHolder
     /// Called before each retry with the attempt that failed, the error and the delay; for progress output.
-    private let onRetry: @Sendable (_ attempt: Int, _ error: SyncClientError, _ delay: Double) -> Void
+    let onRetry: @Sendable (_ attempt: Int, _ error: SyncClientError, _ delay: Double) -> Void
 
     public init(
         configuration: Configuration,
@@ -377,7 +377,7 @@ public final class SyncClient: Sendable {
     }
 
     /// The token to send, from the provider.
-    private func token(for label: String) async throws -> String? {
+    func token(for label: String) async throws -> String? {
         do {
             return try await token.token()
         } catch {
@@ -396,9 +396,10 @@ public final class SyncClient: Sendable {
         }
     }
 
-    private func load(_ request: URLRequest, label: String) async throws -> (HTTPURLResponse, Data) {
+    /// The answer to `request`, at most `limit` bytes (the configuration's `maxResponseSize` by default).
+    func load(_ request: URLRequest, limit: Int? = nil, label: String) async throws -> (HTTPURLResponse, Data) {
         do {
-            return try await loader.load(request, limit: configuration.maxResponseSize)
+            return try await loader.load(request, limit: limit ?? configuration.maxResponseSize)
         } catch BoundedLoader.Failure.tooLarge(let limit) {
             throw SyncClientError(
                 .responseTooLarge, "\(label): the answer is larger than the client's limit of \(limit) bytes")

@@ -6,7 +6,7 @@ public struct SyncClientError: Error, CustomStringConvertible, Sendable {
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case unauthorized, forbidden, historyExpired, revisionAhead, serverError, unreachable, malformedResponse
-            case responseTooLarge, unknownSchemaVersion
+            case responseTooLarge, unknownSchemaVersion, notFound
         }
 
         private let base: Base
@@ -31,6 +31,8 @@ public struct SyncClientError: Error, CustomStringConvertible, Sendable {
         /// The server does not serve the schema version asked for (409 `unknown_schema_version`):
         /// it was not upgraded to it yet, or never had it.
         public static let unknownSchemaVersion = Code(.unknownSchemaVersion)
+        /// 404 or 410 for a file (a published seed or its manifest): nothing is published at that address.
+        public static let notFound = Code(.notFound)
 
         public var description: String { base.rawValue }
     }
@@ -44,7 +46,7 @@ public struct SyncClientError: Error, CustomStringConvertible, Sendable {
     public let minRevision: Int64?
     public let description: String
     /// The server's `Retry-After`, in seconds, when it sent one.
-    var retryAfter: Double?
+    package var retryAfter: Double?
 
     package init(
         _ code: Code, _ description: String, status: Int? = nil, serverCode: String? = nil, minRevision: Int64? = nil

@@ -29,6 +29,9 @@ public enum ImportEvent: Sendable, Hashable {
     /// installed instead (``downloadingSnapshot(minRevision:)`` follows). Registered seeds
     /// (`seed-build --register`) never get here: the server keeps the history they need.
     case seedSkipped(revision: Int64, minRevision: Int64)
+    /// The published seed (``SeedImporter/Configuration/seedURL``) is being downloaded: sent as
+    /// it starts or resumes, then about every mebibyte, and when it is complete.
+    case downloadingSeed(SeedDownload)
     /// The server's history no longer reaches the database or the seed: a full snapshot download
     /// starts, to install it or replace the database when it is complete.
     case downloadingSnapshot(minRevision: Int64)

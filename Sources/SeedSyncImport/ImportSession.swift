@@ -13,8 +13,9 @@ final class ImportSession {
     let appDatabase: (any DatabaseWriter)?
     let client: SyncClient
     /// The shipped seed, read when a step needs it (a push never does, unless the server's history
-    /// no longer reaches the database).
-    private(set) lazy var seed = ShippedSeed(path: configuration.seed, trustedKeys: configuration.trustedKeys)
+    /// no longer reaches the database); the downloaded one, once an install has fetched it
+    /// (``SeedImporter/Configuration/seedURL``).
+    lazy var seed = ShippedSeed(path: configuration.seed, trustedKeys: configuration.trustedKeys)
     let emit: @Sendable (ImportEvent) -> Void
     /// A ``SyncEngine``'s edit sessions, which the run lets in; `nil` for an importer of its own.
     let editing: EditSessions?

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 public import GRDB
 public import SeedSyncClient
 import SeedSyncModel
@@ -41,6 +41,19 @@ public struct SeedImporter: Sendable {
         public var seed: String
         /// The app's database; its folder is created when needed.
         public var database: String
+        /// Where the seed is published, when the app ships none (or a newer one is wanted): the
+        /// address of the seed file, plain or `.gz`, with its manifest beside it
+        /// (`NAME.manifest.json`); ``seed`` is then not read. A run that installs the database
+        /// downloads the seed into `DATABASE.seed/` first, resuming what an earlier run left
+        /// (`Range`, `If-Range`), checks it against its manifest (and its signature, with
+        /// ``trustedKeys``), installs it and removes the download. Progress is reported as
+        /// ``ImportEvent/downloadingSeed(_:)``. The server's token goes with the requests only
+        /// when the address is on the server's origin.
+        ///
+        /// ```swift
+        /// configuration.seedURL = URL(string: "https://cdn.example.com/seeds/events.sqlite.gz")
+        /// ```
+        public var seedURL: URL?
         /// The server, with the request timeout, response-size limit and retry policy.
         public var server: SyncClient.Configuration
         /// The schema version the app is built for; a seed with another is refused, and so is an
@@ -98,9 +111,11 @@ public struct SeedImporter: Sendable {
             conflicts: ConflictResolution = .serverWins,
             beforeMerge: (@Sendable (MergeNotice) async -> Void)? = nil,
             mergeNoticeTimeout: Double = 30,
-            trustedKeys: TrustedKeys = TrustedKeys()
+            trustedKeys: TrustedKeys = TrustedKeys(),
+            seedURL: URL? = nil
         ) {
             self.trustedKeys = trustedKeys
+            self.seedURL = seedURL
             self.seed = seed
             self.database = database
             self.server = server

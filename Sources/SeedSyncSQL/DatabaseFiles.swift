@@ -32,6 +32,9 @@ package struct DatabaseFiles: Sendable, Hashable {
     package var installing: DatabaseFiles { DatabaseFiles(path + ".installing") }
     /// A snapshot downloaded after 410, `.snapshot` (its build's files are `SeedFiles` of it).
     package var snapshot: DatabaseFiles { DatabaseFiles(path + ".snapshot") }
+    /// The folder a published seed is downloaded into, `.seed` (``SeedImporter/Configuration/seedURL``):
+    /// the seed file and its manifest, kept until the seed is installed, so a cut download resumes.
+    package var download: String { path + ".seed" }
     /// A migration's staging database, `.migration`.
     package var migration: DatabaseFiles { DatabaseFiles(path + ".migration") }
 

@@ -48,7 +48,8 @@ public func buildApplication(
             logger: logger)
     SyncRoutes(
         store: store, versions: versions, configuration: configuration, authenticator: authenticator,
-        metrics: metrics, signal: signal, pages: PageCache(maxAge: configuration.snapshotMaxAge)
+        metrics: metrics, signal: signal, pages: PageCache(maxAge: configuration.snapshotMaxAge),
+        published: configuration.seedsFolder.map(PublishedSeeds.init(folder:))
     )
     .add(to: router)
     let idleTimeout = configuration.idleTimeout.components

@@ -53,6 +53,9 @@ public struct ServerConfiguration: Sendable {
     /// and clients catch up from the oldest one, so an older page costs a longer catch-up, never
     /// a lost change (`docs/PROTOCOL.md` §5). Zero reads every page afresh (`max-age=0`).
     public var snapshotMaxAge: Duration
+    /// The folder of published seeds that `GET /v1/seeds/{sha256}/{file}` serves: what
+    /// `seed-build` writes, each seed with its manifest (and `.gz`). `nil`: none are served.
+    public var seedsFolder: String?
 
     public init(
         host: String = "127.0.0.1",
@@ -74,8 +77,10 @@ public struct ServerConfiguration: Sendable {
         maxWaitingRequests: Int = 10_000,
         changesBlockSize: Int64 = 1_000,
         sharedCache: Bool = false,
-        snapshotMaxAge: Duration = .seconds(30)
+        snapshotMaxAge: Duration = .seconds(30),
+        seedsFolder: String? = nil
     ) {
+        self.seedsFolder = seedsFolder
         self.host = host
         self.port = port
         self.tokens = tokens

@@ -29,12 +29,26 @@ final class ImportProgress: @unchecked Sendable {
         lock.withLock { FileHandle.standardError.write(Data("\u{1B}[K".utf8)) }
     }
 
+    /// `bytes` in MiB with one decimal.
+    static func size(_ bytes: Int64) -> String {
+        String(format: "%.1f MiB", Double(bytes) / 1_048_576)
+    }
+
+    /// `seconds` as `42 s` or `3 min 12 s`.
+    static func duration(_ seconds: Double) -> String {
+        let whole = Int(seconds.rounded(.up))
+        return whole < 60 ? "\(whole) s" : "\(whole / 60) min \(whole % 60) s"
+    }
+
     private static func text(for event: ImportEvent) -> String? {
         switch event {
         case .installed(let revision):
             "installed the seed at revision \(revision)\n"
         case .replaced(let replacement):
             "\rreplacing the database (\(replacement.reason.rawValue)) with the \(replacement.source.rawValue) at revision \(replacement.toRevision)\u{1B}[K\n"
+        case .downloadingSeed(let download):
+            "\rdownloading the seed: \(Self.size(download.received)) of \(Self.size(download.total))\(download.secondsLeft.map { ", \(Self.duration($0)) left" } ?? "")\u{1B}[K"
+                + (download.received == download.total ? "\n" : "")
         case .downloadingSnapshot(let minRevision):
             "\rthe server's history starts at \(minRevision): downloading a full snapshot\u{1B}[K\n"
         case .progress(let revision, let serverRevision):

@@ -30,7 +30,11 @@ struct SyncCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "The shipped seed, plain or .gz (its manifest is read from beside it).") var seed: String
+    @Option(help: "The shipped seed, plain or .gz (its manifest is read from beside it).") var seed: String?
+    @Option(
+        help: ArgumentHelp(
+            "Instead of --seed: the address of a published seed, plain or .gz, with its manifest beside it; downloaded (resuming a cut download) when the database is installed.",
+            valueName: "URL")) var seedURL: String?
     @Option(help: "The app's database file.") var database: String
     @OptionGroup var connection: ServerOptions
     @Flag(help: "Catch up once and exit (the default).") var once = false
@@ -73,6 +77,10 @@ struct SyncCommand: AsyncParsableCommand {
         guard (expectSchemaVersion ?? 1) >= 1 else {
             throw ValidationError("--expect-schema-version must be 1 or more")
         }
+        guard (seed == nil) != (seedURL == nil) else { throw ValidationError("give one of --seed and --seed-url") }
+        if let seedURL, URL(string: seedURL).flatMap({ ["http", "https"].contains($0.scheme ?? "") }) != true {
+            throw ValidationError("--seed-url must be an http:// or https:// address")
+        }
         guard interval > 0, syncLimit > 0, rowsPerTransaction > 0, timeout > 0, lockTimeout >= 0 else {
             throw ValidationError(
                 "--interval, --sync-limit, --rows-per-transaction and --timeout must be positive, --lock-timeout not negative"
@@ -92,11 +100,12 @@ struct SyncCommand: AsyncParsableCommand {
         FileSystem.reportFileSizeLimitAsError()
         let importer = SeedImporter(
             configuration: .init(
-                seed: seed, database: database,
+                seed: seed ?? "", database: database,
                 server: try connection.client(requestTimeout: timeout),
                 expectedSchemaVersion: expectSchemaVersion, reseedIfNewer: !noReseed, syncLimit: syncLimit,
                 maxRowsPerTransaction: rowsPerTransaction, lockTimeout: lockTimeout, conflicts: conflicts.resolution,
-                trustedKeys: TrustedKeys(try trust.map(SeedPublicKey.resolve))
+                trustedKeys: TrustedKeys(try trust.map(SeedPublicKey.resolve)),
+                seedURL: seedURL.flatMap(URL.init(string:))
             ))
         guard !live else {
             try await runLive(importer.configuration)

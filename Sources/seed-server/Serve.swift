@@ -39,6 +39,11 @@ extension SeedServerCommand {
                 "Seconds a snapshot page may be served after it was read (kept in memory, and max-age for HTTP caches); 0 reads each afresh."
         )
         var snapshotMaxAge = 30
+        @Option(
+            help: ArgumentHelp(
+                "Serve the seeds published in this folder (seed-build's seeds with their manifests) at GET /v1/seeds/SHA256/FILE, with Range.",
+                valueName: "FOLDER"))
+        var seeds: String?
         @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.", transform: Serve.level)
         var logLevel: Logger.Level = .info
         @Option(help: "Log lines as text, or as one JSON object per line (json) for log collectors.")
@@ -53,6 +58,11 @@ extension SeedServerCommand {
             guard maxWaitingRequests >= 0 else { throw ValidationError("--max-waiting-requests must be 0 or more") }
             guard changesBlockSize > 0 else { throw ValidationError("--changes-block-size must be positive") }
             guard snapshotMaxAge >= 0 else { throw ValidationError("--snapshot-max-age must be 0 or more") }
+            var isFolder: ObjCBool = false
+            if let seeds, !FileManager.default.fileExists(atPath: seeds, isDirectory: &isFolder) || !isFolder.boolValue
+            {
+                throw ValidationError("--seeds \(seeds) is not a folder")
+            }
         }
 
         func run() async throws {
@@ -86,7 +96,8 @@ extension SeedServerCommand {
                 maxWaitingRequests: maxWaitingRequests,
                 changesBlockSize: changesBlockSize,
                 sharedCache: sharedCache,
-                snapshotMaxAge: .seconds(snapshotMaxAge)
+                snapshotMaxAge: .seconds(snapshotMaxAge),
+                seedsFolder: seeds
             )
             let host = self.host
             let log = logger

@@ -30,6 +30,15 @@ extension ImportSession {
     /// A seed older than the server's history (its revision before `minRevision`) could not catch
     /// up: it is not installed only to be thrown away, a snapshot is (``installSnapshot(seedRevision:server:)``).
     private func install(server: SchemaInfo?) async throws -> LocalDatabase {
+        guard let url = configuration.seedURL else { return try await installSeed(server: server) }
+        let published = PublishedSeed(url: url, folder: files.download, trustedKeys: configuration.trustedKeys)
+        seed = try await published.fetch(with: client, emit: emit)
+        let database = try await installSeed(server: server)
+        PublishedSeed.remove(files.download)
+        return database
+    }
+
+    private func installSeed(server: SchemaInfo?) async throws -> LocalDatabase {
         if let server, let summary = seed.summary {
             try check(summary, against: server)
             if summary.revision < server.minRevision {
@@ -51,7 +60,7 @@ extension ImportSession {
     /// version the app wants when the server serves it (no migration to follow), else the seed's.
     private func installSnapshot(seedRevision: Int64, server: SchemaInfo) async throws -> LocalDatabase {
         let reason =
-            "the seed \(configuration.seed) is at revision \(seedRevision), older than the server's history (from revision \(server.minRevision)): it could not catch up, so a snapshot was installed instead"
+            "the seed \(seed.path) is at revision \(seedRevision), older than the server's history (from revision \(server.minRevision)): it could not catch up, so a snapshot was installed instead"
         report.seedProblem = reason
         emit(.seedSkipped(revision: seedRevision, minRevision: server.minRevision))
         emit(.downloadingSnapshot(minRevision: server.minRevision))

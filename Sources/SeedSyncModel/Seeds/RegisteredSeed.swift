@@ -63,8 +63,7 @@ public struct RegisteredSeed: Codable, Sendable, Hashable {
     /// Whether a reader granted `grant` is offered the seed: it holds the rows of values the
     /// grant holds, and no others. A seed of every value is offered to a reader of every value.
     public func isOffered(to grant: ScopeGrant) -> Bool {
-        guard let scopes else { return grant.isAll }
-        return ScopeGrant.only(scopes).isSubset(of: grant)
+        grant.offers(seedOf: scopes)
     }
 
     /// ``scopes`` as a store keeps them: the JSON array, or `nil`.
@@ -165,5 +164,14 @@ extension RegisteredSeed {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime]
         return formatter.string(from: date)
+    }
+}
+
+extension ScopeGrant {
+    /// Whether a reader granted this may have a seed of the scope values `scopes` (`nil`: every
+    /// value): it holds the rows of values the grant holds, and no others.
+    package func offers(seedOf scopes: [JSONValue]?) -> Bool {
+        guard let scopes else { return isAll }
+        return ScopeGrant.only(scopes).isSubset(of: self)
     }
 }

@@ -15,4 +15,10 @@ package final class LockedValue<Value: Sendable>: @unchecked Sendable {
     package func set(_ newValue: Value, ifNewerThanCurrent isNewer: (Value, Value) -> Bool) {
         lock.withLock { if isNewer(newValue, value) { value = newValue } }
     }
+
+    /// Changes the value in place under the lock; what `change` returns.
+    @discardableResult
+    package func update<Result>(_ change: (inout Value) -> Result) -> Result {
+        lock.withLock { change(&value) }
+    }
 }

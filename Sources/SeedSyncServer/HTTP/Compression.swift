@@ -20,6 +20,8 @@ struct ResponseCompressionMiddleware<Context: RequestContext>: RouterMiddleware 
         response.headers[.vary] = "Accept-Encoding"
         guard Self.acceptsGzip(request.headers[.acceptEncoding]),
             response.headers[.contentEncoding] == nil,
+            // Compressed or binary files (a published seed, its `.gz`) gain nothing, and a range is of the stored bytes.
+            response.headers[.contentType].map(Self.isCompressible) ?? true,
             (response.body.contentLength ?? .max) >= minimumSize
         else { return response }
         var plain = try await Self.collect(response.body)
@@ -27,6 +29,11 @@ struct ResponseCompressionMiddleware<Context: RequestContext>: RouterMiddleware 
         response.headers[.contentEncoding] = "gzip"
         if let tag = response.headers[.eTag] { response.headers[.eTag] = EntityTag.gzipped(tag) }
         return response
+    }
+
+    /// Whether answers of `contentType` are worth compressing: JSON and text.
+    private static func isCompressible(_ contentType: String) -> Bool {
+        contentType.hasPrefix("application/json") || contentType.hasPrefix("text/")
     }
 
     private static var gzip: CompressionAlgorithm { .gzip(configuration: .init(compressionLevel: .fastestCompression)) }

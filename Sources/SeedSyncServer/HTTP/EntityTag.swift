@@ -19,6 +19,11 @@ struct EntityTag: Sendable {
         value = "\"\(SHA256.hash(data: body).prefix(16).lowercaseHex)\""
     }
 
+    /// The tag of a file known by its SHA-256 (a published seed's): the whole digest, quoted.
+    init(sha256: String) {
+        value = "\"\(sha256)\""
+    }
+
     /// The tag of `tag`'s gzip representation: `"3f2a…-gzip"`.
     static func gzipped(_ tag: String) -> String {
         guard tag.hasSuffix("\""), !tag.hasPrefix("W/") else { return tag }

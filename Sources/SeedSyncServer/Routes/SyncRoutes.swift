@@ -22,6 +22,8 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
     let pages: PageCache
     /// The change feeds of requests woken by one commit: one read for the crowd, not one each.
     let wokenReads = SharedReads<FeedRead, ChangeFeed>()
+    /// The folder of published seeds, when the server serves one.
+    let published: PublishedSeeds?
 
     func add(to router: Router<Context>) {
         router.get("health") { _, _ in Self.health }
@@ -39,6 +41,8 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
             let seeds = try await store.registeredSeeds().filter { $0.isOffered(to: grant) }
             return Self.json(try JSONEncoder.stable().encode(SeedList(seeds: seeds)))
         }
+        reader.get("seeds/:sha256/:file") { request, context in try await seedFile(request, context) }
+        reader.head("seeds/:sha256/:file") { request, context in try await seedFile(request, context) }
         let admin = router.group("v1/admin").add(
             middleware: BearerAuthMiddleware(authenticator: authenticator, required: .admin, metrics: metrics))
         admin.post("changes") { request, _ in try await commit(request) }

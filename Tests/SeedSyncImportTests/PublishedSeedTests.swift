@@ -1,0 +1,301 @@
+import Foundation
+import SeedSyncBuild
+import SeedSyncClient
+import SeedSyncDemo
+import SeedSyncImport
+import SeedSyncModel
+import SeedSyncSeed
+import SeedSyncTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A fresh app installs a seed published over HTTP (`seed-server --seeds`, or a host in front of
+/// it that misbehaves on purpose): resumed after cuts, started over when it must, refused when the
+/// bytes are not the seed.
+@Suite struct PublishedSeedTests {
+    /// A served demo store whose seeds folder holds a seed (and its `.gz`), with change sets after it.
+    struct Published: Sendable {
+        let served: ServedStore
+        /// The server's seeds folder.
+        let seeds: String
+        let manifest: SeedManifest
+        var database: String { served.path("app/events.sqlite") }
+        var download: String { database + ".seed" }
+
+        /// The address of the seed's file `name` on the server at `base` (the server's own, by default).
+        func url(_ name: String? = nil, on base: URL? = nil) -> URL {
+            (base ?? served.url).appendingPathComponent(
+                "v1/seeds/\(manifest.sha256)/\(name ?? manifest.gzip!.file)")
+        }
+
+        func importer(
+            _ url: URL, retry: RetryPolicy = RetryPolicy(maxAttempts: 3, baseDelay: 0.05), timeout: Double = 10,
+            trusting keys: [SeedPublicKey] = []
+        ) -> SeedImporter {
+            SeedImporter(
+                configuration: .init(
+                    seed: "", database: database,
+                    server: .init(serverURL: served.url, token: liveServerToken, requestTimeout: timeout, retry: retry),
+                    syncLimit: 50, trustedKeys: TrustedKeys(keys), seedURL: url))
+        }
+
+        /// The app's rows equal the server's.
+        func expectCaughtUp() async throws {
+            #expect(try contents(ofSeed: database) == (try await Fixtures.contents(of: served.store)))
+            #expect(!FileManager.default.fileExists(atPath: download), "the download is removed once installed")
+        }
+    }
+
+    func withPublished(
+        events: Int = 2000, signedBy keys: [SeedSigningKey] = [],
+        _ body: @escaping @Sendable (Published) async throws -> Void
+    ) async throws {
+        try await withTemporaryDirectory { folder in
+            let seeds = folder.path
+            try await withServedStore(events: events, changes: 10, configure: { $0.seedsFolder = seeds }) { served in
+                let builder = SeedBuilder(
+                    client: served.client(),
+                    options: .init(output: seeds + "/demo.sqlite", pageSize: 500, gzip: true, signingKeys: keys))
+                let report = try await builder.build()
+                _ = try await ChangeGenerator.mutate(served.store, changes: 15, seed: 5)
+                try await body(Published(served: served, seeds: seeds, manifest: report.manifest))
+            }
+        }
+    }
+
+    @Test(arguments: [true, false]) func aFreshAppInstallsThePublishedSeed(gzip: Bool) async throws {
+        try await withPublished { published in
+            let events = LockedValue<[SeedDownload]>([])
+            let name = gzip ? published.manifest.gzip!.file : published.manifest.file
+            let report = try await published.importer(published.url(name)).run { event in
+                if case .downloadingSeed(let download) = event { events.update { $0.append(download) } }
+            }
+            let revision = try await published.served.store.revisions().revision
+            #expect(report.installed && report.toRevision == revision)
+            try await published.expectCaughtUp()
+            let size = gzip ? published.manifest.gzip!.size : published.manifest.size
+            #expect(events.get().first?.received == 0 && events.get().last?.received == size)
+            #expect(events.get().allSatisfy { $0.total == size })
+        }
+    }
+
+    /// The server's route: whole files, one range, `If-Range`, `HEAD`, 304, 416, and nothing it
+    /// was not given.
+    @Test func theServerAnswersRangesOfPublishedFiles() async throws {
+        try await withPublished(events: 300) { published in
+            let url = published.url()
+            let file = try Data(contentsOf: URL(fileURLWithPath: published.seeds + "/demo.sqlite.gz"))
+            func get(_ url: URL, _ headers: [String: String] = [:], method: String = "GET") async throws -> (
+                Data, HTTPURLResponse
+            ) {
+                var request = URLRequest(url: url)
+                request.httpMethod = method
+                request.setValue("Bearer \(liveServerToken)", forHTTPHeaderField: "Authorization")
+                for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+                return try await TestHTTP.data(for: request)
+            }
+            let (whole, answer) = try await get(url)
+            #expect(answer.statusCode == 200 && whole == file)
+            let tag = "\"\(published.manifest.gzip!.sha256)\""
+            #expect(answer.value(forHTTPHeaderField: "ETag") == tag)
+            #expect(answer.value(forHTTPHeaderField: "Cache-Control")?.contains("immutable") == true)
+            #expect(answer.value(forHTTPHeaderField: "Content-Type") == "application/gzip")
+            let (part, partial) = try await get(url, ["Range": "bytes=100-"])
+            #expect(partial.statusCode == 206 && part == file.dropFirst(100))
+            #expect(partial.value(forHTTPHeaderField: "Content-Range") == "bytes 100-\(file.count - 1)/\(file.count)")
+            let (middle, _) = try await get(url, ["Range": "bytes=10-19"])
+            #expect(middle == file[10...19])
+            let (changed, full) = try await get(url, ["Range": "bytes=100-", "If-Range": "\"other\""])
+            #expect(full.statusCode == 200 && changed == file)
+            let (_, beyond) = try await get(url, ["Range": "bytes=\(file.count)-"])
+            #expect(
+                beyond.statusCode == 416 && beyond.value(forHTTPHeaderField: "Content-Range") == "bytes */\(file.count)"
+            )
+            let (_, unchanged) = try await get(url, ["If-None-Match": tag])
+            #expect(unchanged.statusCode == 304)
+            let (head, headAnswer) = try await get(url, method: "HEAD")
+            #expect(headAnswer.statusCode == 200 && head.isEmpty)
+            let (manifest, _) = try await get(published.url("demo.sqlite.manifest.json"))
+            #expect(try SeedManifest.decode(manifest, from: "route").sha256 == published.manifest.sha256)
+            for other in [
+                published.url("demo.sqlite.partial"),
+                published.served.url.appendingPathComponent(
+                    "v1/seeds/\(String(repeating: "0", count: 64))/demo.sqlite"),
+            ] {
+                #expect(try await get(other).1.statusCode == 404, "\(other)")
+            }
+            var anonymous = URLRequest(url: url)
+            anonymous.httpMethod = "GET"
+            #expect(try await TestHTTP.data(for: anonymous).1.statusCode == 401)
+        }
+    }
+
+    /// Cut at a random byte on every request: each attempt resumes where the file ends, so the
+    /// bytes sent add up to the file about once; the token never goes to the other host.
+    @Test func aDownloadCutAtRandomBytesResumesEachTime() async throws {
+        try await withPublished { published in
+            let size = Int(published.manifest.gzip!.size)
+            var generator = SplitMix64(seed: 43)
+            // Six cuts of an eighth of the file at most: the seventh request ends it.
+            let cuts = (0..<6).map { _ in Int.random(in: 1_000..<max(2_000, size / 8), using: &generator) }
+            try await SeedHost.with(
+                origin: published.served.url,
+                plan: { request in
+                    // Request 1 is the manifest's.
+                    (2...cuts.count + 1).contains(request.number) ? .init(cutAfter: cuts[request.number - 2]) : .init()
+                }
+            ) { host, log in
+                let url = published.url(on: host)
+                try await published.importer(url, retry: RetryPolicy(maxAttempts: 2, baseDelay: 0.01)).run()
+                try await published.expectCaughtUp()
+                let files = log.get().filter { $0.path.hasSuffix(".gz") }
+                #expect(files.count == cuts.count + 1, "\(files)")
+                #expect(
+                    files.dropFirst().allSatisfy {
+                        $0.range != nil && $0.ifRange == "\"\(published.manifest.gzip!.sha256)\""
+                    })
+                #expect(
+                    files.map(\.sent).reduce(0, +) < size + 6 * 4096, "resumed, not started over: \(files.map(\.sent))")
+                #expect(!log.get().contains { $0.authorized }, "the token stays with the server's origin")
+            }
+        }
+    }
+
+    /// A run that ends after a cut (the host fails the retry) keeps the partial file; the next
+    /// run asks for the rest only.
+    @Test func aCutRunResumesOnTheNextRun() async throws {
+        try await withPublished { published in
+            try await SeedHost.with(
+                origin: published.served.url,
+                plan: { request in
+                    switch request.number {
+                    case 2: .init(cutAfter: 50_000)
+                    case 3: .init(status: 503)
+                    default: .init()
+                    }
+                }
+            ) { host, log in
+                let url = published.url(on: host)
+                let error = await #expect(throws: SyncClientError.self) {
+                    try await published.importer(url, retry: .none).run()
+                }
+                #expect(error?.code == .serverError && error?.status == 503)
+                let partial = published.download + "/" + url.lastPathComponent
+                #expect(FileManager.default.fileExists(atPath: partial))
+                #expect(!FileManager.default.fileExists(atPath: published.database))
+                try await published.importer(url, retry: .none).run()
+                try await published.expectCaughtUp()
+                let resumed = try #require(log.get().last { $0.path.hasSuffix(".gz") })
+                #expect(resumed.range == "bytes=50000-", "\(log.get())")
+            }
+        }
+    }
+
+    /// A host without ranges, and a file changed since the cut: the whole file again, from byte 0.
+    @Test(arguments: ["no ranges", "changed"]) func aHostThatCannotResumeStartsOver(_ how: String) async throws {
+        try await withPublished { published in
+            try await SeedHost.with(
+                origin: published.served.url,
+                plan: { request in
+                    switch (how, request.number) {
+                    case (_, 2): .init(cutAfter: 30_000, eTag: how == "changed" ? "\"before\"" : nil)
+                    case ("no ranges", _): .init(ignoreRange: true)
+                    default: .init()
+                    }
+                }
+            ) { host, log in
+                try await published.importer(published.url(on: host)).run()
+                try await published.expectCaughtUp()
+                let files = log.get().filter { $0.path.hasSuffix(".gz") }
+                #expect(files.count == 2 && files[1].range == "bytes=30000-", "\(files)")
+                #expect(files[1].sent == Int(published.manifest.gzip!.size), "the whole file again")
+            }
+        }
+    }
+
+    /// Bytes that are not the seed: an altered byte fails the SHA-256, a longer body the size; the
+    /// download is removed, nothing installed, and the next run (from an honest host) installs.
+    @Test(arguments: ["altered", "longer"]) func bytesThatAreNotTheSeedAreRefused(_ how: String) async throws {
+        try await withPublished { published in
+            try await SeedHost.with(
+                origin: published.served.url,
+                plan: { request in
+                    guard request.path.hasSuffix(".gz") else { return .init() }
+                    return how == "altered" ? .init(flipByte: 5_000) : .init(appendBytes: 100)
+                }
+            ) { host, _ in
+                let url = published.url(on: host)
+                let error = await #expect(throws: (any Error).self) { try await published.importer(url).run() }
+                if how == "altered" {
+                    let refused = try #require(error as? ImportError)
+                    #expect(refused.code == .invalidSeed && refused.description.contains("does not match its manifest"))
+                } else {
+                    #expect((error as? SyncClientError)?.code == .responseTooLarge, "\(String(reflecting: error!))")
+                }
+                #expect(!FileManager.default.fileExists(atPath: published.download + "/" + url.lastPathComponent))
+                #expect(!FileManager.default.fileExists(atPath: published.database))
+            }
+            try await published.importer(published.url()).run()
+            try await published.expectCaughtUp()
+        }
+    }
+
+    /// A stall ends the attempt after the request timeout; the retry resumes.
+    @Test func aStalledDownloadIsResumed() async throws {
+        try await withPublished { published in
+            try await SeedHost.with(
+                origin: published.served.url,
+                plan: { request in
+                    request.number == 2 ? .init(stallAfter: 20_000) : .init()
+                }
+            ) { host, log in
+                let start = ContinuousClock.now
+                try await published.importer(published.url(on: host), timeout: 1).run()
+                try await published.expectCaughtUp()
+                #expect(ContinuousClock.now - start < .seconds(20))
+                #expect(log.get().last { $0.path.hasSuffix(".gz") }?.range == "bytes=20000-")
+            }
+        }
+    }
+
+    /// 404 and 410: nothing is published there, said at once; 503: retried, then said.
+    @Test(arguments: [404, 410, 503]) func aHostThatHasNoSeedIsAClearError(_ status: Int) async throws {
+        try await withPublished(events: 300) { published in
+            try await SeedHost.with(
+                origin: published.served.url,
+                plan: { request in
+                    request.path.hasSuffix(".gz") ? .init(status: status) : .init()
+                }
+            ) { host, log in
+                let error = await #expect(throws: SyncClientError.self) {
+                    try await published.importer(published.url(on: host)).run()
+                }
+                #expect(error?.code == (status == 503 ? .serverError : .notFound), "\(error!)")
+                #expect(error?.description.contains(host.absoluteString) == true)
+                #expect(log.get().filter { $0.path.hasSuffix(".gz") }.count == (status == 503 ? 3 : 1))
+            }
+        }
+    }
+
+    /// With trusted keys, an unsigned published seed is refused from its manifest: its file is
+    /// never asked for. A signed one installs.
+    @Test func aPublishedSeedIsCheckedForItsSignatureBeforeItsDownload() async throws {
+        let key = SeedSigningKey()
+        try await withPublished(events: 300) { published in
+            try await SeedHost.with(origin: published.served.url, plan: { _ in .init() }) { host, log in
+                let error = await #expect(throws: ImportError.self) {
+                    try await published.importer(published.url(on: host), trusting: [key.publicKey]).run()
+                }
+                #expect(error?.code == .untrustedSeed)
+                #expect(!log.get().contains { $0.path.hasSuffix(".gz") })
+            }
+        }
+        try await withPublished(events: 300, signedBy: [key]) { published in
+            try await published.importer(published.url(), trusting: [key.publicKey]).run()
+            try await published.expectCaughtUp()
+        }
+    }
+}

@@ -5,7 +5,8 @@
 # as a schema and attached), serve it on a free loopback port with a generated token, build a seed from it with seed-build, prove it
 # with seed-verify, change the server, install the seed into a fresh app folder with seed-import and
 # catch up, run seed-import again (nothing to do), prove the app database equals the server's tables row
-# by row, then show write-back (two more app folders edit locally, one creates a location and an event at
+# by row; publish the seed (signed with a key made by seed-build keygen) in the server's seeds folder and
+# install a second fresh app from its URL alone, with the key trusted, equal to the server row by row; then show write-back (two more app folders edit locally, one creates a location and an event at
 # it with temporary keys, both update the same event; both sync, one conflict is reported, and both app
 # databases equal the server's tables row by row), then a schema upgrade without an outage (on
 # PostgreSQL a column added by psql mid-run while an app syncs, then the rest of the change read
@@ -123,17 +124,29 @@ end
 begin "start server"
 new_token "$work/token"
 new_token "$work/write-token"
-start_server "$bin" "$database" "$work/token" "$work" "$work/write-token"
+# The server also serves the seeds published in $out/published (GET /v1/seeds/SHA256/FILE).
+rm -rf "$out/published" && mkdir -p "$out/published"
+start_server "$bin" "$database" "$work/token" "$work" "$work/write-token" "" --seeds "$out/published"
 echo "serving $SERVER_URL (pid $SERVER_PID)" >&2
 end
 
-begin "seed-build"
-"$bin/seed-build" --server "$SERVER_URL" --token-file "$work/token" --out "$out/demo.sqlite" --gzip >&2
+begin "seed-build (signed)"
+mkdir -p "$work/keys"
+"$bin/seed-build" keygen --out "$work/keys/seeds.pem" | tee "$work/keygen.txt" >&2
+"$bin/seed-build" --server "$SERVER_URL" --token-file "$work/token" --out "$out/demo.sqlite" --gzip \
+    --signing-key "$work/keys/seeds.pem" >&2
 end
 
 begin "seed-verify"
-"$bin/seed-verify" "$out/demo.sqlite" >&2
-"$bin/seed-verify" "$out/demo.sqlite.gz" >/dev/null
+"$bin/seed-verify" "$out/demo.sqlite" --trust "$work/keys/seeds.pub.pem" >&2
+"$bin/seed-verify" "$out/demo.sqlite.gz" --trust "$work/keys/seeds.pub.pem" >/dev/null
+end
+
+begin "publish"
+cp "$out/demo.sqlite" "$out/demo.sqlite.gz" "$out/demo.sqlite.manifest.json" "$out/published/"
+seed_sha256=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["sha256"])' "$out/demo.sqlite.manifest.json")
+seed_url="$SERVER_URL/v1/seeds/$seed_sha256/demo.sqlite.gz"
+echo "published $seed_url" >&2
 end
 
 begin "mutate server"
@@ -157,6 +170,18 @@ compare_app "$out/app/demo.sqlite" >"$work/compare.txt" || {
     echo "the imported database differs from the server" >&2
     exit 1
 }
+end
+
+begin "seed-import (fresh app from the published seed, no shipped seed)"
+rm -rf "$out/app-url"
+SEED_TOKEN=$(cat "$work/token") "$bin/seed-import" --seed-url "$seed_url" --trust "$work/keys/seeds.pub.pem" \
+    --database "$out/app-url/demo.sqlite" --server "$SERVER_URL" --json >"$work/import-url.json"
+compare_app "$out/app-url/demo.sqlite" >"$work/compare-url.txt" || {
+    cat "$work/compare-url.txt" >&2
+    echo "the app installed from the published seed differs from the server" >&2
+    exit 1
+}
+[ ! -e "$out/app-url/demo.sqlite.seed" ] || { echo "the seed download was left behind" >&2; exit 1; }
 end
 
 begin "write-back"
@@ -332,6 +357,9 @@ SeedSync pipeline: done ($backend store)
              ($(report 1 inserted) inserted, $(report 1 updated) updated, $(report 1 deleted) deleted); second run: $second_changes change sets
   app db     $out/app/demo.sqlite, row by row equal to the server:
 $(sed 's/^/  /' "$work/compare.txt")
+  published  $seed_url, signed by key $(sed -n 's/^key id //p' "$work/keygen.txt")
+             a fresh app with no shipped seed downloaded it and caught up, row by row equal to the server:
+$(sed 's/^  /    /' "$work/compare-url.txt")
   upgrade    $(cat "$work/upgrade.txt")
   old app    stayed on version 1: revision $(report_of old-app fromRevision) -> $(report_of old-app toRevision), $(report_of old-app changeSets) change sets
   new app    installed version 1, migrated to 2 ($(report_of new-app rowsDownloaded) rows, $(report_of new-app bytesDownloaded) bytes downloaded), equal to the server:

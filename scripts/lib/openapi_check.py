@@ -16,6 +16,7 @@ them. Prints a line per failure and a summary; exits 1 on any failure.
 import argparse
 import gzip
 import json
+import os
 import re
 import socket
 import subprocess
@@ -299,7 +300,7 @@ def event(n, location_id):
             "location_id": location_id, "capacity": 80 + n, "cancelled": n % 2 == 0, "description": None}
 
 
-def run(check, compact, upgrade):
+def run(check, compact, upgrade, publish):
     c = check
     # Health, authentication.
     health = c.send("health", "GET", "/health", 200)
@@ -520,6 +521,30 @@ def run(check, compact, upgrade):
     seeds = c.send("list seeds", "GET", "/v1/seeds", 200, token="read")
     c.expect("list seeds", seeds and [s["sha256"] for s in seeds["seeds"]] == [sha], f"listed {seeds}")
 
+    # Published seed files (--seeds): whole, a range, If-Range, 304, 416, HEAD, and names it was not given.
+    manifest = publish()
+    base = f"/v1/seeds/{manifest['sha256']}"
+    gz = f"{base}/{manifest['gzip']['file']}"
+    size = manifest["gzip"]["size"]
+    c.send("seed file", "GET", gz, 200, token="read")
+    c.send("seed file, plain", "GET", f"{base}/{manifest['file']}", 200, token="read")
+    c.send("seed manifest", "GET", f"{base}/{manifest['file']}.manifest.json", 200, token="read")
+    c.send("seed file, a range", "GET", gz, 206, token="read", headers={"Range": "bytes=10-"})
+    c.send("seed file, a range of another file", "GET", gz, 200, token="read",
+           headers={"Range": "bytes=10-", "If-Range": '"0000"'})
+    c.send("seed file, past its end", "GET", gz, 416, token="read", headers={"Range": f"bytes={size}-"})
+    c.send("seed file, unchanged", "GET", gz, 304, token="read",
+           headers={"If-None-Match": f'"{manifest["gzip"]["sha256"]}"'})
+    c.send("seed file (HEAD)", "HEAD", gz, 200, token="read")
+    c.send("seed file, a range (HEAD)", "HEAD", gz, 206, token="read", headers={"Range": "bytes=0-9"})
+    c.send("seed file, past its end (HEAD)", "HEAD", gz, 416, token="read", headers={"Range": f"bytes={size}-"})
+    c.send("seed file, unchanged (HEAD)", "HEAD", gz, 304, token="read",
+           headers={"If-None-Match": f'"{manifest["gzip"]["sha256"]}"'})
+    c.send("seed file, unknown name", "GET", f"{base}/other.sqlite", 404, token="read")
+    c.send("seed file, unknown name (HEAD)", "HEAD", f"{base}/other.sqlite", 404, token="read")
+    c.send("seed file without a token", "GET", gz, 401)
+    c.send("seed file without a token (HEAD)", "HEAD", gz, 401)
+
     # Schema versions: version 2 adds events.notes and a type venues.
     upgrade()
     # Without a version, the oldest served (as every endpoint), listing the others.
@@ -591,8 +616,16 @@ def main():
         subprocess.run([f"{args.bin}/seed-server", "schema", "upgrade", "--database", args.database,
                         "--schema", f"{args.database}.v2.json"], check=True, stdout=subprocess.DEVNULL, timeout=60)
 
+    def publish():
+        """Builds a seed of the server as it is into its --seeds folder; its manifest."""
+        out = f"{args.database}.seeds/openapi.sqlite"
+        subprocess.run([f"{args.bin}/seed-build", "--server", args.url, "--out", out, "--gzip", "--quiet"],
+                       check=True, stdout=subprocess.DEVNULL, timeout=120, env={**os.environ, "SEED_TOKEN": tokens["read"]})
+        with open(f"{out}.manifest.json", encoding="utf-8") as file:
+            return json.load(file)
+
     try:
-        run(check, compact, upgrade)
+        run(check, compact, upgrade, publish)
     except Exception as error:  # noqa: BLE001 - a broken document or an answer the checks did not foresee
         where = traceback.extract_tb(error.__traceback__)[-1]
         check.fail("checker", f"stopped by {type(error).__name__} at line {where.lineno}: {str(error)[:500]}")

@@ -7,7 +7,7 @@
 # status, content type, headers and body against the document (scripts/lib/openapi_check.py). Any
 # mismatch fails it.
 #
-# Usage: scripts/suites/openapi-check.sh BIN_DIR   (BIN_DIR holds a built seed-server, e.g. .build/debug)
+# Usage: scripts/suites/openapi-check.sh BIN_DIR   (BIN_DIR holds a built seed-server and seed-build, e.g. .build/debug)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/lib/setup.sh
@@ -26,6 +26,8 @@ trap 'stop_server; rm -rf "$work"' EXIT
 
 # A body time limit of 2 s instead of 30 makes 408 cheap to produce; a live sync wait of 1 s and one
 # held request at most make a held answer and 503 `too_many_waiting` cheap too.
-start_openapi_server "$bin" "$work" --body-timeout 2 --max-wait 1 --max-waiting-requests 1
+# A seeds folder, which the check publishes a seed into (GET /v1/seeds/SHA256/FILE).
+mkdir -p "$work/server.sqlite.seeds"
+start_openapi_server "$bin" "$work" --body-timeout 2 --max-wait 1 --max-waiting-requests 1 --seeds "$work/server.sqlite.seeds"
 timeout 100 "$PYTHON" scripts/lib/openapi_check.py docs/openapi.yaml "$SERVER_URL" \
     --tokens "$work/tokens" --bin "$bin" --database "$work/server.sqlite"

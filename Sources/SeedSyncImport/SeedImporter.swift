@@ -48,7 +48,9 @@ public struct SeedImporter: Sendable {
         /// (`Range`, `If-Range`), checks it against its manifest (and its signature, with
         /// ``trustedKeys``), installs it and removes the download. Progress is reported as
         /// ``ImportEvent/downloadingSeed(_:)``. The server's token goes with the requests only
-        /// when the address is on the server's origin.
+        /// when the address is on the server's origin. Later runs do not read it: there is no
+        /// newer seed to compare (``reseedIfNewer`` does nothing), and a history that expired
+        /// is recovered by a snapshot download.
         ///
         /// ```swift
         /// configuration.seedURL = URL(string: "https://cdn.example.com/seeds/events.sqlite.gz")

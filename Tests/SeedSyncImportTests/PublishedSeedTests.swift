@@ -79,6 +79,12 @@ import FoundationNetworking
             let size = gzip ? published.manifest.gzip!.size : published.manifest.size
             #expect(events.get().first?.received == 0 && events.get().last?.received == size)
             #expect(events.get().allSatisfy { $0.total == size })
+            // The next run neither downloads again nor looks for a shipped seed.
+            let downloads = events.get().count
+            let again = try await published.importer(published.url(name)).run { event in
+                if case .downloadingSeed(let download) = event { events.update { $0.append(download) } }
+            }
+            #expect(!again.installed && again.seedProblem == nil && events.get().count == downloads)
         }
     }
 

@@ -12,7 +12,8 @@ extension ImportSession {
         guard let database = try await LocalDatabase.open(at: databasePath, app: appDatabase) else {
             return try await install(server: server)
         }
-        guard configuration.reseedIfNewer else { return database }
+        // A published seed is read to install, not on every run: there is nothing shipped to compare.
+        guard configuration.reseedIfNewer, configuration.seedURL == nil else { return database }
         do {
             return try await replaceIfSeedIsNewer(database, server: server)
         } catch {

@@ -25,9 +25,10 @@ public enum SeedHost {
     public struct Plan: Sendable {
         /// Cut the connection after this many body bytes.
         public var cutAfter: Int?
-        /// Stop sending after this many body bytes, hold the connection 5 s, then cut it (a
-        /// client should give up first).
+        /// Stop sending after this many body bytes, hold the connection ``stallSeconds``, then cut
+        /// it (a client should give up first).
         public var stallAfter: Int?
+        public var stallSeconds: Double
         /// Drop `Range` and `If-Range`: answer 200 with the whole file, as a host without ranges.
         public var ignoreRange: Bool
         /// Answer this status with no body instead.
@@ -42,8 +43,9 @@ public enum SeedHost {
 
         public init(
             cutAfter: Int? = nil, stallAfter: Int? = nil, ignoreRange: Bool = false, status: Int? = nil,
-            flipByte: Int? = nil, appendBytes: Int = 0, eTag: String? = nil
+            flipByte: Int? = nil, appendBytes: Int = 0, eTag: String? = nil, stallSeconds: Double = 30
         ) {
+            self.stallSeconds = stallSeconds
             self.cutAfter = cutAfter
             self.stallAfter = stallAfter
             self.ignoreRange = ignoreRange
@@ -135,7 +137,7 @@ public enum SeedHost {
         while offset < bytes.count {
             if let cut = plan.cutAfter, offset >= cut { throw CancellationError() }
             if let stall = plan.stallAfter, offset >= stall {
-                try await Task.sleep(for: .seconds(5))
+                try await Task.sleep(for: .seconds(plan.stallSeconds))
                 throw CancellationError()
             }
             let end = min(bytes.count, offset + 4096, plan.cutAfter ?? .max, plan.stallAfter ?? .max)

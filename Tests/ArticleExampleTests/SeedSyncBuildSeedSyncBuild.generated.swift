@@ -6,7 +6,7 @@ import SeedSyncBuild
 import SeedSyncClient
 
 extension SeedSyncBuildSeedSyncBuild {
-    /// The example at line 13 of the article.
+    /// The example at line 15 of the article.
     static func example1() async throws {
         let client = SyncClient(configuration: .init(serverURL: url, token: token))
         let report = try await SeedBuilder(client: client, options: .init(output: "Snapshots/demo.sqlite", gzip: true))

@@ -5,7 +5,7 @@ import Foundation
 import SeedSyncSeed
 
 extension SeedSyncSeedSeedSyncSeed {
-    /// The example at line 30 of the article.
+    /// The example at line 34 of the article.
     static func example1() async throws {
         let report = try await SeedVerifier.verify("Snapshots/demo.sqlite", options: .init(expectedSchemaVersion: 1))
         if !report.passed {
@@ -14,7 +14,7 @@ extension SeedSyncSeedSeedSyncSeed {
         _ = report
     }
 
-    /// The example at line 39 of the article.
+    /// The example at line 43 of the article.
     static func example2() async throws {
         let seed = try SeedFile(path: "Snapshots/demo.sqlite")
         let metadata = try seed.metadata()

@@ -68,6 +68,8 @@ extension SyncClient {
         let file = try PartialFile(download, progress: progress)
         if file.offset == download.size { return true }
         var request = try await fileRequest(download.url, label: label)
+        // The stall watchdog bounds the attempt: a large file may take longer than any request timeout.
+        request.timeoutInterval = 7 * 86_400
         if file.offset > 0, let validator = file.record.validator {
             request.setValue("bytes=\(file.offset)-", forHTTPHeaderField: "Range")
             request.setValue(validator, forHTTPHeaderField: "If-Range")

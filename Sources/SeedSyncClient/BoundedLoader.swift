@@ -43,8 +43,8 @@ package final class BoundedLoader: @unchecked Sendable {
     ///
     /// The load fails with ``Failure/tooLarge(limit:)`` past `limit` body bytes (a declared
     /// `Content-Length` over it before any is read), and with `URLError.timedOut` when no byte
-    /// arrives for `stallTimeout` seconds: a slow download goes on as long as it moves, a stalled
-    /// one ends. A ``Failure/sink(_:)`` ends it when the sink throws.
+    /// arrives for `stallTimeout` seconds (noticed within twice that): a slow download goes on as
+    /// long as it moves, a stalled one ends. A ``Failure/sink(_:)`` ends it when the sink throws.
     package func stream(
         _ request: URLRequest, limit: Int64, stallTimeout: Double, into sink: any ResponseSink
     ) async throws -> HTTPURLResponse {
@@ -161,13 +161,7 @@ private final class SharedSession: NSObject, URLSessionDataDelegate, @unchecked 
                         sink: sink)
                 }
                 if Task.isCancelled { return end(number, with: URLError(.cancelled)) }
-                let armed = deadline(number)
-                let registered = lock.withLock {
-                    guard pending[number] != nil else { return false }
-                    pending[number]!.deadline = armed
-                    return true
-                }
-                if !registered { armed.cancel() }
+                arm(deadline(number), for: number)
                 calls.async { self.start(number, request) }
             }
         } onCancel: {
@@ -175,7 +169,19 @@ private final class SharedSession: NSObject, URLSessionDataDelegate, @unchecked 
         }
     }
 
-    /// A watchdog that ends load `number` with `URLError.timedOut` when no byte came for `seconds`.
+    /// Makes `item` what ends load `number` when it takes too long; cancels it when the load has
+    /// ended already.
+    private func arm(_ item: DispatchWorkItem, for number: Int) {
+        let registered = lock.withLock {
+            guard pending[number] != nil else { return false }
+            pending[number]!.deadline = item
+            return true
+        }
+        if !registered { item.cancel() }
+    }
+
+    /// A watchdog that ends load `number` with `URLError.timedOut` when a look every `seconds`
+    /// finds that no byte came since the last: a stall is noticed within twice `seconds`.
     private func watch(_ number: Int, every seconds: Double) -> DispatchWorkItem {
         let check = DispatchWorkItem { [weak self] in
             guard let self else { return }
@@ -185,14 +191,7 @@ private final class SharedSession: NSObject, URLSessionDataDelegate, @unchecked 
                 return state.moved
             }
             switch moved {
-            case true?:
-                let next = watch(number, every: seconds)
-                let registered = lock.withLock {
-                    guard pending[number] != nil else { return false }
-                    pending[number]!.deadline = next
-                    return true
-                }
-                if !registered { next.cancel() }
+            case true?: arm(watch(number, every: seconds), for: number)
             case false?: end(number, with: URLError(.timedOut))
             case nil: return
             }

@@ -21,7 +21,7 @@ import zlib
 
 
 def reason(status):
-    return {200: "OK", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 410: "Gone",
+    return {200: "OK", 206: "Partial Content", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 410: "Gone",
             429: "Too Many Requests", 500: "Internal Server Error", 503: "Service Unavailable"}.get(status, "Status")
 
 
@@ -168,6 +168,7 @@ class Proxy(socketserver.ThreadingTCPServer):
         self.lock = threading.Lock()
         self.count = 0
         self.bomb = gzip_bomb() if options.behaviour == "gzip_bomb" else None
+        self.token = open(options.token_file).read().strip() if options.token_file else None
 
     def misbehaves(self, path):
         if not path.startswith(self.options.route):
@@ -194,7 +195,10 @@ class Handler(socketserver.BaseRequestHandler):
         body = reader.read(length) if length else b""
         if any(n.lower() == "content-encoding" and v.lower() == "gzip" for n, v in headers):
             body = zlib.decompress(body, 31)
-        forward = {n: v for n, v in headers if n.lower() in ("authorization", "content-type")}
+        forward = {n: v for n, v in headers if n.lower() in ("authorization", "content-type", "range", "if-range")}
+        if path.startswith("/v1/seeds/") and self.server.token and not any(n.lower() == "authorization" for n in forward):
+            # A published seed's host (a CDN) has credentials of its own: the app sends its token only to the origin.
+            forward["Authorization"] = f"Bearer {self.server.token}"
         status, answer_headers, answer = self.forward(method, path, forward, body)
         if self.server.misbehaves(path):
             self.misbehave(sock, status, answer_headers, answer)
@@ -206,8 +210,8 @@ class Handler(socketserver.BaseRequestHandler):
         connection.request(method, path, body=body or None, headers=headers)
         response = connection.getresponse()
         answer = response.read()
-        kept = [(n, v) for n, v in response.getheaders() if n.lower() in ("content-type", "www-authenticate",
-                                                                         "retry-after")]
+        kept = [(n, v) for n, v in response.getheaders() if n.lower() in (
+            "content-type", "www-authenticate", "retry-after", "etag", "content-range", "accept-ranges")]
         connection.close()
         return response.status, kept, answer
 
@@ -225,6 +229,10 @@ class Handler(socketserver.BaseRequestHandler):
         elif behaviour == "malformed_json":
             cut = answer[: len(answer) // 2]
             sock.sendall(head(status, headers, len(cut)) + cut)
+        elif behaviour == "flip_byte":
+            flipped = bytearray(answer)
+            flipped[len(flipped) // 2] ^= 0x01
+            sock.sendall(head(status, headers, len(flipped)) + bytes(flipped))
         elif behaviour == "not_json":
             page = b"<html><body>502 Bad Gateway</body></html>"
             sock.sendall(head(200, [("Content-Type", "text/html")], len(page)) + page)
@@ -265,6 +273,7 @@ def main():
     parser.add_argument("--always", action="store_true")
     parser.add_argument("--stall-seconds", type=float, default=4)
     parser.add_argument("--drip-seconds", type=float, default=3)
+    parser.add_argument("--token-file", help="the token to ask for /v1/seeds/ files with, when the client sent none")
     options = parser.parse_args()
     proxy = Proxy(options)
     print(f"listening on http://127.0.0.1:{proxy.server_address[1]}", flush=True)

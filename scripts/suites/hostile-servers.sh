@@ -4,7 +4,8 @@
 # request on: broken or lying JSON, revision gaps and regressions, unknown types and fields,
 # SQL-looking names, statuses (401, 403, 404, 410, 429 and 503 with Retry-After, 500 once and always),
 # cut, reset, stalled and dripping answers, huge and gzip-bombed bodies, push results that do not match
-# what was pushed. Each behaviour has its documented outcome (the table below: the exit status and a
+# what was pushed; and a fresh app downloading a published seed (seed-import --seed-url) through it: cut,
+# stalled, shortened or altered files, statuses, longer bodies. Each behaviour has its documented outcome (the table below: the exit status and a
 # phrase of the message); after a failure the previous seed is untouched or the app's database is sound
 # with its local edits still queued, and a run against the real server then ends equal to the
 # server's tables.
@@ -37,8 +38,14 @@ bin=$(built_products "$bin" debug seed-server seed-build seed-import)
 "$bin/seed-server" init --database "$work/server.sqlite" --demo --events 2000 --locations 50 >/dev/null
 new_token "$work/token"
 # Blocks of 50 revisions: the catch-up of 300 changes reads the log in several answers.
-start_server "$bin" "$work/server.sqlite" "$work/token" "$work" "$work/token" "" --changes-block-size 50
+mkdir -p "$work/published"
+start_server "$bin" "$work/server.sqlite" "$work/token" "$work" "$work/token" "" --changes-block-size 50 \
+    --seeds "$work/published"
 "$bin/seed-build" --server "$SERVER_URL" --token-file "$work/token" --out "$work/seed.sqlite" --quiet
+# The same seed, published: `download` installs a fresh app from its address through the proxy.
+cp "$work/seed.sqlite" "$work/seed.sqlite.manifest.json" "$work/published/"
+seed_path=/v1/seeds/$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["sha256"])' \
+    "$work/seed.sqlite.manifest.json")/seed.sqlite
 "$bin/seed-import" --seed "$work/seed.sqlite" --database "$work/installed.sqlite" --server "$SERVER_URL" \
     --token-file "$work/token" --quiet
 "$bin/seed-server" mutate --database "$work/server.sqlite" --changes 300 --seed 5 >/dev/null
@@ -51,7 +58,8 @@ JSON
 start_proxy() { # BEHAVIOUR ROUTE NTH [--always]
     # The last proxy's line must be gone first: the background shell may truncate the file after the wait starts.
     rm -f "$work/proxy.out"
-    python3 scripts/lib/hostile_server.py "$SERVER_URL" "$1" --route "$2" --nth "$3" ${4:-} >"$work/proxy.out" 2>"$work/proxy.err" &
+    python3 scripts/lib/hostile_server.py "$SERVER_URL" "$1" --route "$2" --nth "$3" --token-file "$work/token" ${4:-} \
+        >"$work/proxy.out" 2>"$work/proxy.err" &
     proxy_pid=$!
     until grep -q '^listening on ' "$work/proxy.out" 2>/dev/null; do sleep 0.05; done
     PROXY_URL=$(sed -n 's/^listening on //p' "$work/proxy.out")
@@ -60,7 +68,8 @@ start_proxy() { # BEHAVIOUR ROUTE NTH [--always]
 # The matrix: tool, behaviour, route, nth request, always (1) or once (0), expected exit (ok / fail),
 # a phrase the message must hold (fail only). `build` writes over a good seed; `sync` catches up an
 # installed app, which reads the log with GET /v1/changes (a server without it, 404, is synced with
-# POST /v1/sync); `push` does so with a local edit queued.
+# POST /v1/sync); `push` does so with a local edit queued; `download` installs a fresh app from the published
+# seed's address on the proxy (request 1 is the manifest, 2 the seed file), the rest from the server.
 cases=$(cat <<'TABLE'
 build|malformed_json|/v1/snapshot/|2|0|fail|not JSON
 build|not_json|/v1/snapshot/|2|0|fail|not JSON
@@ -108,12 +117,35 @@ push|results_for_other_ids|/v1/sync|1|0|fail|result
 push|results_missing|/v1/sync|1|0|fail|result
 push|key_map_naming_unknown_keys|/v1/sync|1|0|fail|maps the temporary keys
 push|conflict_for_rows_the_app_lacks|/v1/sync|1|0|ok|
+download|cut_mid_body|/v1/seeds/|2|0|ok|
+download|reset_mid_body|/v1/seeds/|2|0|ok|
+download|stall|/v1/seeds/|2|0|ok|
+download|slow_drip|/v1/seeds/|2|0|ok|
+download|malformed_json|/v1/seeds/|2|0|ok|
+download|not_json|/v1/seeds/|2|0|ok|
+download|status_500|/v1/seeds/|2|0|ok|
+download|status_500|/v1/seeds/|2|1|fail|500
+download|status_503_retry_after|/v1/seeds/|2|0|ok|
+download|status_429_retry_after|/v1/seeds/|2|0|ok|
+download|status_401|/v1/seeds/|2|0|fail|401
+download|status_403|/v1/seeds/|2|0|fail|403
+download|status_404|/v1/seeds/|2|0|fail|nothing is published
+download|status_404|/v1/seeds/|1|0|fail|nothing is published
+download|malformed_json|/v1/seeds/|1|0|fail|not a valid seed manifest
+download|huge_declared_body|/v1/seeds/|2|0|fail|longer
+download|huge_body|/v1/seeds/|2|0|fail|longer
+download|gzip_bomb|/v1/seeds/|2|0|ok|
+download|flip_byte|/v1/seeds/|2|0|fail|does not match its manifest
 TABLE
 )
 
 run_tool() { # TOOL URL OUT_OR_DATABASE
     if [ "$1" = build ]; then
         "$bin/seed-build" --server "$2" --token-file "$work/token" --out "$3" --page-size 500 --timeout 1 --quiet
+    elif [ "$1" = download ]; then  # the seed's address on URL, the server itself for the rest
+        # 3 s: the proxy builds a huge body before it answers, and a stall must still outlast the timeout.
+        "$bin/seed-import" --seed-url "$2$seed_path" --database "$3" --server "$SERVER_URL" \
+            --token-file "$work/token" --sync-limit 50 --timeout 3 --quiet
     else
         "$bin/seed-import" --seed "$work/seed.sqlite" --database "$3" --server "$2" --token-file "$work/token" \
             --sync-limit 50 --timeout 1 --quiet
@@ -129,6 +161,8 @@ while IFS='|' read -r tool behaviour route nth always expected phrase; do
     target=$dir/app.sqlite
     if [ "$tool" = build ]; then
         target=$dir/seed.sqlite && cp "$work/seed.sqlite" "$target"
+    elif [ "$tool" = download ]; then
+        :  # a fresh app: no database yet
     else
         cp "$work/installed.sqlite" "$target"
         [ "$tool" = push ] && "$bin/seed-import" write --database "$target" --file "$work/edit.json" >/dev/null
@@ -153,7 +187,9 @@ while IFS='|' read -r tool behaviour route nth always expected phrase; do
     if [ -z "$problem" ] && [ "$tool" = build ] && [ "$status" -ne 0 ] && [ "$(sha256sum <"$target")" != "$seed_sha" ]; then
         problem="the previous seed was changed"
     fi
-    if [ -z "$problem" ] && [ "$tool" != build ]; then
+    if [ -z "$problem" ] && [ "$tool" = download ] && [ "$status" -ne 0 ] && [ -e "$target" ]; then
+        problem="a failed download left a database"
+    elif [ -z "$problem" ] && [ "$tool" != build ] && [ -e "$target" ]; then
         check=$(sqlite3 "$target" "PRAGMA quick_check")
         [ "$check" = ok ] || problem="quick_check: $check"
         if [ "$tool" = push ] && [ "$status" -ne 0 ] && [ "$(sqlite3 "$target" "SELECT count(*) FROM _seedsync_outbox")" != 1 ]; then

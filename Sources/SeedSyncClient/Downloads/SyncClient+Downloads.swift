@@ -92,6 +92,11 @@ extension SyncClient {
             throw SyncClientError(
                 .serverError,
                 "\(label): asked for the bytes from \(file.offset), the server sent \(range); starting over")
+        } catch BoundedLoader.Failure.sink(PartialFile.Problem.encoded(let coding)) {
+            throw SyncClientError(
+                .malformedResponse,
+                "\(label): the host sent the file with Content-Encoding \(coding), though it was asked for as stored (identity); serve published seeds without compression on the way"
+            )
         } catch BoundedLoader.Failure.sink(let error) {
             throw error
         } catch BoundedLoader.Failure.transport(let error) {
@@ -163,6 +168,8 @@ final class PartialFile: ResponseSink, @unchecked Sendable {
         case status(Int, retryAfter: Double?)
         case rangeMismatch(String)
         case tooLong
+        /// The body came with a `Content-Encoding` although it was asked for as stored.
+        case encoded(String)
     }
 
     let download: FileDownload
@@ -194,6 +201,12 @@ final class PartialFile: ResponseSink, @unchecked Sendable {
     }
 
     func begin(_ response: HTTPURLResponse) throws {
+        // Asked for as stored: a coded body's bytes and ranges are not the file's.
+        if let coding = response.value(forHTTPHeaderField: "Content-Encoding"), coding.lowercased() != "identity",
+            [200, 206].contains(response.statusCode)
+        {
+            throw Problem.encoded(coding)
+        }
         switch response.statusCode {
         case 206:
             let range = response.value(forHTTPHeaderField: "Content-Range") ?? "no Content-Range"

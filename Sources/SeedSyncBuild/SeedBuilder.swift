@@ -50,7 +50,7 @@ public struct SeedBuilder: Sendable {
         /// Also write a seed per scope value, cut from the build in one pass (see ``ScopeSeeds``):
         /// `nil` for none.
         public var scopes: ScopeSeeds?
-        /// The keys that sign every manifest the build writes (``SeedManifest/signed(with:)``);
+        /// The keys that sign every manifest the build writes (`SeedManifest.signed(with:)`);
         /// none: the manifests are unsigned.
         public var signingKeys: [SeedSigningKey]
 

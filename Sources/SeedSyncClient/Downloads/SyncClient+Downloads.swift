@@ -222,7 +222,7 @@ final class PartialFile: ResponseSink, @unchecked Sendable {
         record.validator = Self.validator(of: response)
         try JSONEncoder().encode(record).write(to: URL(fileURLWithPath: download.resumePath))
         if !FileManager.default.fileExists(atPath: download.path) {
-            FileManager.default.createFile(atPath: download.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: download.path, contents: nil)
         }
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: download.path))
         try handle.truncate(atOffset: UInt64(start))

@@ -2,7 +2,7 @@ public import Foundation
 import SeedSyncModel
 
 /// One signature of a manifest (``SeedManifest/signatures``): the key that made it and the
-/// Ed25519 signature of the manifest's signed message (``SeedManifest/signedMessage(ofJSON:)``).
+/// Ed25519 signature of the manifest's signed message (SEED-FORMAT.md §6.1).
 ///
 /// ```json
 /// {"key": "3f9c0a4e1b7d2c85", "ed25519": "q1VbX…=="}

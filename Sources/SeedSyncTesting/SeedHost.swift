@@ -40,11 +40,19 @@ public enum SeedHost {
         /// Send this `ETag` instead of the origin's (a file changed since: the origin then sees an
         /// `If-Range` it does not know).
         public var eTag: String?
+        /// Send this `Content-Range` instead of the origin's (a host answering another range).
+        public var contentRange: String?
+        /// Send the body as stored but say this `Content-Encoding` (a host that codes what it was
+        /// asked to send as stored).
+        public var contentEncoding: String?
 
         public init(
             cutAfter: Int? = nil, stallAfter: Int? = nil, ignoreRange: Bool = false, status: Int? = nil,
-            flipByte: Int? = nil, appendBytes: Int = 0, eTag: String? = nil, stallSeconds: Double = 30
+            flipByte: Int? = nil, appendBytes: Int = 0, eTag: String? = nil, stallSeconds: Double = 30,
+            contentRange: String? = nil, contentEncoding: String? = nil
         ) {
+            self.contentRange = contentRange
+            self.contentEncoding = contentEncoding
             self.stallSeconds = stallSeconds
             self.cutAfter = cutAfter
             self.stallAfter = stallAfter
@@ -94,7 +102,8 @@ public enum SeedHost {
             if let flip = plan.flipByte, flip < bytes.count { bytes[flip] ^= 0x01 }
             bytes += [UInt8](repeating: 0x2A, count: plan.appendBytes)
             var headers = HTTPFields()
-            headers[.contentRange] = response.value(forHTTPHeaderField: "Content-Range")
+            headers[.contentRange] = plan.contentRange ?? response.value(forHTTPHeaderField: "Content-Range")
+            headers[.contentEncoding] = plan.contentEncoding
             headers[.eTag] = plan.eTag ?? response.value(forHTTPHeaderField: "ETag")
             headers[.contentType] = response.value(forHTTPHeaderField: "Content-Type")
             headers[.acceptRanges] = response.value(forHTTPHeaderField: "Accept-Ranges")

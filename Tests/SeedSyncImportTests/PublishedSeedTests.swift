@@ -249,6 +249,43 @@ import FoundationNetworking
         }
     }
 
+    /// A resumed answer for other bytes than asked (the partial file is removed, the run fails, the
+    /// next starts afresh), and an answer with a `Content-Encoding` (refused: its bytes are not the
+    /// file's as stored).
+    @Test(arguments: ["other range", "coded"]) func anAnswerThatIsNotTheBytesAskedForIsRefused(_ how: String)
+        async throws
+    {
+        try await withPublished { published in
+            try await SeedHost.with(
+                origin: published.served.url,
+                plan: { request in
+                    switch (how, request.number) {
+                    case ("other range", 2): .init(cutAfter: 30_000)
+                    case ("other range", 3): .init(contentRange: "bytes 0-99/\(published.manifest.gzip!.size)")
+                    case ("coded", 2): .init(contentEncoding: "x-seedsync-test")
+                    default: .init()
+                    }
+                }
+            ) { host, _ in
+                let url = published.url(on: host)
+                let error = await #expect(throws: SyncClientError.self) {
+                    try await published.importer(url, retry: RetryPolicy(maxAttempts: 2, baseDelay: 0.01)).run()
+                }
+                if how == "coded" {
+                    #expect(
+                        error?.code == .malformedResponse && error?.description.contains("Content-Encoding") == true)
+                } else {
+                    #expect(
+                        error?.code == .serverError && error?.description.contains("bytes 0-99") == true, "\(error!)")
+                    #expect(!FileManager.default.fileExists(atPath: published.download + "/" + url.lastPathComponent))
+                }
+                #expect(!FileManager.default.fileExists(atPath: published.database))
+                try await published.importer(url).run()
+                try await published.expectCaughtUp()
+            }
+        }
+    }
+
     /// A stall ends the attempt after the request timeout (3 s), long before the host would cut
     /// the connection (30 s); the retry resumes.
     @Test func aStalledDownloadIsResumed() async throws {

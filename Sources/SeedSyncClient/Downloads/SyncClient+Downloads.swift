@@ -16,7 +16,7 @@ extension SyncClient {
             do {
                 let request = try await fileRequest(url, label: label)
                 let (response, data) = try await load(request, limit: limit, label: label)
-                try checkStatus(of: response, body: Data(), label: label, url: url)
+                guard response.statusCode == 200 else { throw Self.fileError(response, label: label) }
                 return data
             } catch let error as SyncClientError
                 where Self.isRetryable(error) && attempt < configuration.retry.maxAttempts
@@ -83,10 +83,8 @@ extension SyncClient {
                 .responseTooLarge,
                 "\(label): the file is longer than the \(download.size) bytes expected, so it is not the file asked for; the partial download was removed"
             )
-        } catch BoundedLoader.Failure.sink(PartialFile.Problem.status(let status, let retryAfter)) {
-            var error = Self.fileError(status: status, label: label)
-            error.retryAfter = retryAfter
-            throw error
+        } catch BoundedLoader.Failure.sink(PartialFile.Problem.status(let response)) {
+            throw Self.fileError(response, label: label)
         } catch BoundedLoader.Failure.sink(PartialFile.Problem.rangeMismatch(let range)) {
             download.remove()
             throw SyncClientError(
@@ -118,28 +116,25 @@ extension SyncClient {
         return request
     }
 
-    private func checkStatus(of response: HTTPURLResponse, body: Data, label: String, url: URL) throws {
-        guard response.statusCode != 200 else { return }
-        var error = Self.fileError(status: response.statusCode, label: label)
-        error.retryAfter = response.value(forHTTPHeaderField: "Retry-After").flatMap(Double.init)
-        throw error
-    }
-
     private func pause(after attempt: Int, _ error: SyncClientError) async throws {
         let delay = configuration.retry.delay(afterAttempt: attempt, retryAfter: error.retryAfter)
         onRetry(attempt, error, delay)
         try await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
     }
 
-    /// The error of a file request answered with `status`.
-    static func fileError(status: Int, label: String) -> SyncClientError {
-        switch status {
-        case 404, 410:
-            SyncClientError(.notFound, "\(label): HTTP \(status), nothing is published there", status: status)
-        case 401: SyncClientError(.unauthorized, "\(label): HTTP 401", status: status)
-        case 403: SyncClientError(.forbidden, "\(label): HTTP 403", status: status)
-        default: SyncClientError(.serverError, "\(label): HTTP \(status)", status: status)
-        }
+    /// The error of a file request answered with `response`'s status (not 200), with its `Retry-After`.
+    static func fileError(_ response: HTTPURLResponse, label: String) -> SyncClientError {
+        let status = response.statusCode
+        var error =
+            switch status {
+            case 404, 410:
+                SyncClientError(.notFound, "\(label): HTTP \(status), nothing is published there", status: status)
+            case 401: SyncClientError(.unauthorized, "\(label): HTTP 401", status: status)
+            case 403: SyncClientError(.forbidden, "\(label): HTTP 403", status: status)
+            default: SyncClientError(.serverError, "\(label): HTTP \(status)", status: status)
+            }
+        error.retryAfter = response.value(forHTTPHeaderField: "Retry-After").flatMap(Double.init)
+        return error
     }
 
     static func describe(_ error: URLError, timeout: TimeInterval) -> String {
@@ -165,7 +160,7 @@ extension SyncClient {
 /// appends the body.
 final class PartialFile: ResponseSink, @unchecked Sendable {
     enum Problem: Error {
-        case status(Int, retryAfter: Double?)
+        case status(HTTPURLResponse)
         case rangeMismatch(String)
         case tooLong
         /// The body came with a `Content-Encoding` although it was asked for as stored.
@@ -215,9 +210,7 @@ final class PartialFile: ResponseSink, @unchecked Sendable {
             }
             start = offset
         case 200: start = 0
-        default:
-            throw Problem.status(
-                response.statusCode, retryAfter: response.value(forHTTPHeaderField: "Retry-After").flatMap(Double.init))
+        default: throw Problem.status(response)
         }
         record.validator = Self.validator(of: response)
         try JSONEncoder().encode(record).write(to: URL(fileURLWithPath: download.resumePath))

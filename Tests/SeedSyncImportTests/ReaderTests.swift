@@ -42,16 +42,33 @@ import Testing
     /// An app always has readers open. A read transaction held through the whole run, across
     /// the sync (and, with a newer seed, the replacement), must not hold up the end of the run:
     /// closing checkpoints without waiting. A blocking checkpoint would wait out the importer's
-    /// 10-second busy timeout once per close; the bound below is half of that.
+    /// 10-second busy timeout once per close, in every run.
+    ///
+    /// A run takes under a second here, but a loaded machine (the whole suite in parallel) has
+    /// stretched one past ten. So the test decides by what only a blocked run does: it is slow
+    /// every time. Up to three runs, each in a fresh fixture; one under ten seconds passes.
     @Test(arguments: [false, true])
     func anOpenReadTransactionDoesNotHoldUpTheRun(withNewerSeed: Bool) async throws {
+        var times: [Duration] = []
+        while times.count < 3 {
+            let elapsed = try await Self.runWithAReaderHeld(withNewerSeed: withNewerSeed)
+            times.append(elapsed)
+            if elapsed < .seconds(10) { return }
+        }
+        Issue.record("every run took ten seconds or more (\(times)): it waited for the reader")
+    }
+
+    /// One run with a read transaction held on a thread of its own until the run is over: how
+    /// long the run took. It also checks that the reader's snapshot stayed and that the run ended
+    /// equal to the server.
+    static func runWithAReaderHeld(withNewerSeed: Bool) async throws -> Duration {
+        let elapsed = Locked(Duration.zero)
         try await withImportFixture(changesAfter: 30) { fixture in
             let seed = withNewerSeed ? try await fixture.installThenBuildNewerSeed(after: 10).newer : fixture.seed
             if !withNewerSeed { try await fixture.importer().run() }
             try await fixture.mutate(20, seed: 41)
             let reader = try DatabaseQueue(path: fixture.database)
             let (started, release) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
-            // A read transaction held on a thread of its own until the run is over.
             let held = Task {
                 try await offPool {
                     try reader.read { db in
@@ -66,18 +83,17 @@ import Testing
             let start = ContinuousClock.now
             let run: Result<ImportReport, any Error>
             do { run = .success(try await fixture.importer(seed: seed).run()) } catch { run = .failure(error) }
-            let elapsed = ContinuousClock.now - start
+            let took = ContinuousClock.now - start
             release.signal()
             let (before, after) = try await held.value
             let report = try run.get()
             try reader.close()
-            // A statement held up by the reader waits out the 10 s busy timeout, then fails: a run
-            // that never waited ends sooner (about a second; five on a loaded machine).
-            #expect(elapsed < .seconds(10), "the run took \(elapsed): it waited for the reader")
             #expect(report.replacements.count == (withNewerSeed ? 1 : 0))
             #expect(before == after, "the reader's snapshot stays")
             #expect(try contents(ofSeed: fixture.database) == (try await fixture.serverContents()))
+            elapsed.update { $0 = took }
         }
+        return elapsed.value
     }
 
     /// Reads in a loop until `syncing` turns false: the revisions seen, and what broke the rule.

@@ -120,10 +120,12 @@ import Testing
 
     /// A crowd of requests for a locked table does not take the connections the other tables
     /// need: once one has timed out on the lock, the rest are refused without a connection, so a
-    /// page of another table gets one at once (four connections, ten seconds to get one: forty
-    /// requests holding a connection three seconds each would keep it waiting thirty). The crowd
-    /// comes after the first timeout: requests queued before it meet the mark only once they hold a
-    /// connection, which on a loaded machine depends on the scheduler, not on the store.
+    /// page of another table gets one (four connections, ten seconds to get one: forty requests
+    /// holding a connection three seconds each would keep it waiting thirty, and it would fail).
+    /// The crowd comes after the first timeout: requests queued before it meet the mark only once
+    /// they hold a connection, which on a loaded machine depends on the scheduler, not on the store.
+    /// The test decides by outcomes, not by durations: on a loaded machine a task can wait seconds
+    /// for a thread between two steps, which a store cannot help.
     @Test func aLockedTableDoesNotTakeTheConnectionsTheOthersNeed() async throws {
         try await withAttachedTeamTables { location, _ in
             try await PostgresSyncStore.withStore(at: location, maximumConnections: 4, leaseTimeout: .seconds(10)) {
@@ -133,39 +135,27 @@ import Testing
                     await #expect(throws: SyncStoreError.self, "the first request waits for the lock, then fails") {
                         try await store.snapshotPage(of: "shows", after: nil, limit: 10)
                     }
-                    // Each request's own time: one that waited for the lock would take the lock timeout
-                    // by itself, while the crowd's total also counts the scheduler on a loaded machine.
-                    let (refused, served, slowest) = try await withThrowingTaskGroup(of: (Bool, Int?, Duration).self) {
-                        group in
+                    let (refused, served) = try await withThrowingTaskGroup(of: (Bool, Int?).self) { group in
                         for _ in 0..<40 {
                             group.addTask {
-                                let started = ContinuousClock.now
                                 do {
                                     _ = try await store.snapshotPage(of: "shows", after: nil, limit: 10)
-                                    return (false, nil, ContinuousClock.now - started)
+                                    return (false, nil)
                                 } catch {
-                                    return (
-                                        "\(error)".contains("public.shows is locked"), nil,
-                                        ContinuousClock.now - started
-                                    )
+                                    return ("\(error)".contains("public.shows is locked"), nil)
                                 }
                             }
                         }
                         group.addTask {
-                            let started = ContinuousClock.now
-                            let rows = try await store.snapshotPage(of: "venues", after: nil, limit: 10).rows.count
-                            return (false, rows, ContinuousClock.now - started)
+                            (false, try await store.snapshotPage(of: "venues", after: nil, limit: 10).rows.count)
                         }
-                        return try await group.reduce(into: (0, [Int](), Duration.zero)) { result, outcome in
+                        return try await group.reduce(into: (0, [Int]())) { result, outcome in
                             if outcome.0 { result.0 += 1 }
                             if let rows = outcome.1 { result.1.append(rows) }
-                            result.2 = max(result.2, outcome.2)
                         }
                     }
                     #expect(refused == 40, "every request of the crowd refused, saying the table is locked")
                     #expect(served == [1], "the other table's page was served meanwhile")
-                    #expect(
-                        slowest < PostgresLocation.lockTimeout, "none waited for the lock: the slowest took \(slowest)")
                     try await locker.execute("ROLLBACK", logger: logger)
                 }
             }

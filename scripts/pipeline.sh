@@ -124,17 +124,19 @@ end
 begin "start server"
 new_token "$work/token"
 new_token "$work/write-token"
+new_token "$work/admin-token"
 # The server also serves the seeds published in $out/published (GET /v1/seeds/SHA256/FILE).
 rm -rf "$out/published" && mkdir -p "$out/published"
-start_server "$bin" "$database" "$work/token" "$work" "$work/write-token" "" --seeds "$out/published"
+start_server "$bin" "$database" "$work/token" "$work" "$work/write-token" "$work/admin-token" --seeds "$out/published"
 echo "serving $SERVER_URL (pid $SERVER_PID)" >&2
 end
 
 begin "seed-build (signed)"
 mkdir -p "$work/keys"
 "$bin/seed-build" keygen --out "$work/keys/seeds.pem" | tee "$work/keygen.txt" >&2
-"$bin/seed-build" --server "$SERVER_URL" --token-file "$work/token" --out "$out/demo.sqlite" --gzip \
-    --signing-key "$work/keys/seeds.pem" >&2
+# Registered (an admin token): compaction keeps its history, and GET /v1/seeds offers it to fresh apps.
+"$bin/seed-build" --server "$SERVER_URL" --token-file "$work/admin-token" --out "$out/demo.sqlite" --gzip \
+    --signing-key "$work/keys/seeds.pem" --register >&2
 end
 
 begin "seed-verify"
@@ -182,6 +184,24 @@ compare_app "$out/app-url/demo.sqlite" >"$work/compare-url.txt" || {
     exit 1
 }
 [ ! -e "$out/app-url/demo.sqlite.seed" ] || { echo "the seed download was left behind" >&2; exit 1; }
+end
+
+begin "seed-import (fresh app with no seed at all: the server offers the published one)"
+rm -rf "$out/app-found"
+SEED_TOKEN=$(cat "$work/token") "$bin/seed-import" --trust "$work/keys/seeds.pub.pem" \
+    --database "$out/app-found/demo.sqlite" --server "$SERVER_URL" --json >"$work/import-found.json"
+python3 - "$work/import-found.json" "$seed_url" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+source = report.get("installedFrom") or {}
+if source.get("kind") != "published-seed" or source.get("location") != sys.argv[2]:
+    sys.exit(f"the app with no seed was installed from {source}, not the published seed {sys.argv[2]}")
+PY
+compare_app "$out/app-found/demo.sqlite" >"$work/compare-found.txt" || {
+    cat "$work/compare-found.txt" >&2
+    echo "the app installed from the seed the server offered differs from the server" >&2
+    exit 1
+}
 end
 
 begin "write-back"
@@ -360,6 +380,8 @@ $(sed 's/^/  /' "$work/compare.txt")
   published  $seed_url, signed by key $(sed -n 's/^key id //p' "$work/keygen.txt")
              a fresh app with no shipped seed downloaded it and caught up, row by row equal to the server:
 $(sed 's/^  /    /' "$work/compare-url.txt")
+             registered, the server offered it to a fresh app with no seed and no address, which installed it
+             and caught up, row by row equal to the server ($(grep -c 'equal to the server' "$work/compare-found.txt") tables)
   upgrade    $(cat "$work/upgrade.txt")
   old app    stayed on version 1: revision $(report_of old-app fromRevision) -> $(report_of old-app toRevision), $(report_of old-app changeSets) change sets
   new app    installed version 1, migrated to 2 ($(report_of new-app rowsDownloaded) rows, $(report_of new-app bytesDownloaded) bytes downloaded), equal to the server:

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 public import SeedSyncClient
 import SeedSyncModel
 import SeedSyncSQL
@@ -53,12 +53,21 @@ public struct SeedBuilder: Sendable {
         /// The keys that sign every manifest the build writes (`SeedManifest.signed(with:)`);
         /// none: the manifests are unsigned.
         public var signingKeys: [SeedSigningKey]
+        /// The address of the folder the built files will be published in (a CDN, a bucket), for
+        /// ``register``: each seed is registered with the address of its file there (its `.gz`
+        /// copy with ``gzip``), so that a fresh app with no seed finds it (`GET /v1/seeds`).
+        ///
+        /// ```swift
+        /// options.publishedAt = URL(string: "https://cdn.example.com/seeds/")
+        /// ```
+        public var publishedAt: URL?
 
         public init(
             output: String, types: [String]? = nil, pageSize: Int = 10_000, syncLimit: Int = 1000, gzip: Bool = false,
             resume: Bool = false, schemaVersion: Int? = nil, register: Bool = false, scopes: ScopeSeeds? = nil,
-            signingKeys: [SeedSigningKey] = []
+            signingKeys: [SeedSigningKey] = [], publishedAt: URL? = nil
         ) {
+            self.publishedAt = publishedAt
             self.scopes = scopes
             self.signingKeys = signingKeys
             self.output = output
@@ -151,12 +160,16 @@ public struct SeedBuilder: Sendable {
         )
     }
 
-    /// Records the seed of `manifest` with the server (`POST /v1/admin/seeds`), with its scope values.
+    /// Records the seed of `manifest` with the server (`POST /v1/admin/seeds`), with its scope
+    /// values and, with ``Options/publishedAt``, where its file is published.
     private func register(_ manifest: SeedManifest) async throws -> RegisteredSeed {
-        try await client.register(
+        let url = options.publishedAt.map { folder in
+            folder.appendingPathComponent(manifest.gzip?.file ?? manifest.file).absoluteString
+        }
+        return try await client.register(
             SeedRegistration(
                 sha256: manifest.sha256, revision: manifest.revision, schemaVersion: manifest.schemaVersion,
-                scopes: manifest.scopes))
+                scopes: manifest.scopes, url: url))
     }
 
     private func openWriter(schema: DatasetSchema, info: SchemaInfo) async throws -> (SeedWriter, Bool) {

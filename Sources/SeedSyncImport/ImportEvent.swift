@@ -1,3 +1,4 @@
+public import Foundation
 public import SeedSyncModel
 public import SeedSyncSeed
 
@@ -23,12 +24,17 @@ public enum ImportEvent: Sendable, Hashable {
     /// server does not serve, or there is no space to copy it. (A seed whose revision cannot even
     /// be read is reported on every run.) The database is kept and goes on syncing; `reason` says
     /// what is wrong.
+    /// Also sent when the seed the server offers a fresh app with no seed cannot be used (not
+    /// found at its address, not the seed registered, not trusted): a snapshot is installed instead.
     case seedRejected(reason: String)
     /// The shipped seed is older than the server's history (its revision is before the server's
     /// `minRevision`): it could not catch up, so it is not installed; a snapshot is downloaded and
     /// installed instead (``downloadingSnapshot(minRevision:)`` follows). Registered seeds
     /// (`seed-build --register`) never get here: the server keeps the history they need.
     case seedSkipped(revision: Int64, minRevision: Int64)
+    /// The app ships no seed and gives no ``SeedImporter/Configuration/seedURL``: the server offers
+    /// this published seed, at `revision`, which is downloaded (``downloadingSeed(_:)`` follows).
+    case foundPublishedSeed(url: URL, revision: Int64)
     /// The published seed (``SeedImporter/Configuration/seedURL``) is being downloaded: sent as
     /// it starts or resumes, then about every mebibyte, and when it is complete.
     case downloadingSeed(SeedDownload)

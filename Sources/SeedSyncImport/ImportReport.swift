@@ -14,6 +14,8 @@ public struct ImportReport: Sendable, Hashable, Codable {
     public var database: String
     /// Whether the seed was installed because there was no database.
     public var installed: Bool
+    /// Where the installed database came from, when the run installed one.
+    public var installedFrom: InstallSource?
     /// Whole-database replacements: a newer seed, or recovery from an expired history.
     public var replacements: [Replacement]
     /// The revision the sync started from (the seed's after an install).
@@ -32,7 +34,8 @@ public struct ImportReport: Sendable, Hashable, Codable {
     public var rejected: Int
     public var pending: Int
     /// Why the shipped seed was not used although it is newer, when that happened (see
-    /// ``ImportEvent/seedRejected(reason:)``); the database was kept and synced.
+    /// ``ImportEvent/seedRejected(reason:)``); the database was kept and synced. Also why the seed
+    /// the server offered was not used, and a snapshot installed instead.
     public var seedProblem: String?
     /// The schema version the database is in at the end of the run.
     public var schemaVersion: Int?
@@ -86,5 +89,37 @@ public struct Migration: Sendable, Hashable, Codable {
         self.changes = changes
         self.rowsDownloaded = rowsDownloaded
         self.bytesDownloaded = bytesDownloaded
+    }
+}
+
+/// Where an installed database came from (``ImportReport/installedFrom``): a shipped seed, a
+/// published one, or a snapshot of the server.
+///
+/// ```json
+/// {"kind": "published-seed", "location": "https://cdn.example.com/seeds/events.sqlite.gz"}
+/// ```
+public struct InstallSource: Sendable, Hashable, Codable {
+    /// What kind of source; new kinds may be added.
+    public struct Kind: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// The seed the app ships (``SeedImporter/Configuration/seed``).
+        public static let shippedSeed = Kind(rawValue: "shipped-seed")
+        /// A seed downloaded from where it is published (``SeedImporter/Configuration/seedURL``,
+        /// or the newest the server offers).
+        public static let publishedSeed = Kind(rawValue: "published-seed")
+        /// Snapshot pages of the server, when there was no seed to use or it could not catch up.
+        public static let snapshot = Kind(rawValue: "snapshot")
+    }
+
+    public var kind: Kind
+    /// The seed's path or address, or the server's address for a snapshot.
+    public var location: String
+
+    public init(_ kind: Kind, _ location: String) {
+        self.kind = kind
+        self.location = location
     }
 }

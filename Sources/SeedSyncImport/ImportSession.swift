@@ -191,7 +191,7 @@ final class ImportSession {
         let others = held.filter { !ScopeGrant.only(granted).includes($0) }.compactMap(\.keyString)
         throw ImportError(
             .mismatch,
-            "the seed \(configuration.seed) holds the rows of \(scope.name) \(others.joined(separator: ", ")), which the token does not grant (it grants \(granted.compactMap(\.keyString).joined(separator: ", "))); ship the seed of this token's \(scope.name) (seed-build with its token); nothing was installed"
+            "the seed \(self.seed.path) holds the rows of \(scope.name) \(others.joined(separator: ", ")), which the token does not grant (it grants \(granted.compactMap(\.keyString).joined(separator: ", "))); ship the seed of this token's \(scope.name) (seed-build with its token); nothing was installed"
         )
     }
 
@@ -199,7 +199,7 @@ final class ImportSession {
         guard seed.dataset == info.dataset, info.servedVersions.contains(seed.schemaVersion) else {
             throw ImportError(
                 .mismatch,
-                "the seed \(configuration.seed) is dataset '\(seed.dataset)' schema version \(seed.schemaVersion), but the server serves '\(info.dataset)' schema versions \(Self.list(info.servedVersions)); nothing was installed"
+                "the seed \(self.seed.path) is dataset '\(seed.dataset)' schema version \(seed.schemaVersion), but the server serves '\(info.dataset)' schema versions \(Self.list(info.servedVersions)); nothing was installed"
             )
         }
     }

@@ -38,6 +38,13 @@ public struct SeedImporter: Sendable {
         /// The shipped seed, plain or `.gz`; its manifest is read from beside it when present. Ship
         /// the manifest with a `.gz` seed: without it, checking whether the seed is newer than the
         /// database means decompressing it on every run.
+        ///
+        /// Empty when the app ships none: a run that installs the database then uses ``seedURL``,
+        /// or without one asks the server for the newest seed it offers (`GET /v1/seeds`: of the
+        /// schema version the app wants, holding the scope values the token grants, registered
+        /// with the address where it is published, `seed-build --register --published-at`) and
+        /// downloads it as from ``seedURL`` (``ImportEvent/foundPublishedSeed(url:revision:)``);
+        /// when the server offers none, it downloads a snapshot.
         public var seed: String
         /// The app's database; its folder is created when needed.
         public var database: String
@@ -56,6 +63,10 @@ public struct SeedImporter: Sendable {
         /// configuration.seedURL = URL(string: "https://cdn.example.com/seeds/events.sqlite.gz")
         /// ```
         public var seedURL: URL?
+
+        /// Whether the app ships a seed (``seed``, without ``seedURL``): only a shipped seed is
+        /// compared with the database on each run.
+        var shipsSeed: Bool { seedURL == nil && !seed.isEmpty }
         /// The server, with the request timeout, response-size limit and retry policy.
         public var server: SyncClient.Configuration
         /// The schema version the app is built for; a seed with another is refused, and so is an

@@ -42,6 +42,10 @@ struct BuildCommand: AsyncParsableCommand {
     ) var register = false
     @Option(
         help: ArgumentHelp(
+            "With --register: the address of the folder the files will be published in; the seed is registered with its file's address there, so fresh apps with no seed find it.",
+            valueName: "URL")) var publishedAt: String?
+    @Option(
+        help: ArgumentHelp(
             "Also write the seed of this scope value beside OUT, as OUT's name with .NAME-VALUE (repeatable).",
             valueName: "NAME=VALUE")) var scope: [String] = []
     @Flag(
@@ -65,6 +69,12 @@ struct BuildCommand: AsyncParsableCommand {
             throw ValidationError("--types needs at least one type")
         }
         _ = try scopeSeeds
+        if let publishedAt {
+            guard register else { throw ValidationError("--published-at goes with --register") }
+            guard SeedRegistration.isValidURL(publishedAt + "/seed") else {
+                throw ValidationError("--published-at must be an http:// or https:// address")
+            }
+        }
     }
 
     /// The seeds per scope value asked for, if any.
@@ -102,7 +112,8 @@ struct BuildCommand: AsyncParsableCommand {
         let options = SeedBuilder.Options(
             output: out, types: types.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } },
             pageSize: pageSize, syncLimit: syncLimit, gzip: gzip, resume: resume, schemaVersion: schemaVersion,
-            register: register, scopes: try scopeSeeds, signingKeys: try signingKeys()
+            register: register, scopes: try scopeSeeds, signingKeys: try signingKeys(),
+            publishedAt: publishedAt.flatMap(URL.init(string:))
         )
         let report = try await SeedBuilder(client: client, options: options).build { progress.handle($0) }
         progress.end()

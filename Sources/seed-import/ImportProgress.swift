@@ -46,6 +46,8 @@ final class ImportProgress: @unchecked Sendable {
             "installed the seed at revision \(revision)\n"
         case .replaced(let replacement):
             "\rreplacing the database (\(replacement.reason.rawValue)) with the \(replacement.source.rawValue) at revision \(replacement.toRevision)\u{1B}[K\n"
+        case .foundPublishedSeed(let url, let revision):
+            "\rthe server offers a published seed at revision \(revision): \(url.absoluteString)\u{1B}[K\n"
         case .downloadingSeed(let download):
             "\rdownloading the seed: \(Self.size(download.received)) of \(Self.size(download.total))\(download.secondsLeft.map { ", \(Self.duration($0)) left" } ?? "")\u{1B}[K"
                 + (download.received == download.total ? "\n" : "")

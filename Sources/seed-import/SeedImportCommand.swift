@@ -23,7 +23,8 @@ struct SyncCommand: AsyncParsableCommand {
         abstract: "Install the seed when there is no database, push local change sets, catch up (the default).",
         discussion: """
             The token comes from SEED_TOKEN or --token-file. Without a database at --database the seed \
-            is verified and installed; then the local change sets queued by `seed-import write` are \
+            is verified and installed (with neither --seed nor --seed-url, the newest seed the server \
+            offers, or a snapshot when it offers none); then the local change sets queued by `seed-import write` are \
             pushed and /v1/sync is applied from the database's revision until the server has nothing \
             more. Exit status 0 means caught up with nothing left to push; a token that may not push \
             catches up, says how many change sets wait, and exits 1.
@@ -77,7 +78,8 @@ struct SyncCommand: AsyncParsableCommand {
         guard (expectSchemaVersion ?? 1) >= 1 else {
             throw ValidationError("--expect-schema-version must be 1 or more")
         }
-        guard (seed == nil) != (seedURL == nil) else { throw ValidationError("give one of --seed and --seed-url") }
+        guard seed == nil || seedURL == nil else { throw ValidationError("give at most one of --seed and --seed-url") }
+        guard seed?.isEmpty != true else { throw ValidationError("--seed needs a path") }
         if let seedURL, URL(string: seedURL).flatMap({ ["http", "https"].contains($0.scheme ?? "") }) != true {
             throw ValidationError("--seed-url must be an http:// or https:// address")
         }
@@ -215,7 +217,12 @@ struct SyncCommand: AsyncParsableCommand {
 
     static func summary(_ report: ImportReport) -> String {
         var lines: [String] = []
-        if report.installed { lines.append("installed the seed at \(report.database)") }
+        if report.installed {
+            let from = report.installedFrom.map {
+                " from the \($0.kind.rawValue.replacingOccurrences(of: "-", with: " ")) \($0.location)"
+            }
+            lines.append("installed \(report.database)\(from ?? "")")
+        }
         for replacement in report.replacements {
             lines.append(
                 "replaced \(report.database) (\(replacement.reason.rawValue)) with the \(replacement.source.rawValue) at revision \(replacement.toRevision)"

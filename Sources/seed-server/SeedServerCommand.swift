@@ -200,7 +200,7 @@ extension SeedServerCommand {
                 for seed in seeds {
                     let state = seed.retiredAt.map { "retired \($0)" } ?? "pins the history"
                     print(
-                        "\(seed.sha256) revision \(seed.revision) schema version \(seed.schemaVersion)\(seed.scopes.map { " scopes \(ScopeList($0))" } ?? "") registered \(seed.registeredAt), \(state)"
+                        "\(seed.sha256) revision \(seed.revision) schema version \(seed.schemaVersion)\(seed.scopes.map { " scopes \(ScopeList($0))" } ?? "") registered \(seed.registeredAt), \(state)\(seed.url.map { ", published at \($0)" } ?? "")"
                     )
                 }
                 if seeds.isEmpty { print("no registered seeds") }

@@ -32,7 +32,7 @@ import FoundationNetworking
         }
 
         func importer(
-            _ url: URL, retry: RetryPolicy = RetryPolicy(maxAttempts: 3, baseDelay: 0.05), timeout: Double = 10,
+            _ url: URL?, retry: RetryPolicy = RetryPolicy(maxAttempts: 3, baseDelay: 0.05), timeout: Double = 10,
             trusting keys: [SeedPublicKey] = []
         ) -> SeedImporter {
             SeedImporter(
@@ -88,6 +88,117 @@ import FoundationNetworking
         }
     }
 
+    /// An app that ships no seed and gives no address asks the server (`GET /v1/seeds`): it
+    /// downloads the newest seed offered, of its version, not retired, published (in the server's
+    /// folder, or at a registered address), then catches up; it says which it took.
+    @Test func aFreshAppWithNoSeedTakesTheNewestTheServerOffers() async throws {
+        try await withPublished { published in
+            let admin = published.served.client(token: liveServerAdminToken)
+            // The folder's seed, registered without an address: the server gives its own.
+            _ = try await admin.register(
+                SeedRegistration(
+                    sha256: published.manifest.sha256, revision: published.manifest.revision, schemaVersion: 1))
+            // A newer one, retired: not offered.
+            _ = try await ChangeGenerator.mutate(published.served.store, changes: 5, seed: 8)
+            let retired = try await SeedBuilder(
+                client: admin,
+                options: .init(output: published.seeds + "/retired.sqlite", pageSize: 500, register: true)
+            ).build()
+            _ = try await published.served.store.retireSeed(sha256: retired.manifest.sha256)
+            // One registered without an address the server publishes: not offered either.
+            _ = try await admin.register(
+                SeedRegistration(
+                    sha256: String(repeating: "e", count: 64), revision: retired.manifest.revision, schemaVersion: 1))
+            let offered = try await published.served.client().registeredSeeds()
+            #expect(
+                offered.first { $0.sha256 == published.manifest.sha256 }?.url
+                    == "v1/seeds/\(published.manifest.sha256)/\(published.manifest.gzip!.file)")
+            let found = LockedValue<[URL]>([])
+            let report = try await published.importer(nil).run { event in
+                if case .foundPublishedSeed(let url, let revision) = event {
+                    #expect(revision == published.manifest.revision)
+                    found.update { $0.append(url) }
+                }
+            }
+            #expect(found.get() == [published.url()])
+            #expect(
+                report.installed
+                    && report.installedFrom == InstallSource(.publishedSeed, published.url().absoluteString))
+            try await published.expectCaughtUp()
+            // Later runs neither look for a seed nor compare one.
+            let again = try await published.importer(nil).run { event in
+                if case .foundPublishedSeed = event { found.update { $0.append(published.url()) } }
+            }
+            #expect(!again.installed && again.seedProblem == nil && found.get().count == 1)
+        }
+    }
+
+    /// A seed registered with the address it is published at elsewhere (`--published-at`: a CDN,
+    /// here a host in front of the server) is downloaded from there, without the server's token.
+    /// Registered again with another address (the seed moved), the record takes the new one.
+    @Test func aFreshAppDownloadsTheSeedFromTheAddressItWasRegisteredWith() async throws {
+        try await withPublished { published in
+            try await SeedHost.with(origin: published.served.url, token: liveServerToken, plan: { _ in .init() }) {
+                host, log in
+                _ = try await ChangeGenerator.mutate(published.served.store, changes: 3, seed: 9)
+                let cdn = host.appendingPathComponent("v1/seeds/pending")
+                let build = try await SeedBuilder(
+                    client: published.served.client(token: liveServerAdminToken),
+                    options: .init(
+                        output: published.seeds + "/cdn.sqlite", pageSize: 500, gzip: true, register: true,
+                        publishedAt: cdn)
+                ).build()
+                let url = cdn.appendingPathComponent(build.manifest.gzip!.file)
+                #expect(build.registered?.url == url.absoluteString)
+                // The host serves the folder's files under the seed's SHA-256, as the server does.
+                let served = host.appendingPathComponent(
+                    "v1/seeds/\(build.manifest.sha256)/\(build.manifest.gzip!.file)")
+                _ = try await published.served.client(token: liveServerAdminToken).register(
+                    SeedRegistration(
+                        sha256: build.manifest.sha256, revision: build.manifest.revision, schemaVersion: 1,
+                        url: served.absoluteString))
+                let report = try await published.importer(nil).run()
+                #expect(report.installedFrom == InstallSource(.publishedSeed, served.absoluteString))
+                try await published.expectCaughtUp()
+                #expect(log.get().contains { $0.path.hasSuffix(".gz") && !$0.authorized }, "\(log.get())")
+            }
+        }
+    }
+
+    /// A seed the server offers that cannot be used, not at its address (registered before its
+    /// upload) or not the seed registered (another seed's files there), does not stop a fresh app:
+    /// it installs a snapshot and says why.
+    @Test(arguments: ["missing", "another seed"]) func anOfferedSeedThatCannotBeUsedGivesWayToASnapshot(
+        _ how: String
+    ) async throws {
+        try await withPublished { published in
+            let sha256 = how == "missing" ? published.manifest.sha256 : String(repeating: "d", count: 64)
+            let url = how == "missing" ? published.url("not-uploaded.sqlite.gz") : published.url()
+            _ = try await published.served.client(token: liveServerAdminToken).register(
+                SeedRegistration(
+                    sha256: sha256, revision: published.manifest.revision, schemaVersion: 1, url: url.absoluteString))
+            let rejected = LockedValue<[String]>([])
+            let report = try await published.importer(nil).run { event in
+                if case .seedRejected(let reason) = event { rejected.update { $0.append(reason) } }
+            }
+            #expect(report.installed && report.installedFrom?.kind == .snapshot)
+            let expected =
+                how == "missing" ? "HTTP 404" : "describes the seed \(published.manifest.sha256), not \(sha256)"
+            #expect(rejected.get().count == 1 && report.seedProblem == rejected.get().first)
+            #expect(report.seedProblem?.contains(expected) == true, "\(report.seedProblem ?? "")")
+            try await published.expectCaughtUp()
+        }
+    }
+
+    /// With no seed offered (none registered), a fresh app with no seed installs a snapshot.
+    @Test func aFreshAppWithNoSeedAndNoneOfferedInstallsASnapshot() async throws {
+        try await withPublished { published in
+            let report = try await published.importer(nil).run()
+            #expect(report.installed && report.installedFrom?.kind == .snapshot)
+            try await published.expectCaughtUp()
+        }
+    }
+
     /// The server's route: whole files, one range, `If-Range`, `HEAD`, 304, 416, and nothing it
     /// was not given.
     @Test func theServerAnswersRangesOfPublishedFiles() async throws {
@@ -136,6 +247,14 @@ import FoundationNetworking
             var anonymous = URLRequest(url: url)
             anonymous.httpMethod = "GET"
             #expect(try await TestHTTP.data(for: anonymous).1.statusCode == 401)
+            // A seed published right after the folder was read (the unknown one above) is served at once.
+            let later = try await SeedBuilder(
+                client: published.served.client(),
+                options: .init(output: published.seeds + "/later.sqlite", pageSize: 500)
+            ).build()
+            let laterURL = published.served.url.appendingPathComponent(
+                "v1/seeds/\(later.manifest.sha256)/later.sqlite")
+            #expect(try await get(laterURL).1.statusCode == 200)
         }
     }
 

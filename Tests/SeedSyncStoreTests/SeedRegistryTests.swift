@@ -35,6 +35,44 @@ import Testing
         }
     }
 
+    /// A seed registered with the address it is published at keeps it; registered again without
+    /// one it keeps it too, with another (the seed moved) it takes that one; an address that is
+    /// not an http(s) file address is refused.
+    @Test(arguments: StoreBackend.tested) func aRegisteredSeedKeepsTheAddressItIsPublishedAt(backend: StoreBackend)
+        async throws
+    {
+        try await backend.withDemoStore(events: 40, locations: 5) { store in
+            try await ChangeGenerator.mutate(store, changes: 10, seed: 3)
+            let cdn = "https://cdn.example.com/seeds/events.sqlite.gz"
+            let first = try await store.register(
+                SeedRegistration(sha256: Self.sha, revision: 5, schemaVersion: 1, url: cdn))
+            #expect(first.url == cdn)
+            #expect(
+                try await store.register(SeedRegistration(sha256: Self.sha, revision: 5, schemaVersion: 1)) == first)
+            let moved = "https://other.example.com/events.sqlite.gz"
+            let second = try await store.register(
+                SeedRegistration(sha256: Self.sha, revision: 5, schemaVersion: 1, url: moved))
+            #expect(second.url == moved && second.registeredAt == first.registeredAt)
+            #expect(try await store.registeredSeeds() == [second])
+            _ = try await store.retireSeed(sha256: Self.sha)
+            #expect(try await store.registeredSeeds().first?.url == moved)
+            for wrong in [
+                "ftp://cdn.example.com/seed.sqlite", "seeds/events.sqlite", "https://cdn.example.com/",
+                "https://cdn.example.com/seeds/", "https://cdn.example.com/seed.sqlite.gz?sig=abc",
+                "https://cdn.example.com/seed.sqlite.gz#top",
+                "https://cdn.example.com/" + String(repeating: "a", count: 2048),
+            ] {
+                await #expect("\(wrong.prefix(40))") {
+                    try await store.register(
+                        SeedRegistration(sha256: Self.other, revision: 5, schemaVersion: 1, url: wrong))
+                } throws: {
+                    ($0 as? SyncStoreError)?.code == .invalidRegistration && "\($0)".contains("url must be")
+                }
+            }
+            #expect(try await store.registeredSeeds().count == 1)
+        }
+    }
+
     /// A retired seed registered again (`seed-build --register` of the same seed) pins the history
     /// again, as the command promises, while the history still reaches it; once compacted past, it
     /// is refused as expired, never answered as if it pinned anything.

@@ -11,6 +11,7 @@ fails to run, not when a target is missed.
 Usage: bench.py --bin DIR [--events N] [--locations N] [--repeat K] [--changes N] [--out DIR] [--only CASES]
 """
 import argparse
+import gzip
 import json
 import os
 import platform
@@ -24,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -418,7 +420,7 @@ class Bench:
         machine's facts, the server database, the reference seed and what the cases share."""
         os.makedirs(self.out, exist_ok=True)
         for name in ("data", "runs", "build", "install", "installed", "incremental", "growth", "migration",
-                     "pinned", "scale", "editing", "baseline", "teams"):
+                     "pinned", "scale", "editing", "baseline", "teams", "published"):
             shutil.rmtree(self.path(name), ignore_errors=True)
         for name in ("runs.tsv", "results.tsv", "facts.tsv", "notes.txt", "bench.json", "seed.sqlite"):
             if os.path.exists(self.path(name)):
@@ -1121,6 +1123,83 @@ class Bench:
 
     # Report ----------------------------------------------------------------------------------------
 
+    def snapshot_wire_bytes(self, limit=10000):
+        """The bytes on the wire of every snapshot page of the data tables, asked for with
+        Accept-Encoding: gzip (the server compresses JSON answers), LIMIT rows each as seed-build asks."""
+        with open(self.token) as file:
+            token = file.read().strip()
+        total = 0
+        for table in self.tables:
+            after = None
+            while True:
+                query = f"limit={limit}" + ("" if after is None else "&after=" + urllib.parse.quote(str(after)))
+                request = urllib.request.Request(
+                    f"{self.server_url}/v1/snapshot/{table}?{query}",
+                    headers={"Authorization": "Bearer " + token, "Accept-Encoding": "gzip"})
+                with urllib.request.urlopen(request, timeout=60) as answer:
+                    body = answer.read()
+                    coded = answer.headers.get("Content-Encoding") == "gzip"
+                total += len(body)
+                after = json.loads(gzip.decompress(body) if coded else body).get("next")
+                if after is None:
+                    break
+        return total
+
+    # Case 13: a first install from the published seed against snapshot pages ------------------------
+
+    def case13(self):
+        """A fresh app with no shipped seed, the server at the reference seed's revision. seed-import
+        --seed-url downloads the published .gz seed from seed-server --seeds over loopback, checks it
+        (SHA-256) and installs it; seed-import with no seed at all, nothing registered, installs a
+        snapshot (every page downloaded and written). Time, and bytes: the .gz file's size for the
+        published seed (each run downloads all of it), seed-build's bytesDownloaded for the snapshot
+        (the same pages the importer's snapshot reads, as sent, after HTTP decompression)."""
+        step("case 13: first install, published seed vs snapshot pages")
+        folder = self.path("published")
+        os.makedirs(f"{folder}/seeds")
+        for suffix in ("", ".gz", ".manifest.json"):
+            shutil.copy(self.path("seed.sqlite" + suffix), f"{folder}/seeds/seed.sqlite{suffix}")
+        self.serve(self.path("server.sqlite"), extra=("--seeds", f"{folder}/seeds"))
+        sha256 = json_field(self.path("seed.sqlite.manifest.json"), "sha256")
+        url = f"{self.server_url}/v1/seeds/{sha256}/seed.sqlite.gz"
+        fresh = [f"{self.bin}/seed-import", "--database", f"{folder}/app.sqlite", "--server", self.server_url,
+                 "--token-file", self.token, "--once", "--json"]
+        for run in self.run_numbers():
+            remove_db(f"{folder}/app.sqlite")
+            os.sync()
+            self.measure(13, "seed-import-published", run, [*fresh, "--seed-url", url])
+        self.same_counts(f"{folder}/app.sqlite")
+        for run in self.run_numbers():
+            remove_db(f"{folder}/app.sqlite")
+            os.sync()
+            self.measure(13, "seed-import-snapshot", run, fresh)
+        self.same_counts(f"{folder}/app.sqlite")
+        for name, kind in (("seed-import-published", "published-seed"), ("seed-import-snapshot", "snapshot")):
+            source = json_field(self.path("runs", f"{name}.1.out"), "installedFrom.kind")
+            if source != kind:
+                raise BenchError(f"case 13: {name} installed from {source}, not {kind}")
+        with open(f"{folder}/pages.json", "w") as pages:
+            subprocess.run(self.seed_build(f"{folder}/pages.sqlite", "--json"), check=True, stdout=pages)
+        wire_bytes = self.snapshot_wire_bytes()
+        self.stop_server()
+        self.serve(self.path("server.sqlite"))
+        seed_bytes = json_field(self.path("seed.sqlite.manifest.json"), "gzip.size")
+        page_bytes = json_field(f"{folder}/pages.json", "bytesDownloaded")
+        self.fact("published", "seedGzipBytes", seed_bytes)
+        self.fact("published", "snapshotBytes", page_bytes)
+        self.fact("published", "snapshotGzipWireBytes", wire_bytes)
+        case = "13 published seed"
+        self.contender(case, "seed-import-published", "seed-import --seed-url (.gz, loopback)",
+                       "published / snapshot (time)",
+                       ratio(self.median_wall("seed-import-published"), self.median_wall("seed-import-snapshot")))
+        self.result(case, "", f"  bytes received: {mb(float(seed_bytes))} MB", "", "", "published / snapshot (bytes)",
+                    ratio(seed_bytes, page_bytes))
+        self.contender(case, "seed-import-snapshot", "seed-import, no seed: snapshot pages")
+        self.result(case, "", f"  bytes received: {mb(float(page_bytes))} MB", "", "")
+        self.result(case, "", f"  the same pages gzipped on the wire: {mb(float(wire_bytes))} MB", "", "",
+                    "published / gzipped pages", ratio(seed_bytes, wire_bytes))
+        self.note("case 13: a fresh app, the server at the seed's revision; the published seed is the reference seed's .gz served by seed-server --seeds; the snapshot's bytes are seed-build's bytesDownloaded for the same pages (as decoded), and the same pages asked for with Accept-Encoding: gzip, as sent. No target: the figures say what the download saves.")
+
     def write_report(self):
         """bench.json (write_json.py, from the tab-separated files) and the table on stdout."""
         self.note(f"wall s and peak MB are medians of {self.repeat} runs; ratios are of medians. Peak MB is /usr/bin/time's %M / 1024.")
@@ -1218,7 +1297,7 @@ def positive(text):
 
 
 def cases(text):
-    if not re.fullmatch(r"[1-9][0-9]*(,[1-9][0-9]*)*", text) or any(int(case) > 12 for case in text.split(",")):
+    if not re.fullmatch(r"[1-9][0-9]*(,[1-9][0-9]*)*", text) or any(int(case) > 13 for case in text.split(",")):
         raise argparse.ArgumentTypeError(f"not a list of cases such as 1,5: {text}")
     return sorted(set(int(case) for case in text.split(",")))
 
@@ -1231,7 +1310,7 @@ def parse(argv):
     parser.add_argument("--repeat", type=positive, default=3)
     parser.add_argument("--changes", type=positive, default=100000)
     parser.add_argument("--out", default=".build/bench")
-    parser.add_argument("--only", type=cases, default=list(range(1, 13)))
+    parser.add_argument("--only", type=cases, default=list(range(1, 14)))
     parser.add_argument("--teams", type=positive, default=1000)
     parser.add_argument("--team-events", type=positive, default=1000)
     parser.add_argument("--team-changes", type=positive, default=20)

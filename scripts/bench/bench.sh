@@ -40,6 +40,9 @@
 #                       run once each (no repeats), no target
 #  12 scope index     case 10's dataset with and without its scope: 2,000 one-row admin commits each, what the
 #                       SQLite store's index of its log by scope value costs a commit; no target
+#  13 published seed  a fresh app with no shipped seed, the server at the seed's revision: seed-import
+#                       --seed-url of the reference seed's .gz from seed-server --seeds over loopback against
+#                       seed-import with no seed (snapshot pages); time and bytes received; no target
 # The cases are Python (scripts/bench/bench.py); this script installs the tools they need, builds the
 # commands unless --bin names them, and runs it. Every measured command runs K times under /usr/bin/time -f '%e %M' with its output in OUT/runs/; the
 # MEDIAN wall time and median peak resident memory are reported, and ratios are taken of medians.
@@ -55,7 +58,7 @@
 #                  relative paths here are from the repository's root
 #   --bin DIR      folder with seed-server, seed-build, seed-import and seed-verify already built
 #                  (default: build them, release)
-#   --only CASES   comma-separated cases to run, such as 1,5 (default 1,2,3,4,5,6,7,8,9,10,11,12)
+#   --only CASES   comma-separated cases to run, such as 1,5 (default 1,2,3,4,5,6,7,8,9,10,11,12,13)
 #   --teams N, --team-events N, --team-changes N
 #                  case 10: teams in the dataset split by team (default 1000), events per team (1000),
 #                  change sets per team after the seeds (20)

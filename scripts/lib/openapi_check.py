@@ -517,9 +517,18 @@ def run(check, compact, upgrade, publish):
            body={"sha256": sha, "revision": 6, "schemaVersion": 1}, request_valid=True)
     c.send("register, unsupported encoding", "POST", "/v1/admin/seeds", 415, token="admin",
            body={"sha256": sha, "revision": 6, "schemaVersion": 1}, headers={"Content-Encoding": "br"}, request_valid=False)
+    cdn = "https://cdn.example.com/seeds/events.sqlite.gz"
+    other = "1" * 64
+    at_cdn = c.send("register a seed with its address", "POST", "/v1/admin/seeds", 200, token="admin",
+                    body={"sha256": other, "revision": 6, "schemaVersion": 1, "url": cdn}, request_valid=True)
+    c.expect("register a seed with its address", at_cdn and at_cdn.get("url") == cdn, f"registered {at_cdn}")
+    c.send("register with a folder for an address", "POST", "/v1/admin/seeds", 422, token="admin",
+           body={"sha256": "2" * 64, "revision": 6, "schemaVersion": 1, "url": "https://cdn.example.com/seeds/"},
+           request_valid=True)
     c.send("list seeds without a token", "GET", "/v1/seeds", 401)
     seeds = c.send("list seeds", "GET", "/v1/seeds", 200, token="read")
-    c.expect("list seeds", seeds and [s["sha256"] for s in seeds["seeds"]] == [sha], f"listed {seeds}")
+    c.expect("list seeds", seeds and [(s["sha256"], s.get("url")) for s in seeds["seeds"]] == [(other, cdn), (sha, None)],
+             f"listed {seeds}")
 
     # Published seed files (--seeds): whole, a range, If-Range, 304, 416, HEAD, and names it was not given.
     manifest = publish()
@@ -540,6 +549,13 @@ def run(check, compact, upgrade, publish):
     c.send("seed file, past its end (HEAD)", "HEAD", gz, 416, token="read", headers={"Range": f"bytes={size}-"})
     c.send("seed file, unchanged (HEAD)", "HEAD", gz, 304, token="read",
            headers={"If-None-Match": f'"{manifest["gzip"]["sha256"]}"'})
+    # Registered without an address, a seed this server publishes is listed with its own.
+    c.send("register the published seed", "POST", "/v1/admin/seeds", 200, token="admin",
+           body={"sha256": manifest["sha256"], "revision": manifest["revision"], "schemaVersion": 1}, request_valid=True)
+    seeds = c.send("list seeds, one published here", "GET", "/v1/seeds", 200, token="read")
+    listed = seeds and {s["sha256"]: s.get("url") for s in seeds["seeds"]}
+    c.expect("list seeds, one published here", listed and listed.get(manifest["sha256"]) == gz.lstrip("/"),
+             f"listed {seeds}")
     c.send("seed file, unknown name", "GET", f"{base}/other.sqlite", 404, token="read")
     c.send("seed file, unknown name (HEAD)", "HEAD", f"{base}/other.sqlite", 404, token="read")
     c.send("seed file without a token", "GET", gz, 401)

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import SeedSyncBuild
+import SeedSyncClient
 import SeedSyncModel
 import SeedSyncSQL
 import SeedSyncSeed
@@ -13,7 +14,7 @@ extension ImportSession {
             return try await install(server: server)
         }
         // A published seed is read to install, not on every run: there is nothing shipped to compare.
-        guard configuration.reseedIfNewer, configuration.seedURL == nil else { return database }
+        guard configuration.reseedIfNewer, configuration.shipsSeed else { return database }
         do {
             return try await replaceIfSeedIsNewer(database, server: server)
         } catch {
@@ -24,6 +25,10 @@ extension ImportSession {
 
     /// Copies and checks the seed beside the database, switches the copy to WAL, then renames it into place.
     ///
+    /// The seed is the shipped one; or, with ``SeedImporter/Configuration/seedURL``, the one
+    /// published there, downloaded first; or, when the app gives neither, the newest one the
+    /// server offers (``newestPublishedSeed(_:)``), or a snapshot when it offers none.
+    ///
     /// The copy is switched before the rename, so the file at the database path is in WAL mode
     /// from its first moment: a kill can leave a hot rollback journal beside the copy, which the
     /// next run deletes with it, but never beside the database.
@@ -31,12 +36,70 @@ extension ImportSession {
     /// A seed older than the server's history (its revision before `minRevision`) could not catch
     /// up: it is not installed only to be thrown away, a snapshot is (``installSnapshot(seedRevision:server:)``).
     private func install(server: SchemaInfo?) async throws -> LocalDatabase {
-        guard let url = configuration.seedURL else { return try await installSeed(server: server) }
-        let published = PublishedSeed(url: url, folder: files.download, trustedKeys: configuration.trustedKeys)
+        if let url = configuration.seedURL { return try await installPublished(url, registered: nil, server: server) }
+        if !configuration.seed.isEmpty {
+            report.installedFrom = InstallSource(.shippedSeed, configuration.seed)
+            return try await installSeed(server: server)
+        }
+        // Nothing to install without the server: asked again, its error ends the run.
+        let server = try await reachable(server)
+        guard let (url, registered) = try await newestPublishedSeed(server) else {
+            return try await installSnapshot(server: server)
+        }
+        do {
+            return try await installPublished(url, registered: registered, server: server)
+        } catch let error where Self.isUnusable(error) {
+            // The seed the server offers is not there (not uploaded yet, removed) or not the one
+            // registered: a snapshot does instead, and the run says why.
+            PublishedSeed.remove(files.download)
+            let reason =
+                "the seed the server offers, \(url.absoluteString), could not be used: \(error); a snapshot was installed instead"
+            report.seedProblem = reason
+            emit(.seedRejected(reason: reason))
+            return try await installSnapshot(server: server)
+        }
+    }
+
+    /// Downloads the seed published at `url` (the one the server registered as `registered`,
+    /// when it offered it), installs it and removes the download.
+    private func installPublished(_ url: URL, registered: RegisteredSeed?, server: SchemaInfo?) async throws
+        -> LocalDatabase
+    {
+        report.installedFrom = InstallSource(.publishedSeed, url.absoluteString)
+        let published = PublishedSeed(
+            url: url, folder: files.download, trustedKeys: configuration.trustedKeys, registered: registered?.sha256)
         seed = try await published.fetch(with: client, emit: emit)
         let database = try await installSeed(server: server)
         PublishedSeed.remove(files.download)
         return database
+    }
+
+    /// Whether `error` says that an offered seed cannot be used, whatever the next run does: it is
+    /// not found, or its files are not the seed registered, or not trusted. A network failure is
+    /// not one: the next run resumes the download.
+    private static func isUnusable(_ error: any Error) -> Bool {
+        if let error = error as? SyncClientError { return error.code == .notFound }
+        guard let error = error as? ImportError else { return false }
+        return [.invalidSeed, .untrustedSeed, .mismatch].contains(error.code)
+    }
+
+    /// `server`, or the server's schema asked again: its error (unreachable) ends the run.
+    private func reachable(_ server: SchemaInfo?) async throws -> SchemaInfo {
+        if let server { return server }
+        return try await client.schema()
+    }
+
+    /// The newest seed the server offers this app (`GET /v1/seeds`,
+    /// ``PublishedSeed/newest(of:for:version:base:)``) and its address, or `nil` when it offers none.
+    private func newestPublishedSeed(_ server: SchemaInfo) async throws -> (URL, RegisteredSeed)? {
+        let version = configuration.expectedSchemaVersion ?? server.schemaVersion
+        let offered = try await client.registeredSeeds()
+        guard
+            let (url, seed) = PublishedSeed.newest(
+                of: offered, for: server, version: version, base: configuration.server.serverURL)
+        else { return nil }
+        emit(.foundPublishedSeed(url: url, revision: seed.revision))
+        return (url, seed)
     }
 
     private func installSeed(server: SchemaInfo?) async throws -> LocalDatabase {
@@ -57,16 +120,32 @@ extension ImportSession {
         return database
     }
 
-    /// Installs a snapshot of the server instead of a seed that could not catch up, in the
-    /// version the app wants when the server serves it (no migration to follow), else the seed's.
+    /// Installs a snapshot of the server instead of a seed that could not catch up.
     private func installSnapshot(seedRevision: Int64, server: SchemaInfo) async throws -> LocalDatabase {
         let reason =
             "the seed \(seed.path) is at revision \(seedRevision), older than the server's history (from revision \(server.minRevision)): it could not catch up, so a snapshot was installed instead"
         report.seedProblem = reason
         emit(.seedSkipped(revision: seedRevision, minRevision: server.minRevision))
-        emit(.downloadingSnapshot(minRevision: server.minRevision))
+        return try await installSnapshot(server: server, seedVersion: seed.summary?.schemaVersion)
+    }
+
+    /// Installs a snapshot of the server, in the version the app wants when the server serves it
+    /// (no migration to follow), else `seedVersion` (the seed's that could not catch up), else the
+    /// newest the server serves below it (a later run migrates).
+    ///
+    /// - Throws: ``ImportError/Code/mismatch`` when the server serves only versions newer than the app's.
+    private func installSnapshot(server: SchemaInfo, seedVersion: Int? = nil) async throws -> LocalDatabase {
+        report.installedFrom = InstallSource(.snapshot, configuration.server.serverURL.absoluteString)
         let wanted = configuration.expectedSchemaVersion ?? server.schemaVersion
-        let version = server.servedVersions.contains(wanted) ? wanted : seed.summary?.schemaVersion
+        let served = server.servedVersions
+        guard let version = served.contains(wanted) ? wanted : seedVersion ?? served.filter({ $0 < wanted }).max()
+        else {
+            throw ImportError(
+                .mismatch,
+                "the app expects schema version \(wanted), but the server serves only newer ones (\(served.map(String.init).joined(separator: ", "))); nothing was installed"
+            )
+        }
+        emit(.downloadingSnapshot(minRevision: server.minRevision))
         let built = try await downloadSnapshot(types: nil, version: version)
         defer { try? FileManager.default.removeItem(atPath: built.manifestPath) }
         let metadata = try SeedFile.read(snapshot.output) { try $0.metadata() }

@@ -36,6 +36,9 @@ struct PublishedSeed {
     /// The folder it is downloaded into, `DATABASE.seed`.
     let folder: String
     let trustedKeys: TrustedKeys
+    /// The SHA-256 the server registered the seed with, when it offered it: the manifest must
+    /// describe that seed, whatever the host serves.
+    var registered: String? = nil
 
     /// The manifest's address: beside the seed, named as ``SeedManifest/path(forSeed:)`` names it.
     var manifestURL: URL {
@@ -60,6 +63,12 @@ struct PublishedSeed {
             }
         } catch let error as SeedError {
             throw ImportError(error, otherwise: .invalidSeed)
+        }
+        if let registered, manifest.sha256 != registered {
+            throw ImportError(
+                .invalidSeed,
+                "the manifest at \(manifestURL.absoluteString) describes the seed \(manifest.sha256), not \(registered), which the server registered at that address; nothing was downloaded"
+            )
         }
         let (size, sha256) = try expected(by: manifest)
         let download = FileDownload(url: url, path: path, size: size, identity: sha256)
@@ -88,6 +97,32 @@ struct PublishedSeed {
             )
         }
         return (gzip.size, gzip.sha256)
+    }
+
+    /// The newest of the seeds `offered` (`GET /v1/seeds`) that a fresh app of `version` can
+    /// install and catch up from, with its address: registered with one (resolved against `base`,
+    /// the server's address, when relative), not retired, in `version`, its revision still in the
+    /// server's history, and holding the rows of the scope values the token grants, no fewer and
+    /// no more (`server.scopes`; every value's for a token of every value).
+    static func newest(of offered: [RegisteredSeed], for server: SchemaInfo, version: Int, base: URL)
+        -> (URL, RegisteredSeed)?
+    {
+        let granted = server.scopes.map { ScopeGrant.only($0) } ?? .all
+        let usable = offered.compactMap { seed -> (URL, RegisteredSeed)? in
+            guard seed.retiredAt == nil, seed.schemaVersion == version, seed.revision >= server.minRevision,
+                seed.revision <= server.revision, (seed.scopes.map { ScopeGrant.only($0) } ?? .all) == granted,
+                let text = seed.url, let url = address(text, base: base)
+            else { return nil }
+            return (url, seed)
+        }
+        return usable.max { $0.1.revision < $1.1.revision }
+    }
+
+    /// `text` as an address: absolute (`http` or `https`), or relative to `base`.
+    private static func address(_ text: String, base: URL) -> URL? {
+        if SeedRegistration.isValidURL(text) { return URL(string: text) }
+        guard URL(string: text)?.scheme == nil, !text.hasPrefix("/"), !text.contains("..") else { return nil }
+        return base.appendingPathComponent(text)
     }
 
     /// Removes what a download left.

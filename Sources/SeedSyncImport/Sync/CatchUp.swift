@@ -116,7 +116,7 @@ extension ImportSession {
     /// full snapshot downloaded beside the database; either replaces the database in one transaction.
     func recover(_ database: LocalDatabase, minRevision: Int64) async throws -> LocalDatabase {
         // An app of a published seed ships none: the snapshot is the way back.
-        if configuration.seedURL != nil { return try await replaceWithSnapshot(database, minRevision: minRevision) }
+        if !configuration.shipsSeed { return try await replaceWithSnapshot(database, minRevision: minRevision) }
         if let summary = seed.summary, summary.revision < minRevision {
             return try await replaceWithSnapshot(database, minRevision: minRevision)
         }

@@ -6,6 +6,7 @@ package import Foundation
 /// ```json
 /// {"sha256": "9f86d0…", "revision": 41200, "schemaVersion": 2}
 /// {"sha256": "5e1a7c…", "revision": 41200, "schemaVersion": 2, "scopes": [42]}
+/// {"sha256": "9f86d0…", "revision": 41200, "schemaVersion": 2, "url": "https://cdn.example.com/seeds/events.sqlite.gz"}
 /// ```
 public struct SeedRegistration: Codable, Sendable, Hashable {
     /// The SHA-256 of the seed file (its manifest's `sha256`), lowercase hex.
@@ -17,12 +18,34 @@ public struct SeedRegistration: Codable, Sendable, Hashable {
     /// The scope values whose rows the seed holds (its manifest's `scopes`), or `nil` for every
     /// value: a reader granted them is offered the seed (`GET /v1/seeds`, PROTOCOL.md §10).
     public var scopes: [JSONValue]?
+    /// Where the seed is published: the `http` or `https` address of its file (plain or `.gz`),
+    /// with its manifest beside it, or `nil`. A fresh app with no seed of its own downloads the
+    /// newest one it is offered from there (`GET /v1/seeds`).
+    public var url: String?
 
-    public init(sha256: String, revision: Int64, schemaVersion: Int, scopes: [JSONValue]? = nil) {
+    public init(
+        sha256: String, revision: Int64, schemaVersion: Int, scopes: [JSONValue]? = nil, url: String? = nil
+    ) {
         self.sha256 = sha256
         self.revision = revision
         self.schemaVersion = schemaVersion
         self.scopes = scopes
+        self.url = url
+    }
+
+    /// The longest ``url`` a registration may carry, in bytes.
+    public static let maxURLLength = 2048
+
+    /// Whether `text` is an address a seed may be published at: an absolute `http` or `https`
+    /// URL with a host and a file name (not a folder: no trailing `/`), without a query or a
+    /// fragment (the manifest's address is made by replacing the file name), at most
+    /// ``maxURLLength`` bytes.
+    public static func isValidURL(_ text: String) -> Bool {
+        guard text.utf8.count <= maxURLLength, !text.hasSuffix("/"), let url = URL(string: text),
+            let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme), url.host?.isEmpty == false,
+            url.query == nil, url.fragment == nil
+        else { return false }
+        return !["", "/", ".", ".."].contains(url.lastPathComponent)
     }
 
     /// Whether `text` is a SHA-256 as seeds record it: 64 lowercase hexadecimal digits.
@@ -37,6 +60,11 @@ public struct SeedRegistration: Codable, Sendable, Hashable {
 
 /// A registered seed: what `GET /v1/seeds` lists and `seed-server seeds list` prints. Until it is
 /// retired, compaction keeps every change set after its revision.
+///
+/// ```json
+/// {"sha256": "9f86d0…", "revision": 41200, "schemaVersion": 2, "registeredAt": "2026-11-24T10:00:00Z",
+///  "url": "https://cdn.example.com/seeds/events.sqlite.gz"}
+/// ```
 public struct RegisteredSeed: Codable, Sendable, Hashable {
     public var sha256: String
     public var revision: Int64
@@ -47,10 +75,15 @@ public struct RegisteredSeed: Codable, Sendable, Hashable {
     public var retiredAt: String?
     /// The scope values whose rows it holds, sorted, or `nil` for every value.
     public var scopes: [JSONValue]?
+    /// Where it is published (``SeedRegistration/url``), or `nil`. In `GET /v1/seeds`, a seed
+    /// registered without one that the server publishes itself (`seed-server serve --seeds`) has
+    /// the address of its file on the server, a path to append to the server's base address
+    /// (`v1/seeds/{sha256}/{file}`).
+    public var url: String?
 
     public init(
         sha256: String, revision: Int64, schemaVersion: Int, registeredAt: String, retiredAt: String? = nil,
-        scopes: [JSONValue]? = nil
+        scopes: [JSONValue]? = nil, url: String? = nil
     ) {
         self.sha256 = sha256
         self.revision = revision
@@ -58,6 +91,7 @@ public struct RegisteredSeed: Codable, Sendable, Hashable {
         self.registeredAt = registeredAt
         self.retiredAt = retiredAt
         self.scopes = scopes
+        self.url = url
     }
 
     /// Whether a reader granted `grant` is offered the seed: it holds the rows of values the
@@ -93,18 +127,23 @@ public struct SeedList: Codable, Sendable, Hashable {
 extension SeedRegistration {
     /// What a store does with a registration that passes ``check(revision:minRevision:history:existing:)``.
     package enum Outcome: Sendable, Hashable {
-        /// The seed pins the history already: nothing to write, the record answered.
+        /// The seed pins the history already, at the same address: nothing to write, the record answered.
         case registered(RegisteredSeed)
-        /// The seed was retired: it pins the history again from now on (its record without
-        /// `retiredAt`), as `seed-build --register` promises.
-        case reactivated(RegisteredSeed)
+        /// The seed is published at another address now, or was retired: the record's `url` is to
+        /// be written, and with `reactivated` its `retiredAt` cleared (it pins the history again
+        /// from now on, as `seed-build --register` promises). A store clears it in the statement
+        /// that writes the address alone, so a retirement made meanwhile is never undone by an
+        /// address change.
+        case updated(RegisteredSeed, reactivated: Bool)
         /// A seed not seen before: this record is to be written.
         case new(RegisteredSeed)
     }
 
-    /// The rules every store checks a registration by, given its state: the SHA-256's form, a
-    /// version the store serves, a revision its history reaches (a retired seed too, before it
-    /// pins the history again), and the same values as an `existing` record of the same seed.
+    /// The rules every store checks a registration by, given its state: the SHA-256's form, the
+    /// address's, a version the store serves, a revision its history reaches (a retired seed too,
+    /// before it pins the history again), and the same values as an `existing` record of the same
+    /// seed. The address may change (a seed moved to another host); without one, the record keeps
+    /// its own.
     ///
     /// - Throws: ``SyncStoreError`` naming the rule broken.
     package func check(
@@ -112,6 +151,11 @@ extension SeedRegistration {
     ) throws(SyncStoreError) -> Outcome {
         guard Self.isValidSHA256(sha256) else {
             throw .invalidRegistration("sha256 must be 64 lowercase hexadecimal digits")
+        }
+        if let url, !Self.isValidURL(url) {
+            throw .invalidRegistration(
+                "url must be an http:// or https:// address of the seed's file (no query, no trailing /), at most \(Self.maxURLLength) bytes"
+            )
         }
         let scopes = try checkScopes(history.newest.schema.scope)
         if let existing {
@@ -121,11 +165,14 @@ extension SeedRegistration {
                     "seed \(sha256) is registered already at revision \(existing.revision), schema version \(existing.schemaVersion)\(existing.scopes.map { ", scopes \(ScopeList($0))" } ?? "")"
                 )
             }
-            guard existing.retiredAt != nil else { return .registered(existing) }
+            var record = existing
+            record.url = url ?? existing.url
+            guard existing.retiredAt != nil else {
+                return record == existing ? .registered(existing) : .updated(record, reactivated: false)
+            }
             if revision < minRevision { throw .historyExpired(requested: revision, minRevision: minRevision) }
-            var active = existing
-            active.retiredAt = nil
-            return .reactivated(active)
+            record.retiredAt = nil
+            return .updated(record, reactivated: true)
         }
         guard history.version(schemaVersion) != nil else {
             throw .unknownSchemaVersion(schemaVersion, kept: history.versions.map(\.number))
@@ -154,7 +201,7 @@ extension SeedRegistration {
     package func record(at now: Date = Date()) -> RegisteredSeed {
         RegisteredSeed(
             sha256: sha256, revision: revision, schemaVersion: schemaVersion,
-            registeredAt: RegisteredSeed.timestamp(now), scopes: scopes)
+            registeredAt: RegisteredSeed.timestamp(now), scopes: scopes, url: url)
     }
 }
 

@@ -18,12 +18,17 @@ extension PostgresSyncStore {
             switch try seed.check(revision: revision, minRevision: minRevision, history: history, existing: existing) {
             case .registered(let existing):
                 return existing
-            case .reactivated(let active):
+            case .updated(let updated, let reactivated):
                 var binds = PostgresBindings()
+                binds.append(reactivated)
+                binds.append(updated.url)
                 binds.append(seed.sha256)
-                _ = try await query(
-                    "UPDATE seedsync._seeds SET retired_at = NULL WHERE sha256 = $1", binds, on: connection)
-                return active
+                return try await PostgresSeedRecords.seeds(
+                    """
+                    UPDATE seedsync._seeds SET retired_at = CASE WHEN $1 THEN NULL ELSE retired_at END, url = $2
+                    WHERE sha256 = $3 RETURNING sha256, revision, schema_version, registered_at, retired_at, scopes, url
+                    """, binds, on: connection, store: self
+                ).first ?? updated
             case .new(let new):
                 record = new
             }
@@ -33,8 +38,9 @@ extension PostgresSyncStore {
             binds.append(record.schemaVersion)
             binds.append(record.registeredAt)
             binds.append(record.scopesText)
+            binds.append(record.url)
             _ = try await query(
-                "INSERT INTO seedsync._seeds (sha256, revision, schema_version, registered_at, scopes) VALUES ($1, $2, $3, $4, $5)",
+                "INSERT INTO seedsync._seeds (sha256, revision, schema_version, registered_at, scopes, url) VALUES ($1, $2, $3, $4, $5, $6)",
                 binds, on: connection)
             return record
         }
@@ -61,20 +67,22 @@ extension PostgresSyncStore {
 }
 
 /// `seedsync._seeds`: the registered seeds, created when a store made before it is opened (and
-/// given `scopes`, the JSON array of a seed's scope values, when it lacks it).
+/// given `scopes`, the JSON array of a seed's scope values, and `url`, where it is published,
+/// when it lacks them).
 enum PostgresSeedRecords {
     static let createTable = """
         CREATE TABLE IF NOT EXISTS seedsync._seeds (
           sha256 text PRIMARY KEY, revision bigint NOT NULL, schema_version integer NOT NULL,
-          registered_at text NOT NULL, retired_at text, scopes text
+          registered_at text NOT NULL, retired_at text, scopes text, url text
         )
         """
 
-    /// `scopes` added to a table made before it.
-    static let addScopes = "ALTER TABLE seedsync._seeds ADD COLUMN IF NOT EXISTS scopes text"
+    /// `scopes` and `url` added to a table made before them.
+    static let addColumns =
+        "ALTER TABLE seedsync._seeds ADD COLUMN IF NOT EXISTS scopes text, ADD COLUMN IF NOT EXISTS url text"
 
     static let select =
-        "SELECT sha256, revision, schema_version, registered_at, retired_at, scopes FROM seedsync._seeds"
+        "SELECT sha256, revision, schema_version, registered_at, retired_at, scopes, url FROM seedsync._seeds"
 
     static func find(_ sha256: String, on connection: PostgresConnection, store: PostgresSyncStore) async throws
         -> RegisteredSeed?
@@ -98,11 +106,11 @@ enum PostgresSeedRecords {
         store: PostgresSyncStore
     ) async throws -> [RegisteredSeed] {
         try await store.query(sql, binds, on: connection).map { row in
-            let (sha256, revision, version, registered, retired, scopes) = try row.decode(
-                (String, Int64, Int, String, String?, String?).self)
+            let (sha256, revision, version, registered, retired, scopes, url) = try row.decode(
+                (String, Int64, Int, String, String?, String?, String?).self)
             return RegisteredSeed(
                 sha256: sha256, revision: revision, schemaVersion: version, registeredAt: registered,
-                retiredAt: retired, scopes: try RegisteredSeed.scopes(fromText: scopes))
+                retiredAt: retired, scopes: try RegisteredSeed.scopes(fromText: scopes), url: url)
         }
     }
 }

@@ -14,10 +14,12 @@ extension SQLiteSyncStore {
             {
             case .registered(let record):
                 return record
-            case .reactivated(let record):
+            case .updated(let record, let reactivated):
                 try db.execute(
-                    sql: "UPDATE _seedsync_seeds SET retired_at = NULL WHERE sha256 = ?", arguments: [seed.sha256])
-                return record
+                    sql:
+                        "UPDATE _seedsync_seeds SET retired_at = CASE WHEN ? THEN NULL ELSE retired_at END, url = ? WHERE sha256 = ?",
+                    arguments: [reactivated, record.url, seed.sha256])
+                return try SeedRecords.find(seed.sha256, in: db) ?? record
             case .new(let record):
                 try SeedRecords.insert(record, in: db)
                 return record
@@ -40,7 +42,8 @@ extension SQLiteSyncStore {
 }
 
 /// `_seedsync_seeds`: the registered seeds, created when a file without it is opened (and given
-/// `scopes`, the JSON array of a seed's scope values, when it lacks it).
+/// `scopes`, the JSON array of a seed's scope values, and `url`, where it is published, when it
+/// lacks them).
 enum SeedRecords {
     static let createTable = """
         CREATE TABLE IF NOT EXISTS _seedsync_seeds (
@@ -49,20 +52,22 @@ enum SeedRecords {
           schema_version INTEGER NOT NULL,
           registered_at TEXT NOT NULL,
           retired_at TEXT,
-          scopes TEXT
+          scopes TEXT,
+          url TEXT
         )
         """
 
-    /// Creates the table, or adds `scopes` to one made before it.
+    /// Creates the table, or adds `scopes` and `url` to one made before them.
     static func prepare(_ db: Database) throws {
         try db.execute(sql: createTable)
-        if try !db.columns(in: "_seedsync_seeds").contains(where: { $0.name == "scopes" }) {
-            try db.execute(sql: "ALTER TABLE _seedsync_seeds ADD COLUMN scopes TEXT")
+        let columns = Set(try db.columns(in: "_seedsync_seeds").map(\.name))
+        for column in ["scopes", "url"] where !columns.contains(column) {
+            try db.execute(sql: "ALTER TABLE _seedsync_seeds ADD COLUMN \(column) TEXT")
         }
     }
 
     private static let select =
-        "SELECT sha256, revision, schema_version, registered_at, retired_at, scopes FROM _seedsync_seeds"
+        "SELECT sha256, revision, schema_version, registered_at, retired_at, scopes, url FROM _seedsync_seeds"
 
     static func find(_ sha256: String, in db: Database) throws -> RegisteredSeed? {
         try Row.fetchOne(db, sql: "\(select) WHERE sha256 = ?", arguments: [sha256]).map(seed)
@@ -80,13 +85,13 @@ enum SeedRecords {
     static func insert(_ seed: RegisteredSeed, in db: Database) throws {
         try db.execute(
             sql:
-                "INSERT INTO _seedsync_seeds (sha256, revision, schema_version, registered_at, scopes) VALUES (?, ?, ?, ?, ?)",
-            arguments: [seed.sha256, seed.revision, seed.schemaVersion, seed.registeredAt, seed.scopesText])
+                "INSERT INTO _seedsync_seeds (sha256, revision, schema_version, registered_at, scopes, url) VALUES (?, ?, ?, ?, ?, ?)",
+            arguments: [seed.sha256, seed.revision, seed.schemaVersion, seed.registeredAt, seed.scopesText, seed.url])
     }
 
     private static func seed(_ row: Row) throws -> RegisteredSeed {
         RegisteredSeed(
             sha256: row[0], revision: row[1], schemaVersion: row[2], registeredAt: row[3], retiredAt: row[4],
-            scopes: try RegisteredSeed.scopes(fromText: row[5]))
+            scopes: try RegisteredSeed.scopes(fromText: row[5]), url: row[6])
     }
 }

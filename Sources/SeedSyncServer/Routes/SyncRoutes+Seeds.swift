@@ -2,8 +2,25 @@ import Foundation
 import Hummingbird
 import Logging
 import SeedSyncModel
+import SeedSyncStore
 
 extension SyncRoutes {
+    /// `GET /v1/seeds`: the registered seeds offered to the reader (one granted some scope values
+    /// is offered the seeds of values it holds, and no others). A seed registered without a
+    /// ``RegisteredSeed/url`` that this server publishes (``PublishedSeeds``) is given the address
+    /// of its file here, a path to append to the server's base address: its `.gz` copy when there is one.
+    func seedList() async throws -> Response {
+        let grant = readScopes().map { ScopeGrant.only($0.values) } ?? .all
+        let seeds = try await store.registeredSeeds().filter { $0.isOffered(to: grant) }.map { seed in
+            var seed = seed
+            if seed.url == nil, let offered = published?.seed(seed.sha256)?.offered {
+                seed.url = "v1/seeds/\(seed.sha256)/\(offered)"
+            }
+            return seed
+        }
+        return Self.json(try JSONEncoder.stable().encode(SeedList(seeds: seeds)))
+    }
+
     /// `GET` and `HEAD /v1/seeds/{sha256}/{file}`: a file of the published seed whose plain file
     /// has that SHA-256 (``PublishedSeeds``): the seed, its `.gz` copy or its manifest, by the
     /// names its manifest gives them.

@@ -35,12 +35,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         reader.post("sync") { request, _ in try await sync(request) }
         reader.get("changes") { request, _ in try await changes(request) }
         reader.get("auth") { request, _ in try authorize(request) }
-        reader.get("seeds") { _, _ in
-            // A reader of some scope values is offered the seeds of values it holds, and no others.
-            let grant = readScopes().map { ScopeGrant.only($0.values) } ?? .all
-            let seeds = try await store.registeredSeeds().filter { $0.isOffered(to: grant) }
-            return Self.json(try JSONEncoder.stable().encode(SeedList(seeds: seeds)))
-        }
+        reader.get("seeds") { _, _ in try await seedList() }
         reader.get("seeds/:sha256/:file") { request, context in try await seedFile(request, context) }
         reader.head("seeds/:sha256/:file") { request, context in try await seedFile(request, context) }
         let admin = router.group("v1/admin").add(
@@ -219,11 +214,12 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
             decompressingUpTo: configuration.maxRequestBodySize, within: configuration.requestBodyTimeout)
         let registration = try Self.parse(body, as: "seed registration") { json throws(JSONShapeError) in
             let members = try JSONMembers(json, at: "")
-            let scopes = members.members["scopes"].flatMap { $0 == .null ? nil : $0 }
+            let given = { (name: String) in members.members[name].flatMap { $0 == .null ? nil : $0 } }
             return SeedRegistration(
                 sha256: try members.string("sha256"), revision: try members.int64("revision"),
                 schemaVersion: Int(try members.int64("schemaVersion")),
-                scopes: scopes == nil ? nil : try members.array("scopes"))
+                scopes: given("scopes") == nil ? nil : try members.array("scopes"),
+                url: given("url") == nil ? nil : try members.string("url"))
         }
         return Self.json(try JSONEncoder.stable().encode(try await store.register(registration)))
     }
@@ -285,7 +281,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         return writer.bytes
     }
 
-    private static func json(_ bytes: some Sequence<UInt8>) -> Response {
+    static func json(_ bytes: some Sequence<UInt8>) -> Response {
         Response(
             status: .ok,
             headers: [.contentType: "application/json"],

@@ -1,6 +1,6 @@
 import Foundation
 import PostgresNIO
-public import SeedSyncModel
+import SeedSyncModel
 public import SeedSyncStore
 
 extension PostgresSyncStore: MaintainedSyncStore {

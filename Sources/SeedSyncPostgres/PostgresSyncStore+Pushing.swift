@@ -1,6 +1,6 @@
 import PostgresNIO
 public import SeedSyncModel
-public import SeedSyncStore
+import SeedSyncStore
 
 extension PostgresSyncStore {
     /// Applies a pushed change set once (see `SyncStore/push(_:retention:)`), in one

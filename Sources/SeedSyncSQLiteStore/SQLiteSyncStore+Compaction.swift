@@ -1,5 +1,5 @@
 import GRDB
-public import SeedSyncModel
+import SeedSyncModel
 public import SeedSyncStore
 
 extension SQLiteSyncStore {

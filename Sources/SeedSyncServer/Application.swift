@@ -1,6 +1,6 @@
 public import Hummingbird
 public import Logging
-public import SeedSyncModel
+import SeedSyncModel
 public import SeedSyncStore
 
 /// Builds the sync server: protocol v1 over `store`, with the middleware the protocol needs

@@ -1,6 +1,6 @@
 import Logging
 import PostgresNIO
-public import SeedSyncModel
+import SeedSyncModel
 
 extension PostgresSyncStore {
     /// Takes served tables back after their capture was lost: a table dropped and created again

@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
-package import SeedSyncModel
+import SeedSyncModel
 package import SeedSyncStore
 
 /// `seedsync._schemas`: every schema version of the store, one row each, created when a store

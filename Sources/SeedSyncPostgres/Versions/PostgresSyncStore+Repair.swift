@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
-public import SeedSyncModel
+import SeedSyncModel
 import SeedSyncStore
 
 extension PostgresSyncStore {

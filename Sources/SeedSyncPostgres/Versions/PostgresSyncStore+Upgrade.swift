@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import PostgresNIO
 public import SeedSyncModel
-public import SeedSyncStore
+import SeedSyncStore
 
 extension PostgresSyncStore {
     /// Makes `schema` the newest version at the current revision (see

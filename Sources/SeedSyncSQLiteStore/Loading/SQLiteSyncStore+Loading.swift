@@ -1,4 +1,4 @@
-public import SeedSyncModel
+import SeedSyncModel
 public import SeedSyncStore
 
 extension SQLiteSyncStore: MaintainedSyncStore {

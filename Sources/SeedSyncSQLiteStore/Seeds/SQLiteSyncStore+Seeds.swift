@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 public import SeedSyncModel
-public import SeedSyncStore
+import SeedSyncStore
 
 extension SQLiteSyncStore {
     public func register(_ seed: SeedRegistration) async throws -> RegisteredSeed {

@@ -1,7 +1,7 @@
 import GRDB
 public import SeedSyncModel
 import SeedSyncSQL
-public import SeedSyncStore
+import SeedSyncStore
 
 extension SQLiteSyncStore {
     /// Makes `schema` the newest version at the current revision (see

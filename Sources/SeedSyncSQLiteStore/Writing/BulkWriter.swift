@@ -1,5 +1,5 @@
 import GRDB
-package import SeedSyncModel
+import SeedSyncModel
 import SeedSyncSQL
 package import SeedSyncStore
 

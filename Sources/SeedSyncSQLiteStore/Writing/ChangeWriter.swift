@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 public import SeedSyncModel
 import SeedSyncSQL
-public import SeedSyncStore
+import SeedSyncStore
 
 extension SQLiteSyncStore {
     @discardableResult

@@ -1,6 +1,6 @@
 import Crypto
 import CryptoExtras
-public import Foundation
+import Foundation
 import SeedSyncModel
 
 /// An Ed25519 public key that seeds are checked against (``TrustedKeys``): what an app or

@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 import SeedSyncModel
 
 /// One signature of a manifest (``SeedManifest/signatures``): the key that made it and the

@@ -1,6 +1,6 @@
 import Crypto
 import CryptoExtras
-public import Foundation
+import Foundation
 
 /// The Ed25519 private key `seed-build` signs manifests with (``SeedManifest/signed(with:)``).
 ///

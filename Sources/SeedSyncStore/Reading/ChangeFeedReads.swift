@@ -1,4 +1,4 @@
-package import SeedSyncModel
+import SeedSyncModel
 
 /// The change feed as both stores serve it, so that clients a few revisions behind (the common
 /// case, and every client right after a commit) cost the store little.

@@ -1,5 +1,5 @@
 import Foundation
-package import SeedSyncModel
+import SeedSyncModel
 
 /// Encoded change sets this process already read, by schema version and revision, up to a byte
 /// capacity: both stores keep one for their change feeds.

@@ -1,5 +1,5 @@
 import Foundation
-package import SeedSyncModel
+import SeedSyncModel
 
 /// Concurrent reads of the same thing, shared without serving anything older than a request.
 ///

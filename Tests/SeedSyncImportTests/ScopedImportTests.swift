@@ -160,6 +160,40 @@ import Testing
         }
     }
 
+    /// A fresh app with no seed is offered its team's published seed, and takes it; an app of two
+    /// teams is offered each team's seed but neither holds all its rows: it takes a snapshot.
+    @Test(arguments: StoreBackend.tested) func aFreshAppWithNoSeedTakesItsTeamsSeed(backend: StoreBackend)
+        async throws
+    {
+        try await Self.withTeams(backend) { store, url, served in
+            let report = try await SeedBuilder(
+                client: served.client(token: liveServerAdminToken),
+                options: .init(
+                    output: served.path("seeds/clubs.sqlite"), pageSize: 2, gzip: true, register: true,
+                    scopes: .every)
+            ).build()
+            let teamOne = try #require(report.scopeSeeds?.first { $0.value == 1 })
+            try await store.commit(Fixtures.clubsRetitle(101, team: 1, "after the seeds"))
+            for (teams, kind) in [([JSONValue.int(1)], InstallSource.Kind.publishedSeed), ([1, 2], .snapshot)] {
+                let database = served.path("app-\(teams.count).sqlite")
+                let token = try await TestIdentityProvider.teamToken(teams)
+                let run = try await SeedImporter(
+                    configuration: .init(
+                        seed: "", database: database,
+                        server: .init(serverURL: url, token: token, requestTimeout: 10, retry: .none))
+                ).run()
+                #expect(run.installedFrom?.kind == kind, "teams \(teams): \(String(describing: run.installedFrom))")
+                if kind == .publishedSeed {
+                    #expect(
+                        run.installedFrom?.location.hasSuffix("\(teamOne.manifest.sha256)/clubs.team-1.sqlite.gz")
+                            == true)
+                }
+                #expect(
+                    try contents(ofSeed: database) == (try await Fixtures.contents(of: store, grant: .only(teams))))
+            }
+        }
+    }
+
     /// One build with a token of every team cuts a seed per team: each holds its team's rows and
     /// the shared ones, says so, verifies, and is byte for byte the seed that team's own token
     /// builds; an app installed from one catches up its team alone.
@@ -310,7 +344,15 @@ import Testing
         try await backend.withStore(Fixtures.clubsSchema) { store in
             try await store.commit(Fixtures.clubsCreation(teams: 1...3, eventsPerTeam: 3))
             try await withTemporaryDirectory { directory in
-                try await withLiveServer(store, configure: { $0.jwt = TestIdentityProvider.teamJWT }) { url in
+                // The server publishes the seeds built into `seeds/` (`serve --seeds`).
+                let seeds = directory.appendingPathComponent("seeds").path
+                try await withLiveServer(
+                    store,
+                    configure: {
+                        $0.jwt = TestIdentityProvider.teamJWT
+                        $0.seedsFolder = seeds
+                    }
+                ) { url in
                     try await body(store, url, ServedStore(url: url, store: store, directory: directory))
                 }
             }

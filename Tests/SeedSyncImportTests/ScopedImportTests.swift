@@ -166,12 +166,7 @@ import Testing
         async throws
     {
         try await Self.withTeams(backend) { store, url, served in
-            let report = try await SeedBuilder(
-                client: served.client(token: liveServerAdminToken),
-                options: .init(
-                    output: served.path("seeds/clubs.sqlite"), pageSize: 2, gzip: true, register: true,
-                    scopes: .every)
-            ).build()
+            let report = try await Self.buildEveryTeamsSeed(served)
             let teamOne = try #require(report.scopeSeeds?.first { $0.value == 1 })
             try await store.commit(Fixtures.clubsRetitle(101, team: 1, "after the seeds"))
             for (teams, kind) in [([JSONValue.int(1)], InstallSource.Kind.publishedSeed), ([1, 2], .snapshot)] {
@@ -203,12 +198,7 @@ import Testing
         try await Self.withTeams(backend) { store, url, served in
             try await store.commit(Self.move(201, to: 1))
             do {
-                let report = try await SeedBuilder(
-                    client: served.client(token: liveServerAdminToken),
-                    options: .init(
-                        output: served.path("seeds/clubs.sqlite"), pageSize: 2, gzip: true, register: true,
-                        scopes: .every)
-                ).build()
+                let report = try await Self.buildEveryTeamsSeed(served)
                 let cut = try #require(report.scopeSeeds)
                 #expect(cut.map(\.value) == [1, 2, 3])
                 // Each seed registered with its team, so the server offers it to that team's readers.
@@ -357,6 +347,16 @@ import Testing
                 }
             }
         }
+    }
+
+    /// One registered build into the server's published `seeds/` folder (with its `.gz`) that also
+    /// cuts a seed per team (`--every-scope`).
+    static func buildEveryTeamsSeed(_ served: ServedStore) async throws -> BuildReport {
+        try await SeedBuilder(
+            client: served.client(token: liveServerAdminToken),
+            options: .init(
+                output: served.path("seeds/clubs.sqlite"), pageSize: 2, gzip: true, register: true, scopes: .every)
+        ).build()
     }
 
     /// The title of `event` in `store`.

@@ -29,6 +29,9 @@ extension SyncRoutes {
         return (scope, values)
     }
 
+    /// The values the request's token grants, as a grant: ``readScopes()``'s, or every value.
+    var readGrant: ScopeGrant { readScopes().map { ScopeGrant.only($0.values) } ?? .all }
+
     /// What a read of `uri` answers for: the values its `scopes` parameter names, the token's
     /// values when it names none and the token does not grant every value, else `nil` (every row).
     ///

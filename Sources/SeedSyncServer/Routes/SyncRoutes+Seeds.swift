@@ -10,7 +10,7 @@ extension SyncRoutes {
     /// ``RegisteredSeed/url`` that this server publishes (``PublishedSeeds``) is given the address
     /// of its file here, a path to append to the server's base address: its `.gz` copy when there is one.
     func seedList() async throws -> Response {
-        let grant = readScopes().map { ScopeGrant.only($0.values) } ?? .all
+        let grant = readGrant
         let seeds = try await store.registeredSeeds().filter { $0.isOffered(to: grant) }.map { seed in
             var seed = seed
             if seed.url == nil, let offered = published?.seed(seed.sha256)?.offered {
@@ -33,7 +33,7 @@ extension SyncRoutes {
     func seedFile(_ request: Request, _ context: some RequestContext) async throws -> Response {
         guard let published, let sha256 = context.parameters.get("sha256"), let name = context.parameters.get("file"),
             let seed = published.seed(sha256), let entry = seed.files[name],
-            (readScopes().map { ScopeGrant.only($0.values) } ?? .all).offers(seedOf: seed.scopes)
+            readGrant.offers(seedOf: seed.scopes)
         else { throw Self.noSeedFile }
         let path = published.path(of: name)
         guard let size = Self.fileSize(atPath: path), entry.map({ $0.size == size }) ?? true else {

@@ -12,7 +12,8 @@
 # client matrix on both stores (scripts/suites/hostile-clients.sh), the scope line on both stores (scripts/suites/scope-line.sh: a
 # reader granted some scope values reads nothing of the others), the hostile server matrix against seed-build and seed-import
 # (scripts/suites/hostile-servers.sh), the change log through a real nginx (scripts/suites/cache-check.sh), a short
-# crash campaign (scripts/suites/crash-test.sh, 10 kills per target and store), short soaks on both stores
+# crash campaign (scripts/suites/crash-test.sh, 10 kills per target and store), 40 simulated power losses
+# (scripts/suites/power-loss.sh), short soaks on both stores
 # (scripts/suites/soak.sh), and 15 seconds of each libFuzzer target (scripts/suites/fuzz.sh). The tests have 15
 # minutes (SEEDSYNC_TEST_SECONDS): a run that hangs fails with the tests that did not end and the test
 # process's stacks (scripts/lib/watchdog.sh).
@@ -56,6 +57,7 @@ timed "hostile servers" run_bounded 600 bash scripts/suites/hostile-servers.sh -
 joined "DocC"
 timed "cache check" run_bounded 300 bash scripts/suites/cache-check.sh --bin "$bin"
 timed "crash campaign" run_bounded 600 bash scripts/suites/crash-test.sh --iterations 10 --events 3000 --changes 300 --bin "$bin"
+timed "power loss" run_bounded 300 bash scripts/suites/power-loss.sh --cuts 10 --bin "$bin"
 soaks() {
     run_bounded 300 bash scripts/suites/soak.sh --seconds 30 --backend sqlite --bin "$bin" \
         && run_bounded 300 bash scripts/suites/soak.sh --seconds 45 --backend postgres --bin "$bin"

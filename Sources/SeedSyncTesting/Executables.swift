@@ -36,8 +36,10 @@ public enum Executables {
     public static func run(
         _ name: String, _ arguments: [String], environment: [String: String] = [:], fileSizeLimitKiB: Int? = nil
     ) async throws -> Result {
-        try await offPool {
-            try runBlocking(name, arguments, environment: environment, fileSizeLimitKiB: fileSizeLimitKiB)
+        try await TestTrace.step("child process \(name) \(arguments.prefix(3).joined(separator: " "))") {
+            try await offPool {
+                try runBlocking(name, arguments, environment: environment, fileSizeLimitKiB: fileSizeLimitKiB)
+            }
         }
     }
 

@@ -36,8 +36,12 @@ public func withLiveServer(
     var logger = Logger(label: "seed-server")
     logger.logLevel = .notice  // a line for each request would bury the test output
     let app = try await buildApplication(store: store, configuration: configuration, logger: logger)
-    try await app.test(.live) { client in
-        try await body(URL(string: "http://127.0.0.1:\(client.port!)")!)
+    try await TestTrace.step("live server: starting, body or shutting down") {
+        try await app.test(.live) { client in
+            try await TestTrace.step("live server on port \(client.port!): test body") {
+                try await body(URL(string: "http://127.0.0.1:\(client.port!)")!)
+            }
+        }
     }
 }
 

@@ -68,6 +68,9 @@ public enum SeedHost {
     public struct Request: Sendable, Hashable {
         /// 1 for the first request, 2 for the next, …
         public var number: Int
+        /// 1 for the first request of ``path``, 2 for the next of the same path, …: a plan keyed on
+        /// it is not shifted by a retry of another file's request (a manifest timed out under load).
+        public var attempt: Int
         public var path: String
         public var range: String?
         public var ifRange: String?
@@ -87,10 +90,12 @@ public enum SeedHost {
         let router = Router()
         let answer: @Sendable (Hummingbird.Request, BasicRequestContext) async throws -> Response = { request, _ in
             var seen = Request(
-                number: 0, path: request.uri.path, range: request.headers[.range], ifRange: request.headers[.ifRange],
+                number: 0, attempt: 0, path: request.uri.path, range: request.headers[.range],
+                ifRange: request.headers[.ifRange],
                 authorized: request.headers[.authorization] != nil, sent: 0)
             let number = log.update { requests in
                 seen.number = requests.count + 1
+                seen.attempt = requests.count { $0.path == seen.path } + 1
                 requests.append(seen)
                 return seen.number
             }

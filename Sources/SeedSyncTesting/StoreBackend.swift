@@ -29,7 +29,12 @@ public enum StoreBackend: String, CaseIterable, Sendable, CustomStringConvertibl
         switch self {
         case .sqlite:
             try await withTemporaryDirectory { directory in
-                try await body(try await Fixtures.emptyStore(schema, in: directory))
+                let store = try await TestTrace.step("SQLite store \(directory.lastPathComponent): opening") {
+                    try await Fixtures.emptyStore(schema, in: directory)
+                }
+                try await TestTrace.step("SQLite store \(directory.lastPathComponent): test body") {
+                    try await body(store)
+                }
             }
         case .postgres:
             try await TestPostgres.withDatabase { location in
@@ -81,7 +86,7 @@ public func withSecondStore(
     } else {
         let second = try SQLiteSyncStore(path: (store as! SQLiteSyncStore).path)
         defer { try? second.close() }
-        try await body(second)
+        try await TestTrace.step("second SQLite store on \(second.path): test body") { try await body(second) }
     }
 }
 
@@ -105,14 +110,18 @@ public enum TestPostgres {
     public static func withDatabase(_ body: @escaping @Sendable (PostgresLocation) async throws -> Void) async throws {
         let base = try location()
         let name = "seedsync_test_\(UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: ""))"
-        try await run("CREATE DATABASE \(name)", on: base)
+        try await TestTrace.step("CREATE DATABASE \(name)") { try await run("CREATE DATABASE \(name)", on: base) }
         do {
             try await body(try location(database: name))
         } catch {
-            try? await run("DROP DATABASE \(name) WITH (FORCE)", on: base)
+            try? await TestTrace.step("DROP DATABASE \(name)") {
+                try await run("DROP DATABASE \(name) WITH (FORCE)", on: base)
+            }
             throw error
         }
-        try await run("DROP DATABASE \(name) WITH (FORCE)", on: base)
+        try await TestTrace.step("DROP DATABASE \(name)") {
+            try await run("DROP DATABASE \(name) WITH (FORCE)", on: base)
+        }
     }
 
     /// Opens the store at `location` for a test: as `PostgresSyncStore.withStore(at:)`, but a
@@ -122,7 +131,12 @@ public enum TestPostgres {
     public static func withStore<T: Sendable>(
         at location: PostgresLocation, _ body: @Sendable (PostgresSyncStore) async throws -> T
     ) async throws -> T {
-        try await PostgresSyncStore.withStore(at: location, leaseTimeout: .seconds(30), body)
+        // Opening, the body and closing (the pool's shutdown) each named for a hung run's report.
+        try await TestTrace.step("PostgreSQL store \(location.database): opening, body or closing") {
+            try await PostgresSyncStore.withStore(at: location, leaseTimeout: .seconds(30)) { store in
+                try await TestTrace.step("PostgreSQL store \(location.database): test body") { try await body(store) }
+            }
+        }
     }
 
     /// Runs `sql` (no parameters) on a connection of its own.
@@ -150,7 +164,9 @@ public enum TestPostgres {
             host: location.host, port: location.port, username: location.username,
             password: ProcessInfo.processInfo.environment["PGPASSWORD"], database: location.database, tls: .disable
         )
-        let connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: logger)
+        let connection = try await TestTrace.step("connecting to \(location.database)") {
+            try await PostgresConnection.connect(configuration: configuration, id: 1, logger: logger)
+        }
         do {
             let result = try await body(connection, logger)
             try? await connection.close()  // a test may have had the server end it

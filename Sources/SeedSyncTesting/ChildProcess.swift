@@ -90,8 +90,24 @@ public final class ChildProcess: @unchecked Sendable {
         }
     }
 
+    /// Starts `path` with `arguments` and this process's environment, its standard input from
+    /// `/dev/null`, its output and errors this process's own, and no other descriptor of this
+    /// process; returns its process id, for the caller to reap (`waitpid`).
+    ///
+    /// For a helper that leaves a server running (``PrivatePostgres``): a plain `posix_spawn`
+    /// hands it every descriptor the test process has open at that moment, and the server it
+    /// starts then holds the other tests' sockets and pipes open for as long as it runs (their
+    /// connections never see the test close them, their readers never see the end of a pipe).
+    static func spawnKeepingOutput(_ path: String, _ arguments: [String]) throws -> pid_t {
+        try spawn(
+            path, [path] + arguments, ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" },
+            output: nil, errors: nil)
+    }
+
+    /// `posix_spawn` with every descriptor above 2 closed; `output` and `errors`, when given,
+    /// become the child's standard output and error (otherwise it keeps this process's).
     private static func spawn(
-        _ path: String, _ arguments: [String], _ environment: [String], output: Int32, errors: Int32
+        _ path: String, _ arguments: [String], _ environment: [String], output: Int32?, errors: Int32?
     ) throws -> pid_t {
         #if canImport(Darwin)
         var actions: posix_spawn_file_actions_t?
@@ -105,8 +121,8 @@ public final class ChildProcess: @unchecked Sendable {
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, output, 1)
-        posix_spawn_file_actions_adddup2(&actions, errors, 2)
+        if let output { posix_spawn_file_actions_adddup2(&actions, output, 1) }
+        if let errors { posix_spawn_file_actions_adddup2(&actions, errors, 2) }
         var flags = Int32(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)
         #if canImport(Darwin)
         flags |= Int32(POSIX_SPAWN_CLOEXEC_DEFAULT)

@@ -73,8 +73,9 @@ public final class PrivatePostgres: Sendable {
 
     /// Runs `script` with bash in the package's root folder and returns its standard output.
     ///
-    /// Spawned and reaped with `posix_spawn` and `waitpid` on a thread of its own: the server the
-    /// script leaves running must not keep the wait from ending.
+    /// Spawned without the test process's descriptors (``ChildProcess/spawnKeepingOutput(_:_:)``)
+    /// and reaped with `waitpid` on a thread of its own: the server the script leaves running must
+    /// not keep the wait from ending, nor other tests' sockets and pipes open.
     private static func shell(_ script: String) async throws -> String {
         let root = packageRoot.path
         return try await offPool {
@@ -83,13 +84,7 @@ public final class PrivatePostgres: Sendable {
             ).path
             defer { try? FileManager.default.removeItem(atPath: output) }
             let command = "set -euo pipefail; cd '\(root)'; exec >'\(output)' </dev/null; " + script
-            var pid: pid_t = 0
-            let words: [String] = ["/bin/bash", "-c", command]
-            let arguments: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
-            defer { for argument in arguments { free(argument) } }
-            guard posix_spawn(&pid, "/bin/bash", nil, nil, arguments, environ) == 0 else {
-                throw TestSetupError("cannot start bash for a PostgreSQL helper")
-            }
+            let pid = try ChildProcess.spawnKeepingOutput("/bin/bash", ["-c", command])
             var status: Int32 = 0
             while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
             guard status == 0 else { throw TestSetupError("a PostgreSQL helper failed (wait status \(status))") }

@@ -20,7 +20,7 @@ serve and take a commit.
 
 Usage: powerloss.py plan LOG                       the number of operations a run makes
        powerloss.py expect SEED URL TOKEN OUT      the rows at each revision, from SEED on
-       powerloss.py cut LOG DIR DATABASE EXPECTED MODE SEED_RANDOM [--had-database]
+       powerloss.py cut LOG DIR DATABASE EXPECTED MODE SEED_RANDOM [--had-database] [--sound-only]
        powerloss.py store BIN DIR LIBRARY LOG AT MODE SEED_RANDOM   (AT 0: count the operations)
 """
 import json
@@ -224,7 +224,7 @@ def rows_at(history, revision):
     return rows if reached == revision else None
 
 
-def check(database, expected_path, had_database):
+def check(database, expected_path, had_database, sound_only=False):
     """Fails (exit 1, saying why) unless the database is absent where allowed, sound, and exactly
     the server's rows at its revision. Prints where it stands."""
     if not os.path.exists(database):
@@ -241,6 +241,11 @@ def check(database, expected_path, had_database):
         db.close()
     except sqlite3.DatabaseError as error:
         sys.exit(f"FAIL: {database} cannot be read as a seed database after the power loss: {error}")
+    if sound_only:
+        db = sqlite3.connect(database)
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        db.close()
+        return f"revision {revision} in version {version}, sound"
     with open(expected_path) as file:
         wanted = rows_at(json.load(file), revision)
     if wanted is None:
@@ -351,7 +356,7 @@ def main():
         log, folder, database, expected, mode, seed = sys.argv[2:8]
         rng = random.Random(int(seed))
         loss, cut = power_loss(log, folder, mode, rng)
-        where = check(database, expected, "--had-database" in sys.argv)
+        where = check(database, expected, "--had-database" in sys.argv, "--sound-only" in sys.argv)
         print(f"{'cut' if cut else 'finished'}; {loss}; {where}")
     else:
         sys.exit(__doc__)

@@ -120,6 +120,11 @@ import_plan() {
     python3 "$here/powerloss.py" plan "$work/plan.log"
 }
 
+# pushed_rows INDEX: how many of the two rows the push of cut INDEX queued the server holds.
+pushed_rows() {
+    sqlite3 "$work/server.sqlite" "SELECT count(*) FROM locations WHERE name IN ('push cut $1 a', 'push cut $1 b')"
+}
+
 # import_cut SCENARIO AT MODE INDEX: one cut of seed-import, the checks, a restart; prints where it
 # landed, or fails saying why.
 import_cut() {
@@ -141,8 +146,7 @@ import_cut() {
     found=$(python3 "$here/powerloss.py" cut "$work/cut.log" "$app" "$app/app.sqlite" "$work/history.json" \
         "$mode" "$index" "${had[@]}") || return 1
     # Whether the pushed rows were on the server before the restart (then it must not push them twice).
-    [ "$scenario" = push ] && reached=$(sqlite3 "$work/server.sqlite" \
-        "SELECT count(*) FROM locations WHERE name IN ('push cut $index a', 'push cut $index b')")
+    [ "$scenario" = push ] && reached=$(pushed_rows "$index")
     if ! import "$app/app.sqlite" "$seed" 2>"$work/rerun.err" \
         || ! compare_tables "$work/server.sqlite" "$app/app.sqlite" >"$work/compare.txt"; then
         cat "$work/rerun.err" "$work/compare.txt" >&2
@@ -154,7 +158,7 @@ import_cut() {
         return 1
     fi
     if [ "$scenario" = push ]; then
-        rows=$(sqlite3 "$work/server.sqlite" "SELECT count(*) FROM locations WHERE name IN ('push cut $index a', 'push cut $index b')")
+        rows=$(pushed_rows "$index")
         [ "$reached" = 2 ] && found="$found; the push had reached the server before the cut"
         if [ "$rows" != 2 ]; then
             echo "$found; the server holds $rows of the 2 pushed rows after the restart, not each once" >&2

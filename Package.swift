@@ -67,7 +67,10 @@ let package = Package(
         ),
         // Storage: the protocol every store implements and the reading machinery stores share (the
         // change-feed reads, the served versions, bulk-load rows). What a server needs, not an app.
-        .target(name: "SeedSyncStore", dependencies: ["SeedSyncModel"], swiftSettings: libraryFeatures),
+        .target(
+            name: "SeedSyncStore",
+            dependencies: ["SeedSyncModel", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: libraryFeatures),
         // Storage: the embedded SQLite store (GRDB).
         .target(
             name: "SeedSyncSQLiteStore",

@@ -245,8 +245,13 @@ public struct SeedBuilder: Sendable {
         for try await response in feed {
             try Task.checkCancellation()
             let changeSets = response.changeSetsToApply.map { $0.removingChanges(ofTypes: excluded) }
-            guard !changeSets.isEmpty else { return }
-            let revision = try await writer.apply(changeSets, mayFollowGap: response.scopes != nil)
+            guard !changeSets.isEmpty else {
+                // At the newest revision already: the answer's chain is the seed's anchor.
+                if let chain = response.chain { try await writer.save(chain: chain, ifAt: response.maxRevision) }
+                return
+            }
+            let revision = try await writer.apply(
+                changeSets, chains: response.chainsToApply, mayFollowGap: response.scopes != nil)
             run.changeSets += changeSets.count
             try await progress(.caughtUp(changeSets: run.changeSets, revision: revision))
         }

@@ -225,39 +225,52 @@ extension SyncClient {
     /// before ended at.
     ///
     /// With a `schemaVersion` and `readsLog`, the log is read with
-    /// ``changes(after:schemaVersion:limit:scopes:)``, which a cache in front of the server can answer,
+    /// ``changes(after:chain:schemaVersion:limit:scopes:)``, which a cache in front of the server can answer,
     /// up to and including the head (kept by caches for one second at most); a server without
-    /// `GET /v1/changes` (404) is read with ``sync(from:limit:pushing:schemaVersion:wait:)``.
+    /// `GET /v1/changes` (404) is read with ``sync(from:chain:limit:pushing:schemaVersion:wait:)``.
     /// Without them, every answer comes from `sync`, from the origin: for a client that asks again
     /// at the head and must see the newest revision. `limit` applies to the `sync` requests: log
     /// reads leave the length to the server, so that every client asks for the same addresses.
     /// `scopes`, a reader's values, are named in the log reads' addresses (`sync` reads for the
     /// token's grant).
     package func changeFeed(
-        from revision: Int64, limit: Int, schemaVersion: Int?, readsLog: Bool = true, ahead: Int = 1,
-        scopes: ScopeList? = nil
+        from revision: Int64, chain: HistoryChain? = nil, limit: Int, schemaVersion: Int?, readsLog: Bool = true,
+        ahead: Int = 1, scopes: ScopeList? = nil
     ) -> PrefetchingSequence<SyncResponse, FeedCursor> {
-        let start = FeedCursor(revision: revision, readsLog: readsLog && schemaVersion != nil)
+        let start = FeedCursor(revision: revision, chain: chain, readsLog: readsLog && schemaVersion != nil)
         return PrefetchingSequence(from: start, ahead: ahead) { [self, scopes] cursor in
             if cursor.readsLog, let schemaVersion {
                 do {
                     let response = try await changes(
-                        after: cursor.revision, schemaVersion: schemaVersion, scopes: scopes)
-                    return (
-                        response, response.hasMore ? FeedCursor(revision: response.maxRevision, readsLog: true) : nil
-                    )
+                        after: cursor.revision, chain: cursor.chain, schemaVersion: schemaVersion, scopes: scopes)
+                    return (response, FeedCursor(after: response, readsLog: true))
                 } catch let error as SyncClientError where error.status == 404 {
                     // A server that predates the log reads: `sync` below, for this answer and the rest.
                 }
             }
-            let response = try await sync(from: cursor.revision, limit: limit, schemaVersion: schemaVersion)
-            return (response, response.hasMore ? FeedCursor(revision: response.maxRevision, readsLog: false) : nil)
+            let response = try await sync(
+                from: cursor.revision, chain: cursor.chain, limit: limit, schemaVersion: schemaVersion)
+            return (response, FeedCursor(after: response, readsLog: false))
         }
     }
 }
 
-/// Where a change feed goes on: from `revision`, by a log read (`GET /v1/changes`) or by `POST /v1/sync`.
+/// Where a change feed goes on: from `revision` (whose history chain is `chain`, when known), by a
+/// log read (`GET /v1/changes`) or by `POST /v1/sync`.
 package struct FeedCursor: Sendable {
     package var revision: Int64
+    package var chain: HistoryChain?
     package var readsLog: Bool
+
+    /// After `response`: from its `maxRevision` when it has more, else none.
+    init?(after response: SyncResponse, readsLog: Bool) {
+        guard response.hasMore else { return nil }
+        self.init(revision: response.maxRevision, chain: response.chain, readsLog: readsLog)
+    }
+
+    init(revision: Int64, chain: HistoryChain?, readsLog: Bool) {
+        self.revision = revision
+        self.chain = chain
+        self.readsLog = readsLog
+    }
 }

@@ -50,6 +50,7 @@ extension SyncClient {
             case (403, _): .forbidden
             case (410, _): .historyExpired
             case (409, "revision_ahead"?): .revisionAhead
+            case (409, "history_rewritten"?): .historyRewritten
             case (409, "unknown_schema_version"?): .unknownSchemaVersion
             default: .serverError
             }

@@ -201,23 +201,28 @@ public final class SyncClient: Sendable {
     /// a newer revision commits (live sync): the answer comes as soon as one does, or with no
     /// change set when the wait (capped by the server) ends. The request's timeout grows by `wait`.
     ///
+    /// With `chain`, the history chain the client keeps for `revision` (the `chain` of the answer
+    /// that brought it), the server checks that its history is still the one the client applied.
+    ///
     /// ```swift
-    /// var revision = try await client.sync(from: revision).maxRevision
-    /// let next = try await client.sync(from: revision, wait: 55)  // returns at the next commit
+    /// var answer = try await client.sync(from: revision)
+    /// answer = try await client.sync(from: answer.maxRevision, chain: answer.chain, wait: 55)  // at the next commit
     /// ```
     ///
     /// - Throws: ``SyncClientError`` with ``SyncClientError/Code/historyExpired`` (and
     ///   `minRevision`) or ``SyncClientError/Code/revisionAhead`` when the server cannot serve
-    ///   from `revision`, ``SyncClientError/Code/forbidden`` when the token may not push;
+    ///   from `revision`, ``SyncClientError/Code/historyRewritten`` when its history at `revision`
+    ///   is not `chain`, ``SyncClientError/Code/forbidden`` when the token may not push;
     ///   ``SyncClientError/Code/malformedResponse`` when the change sets do not follow on from
     ///   `revision` without gaps, `hasMore` comes without any, or the results do not answer the
     ///   pushed change sets one by one.
     public func sync(
-        from revision: Int64, limit: Int? = nil, pushing changeSets: [PushedChangeSet] = [], schemaVersion: Int? = nil,
-        wait: Int? = nil
+        from revision: Int64, chain: HistoryChain? = nil, limit: Int? = nil, pushing changeSets: [PushedChangeSet] = [],
+        schemaVersion: Int? = nil, wait: Int? = nil
     ) async throws -> SyncResponse {
         let request = SyncRequest(
-            maxRevision: revision, schemaVersion: schemaVersion, changeSets: changeSets, limit: limit, wait: wait)
+            maxRevision: revision, schemaVersion: schemaVersion, changeSets: changeSets, limit: limit, wait: wait,
+            chain: chain)
         let body = Data(request.jsonBytes())
         let response = try await send(path: "v1/sync", body: body, holdFor: wait ?? 0) { data, label in
             try Self.parse(data, label: label, as: SyncResponse.init(json:))
@@ -237,7 +242,9 @@ public final class SyncClient: Sendable {
     /// read that HTTP caches keep. The server ends the answer at the end of `revision`'s block of
     /// revisions (or sooner at `limit`); `hasMore` says the answer is final and the log goes on
     /// from its `maxRevision`; an answer without it is the head, after which a client continues
-    /// with ``sync(from:limit:pushing:schemaVersion:wait:)``. See `docs/PROTOCOL.md`.
+    /// with ``sync(from:chain:limit:pushing:schemaVersion:wait:)``. See `docs/PROTOCOL.md`. With `chain`,
+    /// the origin checks the history as ``sync(from:chain:limit:pushing:schemaVersion:wait:)`` does (a
+    /// cache that answers from its store does not).
     ///
     /// With `scopes` (a reader of some scope values names its values, as `GET /v1/schema` lists
     /// them), the answer is the log as those values see it, with gaps (its `scopes` says them),
@@ -249,15 +256,17 @@ public final class SyncClient: Sendable {
     /// while answer.hasMore { answer = try await client.changes(after: answer.maxRevision, schemaVersion: 1) }
     /// ```
     ///
-    /// - Throws: ``SyncClientError`` as ``sync(from:limit:pushing:schemaVersion:wait:)`` does;
+    /// - Throws: ``SyncClientError`` as ``sync(from:chain:limit:pushing:schemaVersion:wait:)`` does;
     ///   `serverError` with status 404 from a server that predates `GET /v1/changes`.
     public func changes(
-        after revision: Int64, schemaVersion: Int, limit: Int? = nil, scopes: ScopeList? = nil
+        after revision: Int64, chain: HistoryChain? = nil, schemaVersion: Int, limit: Int? = nil,
+        scopes: ScopeList? = nil
     ) async throws -> SyncResponse {
         var query = [
             URLQueryItem(name: "after", value: String(revision)),
             URLQueryItem(name: "schemaVersion", value: String(schemaVersion)),
         ]
+        if let chain { query.append(URLQueryItem(name: "chain", value: chain.hex)) }
         if let limit { query.append(URLQueryItem(name: "limit", value: String(limit))) }
         if let scopes { query.append(URLQueryItem(name: "scopes", value: scopes.parameter)) }
         let response = try await send(path: "v1/changes", query: query) { data, label in
@@ -280,6 +289,12 @@ public final class SyncClient: Sendable {
     ///
     /// - Throws: ``SyncClientError/Code/malformedResponse`` saying which rule the answer breaks.
     private static func checkChangeSets(of response: SyncResponse, from revision: Int64, label: String) throws {
+        if let chains = response.chains, chains.count != response.changeSets.count {
+            throw SyncClientError(
+                .malformedResponse,
+                "\(label) from revision \(revision): \(chains.count) history chains for \(response.changeSets.count) change sets"
+            )
+        }
         if response.scopes != nil { return try checkScopedChangeSets(of: response, from: revision, label: label) }
         // `nil` past Int64.max: no change set can follow it.
         var next: Int64? = revision < .max ? revision + 1 : nil

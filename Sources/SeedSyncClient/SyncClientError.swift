@@ -6,7 +6,7 @@ public struct SyncClientError: Error, CustomStringConvertible, Sendable {
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case unauthorized, forbidden, historyExpired, revisionAhead, serverError, unreachable, malformedResponse
-            case responseTooLarge, unknownSchemaVersion, notFound
+            case responseTooLarge, unknownSchemaVersion, notFound, historyRewritten
         }
 
         private let base: Base
@@ -20,6 +20,9 @@ public struct SyncClientError: Error, CustomStringConvertible, Sendable {
         public static let historyExpired = Code(.historyExpired)
         /// 409: the client's revision is newer than the server's.
         public static let revisionAhead = Code(.revisionAhead)
+        /// 409 `history_rewritten`: the history the client applied is not the server's (the server
+        /// was restored from an older backup or lost revisions): the local database must be replaced.
+        public static let historyRewritten = Code(.historyRewritten)
         /// Another 4xx, or a 5xx after the last retry.
         public static let serverError = Code(.serverError)
         /// The server could not be reached or did not answer in time, after the last retry.

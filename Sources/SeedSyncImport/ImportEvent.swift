@@ -95,6 +95,9 @@ public struct Replacement: Sendable, Hashable, Codable {
         case newerSeed = "newer-seed"
         /// The server's history no longer reaches the database's revision (410 `history_expired`).
         case historyExpired = "history-expired"
+        /// The server's history is not the one the database applied (409 `history_rewritten`: a
+        /// restore from an older backup, a lossy crash): a full snapshot replaces it.
+        case historyRewritten = "history-rewritten"
         /// The token grants scope values whose rows the database does not hold (PROTOCOL.md §10).
         case scopesGranted = "scopes-granted"
     }

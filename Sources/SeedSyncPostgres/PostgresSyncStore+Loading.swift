@@ -80,6 +80,9 @@ extension PostgresSyncStore: MaintainedSyncStore {
     /// - Returns: how many change sets were dropped and the new `minRevision`.
     public func compact(keepingRevisions keep: Int64) async throws -> Compaction {
         precondition(keep >= 0, "keep must not be negative")
+        // The chain reaches every revision first, so the value at the new minRevision is the
+        // log's, not a new start (clients there keep theirs).
+        try await HistoryLedger(self).extend(through: try await revisions().revision)
         return try await withTransaction { [self] connection in
             let revision = try await query(
                 "SELECT revision FROM seedsync._state WHERE id = 1 FOR UPDATE", on: connection)[0].decode(Int64.self)
@@ -98,6 +101,7 @@ extension PostgresSyncStore: MaintainedSyncStore {
                 "WITH gone AS (DELETE FROM seedsync._changes WHERE revision <= $1 RETURNING revision) SELECT count(DISTINCT revision) FROM gone",
                 removal, on: connection
             )
+            _ = try await query("DELETE FROM seedsync._chain WHERE revision < $1", removal, on: connection)
             return Compaction(
                 removedChangeSets: Int(try removed[0].decode(Int64.self)), minRevision: minRevision,
                 pinnedBy: pinned.flatMap { $0.revision < wanted ? $0 : nil })

@@ -108,7 +108,8 @@ public final class PostgresSyncStore: SyncStore {
                 try await connection.rows("BEGIN", logger: logger)
                 try await connection.rows("SELECT pg_advisory_xact_lock(hashtext('seedsync.setup'))", logger: logger)
                 for statement in CaptureSQL.pushRecords + [
-                    PostgresSeedRecords.createTable, PostgresSeedRecords.addColumns, CaptureSQL.revisionFunction,
+                    Self.createChainTable, PostgresSeedRecords.createTable, PostgresSeedRecords.addColumns,
+                    CaptureSQL.revisionFunction,
                     CaptureSQL.addScopeColumns,
                 ] {
                     _ = try await connection.rows(PostgresQuery(unsafeSQL: statement), logger: logger)

@@ -10,6 +10,9 @@ extension SQLiteSyncStore {
     /// `history_expired` and download a new snapshot.
     public func compact(keepingRevisions keep: Int64) async throws -> Compaction {
         precondition(keep >= 0, "keep must not be negative")
+        // The chain reaches every revision first, so the value at the new minRevision is the
+        // log's, not a new start (clients there keep theirs).
+        try await HistoryLedger(self).extend(through: try await revisions().revision)
         return try await writeTransaction { db in
             let state = try LogState.fetch(db)
             let pinned = try SeedRecords.oldestPinned(in: db)
@@ -18,6 +21,7 @@ extension SQLiteSyncStore {
             try db.execute(sql: "DELETE FROM _seedsync_changes WHERE revision <= ?", arguments: [minRevision])
             let removed = db.changesCount
             try ScopeIndex.remove(through: minRevision, in: db)
+            try SQLiteSyncStore.pruneChain(below: minRevision, in: db)
             try LogState.save(db, revision: state.revision, minRevision: minRevision)
             return Compaction(
                 removedChangeSets: removed, minRevision: minRevision,

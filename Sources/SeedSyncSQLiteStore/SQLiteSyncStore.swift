@@ -58,6 +58,7 @@ public final class SQLiteSyncStore: SyncStore {
             _ = try pool.read { db in try LogState.schema(db) }
             versions = try pool.write { db in
                 try db.execute(sql: PushWriter.createRecords)
+                try db.execute(sql: Self.createChainTable)
                 try SeedRecords.prepare(db)
                 let versions = try SchemaRecords.prepare(db, path: path)
                 try ScopeIndex.prepare(for: versions.schema, in: db)

@@ -53,6 +53,14 @@ public protocol SyncStore: Sendable {
     ///   is newer than the store, `SyncStoreError.unknownSchemaVersion(_:kept:)`.
     func changeFeed(after revision: Int64, limit: Int, byteBudget: Int, version: Int?) async throws -> ChangeFeed
 
+    /// The history chain (`HistoryChain`, `docs/PROTOCOL.md` §11) at each revision from `first`
+    /// through `last` that the log reaches, computed first where missing (see `HistoryLedger`).
+    /// A revision below the log's `minRevision` may have no value.
+    ///
+    /// - Throws: `SyncStoreError.revisionAhead(requested:revision:)` when `last` is newer than
+    ///   the store.
+    func historyChains(from first: Int64, through last: Int64) async throws -> [Int64: HistoryChain]
+
     /// The change feed as a reader granted `grant` sees it (PROTOCOL.md §10), looking through
     /// revisions up to `last` at most: each change set made `ChangeSet.visible(to:in:)`, those that
     /// show it nothing left out, `maxRevision` the last revision looked through. The default,

@@ -24,6 +24,20 @@ typealias Machine = CatchUpMachine<String>
         #expect(machine.requestFailed(.historyExpired(minRevision: 60), pushed: 0) == .fail)
     }
 
+    /// 409 `history_rewritten` rebuilds from a snapshot, and counts with the 410 recoveries.
+    @Test func aRewrittenHistoryRebuildsAndCountsWithTheExpiredOnes() {
+        var machine = Machine(revision: 1)
+        #expect(machine.requestFailed(.historyRewritten, pushed: 2) == .rebuild)
+        #expect(machine.requestFailed(.historyExpired(minRevision: 50), pushed: 0) == .recover(minRevision: 50))
+        #expect(machine.requestFailed(.historyRewritten, pushed: 0) == .fail)
+        var stepping = Machine(revision: 10)
+        _ = stepping.start()
+        _ = stepping.outboxRead([])
+        let rewritten = SyncClientError(.historyRewritten, "409", status: 409, serverCode: "history_rewritten")
+        #expect(stepping.requestFailed(rewritten).name == "apply(stopReading: true)")
+        #expect(stepping.applied().name == "rebuild")
+    }
+
     @Test func aForbiddenPushCatchesUpWithoutPushing() {
         var machine = Machine(revision: 1)
         #expect(machine.requestFailed(.forbidden, pushed: 0) == .fail, "a read refused is the run's failure")
@@ -147,6 +161,7 @@ extension CatchUpMachine.Step {
         case .request(let entries): "request(\(entries))"
         case .apply(let stopReading): "apply(stopReading: \(stopReading))"
         case .recover(let minRevision): "recover(\(minRevision.map(String.init) ?? "nil"))"
+        case .rebuild: "rebuild"
         case .drop(let entry, _): "drop(\(entry))"
         case .fail(let error): "fail(\(error.code))"
         case .stop(let failure): "stop(\(failure))"

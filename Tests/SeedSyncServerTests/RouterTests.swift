@@ -660,4 +660,7 @@ private struct FailingStore: SyncStore {
     }
     func register(_ seed: SeedRegistration) async throws -> RegisteredSeed { throw DiskOnFire() }
     func registeredSeeds() async throws -> [RegisteredSeed] { throw DiskOnFire() }
+    func historyChains(from first: Int64, through last: Int64) async throws -> [Int64: HistoryChain] {
+        throw DiskOnFire()
+    }
 }

@@ -104,6 +104,13 @@ final class LocalDatabase: Sendable {
         try await writer.read { db in try SeedMetadata.storedRevision(db) }
     }
 
+    /// The server's history chain stored with `revision`, when the database is at it and has one.
+    func historyChain(at revision: Int64) async throws -> HistoryChain? {
+        try await writer.read { db in
+            try SeedMetadata.storedRevision(db) == revision ? SeedMetadata.storedChain(db) : nil
+        }
+    }
+
     /// Switches the file at `path`, which no one else has open, to WAL mode, and closes it.
     ///
     /// SQLite syncs the file as the switch commits; closing the last connection checkpoints and

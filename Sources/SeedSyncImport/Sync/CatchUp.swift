@@ -58,21 +58,23 @@ extension ImportSession {
     /// an answer without `hasMore`). `scopes`: the values of a reader of some, named in the log
     /// reads' addresses.
     func next(
-        from revision: Int64, pushing entries: [OutboxEntry], version: Int, scopes: ScopeList?, check: AnswerCheck,
-        feed: inout PrefetchingSequence<CheckedAnswer, FeedCursor>.Iterator?
+        from revision: Int64, chain: HistoryChain?, pushing entries: [OutboxEntry], version: Int, scopes: ScopeList?,
+        check: AnswerCheck, feed: inout PrefetchingSequence<CheckedAnswer, FeedCursor>.Iterator?
     ) async throws -> CheckedAnswer {
         let limit = configuration.syncLimit
         if !entries.isEmpty {
             return check(
                 try await client.sync(
-                    from: revision, limit: limit, pushing: entries.map(\.pushed), schemaVersion: version))
+                    from: revision, chain: chain, limit: limit, pushing: entries.map(\.pushed), schemaVersion: version
+                ))
         }
         // Read and checked ahead up to about a transaction's rows (the one being written holds as
         // many), so that the next transaction is read while this one is written.
         let (ahead, rows) = (Self.maxAnswersAhead, configuration.maxRowsPerTransaction)
         func newFeed(readsLog: Bool) -> PrefetchingSequence<CheckedAnswer, FeedCursor>.Iterator {
             client.changeFeed(
-                from: revision, limit: limit, schemaVersion: version, readsLog: readsLog, ahead: ahead, scopes: scopes
+                from: revision, chain: chain, limit: limit, schemaVersion: version, readsLog: readsLog, ahead: ahead,
+                scopes: scopes
             )
             .map(check.callAsFunction).weighing(\.heldSize, upTo: rows).makeAsyncIterator()
         }
@@ -136,13 +138,17 @@ extension ImportSession {
             database, with: files.installing.path, revision: metadata.revision, reason: .historyExpired, source: .seed)
     }
 
-    /// Replaces the database with a full snapshot of what the token reads, downloaded beside it.
+    /// Replaces the database with a full snapshot of what the token reads, downloaded beside it;
+    /// `resuming`: going on from a download an interrupted run left (never after a rewritten
+    /// history, whose pages may be of the history the database had).
     func replaceWithSnapshot(
-        _ database: LocalDatabase, minRevision: Int64, reason: Replacement.Reason = .historyExpired
+        _ database: LocalDatabase, minRevision: Int64, reason: Replacement.Reason = .historyExpired,
+        resuming: Bool = true
     ) async throws -> LocalDatabase {
         emit(.downloadingSnapshot(minRevision: minRevision))
         let built = try await downloadSnapshot(
-            types: database.metadata.schema.types.map(\.name), version: database.metadata.schemaVersion)
+            types: database.metadata.schema.types.map(\.name), version: database.metadata.schemaVersion,
+            resuming: resuming)
         defer {
             try? FileManager.default.removeItem(atPath: snapshot.output)
             try? FileManager.default.removeItem(atPath: built.manifestPath)
@@ -169,7 +175,7 @@ extension ImportSession {
     /// (all when `nil`) in schema version `version` (the newest when `nil`), going on from the
     /// download an interrupted run left, unless it cannot (another schema or type selection, or
     /// history the server no longer has): then from the start.
-    func downloadSnapshot(types: [String]?, version: Int?) async throws -> BuildReport {
+    func downloadSnapshot(types: [String]?, version: Int?, resuming: Bool = true) async throws -> BuildReport {
         func build(resuming: Bool) async throws -> BuildReport {
             try await SeedBuilder(
                 client: client,
@@ -180,8 +186,8 @@ extension ImportSession {
         }
         do {
             do {
-                return try await build(resuming: true)
-            } catch let error as SeedError where error.code == .notResumable {
+                return try await build(resuming: resuming)
+            } catch let error as SeedError where error.code == .notResumable && resuming {
                 return try await build(resuming: false)
             }
         } catch let error as SeedError {
@@ -272,11 +278,12 @@ struct AnswerCheck: Sendable {
         var answer = CheckedAnswer(response: response, changeSets: [])
         answer.response.changeSets = []
         answer.changeSets.reserveCapacity(response.changeSets.count)
-        for changeSet in response.changeSetsToApply {
+        for (changeSet, chain) in zip(response.changeSetsToApply, response.chainsToApply) {
             do {
                 let plain = changeSet.removingChanges(ofTypes: excluded).removingOldIDs()
                 var checked = try applier.check(plain, keepingSource: keepsSources)
                 checked.mayFollowGap = response.scopes != nil
+                checked.chain = chain
                 answer.changeSets.append(checked)
             } catch {
                 answer.failure = error

@@ -18,6 +18,7 @@ package import SeedSyncSeed
 ///                                    else apply, then readOutbox (before a request, or at the end)
 ///             requestFailed(error)   apply, then recover, drop, readOutbox (a retry) or fail
 /// recover     recovered(at:)         readOutbox
+/// rebuild     recovered(at:)         readOutbox
 /// drop        dropped()              readOutbox
 /// ```
 ///
@@ -39,6 +40,9 @@ package struct CatchUpMachine<Entry: Sendable>: Sendable {
         case apply(stopReading: Bool)
         /// Replace the database from the seed or a snapshot at `minRevision` or later (``recovered(at:)``).
         case recover(minRevision: Int64?)
+        /// Replace the database with a new snapshot: the server's history is not the one it applied
+        /// (``recovered(at:)``).
+        case rebuild
         /// Drop `entry`, a change set the server refuses for its size alone, saying `error` (``dropped()``).
         case drop(Entry, because: SyncClientError)
         /// End the catch-up with the request's error.
@@ -49,14 +53,16 @@ package struct CatchUpMachine<Entry: Sendable>: Sendable {
         case finish
     }
 
-    /// The most whole-database recoveries (410) in one catch-up: a server whose history keeps
-    /// expiring under the importer is an error, not a loop.
+    /// The most whole-database recoveries (410, or 409 `history_rewritten`) in one catch-up: a
+    /// server whose history keeps expiring or changing under the importer is an error, not a loop.
     package static var maxRecoveries: Int { 2 }
 
     /// What to do after a request failed.
     package enum Recovery: Equatable, Sendable {
         /// Replace the database from the seed or a snapshot at `minRevision` or later, then go on.
         case recover(minRevision: Int64?)
+        /// Replace the database with a new snapshot, then go on.
+        case rebuild
         /// Ask again (the machine changed what the next request pushes).
         case retry
         /// Drop the one change set pushed (the server refuses its size alone), then go on.
@@ -68,6 +74,7 @@ package struct CatchUpMachine<Entry: Sendable>: Sendable {
     /// What a failed request's error says, for ``requestFailed(_:pushed:)``.
     package enum Failure: Equatable, Sendable {
         case historyExpired(minRevision: Int64?)
+        case historyRewritten
         case forbidden
         case tooLarge
         case other
@@ -161,6 +168,7 @@ package struct CatchUpMachine<Entry: Sendable>: Sendable {
         switch afterApply {
         case .stop(let failure): return .stop(failure)
         case .recovery(.recover(let minRevision), _): return .recover(minRevision: minRevision)
+        case .recovery(.rebuild, _): return .rebuild
         case .recovery(.dropPushed, let error): return .drop(inFlight[0], because: error)
         case .recovery(.fail, let error): return .fail(error)
         case .recovery(.retry, _): return readOutbox(.beforeRequest)
@@ -203,6 +211,9 @@ package struct CatchUpMachine<Entry: Sendable>: Sendable {
         case .historyExpired(let minRevision) where recoveries < Self.maxRecoveries:
             recoveries += 1
             return .recover(minRevision: minRevision)
+        case .historyRewritten where recoveries < Self.maxRecoveries:
+            recoveries += 1
+            return .rebuild
         case .forbidden where pushed > 0:
             mayPush = false
             return .retry
@@ -243,6 +254,7 @@ extension CatchUpMachine.Failure {
     init(_ error: SyncClientError) {
         switch error.code {
         case .historyExpired: self = .historyExpired(minRevision: error.minRevision)
+        case .historyRewritten: self = .historyRewritten
         case .forbidden: self = .forbidden
         default: self = error.status == 413 ? .tooLarge : .other
         }

@@ -59,6 +59,10 @@ final class CatchUp {
             case .recover(let minRevision):
                 database = try await session.recover(database, minRevision: minRevision ?? info.minRevision)
                 step = machine.recovered(at: try await database.revision())
+            case .rebuild:
+                database = try await session.replaceWithSnapshot(
+                    database, minRevision: 0, reason: .historyRewritten, resuming: false)
+                step = machine.recovered(at: try await database.revision())
             case .drop(let entry, let error):
                 try await drop(entry, because: error)
                 step = machine.dropped()
@@ -79,7 +83,8 @@ final class CatchUp {
         let answer: CheckedAnswer
         do {
             answer = try await session.next(
-                from: machine.revision, pushing: entries, version: database.metadata.schemaVersion,
+                from: machine.revision, chain: try await database.historyChain(at: machine.revision), pushing: entries,
+                version: database.metadata.schemaVersion,
                 scopes: info.scopes.map(ScopeList.init), check: check, feed: &feed)
         } catch let error as SyncClientError {
             feed = nil

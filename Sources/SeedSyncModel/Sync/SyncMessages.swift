@@ -17,11 +17,15 @@ public struct SyncRequest: JSONMessage, Sendable, Hashable {
     /// ``maxRevision``, answering as soon as one commits (the server caps it). Absent or 0, the
     /// server answers at once. A request that pushes is always answered at once.
     public var wait: Int?
+    /// The history chain at ``maxRevision`` as the client applied it (``HistoryChain``): the
+    /// server answers 409 `history_rewritten` when its own differs. Absent, nothing is checked.
+    public var chain: HistoryChain?
 
     public init(
         maxRevision: Int64, schemaVersion: Int? = nil, changeSets: [PushedChangeSet] = [], limit: Int? = nil,
-        wait: Int? = nil
+        wait: Int? = nil, chain: HistoryChain? = nil
     ) {
+        self.chain = chain
         self.maxRevision = maxRevision
         self.schemaVersion = schemaVersion
         self.changeSets = changeSets
@@ -31,7 +35,8 @@ public struct SyncRequest: JSONMessage, Sendable, Hashable {
 
     /// Reads a request from parsed JSON (see ``JSONParser``), strictly: `maxRevision` is an
     /// integer literal (`1.0` and `1e0` are not), `changeSets` is an array when present (absent
-    /// means none, `null` is an error), `limit`, `schemaVersion` and `wait` are integers when present.
+    /// means none, `null` is an error), `limit`, `schemaVersion` and `wait` are integers when present,
+    /// `chain` 64 lower-case hex digits.
     /// Other members are ignored.
     ///
     /// ```swift
@@ -49,10 +54,11 @@ public struct SyncRequest: JSONMessage, Sendable, Hashable {
         limit = members.members["limit"] == nil ? nil : Int(try members.int64("limit"))
         schemaVersion = members.members["schemaVersion"] == nil ? nil : Int(try members.int64("schemaVersion"))
         wait = members.members["wait"] == nil ? nil : Int(clamping: try members.int64("wait"))
+        chain = try members.chainIfPresent("chain")
     }
 
     /// The request as compact JSON: `maxRevision`, `schemaVersion` when set, `changeSets` when
-    /// there are any, `limit` and `wait` when set.
+    /// there are any, `limit`, `wait` and `chain` when set.
     public func jsonBytes() -> [UInt8] {
         var writer = JSONWriter()
         writer.beginObject()
@@ -76,6 +82,10 @@ public struct SyncRequest: JSONMessage, Sendable, Hashable {
             writer.key("wait")
             writer.value(.int(Int64(wait)))
         }
+        if let chain {
+            writer.key("chain")
+            writer.value(.string(chain.hex))
+        }
         writer.endObject()
         return writer.bytes
     }
@@ -97,11 +107,18 @@ public struct SyncResponse: Codable, JSONReadable, Sendable, Hashable {
     /// ``maxRevision`` is the last revision the server looked through, which may be past the last
     /// change set. A gap in it is no loss.
     public var scopes: [JSONValue]?
+    /// The server's history chain at ``maxRevision`` (absent from a server that keeps none).
+    public var chain: HistoryChain?
+    /// The history chain at each change set's revision, in the order of ``changeSets`` (absent
+    /// from a server that keeps none).
+    public var chains: [HistoryChain]?
 
     public init(
         maxRevision: Int64, hasMore: Bool, changeSets: [ChangeSet], results: [PushResult] = [],
-        scopes: [JSONValue]? = nil
+        scopes: [JSONValue]? = nil, chain: HistoryChain? = nil, chains: [HistoryChain]? = nil
     ) {
+        self.chain = chain
+        self.chains = chains
         self.maxRevision = maxRevision
         self.hasMore = hasMore
         self.changeSets = changeSets
@@ -123,6 +140,12 @@ public struct SyncResponse: Codable, JSONReadable, Sendable, Hashable {
             try PushResult(json: result, at: "results[\(index)]")
         }
         scopes = members.members["scopes"] == nil ? nil : try members.array("scopes")
+        chain = try members.chainIfPresent("chain")
+        if members.members["chains"] != nil {
+            chains = try members.array("chains").enumerated().map { (index, value) throws(JSONShapeError) in
+                try JSONMembers.chain(value, at: "chains[\(index)]")
+            }
+        }
     }
 }
 
@@ -134,6 +157,14 @@ extension SyncResponse {
     package var changeSetsToApply: [ChangeSet] {
         guard scopes != nil, maxRevision > changeSets.last?.revision ?? .min else { return changeSets }
         return changeSets + [ChangeSet(revision: maxRevision, changes: [])]
+    }
+
+    /// The history chain at the revision of each of ``changeSetsToApply``, when the server sent them.
+    package var chainsToApply: [HistoryChain?] {
+        let given = chains.flatMap { $0.count == changeSets.count ? $0 : nil }
+        var values = changeSets.indices.map { given?[$0] }
+        if changeSetsToApply.count > changeSets.count { values.append(chain) }
+        return values
     }
 }
 

@@ -13,6 +13,10 @@ public struct SyncStoreError: Error, CustomStringConvertible, Sendable {
 
         public static let historyExpired = Self("history_expired")
         public static let revisionAhead = Self("revision_ahead")
+        /// The client's history (its revision and ``HistoryChain``) is not the server's: the server
+        /// lost or replaced revisions the client has applied (a restore from an older backup, a
+        /// lossy crash). The client replaces its database, as for ``historyExpired``.
+        public static let historyRewritten = Self("history_rewritten")
         public static let unknownType = Self("unknown_type")
         public static let invalidKey = Self("invalid_key")
         public static let invalidChangeSet = Self("invalid_change_set")
@@ -59,6 +63,19 @@ public struct SyncStoreError: Error, CustomStringConvertible, Sendable {
         Self(
             .revisionAhead,
             "revision \(requested) is ahead of the server's revision \(revision); the client comes from another dataset or the server was reset",
+            revision: revision
+        )
+    }
+
+    /// The client's chain at `requested` is not the server's; `revision` is the server's newest.
+    public static func historyRewritten(requested: Int64, revision: Int64) -> Self {
+        let place =
+            requested > revision
+            ? "the server's history ends at revision \(revision), before the client's revision \(requested)"
+            : "the server's history up to revision \(requested) is not the one the client applied"
+        return Self(
+            .historyRewritten,
+            "\(place): it was restored or lost revisions since; replace the local database with a new snapshot or seed",
             revision: revision
         )
     }

@@ -26,6 +26,10 @@ public struct SeedMetadata: Sendable, Hashable {
     /// The scope values whose rows the file holds (with the shared rows), in key order, or `nil`
     /// for every value: a seed built with a token of some values holds theirs alone.
     public var scopes: [JSONValue]?
+    /// The server's history chain at ``revision`` (`history_chain`, the seed's **anchor**), or
+    /// `nil` when unknown (a server that keeps none, or a database whose last write did not bring
+    /// it). Always the value of ``revision``: every write of the revision writes or removes it.
+    public var chain: HistoryChain?
 
     public var dataset: String { schema.dataset }
     public var schemaVersion: Int { schema.schemaVersion }
@@ -46,6 +50,7 @@ public struct SeedMetadata: Sendable, Hashable {
         case revision
         case contentSHA256 = "content_sha256"
         case scopes
+        case chain = "history_chain"
     }
 
     /// Reads the metadata of the seed-format database `db` (the file at `path`).
@@ -121,6 +126,12 @@ public struct SeedMetadata: Sendable, Hashable {
             }
             metadata.scopes = list
         }
+        if let chain = values[Key.chain.rawValue] {
+            guard let value = HistoryChain(hex: chain) else {
+                throw SeedError.notASeed(path, "metadata 'history_chain' is not 64 lower-case hex digits")
+            }
+            metadata.chain = value
+        }
         return metadata
     }
 
@@ -129,7 +140,7 @@ public struct SeedMetadata: Sendable, Hashable {
         let values: [Key: String] = [
             .formatVersion: String(formatVersion), .dataset: dataset, .schemaVersion: String(schemaVersion),
             .schemaHash: schemaHash, .schema: schema.canonicalJSON, .revision: String(revision),
-            .contentSHA256: contentSHA256, .scopes: scopes.map(Self.encodeScopes),
+            .contentSHA256: contentSHA256, .scopes: scopes.map(Self.encodeScopes), .chain: chain?.hex,
         ].compactMapValues { $0 }
         for key in Key.allCases where values[key] != nil {
             try db.execute(
@@ -150,13 +161,37 @@ public struct SeedMetadata: Sendable, Hashable {
     ///
     /// The content digest goes in the same transaction: it describes the rows as the seed was
     /// finished, which they no longer are.
-    static func save(revision: Int64, in db: Database) throws {
+    /// The history chain goes with it: `chain` is stored when given, and the key removed when not,
+    /// so the stored chain is never one of another revision.
+    static func save(revision: Int64, chain: HistoryChain? = nil, in db: Database) throws {
         try db.execute(
             sql: "UPDATE \(SeedFormat.metadataTable) SET value = ? WHERE key = ?",
             arguments: [String(revision), Key.revision.rawValue]
         )
         try db.execute(
-            sql: "DELETE FROM \(SeedFormat.metadataTable) WHERE key = ?", arguments: [Key.contentSHA256.rawValue])
+            sql: "DELETE FROM \(SeedFormat.metadataTable) WHERE key IN (?, ?)",
+            arguments: [Key.contentSHA256.rawValue, Key.chain.rawValue])
+        if let chain { try save(chain: chain, in: db) }
+    }
+
+    /// Stores `chain` as the history chain of the stored revision, when that is `revision` (an
+    /// answer that brought no change set, whose `chain` is the one of the revision the database has).
+    package static func save(chain: HistoryChain, ifAt revision: Int64, in db: Database) throws {
+        guard try storedRevision(db) == revision else { return }
+        try save(chain: chain, in: db)
+    }
+
+    private static func save(chain: HistoryChain, in db: Database) throws {
+        try db.execute(
+            sql: "INSERT OR REPLACE INTO \(SeedFormat.metadataTable) (key, value) VALUES (?, ?)",
+            arguments: [Key.chain.rawValue, chain.hex])
+    }
+
+    /// The history chain stored with the revision, if any.
+    package static func storedChain(_ db: Database) throws -> HistoryChain? {
+        try String.fetchOne(
+            db, sql: "SELECT value FROM \(SeedFormat.metadataTable) WHERE key = ?", arguments: [Key.chain.rawValue]
+        ).flatMap(HistoryChain.init(hex:))
     }
 
     /// Stores the scope values whose rows the database now holds (a grant that lost some), in the

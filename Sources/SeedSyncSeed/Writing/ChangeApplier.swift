@@ -73,6 +73,7 @@ package struct ChangeApplier: Sendable {
         -> [AppliedChangeSet]
     {
         var revision = try SeedMetadata.storedRevision(db)
+        var chain = try SeedMetadata.storedChain(db)
         var applied: [AppliedChangeSet] = []
         var writes = RowWrites()
         for changeSet in changeSets {
@@ -93,9 +94,10 @@ package struct ChangeApplier: Sendable {
             for change in changeSet.changes { writes.add(change, revision: next) }
             applied.append(changeSet.applied)
             revision = next
+            chain = changeSet.chain
         }
         try write(writes.take(), in: db)
-        try SeedMetadata.save(revision: revision, in: db)
+        try SeedMetadata.save(revision: revision, chain: chain, in: db)
         return applied
     }
 

@@ -16,6 +16,9 @@ package struct CheckedChangeSet: Sendable {
     /// revisions may leave gaps: it may then follow any older revision, and one without changes
     /// that is not newer than the stored revision is passed over (an answer that moved no further).
     package var mayFollowGap = false
+    /// The server's history chain at ``revision``, when the answer carried it: stored with the
+    /// revision when this is the last change set of a transaction.
+    package var chain: HistoryChain?
 
     /// Whether it is an empty change set of a gapped answer (the mark
     /// `SyncResponse.changeSetsToApply` adds at `maxRevision`, or one whose types the database

@@ -171,22 +171,34 @@ package final class SeedWriter: Sendable {
 
     /// Applies change sets (creates and updates as upserts, deletes) and stores the new revision,
     /// in one transaction. See ``ChangeApplier``; with `mayFollowGap`, the change sets of an answer
-    /// with gaps (read for some scope values), which may follow any older revision.
+    /// with gaps (read for some scope values), which may follow any older revision; `chains`, the
+    /// history chain at each (the last one's is stored with the revision).
     ///
     /// - Returns: the revision the file is at afterwards.
     @discardableResult
-    package func apply(_ changeSets: [ChangeSet], mayFollowGap: Bool = false) async throws -> Int64 {
+    package func apply(_ changeSets: [ChangeSet], chains: [HistoryChain?] = [], mayFollowGap: Bool = false)
+        async throws -> Int64
+    {
         let applier = self.applier
         return try await Self.onFile(path) {
             try await queue.write { db in
-                let checked = try changeSets.map { changeSet in
+                let checked = try changeSets.enumerated().map { index, changeSet in
                     var checked = try applier.check(changeSet)
                     checked.mayFollowGap = mayFollowGap
+                    checked.chain = index < chains.count ? chains[index] : nil
                     return checked
                 }
                 try applier.apply(checked, in: db)
                 return try SeedMetadata.storedRevision(db)
             }
+        }
+    }
+
+    /// Stores `chain`, the server's history chain at `revision`, when the file is at that revision
+    /// (an answer that brought no change set).
+    package func save(chain: HistoryChain, ifAt revision: Int64) async throws {
+        try await Self.onFile(path) {
+            try await queue.write { db in try SeedMetadata.save(chain: chain, ifAt: revision, in: db) }
         }
     }
 

@@ -77,7 +77,8 @@ package struct ServerError: HTTPResponseError, CustomStringConvertible, Sendable
     }
 
     private static let statuses: [SyncStoreError.Code: HTTPResponse.Status] = [
-        .historyExpired: .gone, .revisionAhead: .conflict, .unknownType: .notFound, .invalidKey: .badRequest,
+        .historyExpired: .gone, .revisionAhead: .conflict, .historyRewritten: .conflict, .unknownType: .notFound,
+        .invalidKey: .badRequest,
         .invalidChangeSet: .unprocessableContent, .storeUnavailable: .serviceUnavailable,
         .schemaMismatch: .serviceUnavailable, .unknownSchemaVersion: .conflict,
         .unknownField: .badRequest, .invalidRegistration: .unprocessableContent,

@@ -35,6 +35,7 @@ extension SyncRoutes {
                 "schemaVersion", "given: an answer is cached by its address, which must name the version")
         }
         let limit = try Self.limit(query.get("limit"), default: .max, max: .max)
+        try await checkHistory(after: after, chain: try Self.chain(query.get("chain")))
         let scope = try readScope(of: request.uri)
         // An answer no shared cache keeps (a reader's own grant, or without --shared-cache) looks
         // through to the newest revision: one request instead of one per block.
@@ -45,9 +46,18 @@ extension SyncRoutes {
             after: after, limit: Int(min(Int64(limit), blockEnd - after)), byteBudget: configuration.syncByteBudget,
             version: version, grant: scope?.grant ?? .all, through: blockEnd)
         feed.hasMore = feed.hasMore || feed.maxRevision == blockEnd
-        let body = try Self.encode(feed, results: nil, scopes: scope?.values)
+        let body = try Self.encode(feed, results: nil, scopes: scope?.values, chains: try await chains(of: feed))
         let lifetime = feed.hasMore ? "max-age=31536000, immutable" : "max-age=1"
         return cacheable(body, tag: EntityTag(of: body), lifetime: lifetime, answering: request, shared: shared)
+    }
+
+    /// A `chain` query parameter: the client's ``HistoryChain`` at `after`, when given.
+    static func chain(_ text: String?) throws -> HistoryChain? {
+        guard let text else { return nil }
+        guard let chain = HistoryChain(hex: text) else {
+            throw ServerError.invalidParameter("chain", "a history chain: 64 lower-case hex digits")
+        }
+        return chain
     }
 
     /// The last revision of the block that holds `after + 1`: the next multiple of `size` (a size

@@ -131,6 +131,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         }
         let version = version(sync.schemaVersion)
         let limit = try Self.limit(sync.limit, default: configuration.defaultSyncLimit, max: configuration.maxSyncLimit)
+        try await checkHistory(after: sync.maxRevision, chain: sync.chain)
         if !sync.changeSets.isEmpty {
             // A client from another dataset or behind the history gets 409 or 410 before anything of its is applied.
             _ = try await store.changeFeed(after: sync.maxRevision, limit: 1, byteBudget: 0, version: version)
@@ -150,7 +151,31 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
             feed = try await wokenReads.value(for: key, read: read)
         }
         return Self.json(
-            try Self.encode(feed, results: sync.changeSets.isEmpty ? nil : results, scopes: readScopes()?.values))
+            try Self.encode(
+                feed, results: sync.changeSets.isEmpty ? nil : results, scopes: readScopes()?.values,
+                chains: try await chains(of: feed)))
+    }
+
+    /// Refuses a client whose history chain at `revision` is not the server's (409
+    /// `history_rewritten`), or whose revision the server no longer has: it applied revisions
+    /// this history does not hold. Without `chain`, nothing is checked.
+    func checkHistory(after revision: Int64, chain: HistoryChain?) async throws {
+        guard let chain else { return }
+        let values: [Int64: HistoryChain]
+        do {
+            values = try await store.historyChains(from: revision, through: revision)
+        } catch let error as SyncStoreError where error.code == .revisionAhead {
+            throw SyncStoreError.historyRewritten(requested: revision, revision: error.revision ?? 0)
+        }
+        if let value = values[revision], value != chain {
+            throw SyncStoreError.historyRewritten(requested: revision, revision: try await store.revisions().revision)
+        }
+    }
+
+    /// The history chain at each revision of `feed`'s change sets and at its `maxRevision`.
+    func chains(of feed: ChangeFeed) async throws -> [Int64: HistoryChain] {
+        try await store.historyChains(
+            from: feed.changeSets.first?.revision ?? feed.maxRevision, through: feed.maxRevision)
     }
 
     /// Live sync: holds a caught-up request until a revision after `revision` commits (true), or
@@ -254,8 +279,11 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
 
     /// The answer: the feed's change sets spliced in as logged, except those this request's
     /// pushes became, which carry `__oldId__` (the temporary key) in the rows they created; with
-    /// `scopes`, the scope values it was read for (a feed with gaps, see `docs/PROTOCOL.md`).
-    static func encode(_ feed: ChangeFeed, results: [PushResult]?, scopes: [JSONValue]? = nil) throws -> [UInt8] {
+    /// `scopes`, the scope values it was read for (a feed with gaps, see `docs/PROTOCOL.md`); with
+    /// `chains`, the history chain at `maxRevision` (`chain`) and at each change set (`chains`).
+    static func encode(
+        _ feed: ChangeFeed, results: [PushResult]?, scopes: [JSONValue]? = nil, chains: [Int64: HistoryChain] = [:]
+    ) throws -> [UInt8] {
         let marks = try OldIDMarks(results)
         var writer = JSONWriter(capacity: feed.changeSets.reduce(64) { $0 + $1.json.count + 1 })
         writer.beginObject()
@@ -276,6 +304,15 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         if let scopes {
             writer.key("scopes")
             writer.value(.array(scopes))
+        }
+        if let chain = chains[feed.maxRevision] {
+            writer.key("chain")
+            writer.value(.string(chain.hex))
+        }
+        let each = feed.changeSets.compactMap { chains[$0.revision] }
+        if each.count == feed.changeSets.count {
+            writer.key("chains")
+            writer.value(.array(each.map { .string($0.hex) }))
         }
         writer.endObject()
         return writer.bytes

@@ -1,0 +1,55 @@
+import Foundation
+import GRDB
+public import SeedSyncModel
+public import SeedSyncStore
+
+/// The history chain in `_seedsync_chain` (revision, 32-byte value), computed by ``HistoryLedger``.
+extension SQLiteSyncStore: HistoryChainRecords {
+    static let createChainTable =
+        "CREATE TABLE IF NOT EXISTS _seedsync_chain (revision INTEGER PRIMARY KEY, chain BLOB NOT NULL)"
+
+    public func historyChains(from first: Int64, through last: Int64) async throws -> [Int64: HistoryChain] {
+        try await HistoryLedger(self).chains(from: first, through: last)
+    }
+
+    package func storedChains(from first: Int64, through last: Int64) async throws -> [(Int64, HistoryChain)] {
+        try await pool.read { db in
+            try Row.fetchAll(
+                db.cachedStatement(
+                    sql: "SELECT revision, chain FROM _seedsync_chain WHERE revision BETWEEN ? AND ? ORDER BY revision"),
+                arguments: [first, last]
+            ).compactMap(Self.chainValue)
+        }
+    }
+
+    package func newestStoredChain(atOrBelow revision: Int64) async throws -> (Int64, HistoryChain)? {
+        try await pool.read { db in
+            try Row.fetchOne(
+                db.cachedStatement(
+                    sql:
+                        "SELECT revision, chain FROM _seedsync_chain WHERE revision <= ? ORDER BY revision DESC LIMIT 1"
+                ),
+                arguments: [revision]
+            ).flatMap(Self.chainValue)
+        }
+    }
+
+    package func storeChains(_ values: [(Int64, HistoryChain)]) async throws {
+        guard !values.isEmpty else { return }
+        try await writeTransaction { db in
+            let insert = try db.cachedStatement(
+                sql: "INSERT OR IGNORE INTO _seedsync_chain (revision, chain) VALUES (?, ?)")
+            for (revision, chain) in values { try insert.execute(arguments: [revision, Data(chain.bytes)]) }
+        }
+    }
+
+    /// Drops the values below `minRevision` (the value at it stays: a client there sends it).
+    static func pruneChain(below minRevision: Int64, in db: Database) throws {
+        try db.execute(sql: "DELETE FROM _seedsync_chain WHERE revision < ?", arguments: [minRevision])
+    }
+
+    private static func chainValue(_ row: Row) -> (Int64, HistoryChain)? {
+        let data: Data = row[1]
+        return HistoryChain(bytes: Array(data)).map { (row[0], $0) }
+    }
+}

@@ -1,0 +1,103 @@
+import Crypto
+public import SeedSyncModel
+
+/// Where a store keeps its history chain (``HistoryChain``): one value per revision, written once.
+///
+/// A store implements these reads and writes on a table of its own (`_seedsync_chain`,
+/// `seedsync._chain`); ``HistoryLedger`` computes the values from its log, the same way for every store.
+package protocol HistoryChainRecords: SyncStore {
+    /// The stored values of revisions `first` through `last`, in revision order.
+    func storedChains(from first: Int64, through last: Int64) async throws -> [(Int64, HistoryChain)]
+    /// The newest stored value at or below `revision`.
+    func newestStoredChain(atOrBelow revision: Int64) async throws -> (Int64, HistoryChain)?
+    /// Stores `values`; a revision that has a value keeps it (a concurrent writer computed the same).
+    func storeChains(_ values: [(Int64, HistoryChain)]) async throws
+}
+
+/// Computes a store's history chain as its log is read, for every writer alike.
+///
+/// **Design.** The value at revision `R` is `SHA-256(value at R−1 ‖ JSON of change set R)`, the
+/// JSON as the store serves it in its newest schema version when the value is computed. The
+/// value where the stored chain starts (the log's `minRevision` when no value is stored at or
+/// after it: a new store, or a log that a bulk write emptied behind the chain) is 32 random
+/// bytes, so two stores, or a store and a restored copy that wrote other revisions since, never
+/// agree by chance. Values are computed when first asked for, from the newest stored one, and
+/// stored; a stored value never changes. So the store computes the chain of writers it does not
+/// see (psql on PostgreSQL) the first time it reads their revisions, and every server process on
+/// one database agrees: the values are a function of the stored ones and the log.
+///
+/// A restore or a lossy crash takes the values of the lost revisions with them (they were written
+/// after those revisions, in the same database), and the revisions written again get new values.
+///
+/// ```swift
+/// let values = try await HistoryLedger(store).chains(from: 41, through: 57)
+/// values[41]  // the chain at revision 41, if the log still reaches it
+/// ```
+package struct HistoryLedger<Records: HistoryChainRecords>: Sendable {
+    let records: Records
+    /// Change sets read per step of an extension.
+    let batch: Int
+
+    package init(_ records: Records, batch: Int = 1_000) {
+        self.records = records
+        self.batch = batch
+    }
+
+    /// The values of revisions `first` through `last` that the log reaches (a revision below the
+    /// log's `minRevision` may have none), computing the missing ones first.
+    ///
+    /// - Throws: `SyncStoreError` `revisionAhead` when `last` is past the newest revision.
+    package func chains(from first: Int64, through last: Int64) async throws -> [Int64: HistoryChain] {
+        try await extend(through: last)
+        var values: [Int64: HistoryChain] = [:]
+        for (revision, chain) in try await records.storedChains(from: first, through: last) {
+            values[revision] = chain
+        }
+        return values
+    }
+
+    /// Computes and stores the values up to `last`.
+    package func extend(through last: Int64) async throws {
+        while true {
+            let stored = try await records.newestStoredChain(atOrBelow: last)
+            if let stored, stored.0 >= last { return }
+            let state = try await records.revisions()
+            if last > state.revision { throw SyncStoreError.revisionAhead(requested: last, revision: state.revision) }
+            if last < state.minRevision { return }
+            guard let start = stored, start.0 >= state.minRevision else {
+                try await records.storeChains([(state.minRevision, Self.randomBase())])
+                continue
+            }
+            let feed: ChangeFeed
+            do {
+                feed = try await records.changeFeed(
+                    after: start.0, limit: Int(min(Int64(batch), last - start.0)), byteBudget: 16 << 20,
+                    version: nil)
+            } catch let error as SyncStoreError where error.code == .historyExpired {
+                continue  // compacted meanwhile: start again from the new minRevision
+            }
+            var chain = start.1
+            let values = feed.changeSets.map { changeSet in
+                chain = chain.extended(by: changeSet.json)
+                return (changeSet.revision, chain)
+            }
+            try await records.storeChains(values)
+        }
+    }
+
+    static func randomBase() -> HistoryChain {
+        var generator = SystemRandomNumberGenerator()
+        return HistoryChain(bytes: (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) })!
+    }
+}
+
+extension HistoryChain {
+    /// The value after this one for a change set whose JSON (as the store serves it) is `json`:
+    /// `SHA-256(self ‖ json)`.
+    package func extended(by json: [UInt8]) -> HistoryChain {
+        var hash = SHA256()
+        hash.update(data: bytes)
+        hash.update(data: json)
+        return HistoryChain(bytes: Array(hash.finalize()))!
+    }
+}

@@ -240,7 +240,7 @@ let package = Package(
             dependencies: [
                 "SeedSyncPostgres", "SeedSyncModel", "SeedSyncTesting", "SeedSyncServer", "SeedSyncClient",
                 "SeedSyncBuild",
-                "SeedSyncImport", "SeedSyncDemo",
+                "SeedSyncImport", "SeedSyncDemo", "SeedSyncSeed",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

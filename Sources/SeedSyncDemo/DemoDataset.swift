@@ -98,7 +98,16 @@ public struct DemoDataset: Sendable {
     /// - Returns: the revision the rows have.
     @discardableResult
     public func load(into store: any MaintainedSyncStore) async throws -> Int64 {
-        try await store.bulkLoad(loads).revision
+        let revision = try await store.bulkLoad(loads).revision
+        // The demo's history is a function of its parameters, and so is its history chain: the
+        // same demo gives the same seed, byte for byte (`scripts/tools/build-seed.sh`). A store
+        // of a team's own starts its chain from random bytes instead (see `HistoryLedger`).
+        if let records = store as? any HistoryChainRecords {
+            let recipe = "seedsync demo dataset: events=\(eventCount) locations=\(locationCount) seed=\(seed)"
+            let base = HistoryChain(bytes: Array(repeating: 0, count: 32))!.extended(by: Array(recipe.utf8))
+            try await records.storeChains([(revision, base)])
+        }
+        return revision
     }
 
     /// The rows of `type`, keys 1…count, in key order. Load the types in schema order (`locations`

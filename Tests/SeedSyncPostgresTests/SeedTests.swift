@@ -5,6 +5,7 @@ import SeedSyncClient
 import SeedSyncDemo
 import SeedSyncImport
 import SeedSyncModel
+import SeedSyncSeed
 import SeedSyncTesting
 import Testing
 
@@ -26,6 +27,10 @@ import Testing
                             client: client, options: .init(output: seed, pageSize: 47, syncLimit: 7)
                         ).build()
                         #expect(try contents(ofSeed: seed) == (try await Fixtures.contents(of: store)), "\(backend)")
+                        // The anchor is the store's chain, the same on both (the demo's starts alike).
+                        let revision = report.manifest.revision
+                        let anchor = try await store.historyChains(from: revision, through: revision)[revision]
+                        #expect(try SeedFile(path: seed).metadata().chain == anchor)
                         digests.withLockedValue { $0[backend] = report.manifest.sha256 }
 
                         try await ChangeGenerator.mutate(store, changes: 30, seed: 6)

@@ -60,9 +60,12 @@ import Testing
         try await withApp { client, store in
             let feed = try await store.changeFeed(after: 1, limit: 3, byteBudget: 1 << 20, version: 1)
             let answer = try await Self.changes(client, "after=1&schemaVersion=1")
-            let expected =
-                "{\"maxRevision\":4,\"hasMore\":true,\"changeSets\":["
-                + feed.changeSets.map { String(decoding: $0.json, as: UTF8.self) }.joined(separator: ",") + "]}"
+            let chains = try await store.historyChains(from: 2, through: 4)
+            let changeSets: String = feed.changeSets.map { String(decoding: $0.json, as: UTF8.self) }
+                .joined(separator: ",")
+            let each: String = (Int64(2)...4).map { "\"\(chains[$0]!.hex)\"" }.joined(separator: ",")
+            let expected: String =
+                "{\"maxRevision\":4,\"hasMore\":true,\"changeSets\":[\(changeSets)],\"chain\":\"\(chains[4]!.hex)\",\"chains\":[\(each)]}"
             #expect(answer.body == expected)
         }
     }

@@ -134,7 +134,10 @@ let package = Package(
             swiftSettings: libraryFeatures
         ),
         // Protocol v1 client over URLSession (FoundationNetworking on Linux): limits, timeouts, retries.
-        .target(name: "SeedSyncClient", dependencies: ["SeedSyncModel"], swiftSettings: libraryFeatures),
+        .target(
+            name: "SeedSyncClient",
+            dependencies: ["SeedSyncModel", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: libraryFeatures),
         // seed-build as a library: snapshot download, catch-up, publishing with a manifest.
         .target(
             name: "SeedSyncBuild", dependencies: ["SeedSyncModel", "SeedSyncSQL", "SeedSyncSeed", "SeedSyncClient"],
@@ -174,7 +177,7 @@ let package = Package(
             dependencies: [
                 "SeedSyncCLI",
                 "SeedSyncModel", "SeedSyncSQLiteStore", "SeedSyncStore", "SeedSyncPostgres", "SeedSyncServer",
-                "SeedSyncDemo",
+                "SeedSyncDemo", "SeedSyncSeed",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -273,7 +276,7 @@ let package = Package(
                 "SeedSyncImport", "SeedSyncBuild", "SeedSyncSeed", "SeedSyncClient", "SeedSyncSQLiteStore",
                 "SeedSyncStore", "SeedSyncDemo",
                 "SeedSyncServer", "SeedSyncTesting", "SeedSyncModel", "SeedSyncPostgres",
-                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
             ]
         ),

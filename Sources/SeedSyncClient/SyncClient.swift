@@ -1,3 +1,4 @@
+public import Crypto
 public import Foundation
 public import SeedSyncModel
 
@@ -30,6 +31,11 @@ public final class SyncClient: Sendable {
         /// Whether answers may come gzip-compressed. Off for a loopback server, where compressing
         /// costs both ends CPU and saves no bandwidth; on otherwise.
         public var acceptsGzip: Bool
+        /// The origin's answer keys: when not empty, every `GET /v1/changes` answer must carry a
+        /// valid signature of one of them (``AnswerSignature``), or it is refused with
+        /// ``SyncClientError/Code/untrustedAnswer`` before anything of it is used. Empty (the
+        /// default): answers are not checked.
+        public var answerKeys: [Curve25519.Signing.PublicKey] = []
 
         /// A configuration with one fixed token: `nil` for an anonymous server.
         public init(
@@ -269,7 +275,19 @@ public final class SyncClient: Sendable {
         if let chain { query.append(URLQueryItem(name: "chain", value: chain.hex)) }
         if let limit { query.append(URLQueryItem(name: "limit", value: String(limit))) }
         if let scopes { query.append(URLQueryItem(name: "scopes", value: scopes.parameter)) }
-        let response = try await send(path: "v1/changes", query: query) { data, label in
+        let address = AnswerSignature.address(
+            after: revision, schemaVersion: schemaVersion, limit: limit, scopes: scopes)
+        let keys = configuration.answerKeys
+        let response = try await send(
+            path: "v1/changes", query: query,
+            verify: keys.isEmpty
+                ? nil
+                : { response, data, label in
+                    try AnswerSignature.check(
+                        response.value(forHTTPHeaderField: AnswerSignature.headerName), of: data, at: address,
+                        keys: keys, label: "\(label)?\(address)")
+                }
+        ) { data, label in
             try Self.parse(data, label: label, as: SyncResponse.init(json:))
         }
         if let scopes, response.scopes.map(ScopeList.init) != scopes {
@@ -339,11 +357,12 @@ public final class SyncClient: Sendable {
         }
     }
 
-    /// Sends a request, retrying what may pass, and reads a 200 answer with `read`.
+    /// Sends a request, retrying what may pass, and reads a 200 answer with `read`, after `verify`.
     /// `holdFor`: seconds the server may hold the request before it answers (live sync), added to
     /// the request's timeout.
     private func send<T>(
         path: String, query: [URLQueryItem] = [], body: Data? = nil, holdFor: Int = 0,
+        verify: ((HTTPURLResponse, Data, _ label: String) throws -> Void)? = nil,
         read: (Data, _ label: String) throws -> T
     ) async throws -> T {
         var request = try makeRequest(path: path, query: query, body: body)
@@ -357,6 +376,7 @@ public final class SyncClient: Sendable {
                 request.setValue(sent.map { "Bearer \($0)" }, forHTTPHeaderField: "Authorization")
                 let (response, data) = try await load(request, label: label)
                 try checkStatus(of: response, body: data, label: label)
+                try verify?(response, data, label)
                 return try read(data, label)
             } catch let error as SyncClientError where error.code == .unauthorized && !renewed {
                 renewed = true

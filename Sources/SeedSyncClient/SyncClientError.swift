@@ -6,7 +6,7 @@ public struct SyncClientError: Error, CustomStringConvertible, Sendable {
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case unauthorized, forbidden, historyExpired, revisionAhead, serverError, unreachable, malformedResponse
-            case responseTooLarge, unknownSchemaVersion, notFound, historyRewritten
+            case responseTooLarge, unknownSchemaVersion, notFound, historyRewritten, untrustedAnswer
         }
 
         private let base: Base
@@ -23,6 +23,9 @@ public struct SyncClientError: Error, CustomStringConvertible, Sendable {
         /// 409 `history_rewritten`: the history the client applied is not the server's (the server
         /// was restored from an older backup or lost revisions): the local database must be replaced.
         public static let historyRewritten = Code(.historyRewritten)
+        /// A log answer (`GET /v1/changes`) without a valid signature of a trusted key
+        /// (``SyncClient/Configuration/answerKeys``): altered or replaced on its way from the origin.
+        public static let untrustedAnswer = Code(.untrustedAnswer)
         /// Another 4xx, or a 5xx after the last retry.
         public static let serverError = Code(.serverError)
         /// The server could not be reached or did not answer in time, after the last retry.

@@ -1,3 +1,5 @@
+public import Crypto
+
 /// What a `seed-server serve` process runs with. Every limit has a default that suits a server on
 /// a small machine; tests shrink them to reach the edges cheaply.
 public struct ServerConfiguration: Sendable {
@@ -56,6 +58,10 @@ public struct ServerConfiguration: Sendable {
     /// The folder of published seeds that `GET /v1/seeds/{sha256}/{file}` serves: what
     /// `seed-build` writes, each seed with its manifest (and `.gz`). `nil`: none are served.
     public var seedsFolder: String?
+    /// The key that signs every `GET /v1/changes` answer (`SeedSync-Signature`, see
+    /// `AnswerSignature`), so that clients that trust it refuse an answer a cache altered.
+    /// `nil` (the default): answers are not signed.
+    public var answerKey: Curve25519.Signing.PrivateKey?
 
     public init(
         host: String = "127.0.0.1",

@@ -68,6 +68,10 @@ struct SyncCommand: AsyncParsableCommand {
         help: ArgumentHelp(
             "Use the seed only when its manifest is signed by this Ed25519 public key: a PEM file, or the key in base64 (repeatable: any one of them).",
             valueName: "KEY")) var trust: [String] = []
+    @Option(
+        help: ArgumentHelp(
+            "Refuse every change log answer (GET /v1/changes, which caches may pass on) not signed by this Ed25519 public key, the one seed-server serve --answer-key signs with: a PEM file, or the key in base64 (repeatable: any one of them).",
+            valueName: "KEY")) var trustAnswers: [String] = []
     @Flag(help: "Print a JSON summary on stdout (one line per run with --watch).") var json = false
     @Flag(help: "Print nothing but errors.") var quiet = false
 
@@ -100,10 +104,12 @@ struct SyncCommand: AsyncParsableCommand {
 
     private func sync() async throws {
         FileSystem.reportFileSizeLimitAsError()
+        var server = try connection.client(requestTimeout: timeout)
+        server.answerKeys = try trustAnswers.map { try SeedPublicKey.resolve($0).key }
         let importer = SeedImporter(
             configuration: .init(
                 seed: seed ?? "", database: database,
-                server: try connection.client(requestTimeout: timeout),
+                server: server,
                 expectedSchemaVersion: expectSchemaVersion, reseedIfNewer: !noReseed, syncLimit: syncLimit,
                 maxRowsPerTransaction: rowsPerTransaction, lockTimeout: lockTimeout, conflicts: conflicts.resolution,
                 trustedKeys: TrustedKeys(try trust.map(SeedPublicKey.resolve)),

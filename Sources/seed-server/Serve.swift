@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import SeedSyncSeed
 import SeedSyncServer
 
 extension SeedServerCommand {
@@ -44,6 +45,11 @@ extension SeedServerCommand {
                 "Serve the seeds published in this folder (seed-build's seeds with their manifests) at GET /v1/seeds/SHA256/FILE, with Range.",
                 valueName: "FOLDER"))
         var seeds: String?
+        @Option(
+            help: ArgumentHelp(
+                "Sign every GET /v1/changes answer with this Ed25519 private key (PEM, as seed-build keygen writes; or the PEM in SEED_SERVER_ANSWER_KEY), so that clients trusting its public key refuse an answer a cache altered.",
+                valueName: "FILE"))
+        var answerKey: String?
         @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.", transform: Serve.level)
         var logLevel: Logger.Level = .info
         @Option(help: "Log lines as text, or as one JSON object per line (json) for log collectors.")
@@ -62,6 +68,20 @@ extension SeedServerCommand {
             if let seeds, !FileManager.default.fileExists(atPath: seeds, isDirectory: &isFolder) || !isFolder.boolValue
             {
                 throw ValidationError("--seeds \(seeds) is not a folder")
+            }
+        }
+
+        /// The key of `--answer-key`, or the one in `SEED_SERVER_ANSWER_KEY`.
+        private func answerSigningKey(environment: [String: String] = ProcessInfo.processInfo.environment) throws
+            -> SeedSigningKey?
+        {
+            if let answerKey { return try SeedSigningKey.read(from: answerKey) }
+            return try environment["SEED_SERVER_ANSWER_KEY"].map { text in
+                do {
+                    return try SeedSigningKey(pem: text)
+                } catch {
+                    throw ValidationError("SEED_SERVER_ANSWER_KEY is \(error)")
+                }
             }
         }
 
@@ -84,7 +104,7 @@ extension SeedServerCommand {
                 case .json: Logger(label: "seed-server") { JSONLogHandler(label: $0) }
                 }
             logger.logLevel = logLevel
-            let configuration = ServerConfiguration(
+            var configuration = ServerConfiguration(
                 host: host,
                 port: port,
                 tokens: tokens.isEmpty && jwt == nil ? nil : tokens,
@@ -99,10 +119,12 @@ extension SeedServerCommand {
                 snapshotMaxAge: .seconds(snapshotMaxAge),
                 seedsFolder: seeds
             )
+            configuration.answerKey = try answerSigningKey()?.key
             let host = self.host
+            let served = configuration
             let log = logger
             try await options.withStore(logger: log) { store in
-                let app = try await buildApplication(store: store, configuration: configuration, logger: log) { port in
+                let app = try await buildApplication(store: store, configuration: served, logger: log) { port in
                     FileHandle.standardOutput.write(Data("listening on http://\(host):\(port)\n".utf8))
                 }
                 try await app.runService()

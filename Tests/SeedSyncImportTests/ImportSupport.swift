@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import GRDB
 import SeedSyncClient
@@ -81,6 +82,7 @@ func withImportFixture(
     maxWait: Duration = .seconds(55),
     snapshotMaxAge: Duration = .seconds(30),
     jwt: JWTConfiguration? = nil,
+    answerKey: Curve25519.Signing.PrivateKey? = nil,
     _ body: @escaping @Sendable (ImportFixture) async throws -> Void
 ) async throws {
     try await withServedStore(
@@ -90,6 +92,7 @@ func withImportFixture(
             $0.maxWait = maxWait
             $0.snapshotMaxAge = snapshotMaxAge
             $0.jwt = jwt
+            $0.answerKey = answerKey
         }
     ) { served in
         let report = try await served.builder("seed.sqlite", pageSize: 500, gzip: gzip).build()

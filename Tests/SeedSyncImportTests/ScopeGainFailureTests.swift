@@ -1,6 +1,4 @@
 import Foundation
-import HTTPTypes
-import Hummingbird
 import SeedSyncImport
 import SeedSyncModel
 import SeedSyncSeed
@@ -65,34 +63,14 @@ import FoundationNetworking
         _ body: @escaping @Sendable (URL, LockedValue<Int>) async throws -> Void
     ) async throws {
         let altered = LockedValue(0)
-        let router = Router()
-        let forward: @Sendable (Request, BasicRequestContext) async throws -> Response = { request, _ in
-            var forwarded = URLRequest(url: URL(string: origin.absoluteString + request.uri.description)!)
-            forwarded.httpMethod = request.method.rawValue
-            forwarded.timeoutInterval = 10
-            if let authorization = request.headers[.authorization] {
-                forwarded.setValue(authorization, forHTTPHeaderField: "Authorization")
-            }
-            if let contentType = request.headers[.contentType] {
-                forwarded.setValue(contentType, forHTTPHeaderField: "Content-Type")
-            }
-            let sent = try await request.body.collect(upTo: 1 << 20)
-            if sent.readableBytes > 0 { forwarded.httpBody = Data(buffer: sent) }
-            var (data, response) = try await TestHTTP.data(for: forwarded)
-            if request.uri.path == "/v1/snapshot/\(type)", response.statusCode == 200 {
-                data = try Self.page(data, adding: row)
-                altered.set(altered.get() + 1)
-            }
-            return Response(
-                status: HTTPResponse.Status(code: response.statusCode),
-                headers: [.contentType: response.value(forHTTPHeaderField: "Content-Type") ?? "application/json"],
-                body: .init(byteBuffer: ByteBuffer(bytes: data)))
-        }
-        router.get("**", use: forward)
-        router.post("**", use: forward)
-        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
-        try await app.test(.live) { client in
-            try await body(URL(string: "http://127.0.0.1:\(client.port!)")!, altered)
+        try await withAlteringProxy(to: origin) { answer in
+            guard answer.path == "/v1/snapshot/\(type)", answer.status == 200 else { return answer }
+            var changed = answer
+            changed.body = try Self.page(answer.body, adding: row)
+            altered.set(altered.get() + 1)
+            return changed
+        } _: { proxy in
+            try await body(proxy, altered)
         }
     }
 

@@ -1,4 +1,4 @@
-import Crypto
+package import Crypto
 import CryptoExtras
 import Foundation
 import SeedSyncModel
@@ -14,7 +14,7 @@ import SeedSyncModel
 /// print(key.id)  // "3f9c0a4e1b7d2c85": the 16 hex digits a manifest's signature names it by
 /// ```
 public struct SeedPublicKey: Sendable, Hashable, CustomStringConvertible {
-    let key: Curve25519.Signing.PublicKey
+    package let key: Curve25519.Signing.PublicKey
 
     init(_ key: Curve25519.Signing.PublicKey) {
         self.key = key

@@ -1,4 +1,4 @@
-import Crypto
+package import Crypto
 import CryptoExtras
 import Foundation
 
@@ -15,7 +15,7 @@ import Foundation
 /// print(again.publicKey.base64)                    // what apps trust
 /// ```
 public struct SeedSigningKey: Sendable, CustomStringConvertible {
-    private let key: Curve25519.Signing.PrivateKey
+    package let key: Curve25519.Signing.PrivateKey
 
     /// A new, random key.
     public init() {

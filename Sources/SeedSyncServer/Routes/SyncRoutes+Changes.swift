@@ -1,4 +1,6 @@
+import HTTPTypes
 import Hummingbird
+import SeedSyncClient
 import SeedSyncModel
 import SeedSyncStore
 
@@ -48,7 +50,15 @@ extension SyncRoutes {
         feed.hasMore = feed.hasMore || feed.maxRevision == blockEnd
         let body = try Self.encode(feed, results: nil, scopes: scope?.values, chains: try await chains(of: feed))
         let lifetime = feed.hasMore ? "max-age=31536000, immutable" : "max-age=1"
-        return cacheable(body, tag: EntityTag(of: body), lifetime: lifetime, answering: request, shared: shared)
+        var response = cacheable(body, tag: EntityTag(of: body), lifetime: lifetime, answering: request, shared: shared)
+        if let key = configuration.answerKey {
+            let address = AnswerSignature.address(
+                after: after, schemaVersion: version, limit: query.get("limit").map { _ in limit },
+                scopes: scope.flatMap { $0.addressed ? ScopeList($0.values) : nil })
+            response.headers[HTTPField.Name.seedSyncSignature] = try AnswerSignature.header(
+                signing: body, at: address, with: key)
+        }
+        return response
     }
 
     /// A `chain` query parameter: the client's ``HistoryChain`` at `after`, when given.
@@ -67,4 +77,9 @@ extension SyncRoutes {
         let (end, overflow) = (after - after % size).addingReportingOverflow(size)
         return overflow ? .max : end
     }
+}
+
+extension HTTPField.Name {
+    /// `SeedSync-Signature`, on every `GET /v1/changes` answer of a server with an answer key.
+    static let seedSyncSignature = HTTPField.Name(AnswerSignature.headerName)!
 }

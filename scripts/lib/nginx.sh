@@ -10,9 +10,10 @@
 NGINX_PID=
 
 # start_nginx WORK URL...: nginx on a free port with the servers at URL... as its origin; sets
-# NGINX_URL. Installs Debian's nginx-light when missing.
+# NGINX_URL. Installs Debian's nginx-light when missing. NGINX_CACHE_EXTRA, when set, is added to the
+# block that answers the change log and snapshot pages (a cache that misbehaves on purpose).
 start_nginx() {
-    local work=$1 port servers=""
+    local work=$1 port servers="" extra=${NGINX_CACHE_EXTRA:-}
     shift
     if ! command -v nginx >/dev/null 2>&1; then
         install_packages nginx-light
@@ -58,6 +59,7 @@ $servers        keepalive 64;
             proxy_cache_lock on;
             proxy_cache_lock_timeout 60s;
             add_header X-Cache-Status \$upstream_cache_status always;
+$extra
         }
         location = /_auth {
             internal;

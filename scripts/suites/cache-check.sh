@@ -8,7 +8,10 @@
 #   the cache's store;
 # - with --shared-cache, 200 reads of one snapshot page cost the origin one, and a seed built through
 #   the cache after commits (from pages kept before them) equals one built from the origin;
-# - without --shared-cache (answers `private`), the cache keeps nothing: every read reaches the origin.
+# - without --shared-cache (answers `private`), the cache keeps nothing: every read reaches the origin;
+# - an nginx that alters the change log answers it passes on (sub_filter) in front of a server that signs
+#   them (--answer-key): seed-import --trust-answers refuses the first altered answer and applies nothing
+#   of it, and the same import straight from the origin catches up.
 #
 # Usage: scripts/suites/cache-check.sh [--bin DIR]   (default: a debug build)
 set -euo pipefail
@@ -30,7 +33,7 @@ work=$(mktemp -d)
 held_pid=
 trap 'stop_nginx; stop_server; [ -z "$held_pid" ] || kill "$held_pid" 2>/dev/null; rm -rf "$work"' EXIT
 ensure_system_packages
-bin=$(built_products "$bin" debug seed-server seed-build)
+bin=$(built_products "$bin" debug seed-server seed-build seed-import)
 
 "$bin/seed-server" init --database "$work/server.sqlite" --demo --events 2000 --locations 50 >/dev/null
 "$bin/seed-server" mutate --database "$work/server.sqlite" --changes 2500 --seed 3 >/dev/null
@@ -101,6 +104,45 @@ sys.exit(1 if problems else 0)
 PY
 }
 
+# check_altered: a cache that changes what it passes on, in front of a server that signs its log answers.
+check_altered() {
+    local revision refused
+    mkdir -p "$work/altered/keys"
+    "$bin/seed-build" keygen --out "$work/altered/keys/answers.pem" >/dev/null
+    start_server "$bin" "$work/server.sqlite" "$work/token" "$work/altered" "" "" --shared-cache \
+        --answer-key "$work/altered/keys/answers.pem"
+    NGINX_CACHE_EXTRA='            proxy_set_header Accept-Encoding "";
+            sub_filter_types application/json;
+            sub_filter "\"cancelled\":false" "\"cancelled\":true";' start_nginx "$work/altered" "$SERVER_URL"
+    "$bin/seed-build" --server "$SERVER_URL" --token-file "$work/token" --out "$work/altered/seed.sqlite" --quiet
+    revision=$(app_revision "$work/altered/seed.sqlite")
+    "$bin/seed-server" mutate --database "$work/server.sqlite" --changes 40 --seed 5 >/dev/null
+    if "$bin/seed-import" --seed "$work/altered/seed.sqlite" --database "$work/altered/app.sqlite" --server "$NGINX_URL" \
+        --token-file "$work/token" --trust-answers "$work/altered/keys/answers.pub.pem" --quiet 2>"$work/altered/refused.err"; then
+        fail "altered answers: seed-import through the altering cache succeeded"
+    fi
+    refused=$(cat "$work/altered/refused.err")
+    case $refused in
+        *"altered or replaced the answer"*) ;;
+        *) fail "altered answers: seed-import failed, but not for the altered answer: $refused" ;;
+    esac
+    [ "$(app_revision "$work/altered/app.sqlite")" = "$revision" ] ||
+        fail "altered answers: the app moved from the seed's revision $revision to $(app_revision "$work/altered/app.sqlite")"
+    "$bin/seed-import" --seed "$work/altered/seed.sqlite" --database "$work/altered/app.sqlite" --server "$SERVER_URL" \
+        --token-file "$work/token" --trust-answers "$work/altered/keys/answers.pub.pem" --quiet ||
+        fail "altered answers: the import straight from the origin failed"
+    [ "$(app_revision "$work/altered/app.sqlite")" -gt "$revision" ] || fail "altered answers: the origin's import did not catch up"
+    echo "  altered: refused ($(printf '%s' "$refused" | head -c 160)…)" >&2
+    stop_nginx
+    stop_server
+}
+
+# app_revision FILE: the revision in a seed-format database's metadata.
+app_revision() {
+    python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT value FROM _seedsync_seed WHERE key = ?", ("revision",)).fetchone()[0])' "$1"
+}
+
+check_altered
 for mode in shared private; do
     extra=()
     [ "$mode" = shared ] && extra=(--shared-cache)

@@ -209,7 +209,7 @@ let package = Package(
             name: "seed-bench",
             dependencies: [
                 "SeedSyncCLI",
-                "SeedSyncImport", "SeedSyncClient", "SeedSyncModel",
+                "SeedSyncImport", "SeedSyncClient", "SeedSyncModel", "SeedSyncSQLiteStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]

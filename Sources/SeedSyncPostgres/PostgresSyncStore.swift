@@ -35,6 +35,8 @@ public final class PostgresSyncStore: SyncStore {
     /// The change feed's shared state and log reads, and the change sets already assembled
     /// (64 MiB at most), served again without reading their rows.
     let feedReads = ChangeFeedReads()
+    /// The history chain values this process has read (see `HistoryLedger`).
+    package let chainCache = HistoryChainCache()
     /// The tables found locked by another session lately (see ``lockTimeout(of:_:)``).
     let lockedTables = LockedTables()
 

@@ -40,6 +40,8 @@ public final class SQLiteSyncStore: SyncStore {
     /// The change feed's shared state and log reads, and the change sets already read (64 MiB at
     /// most), served again without reading the log.
     let feedReads = ChangeFeedReads()
+    /// The history chain values this process has read (see `HistoryLedger`).
+    package let chainCache = HistoryChainCache()
 
     /// The file the store serves.
     public var path: String { pool.path }

@@ -14,7 +14,7 @@ struct SeedBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "seed-bench",
         abstract: "Times a SyncEngine as an app sees it (for scripts/bench/bench.sh and scripts/bench/load.sh).",
-        subcommands: [EditLatency.self, ObserveLatency.self, PushLatency.self])
+        subcommands: [EditLatency.self, ObserveLatency.self, PushLatency.self, ChainCost.self])
 }
 
 /// What every measurement needs: the engine's seed, database and server.

@@ -1200,6 +1200,35 @@ class Bench:
                     "published / gzipped pages", ratio(seed_bytes, wire_bytes))
         self.note("case 13: a fresh app, the server at the seed's revision; the published seed is the reference seed's .gz served by seed-server --seeds; the snapshot's bytes are seed-build's bytesDownloaded for the same pages (as decoded), and the same pages asked for with Accept-Encoding: gzip, as sent. No target: the figures say what the download saves.")
 
+    def case14(self):
+        """What the history chain costs (PROTOCOL.md §11): on a copy of the server database with its
+        chain removed, seed-bench chain computes the chain over the whole log once (read, hash and
+        store each revision: what a commit costs, once, at its first read) against reading the log
+        alone, then the chain values of an answer of 1,000 revisions against reading its change sets
+        (what every answer costs), median of 200. One run each; no target."""
+        step("case 14: the history chain, computed over the log and read per answer")
+        database = self.path("chain.sqlite")
+        copy_db(self.path("server.sqlite"), database)
+        with sqlite3.connect(database) as connection:
+            connection.execute("DELETE FROM _seedsync_chain")
+        connection.close()
+        result = subprocess.run([f"{self.bin}/seed-bench", "chain", "--database", database], check=True,
+                                capture_output=True, text=True)
+        figures = json.loads(result.stdout.strip().splitlines()[-1])
+        remove_db(database)
+        for name, value in figures.items():
+            self.fact("chain", name, value)
+        case = "14 history chain"
+        count = figures["changeSets"]
+        self.result(case, "", f"the log alone: {count} change sets read", f"{figures['logSeconds']:.3f}", "", "", "")
+        self.result(case, "", "the chain computed over it (read, hash, store)", f"{figures['chainSeconds']:.3f}", "",
+                    "µs per change set", f"{figures['perChangeSetMicros']:.1f}")
+        self.result(case, "", "an answer of 1,000 revisions: its chain values", "", "", "ms",
+                    f"{figures['answerLookupMs']:.2f}")
+        self.result(case, "", "  its change sets (the store's cache warm)", "", "", "ms",
+                    f"{figures['answerReadMs']:.2f}")
+        self.note("case 14: seed-bench chain on a copy of the server database without its chain; one run; the chain of a revision is computed once, at its first read, and stored.")
+
     def write_report(self):
         """bench.json (write_json.py, from the tab-separated files) and the table on stdout."""
         self.note(f"wall s and peak MB are medians of {self.repeat} runs; ratios are of medians. Peak MB is /usr/bin/time's %M / 1024.")
@@ -1310,7 +1339,7 @@ def parse(argv):
     parser.add_argument("--repeat", type=positive, default=3)
     parser.add_argument("--changes", type=positive, default=100000)
     parser.add_argument("--out", default=".build/bench")
-    parser.add_argument("--only", type=cases, default=list(range(1, 14)))
+    parser.add_argument("--only", type=cases, default=list(range(1, 15)))
     parser.add_argument("--teams", type=positive, default=1000)
     parser.add_argument("--team-events", type=positive, default=1000)
     parser.add_argument("--team-changes", type=positive, default=20)

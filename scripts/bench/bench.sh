@@ -43,6 +43,9 @@
 #  13 published seed  a fresh app with no shipped seed, the server at the seed's revision: seed-import
 #                       --seed-url of the reference seed's .gz from seed-server --seeds over loopback against
 #                       seed-import with no seed (snapshot pages); time and bytes received; no target
+#  14 history chain  on a copy of the server database without its chain: the chain computed over the whole
+#                       log (read, hash, store) against reading the log alone, per change set; an answer's
+#                       1,000 chain values against its change sets (seed-bench chain); no target
 # The cases are Python (scripts/bench/bench.py); this script installs the tools they need, builds the
 # commands unless --bin names them, and runs it. Every measured command runs K times under /usr/bin/time -f '%e %M' with its output in OUT/runs/; the
 # MEDIAN wall time and median peak resident memory are reported, and ratios are taken of medians.
@@ -58,7 +61,7 @@
 #                  relative paths here are from the repository's root
 #   --bin DIR      folder with seed-server, seed-build, seed-import and seed-verify already built
 #                  (default: build them, release)
-#   --only CASES   comma-separated cases to run, such as 1,5 (default 1,2,3,4,5,6,7,8,9,10,11,12,13)
+#   --only CASES   comma-separated cases to run, such as 1,5 (default 1,2,3,4,5,6,7,8,9,10,11,12,13,14)
 #   --teams N, --team-events N, --team-changes N
 #                  case 10: teams in the dataset split by team (default 1000), events per team (1000),
 #                  change sets per team after the seeds (20)

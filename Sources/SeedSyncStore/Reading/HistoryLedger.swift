@@ -1,4 +1,5 @@
 import Crypto
+import Foundation
 public import SeedSyncModel
 
 /// Where a store keeps its history chain (``HistoryChain``): one value per revision, written once.
@@ -12,6 +13,8 @@ package protocol HistoryChainRecords: SyncStore {
     func newestStoredChain(atOrBelow revision: Int64) async throws -> (Int64, HistoryChain)?
     /// Stores `values`; a revision that has a value keeps it (a concurrent writer computed the same).
     func storeChains(_ values: [(Int64, HistoryChain)]) async throws
+    /// The values this process has read or computed, answered from memory.
+    var chainCache: HistoryChainCache { get }
 }
 
 /// Computes a store's history chain as its log is read, for every writer alike.
@@ -28,6 +31,9 @@ package protocol HistoryChainRecords: SyncStore {
 ///
 /// A restore or a lossy crash takes the values of the lost revisions with them (they were written
 /// after those revisions, in the same database), and the revisions written again get new values.
+/// The values a process has read are kept in memory (``HistoryChainCache``), on the assumption the
+/// process's change sets are kept on: a committed revision never changes (restart the server after
+/// a restore, `docs/PROTOCOL.md` §5).
 ///
 /// ```swift
 /// let values = try await HistoryLedger(store).chains(from: 41, through: 57)
@@ -48,12 +54,11 @@ package struct HistoryLedger<Records: HistoryChainRecords>: Sendable {
     ///
     /// - Throws: `SyncStoreError` `revisionAhead` when `last` is past the newest revision.
     package func chains(from first: Int64, through last: Int64) async throws -> [Int64: HistoryChain] {
+        if let cached = records.chainCache.values(from: first, through: last) { return cached }
         try await extend(through: last)
-        var values: [Int64: HistoryChain] = [:]
-        for (revision, chain) in try await records.storedChains(from: first, through: last) {
-            values[revision] = chain
-        }
-        return values
+        let stored = try await records.storedChains(from: first, through: last)
+        records.chainCache.insert(stored)
+        return Dictionary(stored, uniquingKeysWith: { first, _ in first })
     }
 
     /// Computes and stores the values up to `last`.
@@ -99,5 +104,41 @@ extension HistoryChain {
         hash.update(data: bytes)
         hash.update(data: json)
         return HistoryChain(bytes: Array(hash.finalize()))!
+    }
+}
+
+/// The newest history chain values a process has read, so that a crowd of requests at the same
+/// revisions (live sync, a catch-up through a cache) costs the store no read: ``capacity`` values
+/// at most (32 bytes each), the oldest revisions let go first.
+package final class HistoryChainCache: @unchecked Sendable {
+    private let lock = NSLock()
+    private var values: [Int64: HistoryChain] = [:]
+    private let capacity: Int
+
+    package init(capacity: Int = 200_000) {
+        self.capacity = capacity
+    }
+
+    /// The values of `first` through `last` when every one of them is here, else `nil`.
+    package func values(from first: Int64, through last: Int64) -> [Int64: HistoryChain]? {
+        guard first <= last, last - first < Int64(capacity) else { return nil }
+        return lock.withLock {
+            var found: [Int64: HistoryChain] = [:]
+            for revision in first...last {
+                guard let value = values[revision] else { return nil }
+                found[revision] = value
+            }
+            return found
+        }
+    }
+
+    /// Keeps `stored`; past the capacity, the oldest half of the revisions kept goes.
+    package func insert(_ stored: [(Int64, HistoryChain)]) {
+        lock.withLock {
+            for (revision, chain) in stored { values[revision] = chain }
+            guard values.count > capacity, let newest = values.keys.max() else { return }
+            let floor = newest - Int64(capacity / 2)
+            values = values.filter { $0.key > floor }
+        }
     }
 }

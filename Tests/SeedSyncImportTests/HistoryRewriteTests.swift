@@ -80,8 +80,14 @@ import Testing
             await #expect { try await client.changes(after: revision - 2, chain: wrong, schemaVersion: 1) } throws: {
                 ($0 as? SyncClientError)?.code == .historyRewritten
             }
+            // A change set's chain is its prefix (8 bytes); the origin takes it as it takes a whole value.
             let right = try #require(answer.chains?.first)
+            #expect(right.bytes.count == HistoryChain.prefixLength)
             #expect(try await client.sync(from: revision - 1, chain: right).maxRevision == revision)
+            let wrongPrefix = HistoryChain(bytes: Array(repeating: 7, count: HistoryChain.prefixLength))!
+            await #expect { try await client.sync(from: revision - 1, chain: wrongPrefix) } throws: {
+                ($0 as? SyncClientError)?.code == .historyRewritten
+            }
             #expect(try await client.sync(from: revision, chain: answer.chain).changeSets.isEmpty)
         }
     }

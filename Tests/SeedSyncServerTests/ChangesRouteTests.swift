@@ -63,7 +63,7 @@ import Testing
             let chains = try await store.historyChains(from: 2, through: 4)
             let changeSets: String = feed.changeSets.map { String(decoding: $0.json, as: UTF8.self) }
                 .joined(separator: ",")
-            let each: String = (Int64(2)...4).map { "\"\(chains[$0]!.hex)\"" }.joined(separator: ",")
+            let each: String = (Int64(2)...4).map { "\"\(chains[$0]!.prefix.hex)\"" }.joined(separator: ",")
             let expected: String =
                 "{\"maxRevision\":4,\"hasMore\":true,\"changeSets\":[\(changeSets)],\"chain\":\"\(chains[4]!.hex)\",\"chains\":[\(each)]}"
             #expect(answer.body == expected)

@@ -1326,7 +1326,7 @@ def positive(text):
 
 
 def cases(text):
-    if not re.fullmatch(r"[1-9][0-9]*(,[1-9][0-9]*)*", text) or any(int(case) > 13 for case in text.split(",")):
+    if not re.fullmatch(r"[1-9][0-9]*(,[1-9][0-9]*)*", text) or any(int(case) > 14 for case in text.split(",")):
         raise argparse.ArgumentTypeError(f"not a list of cases such as 1,5: {text}")
     return sorted(set(int(case) for case in text.split(",")))
 

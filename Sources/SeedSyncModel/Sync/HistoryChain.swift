@@ -7,7 +7,9 @@
 /// client that keeps the value of its revision and sends it back learns, from the origin, whether
 /// the history it applied is still the server's (`history_rewritten` when not).
 ///
-/// On the wire a value is 64 lower-case hex digits.
+/// On the wire a value is 64 lower-case hex digits, or, for each change set of an answer, its first
+/// 8 bytes (16 digits, ``prefix``): enough to tell two histories apart, at a quarter of the bytes.
+/// Two values **agree** when the shorter is a prefix of the longer (``agrees(with:)``).
 ///
 /// ```swift
 /// let chain = HistoryChain(hex: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08")
@@ -17,27 +19,39 @@ public struct HistoryChain: Sendable, Hashable, Codable, CustomStringConvertible
     /// The 32 bytes.
     public let bytes: [UInt8]
 
-    /// A value of exactly 32 bytes, else `nil`.
+    /// A value of 32 bytes, or a prefix of 8, else `nil`.
     public init?(bytes: [UInt8]) {
-        guard bytes.count == 32 else { return nil }
+        guard bytes.count == 32 || bytes.count == Self.prefixLength else { return nil }
         self.bytes = bytes
     }
 
-    /// A value from 64 lower-case hex digits (the wire form), else `nil`.
+    /// A value from 64 lower-case hex digits, or a prefix from 16 (the wire forms), else `nil`.
     public init?(hex: String) {
         let digits = Array(hex.utf8)
-        guard digits.count == 64 else { return nil }
+        guard digits.count == 64 || digits.count == 2 * Self.prefixLength else { return nil }
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(32)
-        for index in stride(from: 0, to: 64, by: 2) {
+        bytes.reserveCapacity(digits.count / 2)
+        for index in stride(from: 0, to: digits.count, by: 2) {
             guard let high = Self.nibble(digits[index]), let low = Self.nibble(digits[index + 1]) else { return nil }
             bytes.append(high << 4 | low)
         }
         self.bytes = bytes
     }
 
-    /// The wire form: 64 lower-case hex digits.
+    /// The wire form: 64 lower-case hex digits (16 for a prefix).
     public var hex: String { bytes.lowercaseHex }
+
+    /// The bytes of a prefix: 8.
+    public static let prefixLength = 8
+
+    /// The first 8 bytes: what an answer sends for each change set.
+    public var prefix: HistoryChain { HistoryChain(bytes: Array(bytes.prefix(Self.prefixLength)))! }
+
+    /// Whether the two name the same history: the shorter is a prefix of the longer.
+    public func agrees(with other: HistoryChain) -> Bool {
+        let length = min(bytes.count, other.bytes.count)
+        return bytes.prefix(length) == other.bytes.prefix(length)
+    }
 
     public var description: String { hex }
 
@@ -45,7 +59,7 @@ public struct HistoryChain: Sendable, Hashable, Codable, CustomStringConvertible
         let text = try decoder.singleValueContainer().decode(String.self)
         guard let chain = HistoryChain(hex: text) else {
             throw DecodingError.dataCorrupted(
-                .init(codingPath: decoder.codingPath, debugDescription: "not 64 lower-case hex digits"))
+                .init(codingPath: decoder.codingPath, debugDescription: "not 64 (or 16) lower-case hex digits"))
         }
         self = chain
     }

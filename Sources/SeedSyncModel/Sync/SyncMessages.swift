@@ -36,7 +36,7 @@ public struct SyncRequest: JSONMessage, Sendable, Hashable {
     /// Reads a request from parsed JSON (see ``JSONParser``), strictly: `maxRevision` is an
     /// integer literal (`1.0` and `1e0` are not), `changeSets` is an array when present (absent
     /// means none, `null` is an error), `limit`, `schemaVersion` and `wait` are integers when present,
-    /// `chain` 64 lower-case hex digits.
+    /// `chain` 64 (or 16) lower-case hex digits.
     /// Other members are ignored.
     ///
     /// ```swift
@@ -109,8 +109,8 @@ public struct SyncResponse: Codable, JSONReadable, Sendable, Hashable {
     public var scopes: [JSONValue]?
     /// The server's history chain at ``maxRevision`` (absent from a server that keeps none).
     public var chain: HistoryChain?
-    /// The history chain at each change set's revision, in the order of ``changeSets`` (absent
-    /// from a server that keeps none).
+    /// The history chain at each change set's revision, in the order of ``changeSets``: its 8-byte
+    /// ``HistoryChain/prefix`` (absent from a server that keeps none).
     public var chains: [HistoryChain]?
 
     public init(
@@ -159,10 +159,13 @@ extension SyncResponse {
         return changeSets + [ChangeSet(revision: maxRevision, changes: [])]
     }
 
-    /// The history chain at the revision of each of ``changeSetsToApply``, when the server sent them.
+    /// The history chain at the revision of each of ``changeSetsToApply``, when the server sent them:
+    /// the whole ``chain`` for the one at ``maxRevision``, the prefix of ``chains`` for the others.
     package var chainsToApply: [HistoryChain?] {
         let given = chains.flatMap { $0.count == changeSets.count ? $0 : nil }
-        var values = changeSets.indices.map { given?[$0] }
+        var values = changeSets.indices.map { index in
+            changeSets[index].revision == maxRevision ? chain : given?[index]
+        }
         if changeSetsToApply.count > changeSets.count { values.append(chain) }
         return values
     }

@@ -167,7 +167,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         } catch let error as SyncStoreError where error.code == .revisionAhead {
             throw SyncStoreError.historyRewritten(requested: revision, revision: error.revision ?? 0)
         }
-        if let value = values[revision], value != chain {
+        if let value = values[revision], !value.agrees(with: chain) {
             throw SyncStoreError.historyRewritten(requested: revision, revision: try await store.revisions().revision)
         }
     }
@@ -280,7 +280,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
     /// The answer: the feed's change sets spliced in as logged, except those this request's
     /// pushes became, which carry `__oldId__` (the temporary key) in the rows they created; with
     /// `scopes`, the scope values it was read for (a feed with gaps, see `docs/PROTOCOL.md`); with
-    /// `chains`, the history chain at `maxRevision` (`chain`) and at each change set (`chains`).
+    /// `chains`, the history chain at `maxRevision` (`chain`) and its prefix at each change set (`chains`).
     static func encode(
         _ feed: ChangeFeed, results: [PushResult]?, scopes: [JSONValue]? = nil, chains: [Int64: HistoryChain] = [:]
     ) throws -> [UInt8] {
@@ -312,7 +312,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         let each = feed.changeSets.compactMap { chains[$0.revision] }
         if each.count == feed.changeSets.count {
             writer.key("chains")
-            writer.value(.array(each.map { .string($0.hex) }))
+            writer.value(.array(each.map { .string($0.prefix.hex) }))
         }
         writer.endObject()
         return writer.bytes

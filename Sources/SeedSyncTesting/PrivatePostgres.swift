@@ -66,6 +66,26 @@ public final class PrivatePostgres: Sendable {
         _ = try await Self.shell(script)
     }
 
+    /// Takes a base backup of the running server (`pg_basebackup`, its WAL streamed with it) into
+    /// the server's folder under `name`: what an operator restores after losing the database.
+    public func backUp(as name: String) async throws {
+        let script = """
+            source scripts/lib/postgres.sh && \
+            as_postgres env PGPASSWORD="$(cat '\(folder)/password')" '\(binaries)/pg_basebackup' \
+              -D '\(folder)/\(name)' -h 127.0.0.1 -p \(port) -U seedsync -X stream --checkpoint=fast
+            """
+        _ = try await Self.shell(script)
+    }
+
+    /// Stops the server, puts the base backup `name` (``backUp(as:)``) in place of its data, and
+    /// starts it: the database as it was when the backup was taken, every later commit gone.
+    public func restore(_ name: String) async throws {
+        try await stop()
+        _ = try await Self.shell(
+            "rm -rf '\(folder)/data' && cp -a '\(folder)/\(name)' '\(folder)/data' && chmod 700 '\(folder)/data'")
+        try await start()
+    }
+
     private func remove() async {
         try? await stop()
         try? FileManager.default.removeItem(atPath: folder)

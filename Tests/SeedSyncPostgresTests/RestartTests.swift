@@ -1,7 +1,11 @@
 import Foundation
+import SeedSyncBuild
 import SeedSyncClient
+import SeedSyncDemo
+import SeedSyncImport
 import SeedSyncModel
 import SeedSyncPostgres
+import SeedSyncSeed
 import SeedSyncServer
 import SeedSyncTesting
 import Testing
@@ -77,5 +81,66 @@ import FoundationNetworking
         let (data, response) = try await TestHTTP.data(for: request)
         let http = response
         return (http.statusCode, http.value(forHTTPHeaderField: "Retry-After"), String(decoding: data, as: UTF8.self))
+    }
+}
+
+/// A PostgreSQL restored from a base backup taken before the app's revisions, which then commits
+/// other changes under the same revision numbers: the app is told at its next sync
+/// (`history_rewritten`) and rebuilds from a snapshot, equal to the restored server.
+@Suite(.needsPostgres, .tags(.postgres)) struct RestoredDatabaseTests {
+    @Test(arguments: [25, 3])
+    func anAppAheadOfARestoredDatabaseRebuildsItself(commitsAfterRestore: Int) async throws {
+        try await PrivatePostgres.with { postgres in
+            try await PostgresSyncStore.create(at: postgres.location, schema: DemoDataset.schema)
+            try await withTemporaryDirectory { directory in
+                let app = directory.appendingPathComponent("app/events.sqlite").path
+                let seed = directory.appendingPathComponent("seed.sqlite").path
+                let backupRevision: Int64
+                let appRevision: Int64
+                // The first server: a seed, a base backup, 15 more commits the app syncs.
+                (backupRevision, appRevision) = try await PostgresSyncStore.withStore(at: postgres.location) { store in
+                    _ = try await DemoDataset(events: 200, locations: 10, seed: 3).load(into: store)
+                    _ = try await ChangeGenerator.mutate(store, changes: 10, seed: 5)
+                    let backup = try await store.revisions().revision
+                    _ = try await store.historyChains(from: backup, through: backup)
+                    try await postgres.backUp(as: "backup")
+                    _ = try await ChangeGenerator.mutate(store, changes: 15, seed: 6)
+                    try await withLiveServer(store) { url in
+                        _ = try await SeedBuilder(client: Self.client(url), options: .init(output: seed)).build()
+                        _ = try await Self.importer(url, seed: seed, app: app).run()
+                    }
+                    return (backup, try await store.revisions().revision)
+                }
+                #expect(try SeedFile(path: app).metadata().revision == appRevision)
+
+                try await postgres.restore("backup")
+                try await PostgresSyncStore.withStore(at: postgres.location) { store in
+                    #expect(try await store.revisions().revision == backupRevision)
+                    _ = try await ChangeGenerator.mutate(store, changes: commitsAfterRestore, seed: 99)
+                    try await withLiveServer(store) { url in
+                        let report = try await Self.importer(url, seed: seed, app: app).run()
+                        let serverRevision = try await store.revisions().revision
+                        #expect(
+                            report.replacements == [
+                                Replacement(
+                                    reason: .historyRewritten, source: .snapshot, fromRevision: appRevision,
+                                    toRevision: serverRevision)
+                            ])
+                        #expect(try contents(ofSeed: app) == (try await Fixtures.contents(of: store)))
+                    }
+                }
+            }
+        }
+    }
+
+    static func client(_ url: URL) -> SyncClient {
+        SyncClient(configuration: .init(serverURL: url, token: liveServerToken, requestTimeout: 10, retry: .none))
+    }
+
+    static func importer(_ url: URL, seed: String, app: String) -> SeedImporter {
+        SeedImporter(
+            configuration: .init(
+                seed: seed, database: app,
+                server: .init(serverURL: url, token: liveServerToken, requestTimeout: 10, retry: .none)))
     }
 }

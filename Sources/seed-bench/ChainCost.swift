@@ -39,8 +39,11 @@ struct ChainCost: AsyncParsableCommand {
         var generator = SystemRandomNumberGenerator()
         var lookups: [Double] = []
         var reads: [Double] = []
+        guard newest - start >= 1_000 else {
+            throw ValidationError("\(database) logs \(newest - start) revisions: at least 1,000 are needed")
+        }
         for _ in 0..<answers {
-            let first = Int64.random(in: start...max(start, newest - 1_000), using: &generator)
+            let first = Int64.random(in: start...(newest - 1_000), using: &generator)
             reads.append(
                 try await Self.seconds {
                     _ = try await store.changeFeed(after: first, limit: 1_000, byteBudget: 16 << 20, version: nil)

@@ -47,7 +47,7 @@ package struct JSONMembers: Sendable {
         return try int64(name)
     }
 
-    /// The ``HistoryChain`` `name` (64 or 16 lower-case hex digits), or `nil` when it is absent.
+    /// The ``HistoryChain`` `name` (64 or 8 lower-case hex digits), or `nil` when it is absent.
     package func chainIfPresent(_ name: String) throws(JSONShapeError) -> HistoryChain? {
         guard let value = members[name] else { return nil }
         return try Self.chain(value, at: path(of: name))
@@ -56,7 +56,7 @@ package struct JSONMembers: Sendable {
     /// `value` as a ``HistoryChain``.
     package static func chain(_ value: JSONValue, at path: String) throws(JSONShapeError) -> HistoryChain {
         guard case .string(let text) = value, let chain = HistoryChain(hex: text) else {
-            throw JSONShapeError(.invalidValue, path, "expected a history chain: 64 (or 16) lower-case hex digits")
+            throw JSONShapeError(.invalidValue, path, "expected a history chain: 64 (or 8) lower-case hex digits")
         }
         return chain
     }

@@ -8,7 +8,8 @@
 /// the history it applied is still the server's (`history_rewritten` when not).
 ///
 /// On the wire a value is 64 lower-case hex digits, or, for each change set of an answer, its first
-/// 8 bytes (16 digits, ``prefix``): enough to tell two histories apart, at a quarter of the bytes.
+/// 4 bytes (8 digits, ``prefix``): enough to tell a rewritten history from the one a client applied
+/// (two histories agree on it by chance once in 2^32), at an eighth of the bytes.
 /// Two values **agree** when the shorter is a prefix of the longer (``agrees(with:)``).
 ///
 /// ```swift
@@ -19,13 +20,13 @@ public struct HistoryChain: Sendable, Hashable, Codable, CustomStringConvertible
     /// The 32 bytes.
     public let bytes: [UInt8]
 
-    /// A value of 32 bytes, or a prefix of 8, else `nil`.
+    /// A value of 32 bytes, or a prefix of 4, else `nil`.
     public init?(bytes: [UInt8]) {
         guard bytes.count == 32 || bytes.count == Self.prefixLength else { return nil }
         self.bytes = bytes
     }
 
-    /// A value from 64 lower-case hex digits, or a prefix from 16 (the wire forms), else `nil`.
+    /// A value from 64 lower-case hex digits, or a prefix from 8 (the wire forms), else `nil`.
     public init?(hex: String) {
         let digits = Array(hex.utf8)
         guard digits.count == 64 || digits.count == 2 * Self.prefixLength else { return nil }
@@ -38,13 +39,13 @@ public struct HistoryChain: Sendable, Hashable, Codable, CustomStringConvertible
         self.bytes = bytes
     }
 
-    /// The wire form: 64 lower-case hex digits (16 for a prefix).
+    /// The wire form: 64 lower-case hex digits (8 for a prefix).
     public var hex: String { bytes.lowercaseHex }
 
-    /// The bytes of a prefix: 8.
-    public static let prefixLength = 8
+    /// The bytes of a prefix: 4.
+    public static let prefixLength = 4
 
-    /// The first 8 bytes: what an answer sends for each change set.
+    /// The first 4 bytes: what an answer sends for each change set.
     public var prefix: HistoryChain { HistoryChain(bytes: Array(bytes.prefix(Self.prefixLength)))! }
 
     /// Whether the two name the same history: the shorter is a prefix of the longer.
@@ -59,7 +60,7 @@ public struct HistoryChain: Sendable, Hashable, Codable, CustomStringConvertible
         let text = try decoder.singleValueContainer().decode(String.self)
         guard let chain = HistoryChain(hex: text) else {
             throw DecodingError.dataCorrupted(
-                .init(codingPath: decoder.codingPath, debugDescription: "not 64 (or 16) lower-case hex digits"))
+                .init(codingPath: decoder.codingPath, debugDescription: "not 64 (or 8) lower-case hex digits"))
         }
         self = chain
     }

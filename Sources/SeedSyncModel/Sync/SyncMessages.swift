@@ -36,7 +36,7 @@ public struct SyncRequest: JSONMessage, Sendable, Hashable {
     /// Reads a request from parsed JSON (see ``JSONParser``), strictly: `maxRevision` is an
     /// integer literal (`1.0` and `1e0` are not), `changeSets` is an array when present (absent
     /// means none, `null` is an error), `limit`, `schemaVersion` and `wait` are integers when present,
-    /// `chain` 64 (or 16) lower-case hex digits.
+    /// `chain` 64 (or 8) lower-case hex digits.
     /// Other members are ignored.
     ///
     /// ```swift
@@ -109,7 +109,7 @@ public struct SyncResponse: Codable, JSONReadable, Sendable, Hashable {
     public var scopes: [JSONValue]?
     /// The server's history chain at ``maxRevision`` (absent from a server that keeps none).
     public var chain: HistoryChain?
-    /// The history chain at each change set's revision, in the order of ``changeSets``: its 8-byte
+    /// The history chain at each change set's revision, in the order of ``changeSets``: its 4-byte
     /// ``HistoryChain/prefix`` (absent from a server that keeps none).
     public var chains: [HistoryChain]?
 

@@ -128,7 +128,7 @@ public struct SeedMetadata: Sendable, Hashable {
         }
         if let chain = values[Key.chain.rawValue] {
             guard let value = HistoryChain(hex: chain) else {
-                throw SeedError.notASeed(path, "metadata 'history_chain' is not 64 (or 16) lower-case hex digits")
+                throw SeedError.notASeed(path, "metadata 'history_chain' is not 64 (or 8) lower-case hex digits")
             }
             metadata.chain = value
         }

@@ -65,7 +65,7 @@ extension SyncRoutes {
     static func chain(_ text: String?) throws -> HistoryChain? {
         guard let text else { return nil }
         guard let chain = HistoryChain(hex: text) else {
-            throw ServerError.invalidParameter("chain", "a history chain: 64 (or 16) lower-case hex digits")
+            throw ServerError.invalidParameter("chain", "a history chain: 64 (or 8) lower-case hex digits")
         }
         return chain
     }

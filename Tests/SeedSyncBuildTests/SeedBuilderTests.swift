@@ -45,6 +45,26 @@ import Testing
         }
     }
 
+    /// The seed's anchor: the server's chain at its revision, in its metadata and its manifest; a
+    /// manifest that names another chain fails verification.
+    @Test func theSeedAndItsManifestCarryTheServersChainAtItsRevision() async throws {
+        try await withServedStore { served in
+            let report = try await served.builder("anchored.sqlite", pageSize: 40).build()
+            let revision = report.manifest.revision
+            let chain = try await served.store.historyChains(from: revision, through: revision)[revision]
+            #expect(chain != nil)
+            #expect(try SeedFile.read(report.output) { try $0.metadata().chain } == chain)
+            #expect(report.manifest.historyChain == chain)
+            var other = report.manifest
+            other.historyChain = HistoryChain(bytes: Array(repeating: 1, count: 32))
+            try JSONEncoder.stable().encode(other).write(
+                to: URL(fileURLWithPath: SeedManifest.path(forSeed: report.output)))
+            let verified = try await SeedVerifier.verify(report.output)
+            #expect(!verified.passed)
+            #expect("\(verified.failures)".contains("history chain"))
+        }
+    }
+
     @Test func everyFieldTypeAndTextKeysSurvive() async throws {
         try await withServedStore(schema: Fixtures.catalogSchema, changes: 60) { served in
             let report = try await served.builder("catalog.sqlite", pageSize: 3, gzip: true).build()

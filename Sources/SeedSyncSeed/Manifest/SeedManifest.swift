@@ -47,6 +47,10 @@ public struct SeedManifest: Codable, Sendable, Hashable {
     /// The scope values whose rows the seed holds (with the shared rows), when it was built with a
     /// token of some values only; absent: every value.
     public var scopes: [JSONValue]?
+    /// The seed's anchor: the server's history chain at ``revision`` (metadata `history_chain`,
+    /// `docs/PROTOCOL.md` §11), so that a signature of the manifest covers it; absent when the
+    /// server keeps no chain, and in a manifest written before it existed.
+    public var historyChain: HistoryChain?
     /// Signatures of the manifest (``signed(with:)``), which cover every other member and so the
     /// file's SHA-256; absent in an unsigned manifest. ``TrustedKeys`` checks them.
     public var signatures: [SeedSignature]?
@@ -83,6 +87,7 @@ public struct SeedManifest: Codable, Sendable, Hashable {
         schemaHash = metadata.schemaHash
         rowCounts = try seed.rowCounts(of: metadata.schema)
         scopes = metadata.scopes
+        historyChain = metadata.chain
         sqliteVersion = storage.sqliteVersion
         pageSize = storage.pageSize
         self.createdAt = Self.rfc3339(createdAt)
@@ -117,7 +122,8 @@ public struct SeedManifest: Codable, Sendable, Hashable {
     }
 
     /// What the manifest says that the seed it describes does not, a phrase each (none when they
-    /// agree): its size and SHA-256 as read (`digest`), its metadata and its tables' row counts.
+    /// agree): its size and SHA-256 as read (`digest`), its metadata and its tables' row counts (a
+    /// manifest without a history chain, written before it existed, is not compared on it).
     /// The file name is not compared: a seed may be shipped under another name.
     package func mismatches(digest: FileDigest, metadata: SeedMetadata, rowCounts: [String: Int]) -> [String] {
         [
@@ -135,6 +141,8 @@ public struct SeedManifest: Codable, Sendable, Hashable {
                 ? nil : "row counts \(Self.describe(self.rowCounts)), the seed has \(Self.describe(rowCounts))",
             scopes == metadata.scopes
                 ? nil : "scope values \(Self.describe(scopes)), the seed has \(Self.describe(metadata.scopes))",
+            historyChain == nil || historyChain == metadata.chain
+                ? nil : "history chain \(historyChain!), the seed has \(metadata.chain?.hex ?? "none")",
         ].compactMap { $0 }
     }
 

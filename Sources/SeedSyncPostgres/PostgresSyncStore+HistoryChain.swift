@@ -9,17 +9,15 @@ extension PostgresSyncStore: HistoryChainRecords {
     static let createChainTable =
         "CREATE TABLE IF NOT EXISTS seedsync._chain (revision bigint PRIMARY KEY, chain bytea NOT NULL)"
 
-    public func historyChains(from first: Int64, through last: Int64) async throws -> [Int64: HistoryChain] {
-        try await HistoryLedger(self).chains(from: first, through: last)
+    public func historyChains(at revisions: [Int64]) async throws -> [Int64: HistoryChain] {
+        try await HistoryLedger(self).chains(at: revisions)
     }
 
-    package func storedChains(from first: Int64, through last: Int64) async throws -> [(Int64, HistoryChain)] {
+    package func storedChains(at revisions: [Int64]) async throws -> [(Int64, HistoryChain)] {
         var binds = PostgresBindings()
-        binds.append(first)
-        binds.append(last)
+        binds.append(revisions)
         return try await chainValues(
-            "SELECT revision, encode(chain, 'hex') FROM seedsync._chain WHERE revision BETWEEN $1 AND $2 ORDER BY revision",
-            binds)
+            "SELECT revision, encode(chain, 'hex') FROM seedsync._chain WHERE revision = ANY($1::bigint[])", binds)
     }
 
     package func newestStoredChain(atOrBelow revision: Int64) async throws -> (Int64, HistoryChain)? {

@@ -83,7 +83,13 @@ extension PostgresSyncStore: MaintainedSyncStore {
         // The chain reaches every revision first, so the value at the new minRevision is the
         // log's, not a new start (clients there keep theirs).
         try await HistoryLedger(self).extend(through: try await revisions().revision)
-        return try await withTransaction { [self] connection in
+        let compaction = try await compactLog(keepingRevisions: keep)
+        chainCache.remove(below: compaction.minRevision)
+        return compaction
+    }
+
+    private func compactLog(keepingRevisions keep: Int64) async throws -> Compaction {
+        try await withTransaction { [self] connection in
             let revision = try await query(
                 "SELECT revision FROM seedsync._state WHERE id = 1 FOR UPDATE", on: connection)[0].decode(Int64.self)
             let pinned = try await PostgresSeedRecords.oldestPinned(on: connection, store: self)

@@ -13,7 +13,13 @@ extension SQLiteSyncStore {
         // The chain reaches every revision first, so the value at the new minRevision is the
         // log's, not a new start (clients there keep theirs).
         try await HistoryLedger(self).extend(through: try await revisions().revision)
-        return try await writeTransaction { db in
+        let compaction = try await compactLog(keepingRevisions: keep)
+        chainCache.remove(below: compaction.minRevision)
+        return compaction
+    }
+
+    private func compactLog(keepingRevisions keep: Int64) async throws -> Compaction {
+        try await writeTransaction { db in
             let state = try LogState.fetch(db)
             let pinned = try SeedRecords.oldestPinned(in: db)
             let wanted = state.revision - keep

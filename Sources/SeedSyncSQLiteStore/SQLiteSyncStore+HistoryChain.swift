@@ -8,16 +8,19 @@ extension SQLiteSyncStore: HistoryChainRecords {
     static let createChainTable =
         "CREATE TABLE IF NOT EXISTS _seedsync_chain (revision INTEGER PRIMARY KEY, chain BLOB NOT NULL)"
 
-    public func historyChains(from first: Int64, through last: Int64) async throws -> [Int64: HistoryChain] {
-        try await HistoryLedger(self).chains(from: first, through: last)
+    public func historyChains(at revisions: [Int64]) async throws -> [Int64: HistoryChain] {
+        try await HistoryLedger(self).chains(at: revisions)
     }
 
-    package func storedChains(from first: Int64, through last: Int64) async throws -> [(Int64, HistoryChain)] {
-        try await pool.read { db in
+    package func storedChains(at revisions: [Int64]) async throws -> [(Int64, HistoryChain)] {
+        let list = "[" + revisions.map(String.init).joined(separator: ",") + "]"
+        return try await pool.read { db in
             try Row.fetchAll(
                 db.cachedStatement(
-                    sql: "SELECT revision, chain FROM _seedsync_chain WHERE revision BETWEEN ? AND ? ORDER BY revision"),
-                arguments: [first, last]
+                    sql:
+                        "SELECT revision, chain FROM _seedsync_chain WHERE revision IN (SELECT value FROM json_each(?))"
+                ),
+                arguments: [list]
             ).compactMap(Self.chainValue)
         }
     }

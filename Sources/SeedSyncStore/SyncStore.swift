@@ -53,13 +53,13 @@ public protocol SyncStore: Sendable {
     ///   is newer than the store, `SyncStoreError.unknownSchemaVersion(_:kept:)`.
     func changeFeed(after revision: Int64, limit: Int, byteBudget: Int, version: Int?) async throws -> ChangeFeed
 
-    /// The history chain (`HistoryChain`, `docs/PROTOCOL.md` §11) at each revision from `first`
-    /// through `last` that the log reaches, computed first where missing (see `HistoryLedger`).
-    /// A revision below the log's `minRevision` may have no value.
+    /// The history chain (`HistoryChain`, `docs/PROTOCOL.md` §11) at each of `revisions` that the
+    /// log reaches, computed first where missing (see `HistoryLedger`). A revision below the log's
+    /// `minRevision` may have no value.
     ///
-    /// - Throws: `SyncStoreError.revisionAhead(requested:revision:)` when `last` is newer than
-    ///   the store.
-    func historyChains(from first: Int64, through last: Int64) async throws -> [Int64: HistoryChain]
+    /// - Throws: `SyncStoreError.revisionAhead(requested:revision:)` when one of `revisions` is
+    ///   newer than the store.
+    func historyChains(at revisions: [Int64]) async throws -> [Int64: HistoryChain]
 
     /// The change feed as a reader granted `grant` sees it (PROTOCOL.md §10), looking through
     /// revisions up to `last` at most: each change set made `ChangeSet.visible(to:in:)`, those that
@@ -126,6 +126,12 @@ public protocol SyncStore: Sendable {
 }
 
 extension SyncStore {
+    /// ``historyChains(at:)`` of `first` through `last`.
+    public func historyChains(from first: Int64, through last: Int64) async throws -> [Int64: HistoryChain] {
+        guard first <= last else { return [:] }
+        return try await historyChains(at: Array(first...last))
+    }
+
     /// Reads `revisions()` four times a second: a store with no notification of its own still
     /// serves live sync, with up to a quarter of a second of delay.
     public func watchRevisions(_ onRevision: @escaping @Sendable (Int64) -> Void) async {

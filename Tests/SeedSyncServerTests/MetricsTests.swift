@@ -178,6 +178,6 @@ private final class UnavailableStore: SyncStore {
     }
     func register(_ seed: SeedRegistration) async throws -> RegisteredSeed { throw down }
     func registeredSeeds() async throws -> [RegisteredSeed] { throw down }
-    func historyChains(from first: Int64, through last: Int64) async throws -> [Int64: HistoryChain] { throw down }
+    func historyChains(at revisions: [Int64]) async throws -> [Int64: HistoryChain] { throw down }
     private var down: SyncStoreError { .storeUnavailable("the database restarts") }
 }

@@ -664,7 +664,7 @@ private struct FailingStore: SyncStore {
     }
     func register(_ seed: SeedRegistration) async throws -> RegisteredSeed { throw DiskOnFire() }
     func registeredSeeds() async throws -> [RegisteredSeed] { throw DiskOnFire() }
-    func historyChains(from first: Int64, through last: Int64) async throws -> [Int64: HistoryChain] {
+    func historyChains(at revisions: [Int64]) async throws -> [Int64: HistoryChain] {
         throw DiskOnFire()
     }
 }

@@ -163,7 +163,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         guard let chain else { return }
         let values: [Int64: HistoryChain]
         do {
-            values = try await store.historyChains(from: revision, through: revision)
+            values = try await store.historyChains(at: [revision])
         } catch let error as SyncStoreError where error.code == .revisionAhead {
             throw SyncStoreError.historyRewritten(requested: revision, revision: error.revision ?? 0)
         }
@@ -174,8 +174,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
 
     /// The history chain at each revision of `feed`'s change sets and at its `maxRevision`.
     func chains(of feed: ChangeFeed) async throws -> [Int64: HistoryChain] {
-        try await store.historyChains(
-            from: feed.changeSets.first?.revision ?? feed.maxRevision, through: feed.maxRevision)
+        try await store.historyChains(at: feed.changeSets.map(\.revision) + [feed.maxRevision])
     }
 
     /// Live sync: holds a caught-up request until a revision after `revision` commits (true), or

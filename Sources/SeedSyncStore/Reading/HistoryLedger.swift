@@ -7,8 +7,8 @@ public import SeedSyncModel
 /// A store implements these reads and writes on a table of its own (`_seedsync_chain`,
 /// `seedsync._chain`); ``HistoryLedger`` computes the values from its log, the same way for every store.
 package protocol HistoryChainRecords: SyncStore {
-    /// The stored values of revisions `first` through `last`, in revision order.
-    func storedChains(from first: Int64, through last: Int64) async throws -> [(Int64, HistoryChain)]
+    /// The stored values of `revisions` (those that have one).
+    func storedChains(at revisions: [Int64]) async throws -> [(Int64, HistoryChain)]
     /// The newest stored value at or below `revision`.
     func newestStoredChain(atOrBelow revision: Int64) async throws -> (Int64, HistoryChain)?
     /// Stores `values`; a revision that has a value keeps it (a concurrent writer computed the same).
@@ -36,7 +36,7 @@ package protocol HistoryChainRecords: SyncStore {
 /// a restore, `docs/PROTOCOL.md` §5).
 ///
 /// ```swift
-/// let values = try await HistoryLedger(store).chains(from: 41, through: 57)
+/// let values = try await HistoryLedger(store).chains(at: [41, 44, 57])
 /// values[41]  // the chain at revision 41, if the log still reaches it
 /// ```
 package struct HistoryLedger<Records: HistoryChainRecords>: Sendable {
@@ -49,16 +49,21 @@ package struct HistoryLedger<Records: HistoryChainRecords>: Sendable {
         self.batch = batch
     }
 
-    /// The values of revisions `first` through `last` that the log reaches (a revision below the
-    /// log's `minRevision` may have none), computing the missing ones first.
+    /// The values of `revisions` that the log reaches (a revision below the log's `minRevision`
+    /// may have none): from memory, else computed where missing and read from the store. An
+    /// answer asks for the revisions of its change sets alone, so a scoped answer whose change
+    /// sets lie far apart reads their values, not the ones between.
     ///
-    /// - Throws: `SyncStoreError` `revisionAhead` when `last` is past the newest revision.
-    package func chains(from first: Int64, through last: Int64) async throws -> [Int64: HistoryChain] {
-        if let cached = records.chainCache.values(from: first, through: last) { return cached }
+    /// - Throws: `SyncStoreError` `revisionAhead` when one is past the newest revision.
+    package func chains(at revisions: [Int64]) async throws -> [Int64: HistoryChain] {
+        var found = records.chainCache.values(at: revisions)
+        let missing = revisions.filter { found[$0] == nil }
+        guard let last = missing.max() else { return found }
         try await extend(through: last)
-        let stored = try await records.storedChains(from: first, through: last)
+        let stored = try await records.storedChains(at: missing)
         records.chainCache.insert(stored)
-        return Dictionary(stored, uniquingKeysWith: { first, _ in first })
+        for (revision, chain) in stored { found[revision] = chain }
+        return found
     }
 
     /// Computes and stores the values up to `last`.
@@ -119,17 +124,18 @@ package final class HistoryChainCache: @unchecked Sendable {
         self.capacity = capacity
     }
 
-    /// The values of `first` through `last` when every one of them is here, else `nil`.
-    package func values(from first: Int64, through last: Int64) -> [Int64: HistoryChain]? {
-        guard first <= last, last - first < Int64(capacity) else { return nil }
-        return lock.withLock {
+    /// The values of `revisions` that are here.
+    package func values(at revisions: [Int64]) -> [Int64: HistoryChain] {
+        lock.withLock {
             var found: [Int64: HistoryChain] = [:]
-            for revision in first...last {
-                guard let value = values[revision] else { return nil }
-                found[revision] = value
-            }
+            for revision in revisions { found[revision] = values[revision] }
             return found
         }
+    }
+
+    /// Lets go of the values below `revision` (compaction dropped them from the store).
+    package func remove(below revision: Int64) {
+        lock.withLock { values = values.filter { $0.key >= revision } }
     }
 
     /// Keeps `stored`; past the capacity, the oldest half of the revisions kept goes.

@@ -86,6 +86,10 @@ package struct HistoryLedger<Records: HistoryChainRecords>: Sendable {
             } catch let error as SyncStoreError where error.code == .historyExpired {
                 continue  // compacted meanwhile: start again from the new minRevision
             }
+            // The log has every revision after minRevision: a read that brings none would loop.
+            guard !feed.changeSets.isEmpty else {
+                throw SyncStoreError.storeUnavailable("the change log holds no change set after revision \(start.0)")
+            }
             var chain = start.1
             let values = feed.changeSets.map { changeSet in
                 chain = chain.extended(by: changeSet.json)

@@ -66,6 +66,27 @@ import Testing
         }
     }
 
+    /// The requests a commit wakes ask for the same new values at once: the store reads them a
+    /// few times for the crowd, not once per request (200 here).
+    @Test(arguments: StoreBackend.tested)
+    func aCrowdAskingForTheSameNewValuesCostsTheStoreAFewReads(backend: StoreBackend) async throws {
+        try await backend.withDemoStore { store in
+            _ = try await ChangeGenerator.mutate(store, changes: 5, seed: 7)
+            let newest = try await store.revisions().revision
+            let cache = try #require(store as? any HistoryChainRecords).chainCache
+            let before = cache.storeReads.get()
+            let answers = try await withThrowingTaskGroup(of: [Int64: HistoryChain].self) { group in
+                for _ in 0..<200 { group.addTask { try await store.historyChains(at: [newest - 1, newest]) } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(answers.count == 200 && Set(answers).count == 1 && answers[0].count == 2)
+            let reads = cache.storeReads.get() - before
+            #expect(reads >= 1 && reads <= 10, "\(reads) store reads for 200 requests")
+            _ = try await store.historyChains(at: [newest])
+            #expect(cache.storeReads.get() - before == reads, "a value read before comes from memory")
+        }
+    }
+
     @Test(arguments: StoreBackend.tested)
     func aRevisionPastTheNewestIsAhead(backend: StoreBackend) async throws {
         try await backend.withDemoStore { store in

@@ -55,13 +55,29 @@ package struct HistoryLedger<Records: HistoryChainRecords>: Sendable {
     /// sets lie far apart reads their values, not the ones between.
     ///
     /// - Throws: `SyncStoreError` `revisionAhead` when one is past the newest revision.
+    ///
+    /// The values missing from memory are read once for a crowd that asks for the same ones (the
+    /// requests a commit wakes, which ask for the same new revisions): `SharedReads`, as the log.
     package func chains(at revisions: [Int64]) async throws -> [Int64: HistoryChain] {
-        var found = records.chainCache.values(at: revisions)
+        let cache = records.chainCache
+        var found = cache.values(at: revisions)
+        let missing = revisions.filter { found[$0] == nil }
+        guard !missing.isEmpty else { return found }
+        let shared = try await cache.reads.value(for: missing) { [self] in try await read(missing) }
+        found.merge(shared) { kept, _ in kept }
+        return found
+    }
+
+    /// The values of `revisions`: those a read before this one kept, else computed and read.
+    private func read(_ revisions: [Int64]) async throws -> [Int64: HistoryChain] {
+        let cache = records.chainCache
+        var found = cache.values(at: revisions)
         let missing = revisions.filter { found[$0] == nil }
         guard let last = missing.max() else { return found }
+        cache.storeReads.update { $0 += 1 }
         try await extend(through: last)
         let stored = try await records.storedChains(at: missing)
-        records.chainCache.insert(stored)
+        cache.insert(stored)
         for (revision, chain) in stored { found[revision] = chain }
         return found
     }
@@ -123,6 +139,10 @@ package final class HistoryChainCache: @unchecked Sendable {
     private let lock = NSLock()
     private var values: [Int64: HistoryChain] = [:]
     private let capacity: Int
+    /// The reads of values missing from memory, shared by the callers that ask together.
+    let reads = SharedReads<[Int64], [Int64: HistoryChain]>()
+    /// How many reads went to the store (for tests).
+    package let storeReads = LockedValue(0)
 
     package init(capacity: Int = 200_000) {
         self.capacity = capacity

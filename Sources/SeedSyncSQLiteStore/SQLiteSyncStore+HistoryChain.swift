@@ -13,28 +13,15 @@ extension SQLiteSyncStore: HistoryChainRecords {
     }
 
     package func storedChains(at revisions: [Int64]) async throws -> [(Int64, HistoryChain)] {
-        let list = "[" + revisions.map(String.init).joined(separator: ",") + "]"
-        return try await pool.read { db in
-            try Row.fetchAll(
-                db.cachedStatement(
-                    sql:
-                        "SELECT revision, chain FROM _seedsync_chain WHERE revision IN (SELECT value FROM json_each(?))"
-                ),
-                arguments: [list]
-            ).compactMap(Self.chainValue)
-        }
+        try await chainValues(
+            "SELECT revision, chain FROM _seedsync_chain WHERE revision IN (SELECT value FROM json_each(?))",
+            ["[" + revisions.map(String.init).joined(separator: ",") + "]"])
     }
 
     package func newestStoredChain(atOrBelow revision: Int64) async throws -> (Int64, HistoryChain)? {
-        try await pool.read { db in
-            try Row.fetchOne(
-                db.cachedStatement(
-                    sql:
-                        "SELECT revision, chain FROM _seedsync_chain WHERE revision <= ? ORDER BY revision DESC LIMIT 1"
-                ),
-                arguments: [revision]
-            ).flatMap(Self.chainValue)
-        }
+        try await chainValues(
+            "SELECT revision, chain FROM _seedsync_chain WHERE revision <= ? ORDER BY revision DESC LIMIT 1", [revision]
+        ).first
     }
 
     package func storeChains(_ values: [(Int64, HistoryChain)]) async throws {
@@ -51,8 +38,13 @@ extension SQLiteSyncStore: HistoryChainRecords {
         try db.execute(sql: "DELETE FROM _seedsync_chain WHERE revision < ?", arguments: [minRevision])
     }
 
-    private static func chainValue(_ row: Row) -> (Int64, HistoryChain)? {
-        let data: Data = row[1]
-        return HistoryChain(bytes: Array(data)).map { (row[0], $0) }
+    /// The (revision, value) rows `sql` selects.
+    private func chainValues(_ sql: String, _ arguments: StatementArguments) async throws -> [(Int64, HistoryChain)] {
+        try await pool.read { db in
+            try Row.fetchAll(db.cachedStatement(sql: sql), arguments: arguments).compactMap { row in
+                let data: Data = row[1]
+                return HistoryChain(bytes: Array(data)).map { (row[0], $0) }
+            }
+        }
     }
 }

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import SeedSyncBuild
 import SeedSyncClient
@@ -328,7 +329,7 @@ import Testing
     /// Runs `body` with a clubs store of `backend` (teams 1-3, as `Fixtures.clubsStore`) served
     /// live, taking the team JWTs of `TestIdentityProvider.teamJWT`.
     static func withTeams(
-        _ backend: StoreBackend,
+        _ backend: StoreBackend, answerKey: Curve25519.Signing.PrivateKey? = nil,
         _ body: @escaping @Sendable (any MaintainedSyncStore, URL, ServedStore) async throws -> Void
     ) async throws {
         try await backend.withStore(Fixtures.clubsSchema) { store in
@@ -341,6 +342,7 @@ import Testing
                     configure: {
                         $0.jwt = TestIdentityProvider.teamJWT
                         $0.seedsFolder = seeds
+                        $0.answerKey = answerKey
                     }
                 ) { url in
                     try await body(store, url, ServedStore(url: url, store: store, directory: directory))

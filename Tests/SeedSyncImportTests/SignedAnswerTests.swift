@@ -109,6 +109,35 @@ import Testing
         }
     }
 
+    /// A signature covers the address as the request gave it, `limit` and `scopes` included: a
+    /// team's reader naming its values, with and without a limit, passes with the key, and an
+    /// answer checked at another address does not. The key's id is the one `seed-verify` names.
+    @Test func aTeamsAddressAndALimitedReadAreSignedAsAsked() async throws {
+        let key = Curve25519.Signing.PrivateKey()
+        try await ScopedImportTests.withTeams(.sqlite, answerKey: key) { _, url, _ in
+            var configuration = SyncClient.Configuration(
+                serverURL: url, token: try await TestIdentityProvider.teamToken([1]), requestTimeout: 10,
+                retry: .none)
+            configuration.answerKeys = [key.publicKey]
+            let client = SyncClient(configuration: configuration)
+            let version = try await client.schema().schemaVersion
+            let team = ScopeList([.int(1)])
+            let whole = try await client.changes(after: 0, schemaVersion: version, scopes: team)
+            #expect(!whole.changeSets.isEmpty)
+            let limited = try await client.changes(after: 0, schemaVersion: version, limit: 1, scopes: team)
+            #expect(limited.changeSets.count == 1)
+        }
+        let body = Data(#"{"maxRevision":4,"hasMore":true,"changeSets":[]}"#.utf8)
+        let header = try AnswerSignature.header(signing: body, at: "after=3&schemaVersion=1", with: key)
+        try AnswerSignature.check(header, of: body, at: "after=3&schemaVersion=1", keys: [key.publicKey], label: "a")
+        #expect(throws: SyncClientError.self) {
+            try AnswerSignature.check(
+                header, of: body, at: "after=2&schemaVersion=1", keys: [key.publicKey], label: "b")
+        }
+        let named = try SeedPublicKey(key.publicKey.rawRepresentation.base64EncodedString())
+        #expect(AnswerSignature.keyID(key.publicKey) == named.id)
+    }
+
     static func importer(_ fixture: ImportFixture, through url: URL, trusting keys: [Curve25519.Signing.PublicKey])
         -> SeedImporter
     {

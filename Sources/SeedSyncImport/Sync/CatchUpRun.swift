@@ -61,7 +61,7 @@ final class CatchUp {
                 step = machine.recovered(at: try await database.revision())
             case .rebuild:
                 database = try await session.replaceWithSnapshot(
-                    database, minRevision: 0, reason: .historyRewritten, resuming: false)
+                    database, minRevision: info.minRevision, reason: .historyRewritten, resuming: false)
                 step = machine.recovered(at: try await database.revision())
             case .drop(let entry, let error):
                 try await drop(entry, because: error)

@@ -196,6 +196,20 @@ public final class SyncClient: Sendable {
             .seeds
     }
 
+    /// `GET /v1/sizes`: what a snapshot of `schemaVersion`, and a catch-up from each of
+    /// `revisions` (eight at most), would download, as the server estimates them for this token.
+    ///
+    /// - Throws: ``SyncClientError`` `notFound` from a server that predates the endpoint.
+    public func sizes(after revisions: [Int64], schemaVersion: Int) async throws -> DownloadSizes {
+        var query = [URLQueryItem(name: "schemaVersion", value: String(schemaVersion))]
+        if !revisions.isEmpty {
+            query.append(URLQueryItem(name: "after", value: revisions.map(String.init).joined(separator: ",")))
+        }
+        return try await send(path: "v1/sizes", query: query) { data, label in
+            try Self.decode(DownloadSizes.self, from: data, label: label)
+        }
+    }
+
     /// `POST /v1/sync` from `revision`, pushing `changeSets` (write-back) first, in schema version
     /// `schemaVersion` (the oldest the server serves when `nil`): the change sets come in it, and
     /// the pushed ones are read in it.

@@ -32,14 +32,19 @@ public enum ImportEvent: Sendable, Hashable {
     /// installed instead (``downloadingSnapshot(minRevision:)`` follows). Registered seeds
     /// (`seed-build --register`) never get here: the server keeps the history they need.
     case seedSkipped(revision: Int64, minRevision: Int64)
-    /// The app ships no seed and gives no ``SeedImporter/Configuration/seedURL``: the server offers
-    /// this published seed, at `revision`, which is downloaded (``downloadingSeed(_:)`` follows).
+    /// The app gives no ``SeedImporter/Configuration/seedURL``, and takes the newest published seed
+    /// the server offers, at `revision` (``choseWayIn(_:)`` says why): it is downloaded
+    /// (``downloadingSeed(_:)`` follows).
     case foundPublishedSeed(url: URL, revision: Int64)
+    /// A fresh app weighed the ways in it has by the bytes each would download, and takes
+    /// ``WayIn/taken``: sent before the download starts.
+    case choseWayIn(WayIn)
     /// The published seed (``SeedImporter/Configuration/seedURL``) is being downloaded: sent as
     /// it starts or resumes, then about every mebibyte, and when it is complete.
     case downloadingSeed(SeedDownload)
-    /// The server's history no longer reaches the database or the seed: a full snapshot download
-    /// starts, to install it or replace the database when it is complete.
+    /// A full snapshot download starts, to install it or replace the database when it is complete:
+    /// the server's history no longer reaches the database or the seed, or a fresh app found the
+    /// snapshot the cheapest way in (``choseWayIn(_:)``).
     case downloadingSnapshot(minRevision: Int64)
     /// The database starts moving from schema version `from` to `to` in place: the new types and
     /// columns download beside it, then it takes them in one transaction.

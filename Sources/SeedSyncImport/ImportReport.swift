@@ -16,6 +16,9 @@ public struct ImportReport: Sendable, Hashable, Codable {
     public var installed: Bool
     /// Where the installed database came from, when the run installed one.
     public var installedFrom: InstallSource?
+    /// The ways a fresh app weighed to get in, by their bytes, and the one it took, when it
+    /// weighed them (a server to ask, no ``SeedImporter/Configuration/seedURL``).
+    public var wayIn: WayIn?
     /// Whole-database replacements: a newer seed, or recovery from an expired history.
     public var replacements: [Replacement]
     /// The revision the sync started from (the seed's after an install).

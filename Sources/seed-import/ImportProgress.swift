@@ -51,8 +51,10 @@ final class ImportProgress: @unchecked Sendable {
         case .downloadingSeed(let download):
             "\rdownloading the seed: \(Self.size(download.received)) of \(Self.size(download.total))\(download.secondsLeft.map { ", \(Self.duration($0)) left" } ?? "")\u{1B}[K"
                 + (download.received == download.total ? "\n" : "")
+        case .choseWayIn(let way):
+            "\r\(way)\u{1B}[K\n"
         case .downloadingSnapshot(let minRevision):
-            "\rthe server's history starts at \(minRevision): downloading a full snapshot\u{1B}[K\n"
+            "\rdownloading a full snapshot (the server's history starts at \(minRevision))\u{1B}[K\n"
         case .progress(let revision, let serverRevision):
             "\rsyncing: revision \(revision) of \(serverRevision)\u{1B}[K"
         case .retrying(let attempt, let delay, let reason):

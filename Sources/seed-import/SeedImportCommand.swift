@@ -228,6 +228,7 @@ struct SyncCommand: AsyncParsableCommand {
                 " from the \($0.kind.rawValue.replacingOccurrences(of: "-", with: " ")) \($0.location)"
             }
             lines.append("installed \(report.database)\(from ?? "")")
+            if let way = report.wayIn { lines.append("  the way in by bytes: \(way)") }
         }
         for replacement in report.replacements {
             lines.append(

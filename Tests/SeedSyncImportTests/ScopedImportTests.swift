@@ -161,16 +161,17 @@ import Testing
         }
     }
 
-    /// A fresh app with no seed is offered its team's published seed, and takes it; an app of two
-    /// teams is offered each team's seed but neither holds all its rows: it takes a snapshot.
-    @Test(arguments: StoreBackend.tested) func aFreshAppWithNoSeedTakesItsTeamsSeed(backend: StoreBackend)
+    /// A fresh app with no seed is offered its team's published seed, and weighs it against a
+    /// snapshot (these teams are small: the snapshot is the fewer bytes); an app of two teams is
+    /// offered each team's seed but neither holds all its rows: it weighs none, and takes a snapshot.
+    @Test(arguments: StoreBackend.tested) func aFreshAppWithNoSeedWeighsItsTeamsSeed(backend: StoreBackend)
         async throws
     {
         try await Self.withTeams(backend) { store, url, served in
             let report = try await Self.buildEveryTeamsSeed(served)
             let teamOne = try #require(report.scopeSeeds?.first { $0.value == 1 })
             try await store.commit(Fixtures.clubsRetitle(101, team: 1, "after the seeds"))
-            for (teams, kind) in [([JSONValue.int(1)], InstallSource.Kind.publishedSeed), ([1, 2], .snapshot)] {
+            for (teams, offered) in [([JSONValue.int(1)], true), ([1, 2], false)] {
                 let database = served.path("app-\(teams.count).sqlite")
                 let token = try await TestIdentityProvider.teamToken(teams)
                 let run = try await SeedImporter(
@@ -178,12 +179,14 @@ import Testing
                         seed: "", database: database,
                         server: .init(serverURL: url, token: token, requestTimeout: 10, retry: .none))
                 ).run()
-                #expect(run.installedFrom?.kind == kind, "teams \(teams): \(String(describing: run.installedFrom))")
-                if kind == .publishedSeed {
-                    #expect(
-                        run.installedFrom?.location.hasSuffix("\(teamOne.manifest.sha256)/clubs.team-1.sqlite.gz")
-                            == true)
+                let way = try #require(run.wayIn, "teams \(teams)")
+                let seeds = way.weighed.filter { $0.source.kind == .publishedSeed }
+                #expect(seeds.count == (offered ? 1 : 0), "teams \(teams): \(way)")
+                if offered {
+                    #expect(seeds[0].source.location.hasSuffix("\(teamOne.manifest.sha256)/clubs.team-1.sqlite.gz"))
+                    #expect(seeds[0].fileBytes == teamOne.manifest.gzip?.size && seeds[0].catchUpBytes > 0)
                 }
+                #expect(run.installedFrom == way.taken.source && way.taken.source.kind == .snapshot, "\(way)")
                 #expect(
                     try contents(ofSeed: database) == (try await Fixtures.contents(of: store, grant: .only(teams))))
             }

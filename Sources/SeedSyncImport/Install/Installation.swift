@@ -25,9 +25,10 @@ extension ImportSession {
 
     /// Copies and checks the seed beside the database, switches the copy to WAL, then renames it into place.
     ///
-    /// The seed is the shipped one; or, with ``SeedImporter/Configuration/seedURL``, the one
-    /// published there, downloaded first; or, when the app gives neither, the newest one the
-    /// server offers (``newestPublishedSeed(_:)``), or a snapshot when it offers none.
+    /// The seed is the one published at ``SeedImporter/Configuration/seedURL`` when the app gives
+    /// one, downloaded first. Otherwise the app weighs the ways it has (``WayIn``): the shipped
+    /// seed, the newest one the server offers (``offeredSeed(_:)``), and a snapshot; without a
+    /// server to ask, it installs the shipped seed.
     ///
     /// The copy is switched before the rename, so the file at the database path is in WAL mode
     /// from its first moment: a kill can leave a hot rollback journal beside the copy, which the
@@ -37,47 +38,61 @@ extension ImportSession {
     /// up: it is not installed only to be thrown away, a snapshot is (``installSnapshot(seedRevision:server:)``).
     private func install(server: SchemaInfo?) async throws -> LocalDatabase {
         if let url = configuration.seedURL { return try await installPublished(url, registered: nil, server: server) }
-        if !configuration.seed.isEmpty {
-            report.installedFrom = InstallSource(.shippedSeed, configuration.seed)
-            return try await installSeed(server: server)
-        }
-        // Nothing to install without the server: asked again, its error ends the run.
-        let server = try await reachable(server)
-        guard let (url, registered) = try await newestPublishedSeed(server) else {
-            return try await installSnapshot(server: server)
-        }
-        do {
-            return try await installPublished(url, registered: registered, server: server)
-        } catch let error where Self.isUnusable(error) {
-            // The seed the server offers is not there (not uploaded yet, removed) or not the one
-            // registered: a snapshot does instead, and the run says why.
-            PublishedSeed.remove(files.download)
-            let reason =
-                "the seed the server offers, \(url.absoluteString), could not be used: \(error); a snapshot was installed instead"
-            report.seedProblem = reason
-            emit(.seedRejected(reason: reason))
-            return try await installSnapshot(server: server)
+        // Nothing to install without the server but a shipped seed: asked again, its error ends the run.
+        let server = configuration.seed.isEmpty ? try await reachable(server) : server
+        guard let server else { return try await installShipped(server: nil) }
+        switch try await weigh(server: server) {
+        case .shipped: return try await installShipped(server: server)
+        case .snapshot: return try await installSnapshot(server: server)
+        case .offered(let url, let registered, let description):
+            emit(.foundPublishedSeed(url: url, revision: registered.revision))
+            do {
+                return try await installPublished(url, registered: registered, described: description, server: server)
+            } catch let error where Self.isUnusable(error) {
+                // The seed the server offers is not there (not uploaded yet, removed) or not the one
+                // registered: a snapshot does instead, and the run says why.
+                PublishedSeed.remove(files.download)
+                refuse(offered: url, error, instead: "a snapshot was installed instead")
+                return try await installSnapshot(server: server)
+            }
         }
     }
 
+    private func installShipped(server: SchemaInfo?) async throws -> LocalDatabase {
+        report.installedFrom = InstallSource(.shippedSeed, configuration.seed)
+        return try await installSeed(server: server)
+    }
+
+    /// Reports an offered seed that cannot be used, and what the run does `instead`.
+    func refuse(offered url: URL, _ error: any Error, instead: String) {
+        let reason = "the seed the server offers, \(url.absoluteString), could not be used: \(error); \(instead)"
+        report.seedProblem = reason
+        emit(.seedRejected(reason: reason))
+    }
+
     /// Downloads the seed published at `url` (the one the server registered as `registered`,
-    /// when it offered it), installs it and removes the download.
-    private func installPublished(_ url: URL, registered: RegisteredSeed?, server: SchemaInfo?) async throws
-        -> LocalDatabase
-    {
+    /// when it offered it; its manifest `described` already, when weighed), installs it and
+    /// removes the download.
+    private func installPublished(
+        _ url: URL, registered: RegisteredSeed?, described: PublishedSeed.Description? = nil, server: SchemaInfo?
+    ) async throws -> LocalDatabase {
         report.installedFrom = InstallSource(.publishedSeed, url.absoluteString)
-        let published = PublishedSeed(
-            url: url, folder: files.download, trustedKeys: configuration.trustedKeys, registered: registered?.sha256)
-        seed = try await published.fetch(with: client, emit: emit)
+        seed = try await publishedSeed(url, registered: registered).fetch(
+            with: client, described: described, emit: emit)
         let database = try await installSeed(server: server)
         PublishedSeed.remove(files.download)
         return database
     }
 
+    func publishedSeed(_ url: URL, registered: RegisteredSeed?) -> PublishedSeed {
+        PublishedSeed(
+            url: url, folder: files.download, trustedKeys: configuration.trustedKeys, registered: registered?.sha256)
+    }
+
     /// Whether `error` says that an offered seed cannot be used, whatever the next run does: it is
     /// not found, or its files are not the seed registered, or not trusted. A network failure is
     /// not one: the next run resumes the download.
-    private static func isUnusable(_ error: any Error) -> Bool {
+    static func isUnusable(_ error: any Error) -> Bool {
         if let error = error as? SyncClientError { return error.code == .notFound }
         guard let error = error as? ImportError else { return false }
         return [.invalidSeed, .untrustedSeed, .mismatch].contains(error.code)
@@ -91,15 +106,10 @@ extension ImportSession {
 
     /// The newest seed the server offers this app (`GET /v1/seeds`,
     /// ``PublishedSeed/newest(of:for:version:base:)``) and its address, or `nil` when it offers none.
-    private func newestPublishedSeed(_ server: SchemaInfo) async throws -> (URL, RegisteredSeed)? {
+    func offeredSeed(_ server: SchemaInfo) async throws -> (URL, RegisteredSeed)? {
         let version = configuration.expectedSchemaVersion ?? server.schemaVersion
         let offered = try await client.registeredSeeds()
-        guard
-            let (url, seed) = PublishedSeed.newest(
-                of: offered, for: server, version: version, base: configuration.server.serverURL)
-        else { return nil }
-        emit(.foundPublishedSeed(url: url, revision: seed.revision))
-        return (url, seed)
+        return PublishedSeed.newest(of: offered, for: server, version: version, base: configuration.server.serverURL)
     }
 
     private func installSeed(server: SchemaInfo?) async throws -> LocalDatabase {

@@ -48,12 +48,21 @@ struct PublishedSeed {
     /// Where the seed file is downloaded: the folder, under the address's file name.
     var path: String { URL(fileURLWithPath: folder).appendingPathComponent(url.lastPathComponent).path }
 
-    /// Downloads the manifest and the seed (resuming), checks them: the seed, ready to install.
-    func fetch(with client: SyncClient, emit: @escaping @Sendable (ImportEvent) -> Void) async throws -> ShippedSeed {
+    /// The manifest as fetched from beside the seed, checked, and what it says of the file at the address.
+    struct Description {
+        let data: Data
+        let manifest: SeedManifest
+        /// The size and SHA-256 of the file at the address (``expected(by:)``).
+        let size: Int64
+        let sha256: String
+    }
+
+    /// Downloads the manifest and checks it: parsed, signed by a trusted key (with trusted keys),
+    /// the registered seed's (when offered), describing the file at the address.
+    func describe(with client: SyncClient) async throws -> Description {
         guard !["", "/", ".", ".."].contains(url.lastPathComponent) else {
             throw ImportError(.invalidSeed, "the seed address \(url.absoluteString) names no file")
         }
-        try FileSystem.createFolder(for: path)
         let manifestData = try await client.fetch(manifestURL, limit: 1 << 20)
         let manifest: SeedManifest
         do {
@@ -71,6 +80,19 @@ struct PublishedSeed {
             )
         }
         let (size, sha256) = try expected(by: manifest)
+        return Description(data: manifestData, manifest: manifest, size: size, sha256: sha256)
+    }
+
+    /// Downloads the manifest (unless `described` already) and the seed (resuming), checks them:
+    /// the seed, ready to install.
+    func fetch(with client: SyncClient, described: Description? = nil, emit: @escaping @Sendable (ImportEvent) -> Void)
+        async throws -> ShippedSeed
+    {
+        let description: Description
+        if let described { description = described } else { description = try await describe(with: client) }
+        let (size, sha256) = (description.size, description.sha256)
+        try FileSystem.createFolder(for: path)
+        let manifestData = description.data
         let download = FileDownload(url: url, path: path, size: size, identity: sha256)
         try FileSystem.write(manifestData, to: SeedManifest.path(forSeed: path))
         try await client.download(download, progress: Self.reporter(url: url, emit: emit))

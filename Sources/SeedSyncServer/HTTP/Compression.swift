@@ -38,6 +38,12 @@ struct ResponseCompressionMiddleware<Context: RequestContext>: RouterMiddleware 
 
     private static var gzip: CompressionAlgorithm { .gzip(configuration: .init(compressionLevel: .fastestCompression)) }
 
+    /// The size of `bytes` compressed as an answer's body is.
+    static func gzippedSize(of bytes: [UInt8]) throws -> Int {
+        var buffer = ByteBuffer(bytes: bytes)
+        return try buffer.compress(with: gzip).readableBytes
+    }
+
     /// Whether an `Accept-Encoding` value allows gzip (RFC 9110 §12.5.3): `gzip` (or `x-gzip`)
     /// with a quality above 0, or else `*` with one. A coding named with `q=0` is refused even
     /// when `*` allows the rest; an item whose quality is not a valid `qvalue` (`0` to `1`, three

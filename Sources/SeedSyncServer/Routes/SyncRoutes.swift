@@ -36,6 +36,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         reader.get("changes") { request, _ in try await changes(request) }
         reader.get("auth") { request, _ in try authorize(request) }
         reader.get("seeds") { _, _ in try await seedList() }
+        reader.get("sizes") { request, _ in try await sizes(request) }
         reader.get("seeds/:sha256/:file") { request, context in try await seedFile(request, context) }
         reader.head("seeds/:sha256/:file") { request, context in try await seedFile(request, context) }
         let admin = router.group("v1/admin").add(

@@ -133,6 +133,69 @@ import FoundationNetworking
         }
     }
 
+    /// A fresh app that ships an old seed weighs it against the newer seed the server offers and a
+    /// snapshot, by the bytes each would download (`GET /v1/sizes`, the offered seed's manifest),
+    /// takes the fewest and says so: here the offered seed, whose catch-up is short, over the shipped
+    /// one's long catch-up. Shipping the newer seed, it takes that: nothing to download but its catch-up.
+    @Test func aFreshAppTakesTheWayInWithTheFewestBytes() async throws {
+        try await withPublished { published in
+            let old = published.seeds + "/demo.sqlite"
+            _ = try await ChangeGenerator.mutate(published.served.store, changes: 3_000, seed: 21)
+            let newer = try await SeedBuilder(
+                client: published.served.client(token: liveServerAdminToken),
+                options: .init(output: published.seeds + "/newer.sqlite", pageSize: 500, gzip: true, register: true)
+            ).build()
+            _ = try await ChangeGenerator.mutate(published.served.store, changes: 5, seed: 22)
+            for (shipped, taken) in [(old, InstallSource.Kind.publishedSeed), (published.seeds + "/newer.sqlite", .shippedSeed)] {
+                let database = published.served.path("app-\(taken).sqlite")
+                let chosen = LockedValue<[WayIn]>([])
+                let report = try await SeedImporter(
+                    configuration: .init(
+                        seed: shipped, database: database,
+                        server: .init(serverURL: published.served.url, token: liveServerToken, requestTimeout: 10))
+                ).run { event in
+                    if case .choseWayIn(let way) = event { chosen.update { $0.append(way) } }
+                }
+                let way = try #require(report.wayIn)
+                #expect(chosen.get() == [way])
+                #expect(way.weighed.map(\.source.kind) == [.shippedSeed, .publishedSeed, .snapshot], "\(way)")
+                #expect(way.taken.source.kind == taken && report.installedFrom == way.taken.source, "\(way)")
+                let offered = try #require(way.weighed.first { $0.source.kind == .publishedSeed })
+                #expect(offered.revision == newer.manifest.revision && offered.fileBytes == newer.manifest.gzip?.size)
+                #expect(way.weighed[0].fileBytes == 0)
+                let longer = shipped == old
+                #expect((way.weighed[0].catchUpBytes > offered.catchUpBytes) == longer, "\(way)")
+                print("way in: \(way)")
+                #expect(try contents(ofSeed: database) == (try await Fixtures.contents(of: published.served.store)))
+            }
+        }
+    }
+
+    /// A server that predates `GET /v1/sizes` (404) cannot say what the ways would take: the app
+    /// keeps the order it had, the shipped seed first, and weighs nothing.
+    @Test func aServerThatCannotSaySizesLeavesTheShippedSeedFirst() async throws {
+        try await withPublished { published in
+            _ = try await published.served.client(token: liveServerAdminToken).register(
+                SeedRegistration(
+                    sha256: published.manifest.sha256, revision: published.manifest.revision, schemaVersion: 1))
+            try await withAlteringProxy(to: published.served.url) { answer in
+                guard answer.path == "/v1/sizes" else { return answer }
+                var missing = answer
+                missing.status = 404
+                missing.body = Data(#"{"error": {"code": "not_found", "message": "no such route"}}"#.utf8)
+                return missing
+            } _: { proxy in
+                let report = try await SeedImporter(
+                    configuration: .init(
+                        seed: published.seeds + "/demo.sqlite", database: published.database,
+                        server: .init(serverURL: proxy, token: liveServerToken, requestTimeout: 10))
+                ).run()
+                #expect(report.wayIn == nil && report.installedFrom?.kind == .shippedSeed)
+                try await published.expectCaughtUp()
+            }
+        }
+    }
+
     /// A seed registered with the address it is published at elsewhere (`--published-at`: a CDN,
     /// here a host in front of the server) is downloaded from there, without the server's token.
     /// Registered again with another address (the seed moved), the record takes the new one.

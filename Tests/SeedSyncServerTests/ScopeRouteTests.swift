@@ -30,6 +30,34 @@ import Testing
         }
     }
 
+    /// `GET /v1/sizes` for a reader of one team sizes what it would download: its rows, and the
+    /// change sets that show it something.
+    @Test(arguments: StoreBackend.tested) func aTeamsSizesAreOfItsRowsAndChangeSets(backend: StoreBackend)
+        async throws
+    {
+        try await withClubsServer(backend) { client, store in
+            let start = try await store.revisions().revision
+            try await store.commit(Fixtures.clubsRetitle(201, team: 2, "edited by team two, a long title"))
+            try await store.commit(Fixtures.clubsRetitle(101, team: 1, "edited"))
+            let one = try await TestIdentityProvider.teamToken([1])
+            let all = try await TestIdentityProvider.teamToken([1, 2, 3])
+            func sizes(_ token: String) async throws -> DownloadSizes {
+                try decode(
+                    DownloadSizes.self,
+                    try await client.execute(
+                        uri: "/v1/sizes?schemaVersion=1&after=\(start)", method: .get, headers: headers(token: token)))
+            }
+            let (mine, every) = (try await sizes(one), try await sizes(all))
+            #expect(mine.snapshot?.rows == 8 && every.snapshot?.rows == 22, "\(mine) \(every)")
+            let feed = try await store.changeFeed(
+                after: start, limit: 10, byteBudget: 1 << 20, version: 1, grant: .only([1]), through: .max)
+            #expect(feed.changeSets.count == 1)
+            #expect(mine.changes(after: start)?.bytes == Int64(feed.changeSets[0].json.count + 1))
+            #expect(mine.changes(after: start)?.revisions == 2)
+            #expect(every.changes(after: start)!.bytes > mine.changes(after: start)!.bytes)
+        }
+    }
+
     @Test(arguments: StoreBackend.tested) func aTeamReadsItsRowsFromEveryEndpointAndNoCacheMayShareThem(
         backend: StoreBackend
     ) async throws {

@@ -196,6 +196,13 @@ report = json.load(open(sys.argv[1]))
 source = report.get("installedFrom") or {}
 if source.get("kind") != "published-seed" or source.get("location") != sys.argv[2]:
     sys.exit(f"the app with no seed was installed from {source}, not the published seed {sys.argv[2]}")
+# It weighed the offered seed against snapshot pages by their bytes, and says so.
+way = report.get("wayIn") or {}
+weighed = {option["source"]["kind"]: option for option in way.get("weighed", [])}
+if way.get("taken", {}).get("source") != source or set(weighed) != {"published-seed", "snapshot"}:
+    sys.exit(f"the app with no seed did not weigh the published seed against a snapshot: {way}")
+for kind, option in weighed.items():
+    print(f"way in: {kind}, {option['fileBytes'] + option['catchUpBytes']} bytes", file=sys.stderr)
 PY
 compare_app "$out/app-found/demo.sqlite" >"$work/compare-found.txt" || {
     cat "$work/compare-found.txt" >&2

@@ -37,14 +37,16 @@ public struct SeedImporter: Sendable {
     public struct Configuration: Sendable {
         /// The shipped seed, plain or `.gz`; its manifest is read from beside it when present. Ship
         /// the manifest with a `.gz` seed: without it, checking whether the seed is newer than the
-        /// database means decompressing it on every run.
+        /// database means decompressing it on every run, and a fresh app cannot weigh it.
         ///
-        /// Empty when the app ships none: a run that installs the database then uses ``seedURL``,
-        /// or without one asks the server for the newest seed it offers (`GET /v1/seeds`: of the
-        /// schema version the app wants, holding the scope values the token grants, registered
-        /// with the address where it is published, `seed-build --register --published-at`) and
-        /// downloads it as from ``seedURL`` (``ImportEvent/foundPublishedSeed(url:revision:)``);
-        /// when the server offers none, it downloads a snapshot.
+        /// A run that installs the database without ``seedURL`` asks the server for the newest
+        /// seed it offers (`GET /v1/seeds`: of the schema version the app wants, holding the scope
+        /// values the token grants, registered with the address where it is published,
+        /// `seed-build --register --published-at`) and weighs the ways in by the bytes each would
+        /// download (``WayIn``): this seed and its catch-up, the offered one and its catch-up, and
+        /// a snapshot. It takes the cheapest, downloading an offered seed as from ``seedURL``
+        /// (``ImportEvent/choseWayIn(_:)``, ``ImportEvent/foundPublishedSeed(url:revision:)``).
+        /// Empty when the app ships none; without a server to ask, a shipped seed is installed.
         public var seed: String
         /// The app's database; its folder is created when needed.
         public var database: String

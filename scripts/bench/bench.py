@@ -1145,6 +1145,20 @@ class Bench:
                     break
         return total
 
+    def sizes(self, query=""):
+        """GET /v1/sizes (PROTOCOL.md §9.7) and the seconds it took, median of 5."""
+        with open(self.token) as file:
+            token = file.read().strip()
+        times = []
+        for _ in range(5):
+            request = urllib.request.Request(f"{self.server_url}/v1/sizes?{query}",
+                                             headers={"Authorization": "Bearer " + token})
+            started = time.perf_counter()
+            with urllib.request.urlopen(request, timeout=60) as answer:
+                body = json.loads(answer.read())
+            times.append(time.perf_counter() - started)
+        return body, statistics.median(times)
+
     # Case 13: a first install from the published seed against snapshot pages ------------------------
 
     def case13(self):
@@ -1181,6 +1195,10 @@ class Bench:
         with open(f"{folder}/pages.json", "w") as pages:
             subprocess.run(self.seed_build(f"{folder}/pages.sqlite", "--json"), check=True, stdout=pages)
         wire_bytes = self.snapshot_wire_bytes()
+        sizes, sizes_seconds = self.sizes("schemaVersion=1")
+        estimate = sizes["snapshot"]["gzipped"]
+        self.fact("published", "snapshotGzipEstimate", estimate)
+        self.fact("published", "sizesSeconds", round(sizes_seconds, 4))
         self.stop_server()
         self.serve(self.path("server.sqlite"))
         seed_bytes = json_field(self.path("seed.sqlite.manifest.json"), "gzip.size")
@@ -1198,6 +1216,8 @@ class Bench:
         self.result(case, "", f"  bytes received: {mb(float(page_bytes))} MB", "", "")
         self.result(case, "", f"  the same pages gzipped on the wire: {mb(float(wire_bytes))} MB", "", "",
                     "published / gzipped pages", ratio(seed_bytes, wire_bytes))
+        self.result(case, "", f"  GET /v1/sizes estimates them at {mb(float(estimate))} MB, in {sizes_seconds * 1000:.0f} ms",
+                    "", "", "estimate / gzipped pages", ratio(estimate, wire_bytes))
         self.note("case 13: a fresh app, the server at the seed's revision; the published seed is the reference seed's .gz served by seed-server --seeds; the snapshot's bytes are seed-build's bytesDownloaded for the same pages (as decoded), and the same pages asked for with Accept-Encoding: gzip, as sent. No target: the figures say what the download saves.")
 
     def case14(self):

@@ -557,6 +557,13 @@ def run(check, compact, upgrade, publish):
     c.expect("list seeds, one published here", listed and listed.get(manifest["sha256"]) == gz.lstrip("/"),
              f"listed {seeds}")
     c.send("seed file, unknown name", "GET", f"{base}/other.sqlite", 404, token="read")
+    # What each way in would download (§9.7).
+    c.send("sizes without a token", "GET", "/v1/sizes", 401)
+    sizes = c.send("sizes", "GET", "/v1/sizes?schemaVersion=1&after=6,99999", 200, token="read")
+    c.expect("sizes", sizes and [entry["after"] for entry in sizes["changes"]] == [6] and sizes.get("snapshot"),
+             f"sized {sizes}")
+    c.send("sizes, nine revisions", "GET", "/v1/sizes?after=1,2,3,4,5,6,7,8,9", 400, token="read")
+    c.send("sizes, an unknown version", "GET", "/v1/sizes?schemaVersion=99", 409, token="read")
     c.send("seed file, unknown name (HEAD)", "HEAD", f"{base}/other.sqlite", 404, token="read")
     c.send("seed file without a token", "GET", gz, 401)
     c.send("seed file without a token (HEAD)", "HEAD", gz, 401)

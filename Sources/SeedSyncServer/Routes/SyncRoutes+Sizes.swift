@@ -37,7 +37,7 @@ extension SyncRoutes {
 
     /// The `after` parameter: up to ``maxSizedRevisions`` revisions, comma-separated, sorted.
     static func revisionList(_ text: String?) throws -> [Int64] {
-        guard let text, !text.isEmpty else { return [] }
+        guard let text else { return [] }
         let parts = text.split(separator: ",", omittingEmptySubsequences: false)
         guard parts.count <= maxSizedRevisions else {
             throw ServerError.invalidParameter("after", "at most \(maxSizedRevisions) revisions, comma-separated")

@@ -64,6 +64,40 @@ import Testing
         }
     }
 
+    /// An edit the app queued before it learns of the rewrite is kept through the rebuild and
+    /// pushed to the restored server, which then holds it; nothing of the lost history stays.
+    @Test func aPendingEditSurvivesTheRebuildAndIsPushed() async throws {
+        try await withImportFixture(changesAfter: 10) { fixture in
+            let original = try #require(fixture.served.store as? SQLiteSyncStore)
+            let backup = fixture.served.path("backup.sqlite")
+            try await original.pool.writeWithoutTransaction { db in
+                try db.execute(sql: "VACUUM INTO ?", arguments: [backup])
+            }
+            try await fixture.mutate(15, seed: 23)
+            try await fixture.importer().run()
+            let restored = try SQLiteSyncStore(path: backup)
+            defer { try? restored.close() }
+            _ = try await ChangeGenerator.mutate(restored, changes: 20, seed: 98)
+            // A row both histories still have, edited locally while the app cannot know.
+            let kept = Set(try await restored.keys(of: "events"))
+            let event = try #require(try await original.keys(of: "events").first { kept.contains($0) })
+            try await fixture.importer().write { changes in
+                try changes.update("events", key: event, ["title": "Edited before the rewrite was seen"])
+            }
+            try await withLiveServer(restored) { url in
+                let served = ServedStore(url: url, store: restored, directory: fixture.served.directory)
+                let behind = ImportFixture(served: served, seed: fixture.seed, seedRevision: fixture.seedRevision)
+                let report = try await behind.importer(token: liveServerWriteToken).run()
+                #expect(report.replacements.map(\.reason) == [.historyRewritten])
+                #expect(report.pushed == 1 && report.pending == 0 && report.rejected == 0, "\(report)")
+                let edited = JSONValue.string("Edited before the rewrite was seen")
+                let events = try await Fixtures.contents(of: restored)["events"] ?? []
+                #expect(events.contains { $0.first == event && $0.contains(edited) })
+                #expect(try contents(ofSeed: fixture.database) == (try await Fixtures.contents(of: restored)))
+            }
+        }
+    }
+
     /// The origin answers 409 `history_rewritten` to a chain that is not its own, on both reads;
     /// a client that sends none (an older app) is served as before, with the chains in the answer.
     @Test func theOriginChecksTheChainAClientSends() async throws {

@@ -146,7 +146,9 @@ import FoundationNetworking
                 options: .init(output: published.seeds + "/newer.sqlite", pageSize: 500, gzip: true, register: true)
             ).build()
             _ = try await ChangeGenerator.mutate(published.served.store, changes: 5, seed: 22)
-            for (shipped, taken) in [(old, InstallSource.Kind.publishedSeed), (published.seeds + "/newer.sqlite", .shippedSeed)] {
+            for (shipped, taken) in [
+                (old, InstallSource.Kind.publishedSeed), (published.seeds + "/newer.sqlite", .shippedSeed),
+            ] {
                 let database = published.served.path("app-\(taken).sqlite")
                 let chosen = LockedValue<[WayIn]>([])
                 let report = try await SeedImporter(

@@ -64,7 +64,8 @@ import Testing
             let app = try await buildApplication(store: store, configuration: testConfiguration())
             try await app.test(.router) { client in
                 for query in [
-                    "after=1,2,3,4,5,6,7,8,9", "after=x", "after=-1", "after=1,,2", "after=", "after=01", "schemaVersion=0",
+                    "after=1,2,3,4,5,6,7,8,9", "after=x", "after=-1", "after=1,,2", "after=", "after=01",
+                    "schemaVersion=0",
                 ] {
                     let answer = try await client.execute(uri: "/v1/sizes?\(query)", method: .get, headers: headers())
                     #expect(answer.status == .badRequest && errorCode(answer) == "invalid_parameter", "\(query)")

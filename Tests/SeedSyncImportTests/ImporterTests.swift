@@ -88,7 +88,13 @@ import Testing
             for try await event in fixture.importer(maxRowsPerTransaction: 3).events() { events.append(event) }
             let feed = try await fixture.served.client().sync(from: fixture.seedRevision, limit: 1000)
             let applied = events.compactMap { if case .applied(let changeSet) = $0 { changeSet } else { nil } }
-            #expect(events.first == .installed(revision: fixture.seedRevision))
+            // The ways in weighed first, then the install.
+            guard case .choseWayIn(let way) = events.first else {
+                Issue.record("\(events)")
+                return
+            }
+            #expect(way.taken.source.kind == .shippedSeed)
+            #expect(events.dropFirst().first == .installed(revision: fixture.seedRevision))
             #expect(applied.map(\.revision) == feed.changeSets.map(\.revision))
             for (changeSet, sent) in zip(applied, feed.changeSets) {
                 for changes in sent.changes {

@@ -14,8 +14,7 @@
 # (scripts/suites/hostile-servers.sh), the change log through a real nginx (scripts/suites/cache-check.sh), a short
 # crash campaign (scripts/suites/crash-test.sh, 10 kills per target and store), 60 simulated power losses
 # (scripts/suites/power-loss.sh), short soaks on both stores
-# (scripts/suites/soak.sh), and 15 seconds of each libFuzzer target (scripts/suites/fuzz.sh, built beside the
-# release build). The tests have 15
+# (scripts/suites/soak.sh), and 15 seconds of each libFuzzer target (scripts/suites/fuzz.sh). The tests have 15
 # minutes (SEEDSYNC_TEST_SECONDS): a run that hangs fails with the tests that did not end and the test
 # process's stacks (scripts/lib/watchdog.sh).
 #
@@ -37,13 +36,7 @@ export SEEDSYNC_REQUIRE_POSTGRES=1
 
 timed "format" swift format lint --strict --recursive Sources Tests Package.swift
 python3 scripts/tools/article-examples.py --check
-# The fuzz build (its own folder) beside the release build: the release build compiles one module at a
-# time along the package's layers for long stretches, leaving a core idle. Its packages are resolved
-# first, so that the two builds never resolve into SwiftPM's shared cache at once.
-timed "fuzz packages" swift package --scratch-path .build-fuzz resolve
-beside "fuzz build" run_bounded 1800 bash scripts/suites/fuzz.sh --build-only
 timed "release build, tests included" swift build -c release --build-tests
-joined "fuzz build"
 bin=$(swift build -c release --show-bin-path)
 # At most 24 tests at a time (Swift Testing starts every test at once otherwise): on two cores, 550 tests
 # starting together made the first seconds a storm of servers, stores and databases (timing tests
@@ -75,4 +68,4 @@ soaks() {
         && run_bounded 300 bash scripts/suites/soak.sh --seconds 45 --backend postgres --bin "$bin"
 }
 timed "soaks" soaks
-timed "fuzzing" run_bounded 900 bash scripts/suites/fuzz.sh --seconds 15
+timed "fuzz build and fuzzing" run_bounded 900 bash scripts/suites/fuzz.sh --seconds 15

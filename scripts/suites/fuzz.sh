@@ -8,22 +8,18 @@
 # stops before fuzzing. Prints the executions per target and the coverage counters the binary
 # holds. The targets are documented in Sources/seed-fuzz/FuzzTarget.swift.
 #
-# Usage: scripts/suites/fuzz.sh [--seconds S] [--targets json,wire,...] [--build-only]   (defaults: 60, every target)
-# --build-only builds and checks the instrumentation, and fuzzes nothing: scripts/test.sh builds beside its
-# release build, which leaves a core idle while it compiles one module at a time.
+# Usage: scripts/suites/fuzz.sh [--seconds S] [--targets json,wire,...]   (defaults: 60, every target)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/lib/setup.sh
 
 seconds=60
 targets=json,wire,commit,apply,push,seed,manifest,gzip
-build_only=false
 while [ $# -gt 0 ]; do
     case $1 in
         --seconds) seconds=$2; shift 2 ;;
         --targets) targets=$2; shift 2 ;;
-        --build-only) build_only=true; shift ;;
-        *) echo "usage: scripts/suites/fuzz.sh [--seconds S] [--targets json,wire,...] [--build-only]" >&2; exit 64 ;;
+        *) echo "usage: scripts/suites/fuzz.sh [--seconds S] [--targets json,wire,...]" >&2; exit 64 ;;
     esac
 done
 
@@ -47,7 +43,6 @@ for object in $objects; do
         exit 1
     fi
 done
-[ "$build_only" = false ] || exit 0
 mkdir -p .build-fuzz/crashes .build-fuzz/logs
 export LSAN_OPTIONS=suppressions=$PWD/scripts/lib/lsan.supp
 # A trap is reported by libFuzzer with its input; Swift's own crash handler would trip AddressSanitizer.

@@ -7,7 +7,7 @@ import Foundation
 /// ships and its catch-up, the newest seed the server offers (its file, then its catch-up), and
 /// snapshot pages. The sizes are the ones on the wire: a seed's file as its manifest gives it (the
 /// `.gz` copy's for a `.gz` address), a shipped seed's as nothing, the change sets and pages as
-/// the server estimates them gzipped (`GET /v1/sizes`, ``SyncClient/sizes(after:schemaVersion:)``).
+/// the server estimates them gzipped (`GET /v1/sizes`, `SyncClient.sizes(after:schemaVersion:)`).
 /// The seed way with the fewest bytes is taken (the shipped seed on a tie), unless snapshot pages
 /// would take less than ``snapshotShare`` of its bytes: a seed installs about five times faster than
 /// pages of the same size (nothing to parse or insert, `docs/PERFORMANCE.md` case 13), and the

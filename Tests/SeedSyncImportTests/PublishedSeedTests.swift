@@ -167,7 +167,6 @@ import FoundationNetworking
                 #expect(way.weighed[0].fileBytes == 0)
                 let longer = shipped == old
                 #expect((way.weighed[0].catchUpBytes > offered.catchUpBytes) == longer, "\(way)")
-                print("way in: \(way)")
                 #expect(try contents(ofSeed: database) == (try await Fixtures.contents(of: published.served.store)))
             }
         }

@@ -172,6 +172,28 @@ import FoundationNetworking
         }
     }
 
+    /// Beside a shipped seed, an offered seed whose manifest is not at its address is left out of
+    /// the weighing and reported; the shipped seed and a snapshot are weighed without it.
+    @Test func anOfferedSeedThatCannotBeUsedIsWeighedWithoutBesideAShippedSeed() async throws {
+        try await withPublished { published in
+            _ = try await published.served.client(token: liveServerAdminToken).register(
+                SeedRegistration(
+                    sha256: published.manifest.sha256, revision: published.manifest.revision, schemaVersion: 1,
+                    url: published.url("not-uploaded.sqlite.gz").absoluteString))
+            let report = try await SeedImporter(
+                configuration: .init(
+                    seed: published.seeds + "/demo.sqlite", database: published.database,
+                    server: .init(serverURL: published.served.url, token: liveServerToken, requestTimeout: 10))
+            ).run()
+            let way = try #require(report.wayIn)
+            #expect(way.weighed.map(\.source.kind) == [.shippedSeed, .snapshot], "\(way)")
+            #expect(report.installedFrom == way.taken.source)
+            #expect(report.seedProblem?.contains("HTTP 404") == true, "\(report.seedProblem ?? "")")
+            #expect(report.seedProblem?.contains("weighed without it") == true)
+            try await published.expectCaughtUp()
+        }
+    }
+
     /// A server that predates `GET /v1/sizes` (404) cannot say what the ways would take: the app
     /// keeps the order it had, the shipped seed first, and weighs nothing.
     @Test func aServerThatCannotSaySizesLeavesTheShippedSeedFirst() async throws {

@@ -24,37 +24,47 @@ extension ImportSession {
         let shipped = ships ? weighableRevision(of: seed, server: server, version: version) : nil
         if ships && shipped == nil { return .shipped }
         let offered = try await describedOffer(server, weighedBeside: ships)
-        let fallback: Way = ships ? .shipped : offered.map { .offered($0.0, $0.1, $0.2) } ?? .snapshot
+        let offeredWay = offered.map { Way.offered($0.0, $0.1, $0.2) }
+        let fallback = ships ? .shipped : offeredWay ?? .snapshot
         let revisions = [shipped, offered?.1.revision].compactMap { $0 }
-        guard let sizes = try? await client.sizes(after: revisions, schemaVersion: version) else { return fallback }
+        guard let sizes = try? await client.sizes(after: revisions, schemaVersion: version),
+            let way = WayIn(choosingFrom: options(sizes, shipped: shipped, offered: offered))
+        else { return fallback }
+        report.wayIn = way
+        emit(.choseWayIn(way))
+        switch way.taken.source.kind {
+        case .shippedSeed: return .shipped
+        case .publishedSeed: return offeredWay ?? fallback
+        default: return .snapshot
+        }
+    }
+
+    /// The ways `sizes` can size, in wire bytes as this client downloads them (gzipped, unless it
+    /// takes no compression).
+    private func options(
+        _ sizes: DownloadSizes, shipped: Int64?, offered: (URL, RegisteredSeed, PublishedSeed.Description)?
+    ) -> [WayIn.Option] {
         let gzip = configuration.server.acceptsGzip
         var options: [WayIn.Option] = []
         if let shipped, let changes = sizes.changes(after: shipped) {
             options.append(
                 .init(
                     source: InstallSource(.shippedSeed, configuration.seed), revision: shipped, fileBytes: 0,
-                    catchUpBytes: gzip ? changes.gzipped : changes.bytes))
+                    catchUpBytes: changes.onTheWire(gzipped: gzip)))
         }
         if let (url, registered, description) = offered, let changes = sizes.changes(after: registered.revision) {
             options.append(
                 .init(
                     source: InstallSource(.publishedSeed, url.absoluteString), revision: registered.revision,
-                    fileBytes: description.size, catchUpBytes: gzip ? changes.gzipped : changes.bytes))
+                    fileBytes: description.size, catchUpBytes: changes.onTheWire(gzipped: gzip)))
         }
         if let pages = sizes.snapshot {
             options.append(
                 .init(
                     source: InstallSource(.snapshot, configuration.server.serverURL.absoluteString), revision: nil,
-                    fileBytes: gzip ? pages.gzipped : pages.bytes, catchUpBytes: 0))
+                    fileBytes: pages.onTheWire(gzipped: gzip), catchUpBytes: 0))
         }
-        guard let way = WayIn(choosingFrom: options) else { return fallback }
-        report.wayIn = way
-        emit(.choseWayIn(way))
-        switch way.taken.source.kind {
-        case .shippedSeed: return .shipped
-        case .publishedSeed: return offered.map { .offered($0.0, $0.1, $0.2) } ?? fallback
-        default: return .snapshot
-        }
+        return options
     }
 
     /// The shipped seed's revision when it can be weighed against the other ways: read without

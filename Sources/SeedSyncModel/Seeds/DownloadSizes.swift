@@ -29,7 +29,7 @@ public struct DownloadSizes: Codable, Sendable, Hashable {
     }
 
     /// The size of a snapshot: every page of every type.
-    public struct SnapshotSize: Codable, Sendable, Hashable {
+    public struct SnapshotSize: DownloadSize, Codable, Sendable, Hashable {
         public var rows: Int64
         public var bytes: Int64
         public var gzipped: Int64
@@ -42,7 +42,7 @@ public struct DownloadSizes: Codable, Sendable, Hashable {
     }
 
     /// The size of the change sets from `after` to ``DownloadSizes/revision``: a catch-up from there.
-    public struct ChangesSize: Codable, Sendable, Hashable {
+    public struct ChangesSize: DownloadSize, Codable, Sendable, Hashable {
         public var after: Int64
         /// The revisions after `after`: one change set each (a reader of some scope values is sent
         /// those that show it something).
@@ -61,5 +61,18 @@ public struct DownloadSizes: Codable, Sendable, Hashable {
     /// The size of the catch-up from `revision`, when the answer has it.
     public func changes(after revision: Int64) -> ChangesSize? {
         changes.first { $0.after == revision }
+    }
+}
+
+/// A size of JSON the server sends, plain (`bytes`) and as it compresses answers (`gzipped`).
+public protocol DownloadSize {
+    var bytes: Int64 { get }
+    var gzipped: Int64 { get }
+}
+
+extension DownloadSize {
+    /// The bytes on the wire for a client that takes gzip, or one that does not.
+    public func onTheWire(gzipped takesGzip: Bool) -> Int64 {
+        takesGzip ? gzipped : bytes
     }
 }

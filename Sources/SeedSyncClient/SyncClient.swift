@@ -282,6 +282,45 @@ public final class SyncClient: Sendable {
         after revision: Int64, chain: HistoryChain? = nil, schemaVersion: Int, limit: Int? = nil,
         scopes: ScopeList? = nil
     ) async throws -> SyncResponse {
+        try await readLog(
+            after: revision, chain: chain, schemaVersion: schemaVersion, limit: limit, scopes: scopes, live: nil
+        ).response
+    }
+
+    /// A live read (`GET /v1/changes` with `live`) from `revision`, where a client that is caught
+    /// up waits for the next commit through HTTP caches: the server holds the read until a later
+    /// revision commits (or its live wait, 20 s by default, ends) and answers every client at
+    /// `revision` with the same bytes, so a cache in front of it sends the origin one request for
+    /// all of them. Pass ``LiveCursor/start`` first, then the answer's ``LiveAnswer/cursor``.
+    /// The request's timeout grows by `wait` seconds, which should exceed the server's live wait.
+    ///
+    /// An answer with no ``LiveAnswer/cursor`` comes from a server that does not hold live reads
+    /// (it answered at once): wait with ``sync(from:chain:limit:pushing:schemaVersion:wait:)`` instead.
+    ///
+    /// ```swift
+    /// var cursor = LiveCursor.start
+    /// while true {
+    ///     let answer = try await client.liveChanges(after: revision, schemaVersion: 1, cursor: cursor)
+    ///     guard let next = answer.cursor else { break }  // no live reads: POST /v1/sync with wait
+    ///     (revision, cursor) = (answer.response.maxRevision, next)
+    /// }
+    /// ```
+    ///
+    /// - Throws: ``SyncClientError`` as ``changes(after:chain:schemaVersion:limit:scopes:)`` does.
+    public func liveChanges(
+        after revision: Int64, chain: HistoryChain? = nil, schemaVersion: Int, cursor: LiveCursor,
+        scopes: ScopeList? = nil, wait: Int = 60
+    ) async throws -> LiveAnswer {
+        try await readLog(
+            after: revision, chain: chain, schemaVersion: schemaVersion, limit: nil, scopes: scopes,
+            live: (cursor, wait))
+    }
+
+    /// `GET /v1/changes`, live when `live` gives a cursor and the seconds the server may hold it.
+    private func readLog(
+        after revision: Int64, chain: HistoryChain?, schemaVersion: Int, limit: Int?, scopes: ScopeList?,
+        live: (cursor: LiveCursor, wait: Int)?
+    ) async throws -> LiveAnswer {
         var query = [
             URLQueryItem(name: "after", value: String(revision)),
             URLQueryItem(name: "schemaVersion", value: String(schemaVersion)),
@@ -289,18 +328,21 @@ public final class SyncClient: Sendable {
         if let chain { query.append(URLQueryItem(name: "chain", value: chain.hex)) }
         if let limit { query.append(URLQueryItem(name: "limit", value: String(limit))) }
         if let scopes { query.append(URLQueryItem(name: "scopes", value: scopes.parameter)) }
+        if let live { query.append(URLQueryItem(name: "live", value: live.cursor.description)) }
         let address = AnswerSignature.address(
             after: revision, schemaVersion: schemaVersion, limit: limit, scopes: scopes)
         let keys = configuration.answerKeys
+        let cursor = LockedValue<LiveCursor?>(nil)
         let response = try await send(
-            path: "v1/changes", query: query,
-            verify: keys.isEmpty
-                ? nil
-                : { response, data, label in
+            path: "v1/changes", query: query, holdFor: live?.wait ?? 0,
+            verify: { response, data, label in
+                if !keys.isEmpty {
                     try AnswerSignature.check(
                         response.value(forHTTPHeaderField: AnswerSignature.headerName), of: data, at: address,
                         keys: keys, label: "\(label)?\(address)")
                 }
+                cursor.set(response.value(forHTTPHeaderField: LiveCursor.headerName).flatMap(LiveCursor.init(header:)))
+            }
         ) { data, label in
             try Self.parse(data, label: label, as: SyncResponse.init(json:))
         }
@@ -311,7 +353,7 @@ public final class SyncClient: Sendable {
             )
         }
         try Self.checkChangeSets(of: response, from: revision, label: "GET /v1/changes")
-        return response
+        return LiveAnswer(response: response, cursor: live == nil ? nil : cursor.get())
     }
 
     /// The change sets of an answer follow on from `revision` without gaps, `hasMore` comes with

@@ -40,6 +40,12 @@ public struct ServerConfiguration: Sendable {
     /// The most sync requests held at once: 10,000. One more is answered 503 `too_many_waiting`
     /// with `Retry-After`. Each holds a connection (a file descriptor: raise `ulimit -n` to match).
     public var maxWaitingRequests: Int
+    /// How long a live read (`GET /v1/changes` with `live`) of a caught-up client is held for a new
+    /// revision: 20 seconds (at most ``maxWait``). It is the same for every client, so that clients
+    /// at one revision ask one address and a cache in front of the server collapses them into one
+    /// held request; a cache must let a request wait on another's answer longer than this
+    /// (nginx: `proxy_cache_lock_timeout` and `proxy_cache_lock_age`).
+    public var liveReadWait: Duration
     /// Revisions per block of `GET /v1/changes`: 1,000. An answer ends at its block's end, so
     /// clients read the same addresses and a cache answers them all (see `docs/PROTOCOL.md`).
     /// A size below 1 is taken as 1.
@@ -81,6 +87,7 @@ public struct ServerConfiguration: Sendable {
         pushRetention: Duration = .seconds(7 * 86_400),
         maxWait: Duration = .seconds(55),
         maxWaitingRequests: Int = 10_000,
+        liveReadWait: Duration = .seconds(20),
         changesBlockSize: Int64 = 1_000,
         sharedCache: Bool = false,
         snapshotMaxAge: Duration = .seconds(30),
@@ -104,6 +111,7 @@ public struct ServerConfiguration: Sendable {
         self.pushRetention = pushRetention
         self.maxWait = maxWait
         self.maxWaitingRequests = maxWaitingRequests
+        self.liveReadWait = liveReadWait
         self.changesBlockSize = changesBlockSize
         self.sharedCache = sharedCache
         self.snapshotMaxAge = snapshotMaxAge

@@ -29,6 +29,11 @@ extension SeedServerCommand {
         var maxWait = 55
         @Option(help: "Most sync requests held at once; more get 503 with Retry-After. Raise `ulimit -n` to match.")
         var maxWaitingRequests = 10_000
+        @Option(
+            help:
+                "Seconds a live read (GET /v1/changes with live) of a caught-up client is held for a new revision, the same for every client (at most --max-wait); a cache in front must let requests wait for another's answer longer."
+        )
+        var liveWait = 20
         @Option(help: "Revisions per cacheable block of GET /v1/changes.") var changesBlockSize: Int64 = 1_000
         @Flag(
             help:
@@ -62,6 +67,7 @@ extension SeedServerCommand {
             guard pushRetentionDays > 0 else { throw ValidationError("--push-retention-days must be positive") }
             guard maxWait >= 0 else { throw ValidationError("--max-wait must be 0 or more") }
             guard maxWaitingRequests >= 0 else { throw ValidationError("--max-waiting-requests must be 0 or more") }
+            guard liveWait >= 0 else { throw ValidationError("--live-wait must be 0 or more") }
             guard changesBlockSize > 0 else { throw ValidationError("--changes-block-size must be positive") }
             guard snapshotMaxAge >= 0 else { throw ValidationError("--snapshot-max-age must be 0 or more") }
             var isFolder: ObjCBool = false
@@ -114,6 +120,7 @@ extension SeedServerCommand {
                 pushRetention: .seconds(pushRetentionDays * 86_400),
                 maxWait: .seconds(maxWait),
                 maxWaitingRequests: maxWaitingRequests,
+                liveReadWait: .seconds(liveWait),
                 changesBlockSize: changesBlockSize,
                 sharedCache: sharedCache,
                 snapshotMaxAge: .seconds(snapshotMaxAge),

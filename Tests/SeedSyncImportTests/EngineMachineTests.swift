@@ -13,6 +13,22 @@ import Testing
         #expect(machine.phase == .syncing)
     }
 
+    /// After a wait: another wait from the same revision, a catch-up alone (as a push, which a
+    /// failure turns into a whole run), or a whole run.
+    @Test func aWaitIsFollowedByAnotherWaitACatchUpOrAWholeRun() {
+        var machine = EngineMachine()
+        _ = machine.start()
+        _ = machine.runSucceeded(revision: 7, schemaVersion: 2)
+        #expect(machine.waitEnded(then: .waitAgain) == .wait(revision: 7, schemaVersion: 2))
+        #expect(machine.waitEnded(then: .catchUp) == .push)
+        #expect(machine.runSucceeded(revision: 8, schemaVersion: 2) == .wait(revision: 8, schemaVersion: 2))
+        #expect(machine.waitEnded(then: .catchUp) == .push)
+        #expect(machine.failed(retryable: true) == .sync, "a catch-up that fails runs whole")
+        _ = machine.runSucceeded(revision: 9, schemaVersion: 2)
+        #expect(machine.waitEnded(then: .wholeRun) == .sync)
+        #expect(machine.waitEnded(then: .catchUp) == .sync, "a wait's end outside a wait moves nothing")
+    }
+
     @Test func retryableFailuresBackOffLongerEachTimeAndASuccessResetsThem() {
         var machine = EngineMachine()
         _ = machine.start()

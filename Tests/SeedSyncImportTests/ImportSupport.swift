@@ -80,6 +80,7 @@ func withImportFixture(
     mutationSeed: UInt64 = 11,
     changesBlockSize: Int64 = 1_000,
     maxWait: Duration = .seconds(55),
+    liveReadWait: Duration = .seconds(20),
     snapshotMaxAge: Duration = .seconds(30),
     jwt: JWTConfiguration? = nil,
     answerKey: Curve25519.Signing.PrivateKey? = nil,
@@ -90,6 +91,7 @@ func withImportFixture(
         configure: {
             $0.changesBlockSize = changesBlockSize
             $0.maxWait = maxWait
+            $0.liveReadWait = liveReadWait
             $0.snapshotMaxAge = snapshotMaxAge
             $0.jwt = jwt
             $0.answerKey = answerKey

@@ -185,10 +185,12 @@ import Darwin
                 let engine = SyncEngine(configuration: configuration, options: .init(wait: 1))
                 await engine.start()
                 try await Self.until(engine, "waiting") { if case .waiting = $0 { true } else { false } }
-                let before = try await answeredRequests("/v1/sync", on: url)
+                // Each wait is two live reads answered at once (the second with the cursor of the
+                // first), then the rest of the second.
+                let before = try await answeredRequests("/v1/changes", on: url)
                 try await Task.sleep(for: .seconds(3))
-                let asked = try await answeredRequests("/v1/sync", on: url) - before
-                #expect((1...6).contains(asked), "\(asked) sync requests in 3 s with a wait of 1 s")
+                let asked = try await answeredRequests("/v1/changes", on: url) - before
+                #expect((2...8).contains(asked), "\(asked) live reads in 3 s with a wait of 1 s")
                 try await fixture.mutate(1, seed: 64)
                 let target = try await fixture.serverRevision()
                 try await Self.eventually("revision \(target)") { try revision(of: fixture.database) == target }
@@ -606,12 +608,13 @@ extension LiveCommandTests {
 
     /// The server moves to a new schema version while the engine waits: an edit written then (in a
     /// type both versions share) is pushed in the version the database is in, and the engine migrates
-    /// at the next whole run (a push asks for no schema: here when its 2-second live wait ends, as an
-    /// engine without edits would), ending equal to the server.
+    /// at the next whole run (a push asks for no schema: here when a 2-second live wait ends after
+    /// the 2 seconds between whole runs, as an engine without edits would), ending equal to the server.
     @Test func anEditWhileTheServerUpgradesIsPushedAndTheDatabaseMigrates() async throws {
-        try await withImportFixture { fixture in
+        try await withImportFixture(liveReadWait: .seconds(2)) { fixture in
             let engine = SyncEngine(
-                configuration: fixture.importer(token: liveServerWriteToken).configuration, options: .init(wait: 2))
+                configuration: fixture.importer(token: liveServerWriteToken).configuration,
+                options: .init(wait: 2, wholeRunInterval: 2))
             await engine.start()
             try await SyncEngineTests.until(engine, "waiting") { if case .waiting = $0 { true } else { false } }
             _ = try await fixture.served.store.upgrade(to: DemoDataset.schemaV2, renaming: DemoDataset.v2Renames)

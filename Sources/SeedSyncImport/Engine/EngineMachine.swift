@@ -15,10 +15,14 @@ import Foundation
 ///
 /// A committed local edit (``edited()``) is pushed without a whole run once a run has installed the
 /// database: `pushing` is a catch-up from the database's revision in its schema version, with no
-/// lock wait, no schema request and no install check.
+/// lock wait, no schema request and no install check. While a whole run is recent, a wait that
+/// ended with a commit is followed the same way and one that ended without by another wait
+/// (``waitEnded(then:)``): the catch-up reads the log, which caches answer, and only the whole runs
+/// ask the origin for the schema.
 ///
 /// ```
-/// waiting ──edited──▶ pushing ──done──▶ waiting;  pushing ──failed──▶ syncing (a whole run decides why)
+/// waiting ──edited, or commit after a recent run──▶ pushing ──done──▶ waiting;  waiting ──wait over──▶ waiting
+/// pushing ──failed──▶ syncing (a whole run decides why)
 /// syncing, pushing ──edited──▶ (the same) ──done──▶ pushing;  paused ──edited, resume──▶ pushing
 /// backingOff, failed ──edited──▶ syncing
 /// ```
@@ -116,11 +120,25 @@ package struct EngineMachine: Sendable {
         }
     }
 
-    /// A wait ended (a commit, or the server's time limit): run.
-    package mutating func waitEnded() -> Action {
+    /// What follows a wait (``waitEnded(then:)``).
+    package enum AfterWait: Equatable, Sendable {
+        /// A whole run.
+        case wholeRun
+        /// A catch-up alone, as a push (`.push`: a failure of it runs whole).
+        case catchUp
+        /// Another wait.
+        case waitAgain
+    }
+
+    /// A wait ended (a commit, or the server's time limit): `then` says what follows.
+    package mutating func waitEnded(then follow: AfterWait = .wholeRun) -> Action {
         guard case .waiting = phase else { return next }
-        phase = .syncing
-        return .sync
+        switch follow {
+        case .wholeRun: phase = .syncing
+        case .catchUp: phase = .pushing
+        case .waitAgain: break
+        }
+        return next
     }
 
     /// The backoff delay passed: run again.

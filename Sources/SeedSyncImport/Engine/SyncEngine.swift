@@ -67,10 +67,20 @@ public actor SyncEngine {
         /// The delays between attempts while the server cannot be reached; `maxAttempts` is ignored:
         /// the engine tries until it is stopped.
         public var backoff: RetryPolicy
+        /// Seconds between whole runs while the engine waits: 300. Until this long after the last
+        /// whole run, a wait that brought a commit is followed by a catch-up alone (reads of the log,
+        /// which caches answer) and one that ended without is followed by another wait; then by a
+        /// whole run, which also asks the origin for the schema (`GET /v1/schema`) and migrates to a
+        /// new version. A wait that fails, or ``SyncEngine/syncNow()``, runs whole at once.
+        public var wholeRunInterval: Int
 
-        public init(wait: Int = 55, backoff: RetryPolicy = RetryPolicy(maxAttempts: 1, baseDelay: 1, maxDelay: 60)) {
+        public init(
+            wait: Int = 55, backoff: RetryPolicy = RetryPolicy(maxAttempts: 1, baseDelay: 1, maxDelay: 60),
+            wholeRunInterval: Int = 300
+        ) {
             self.wait = wait
             self.backoff = backoff
+            self.wholeRunInterval = wholeRunInterval
         }
     }
 
@@ -81,8 +91,13 @@ public actor SyncEngine {
     private nonisolated let observers: Observers
     private nonisolated let observed: AsyncStream<Observed>.Continuation
     private var observing: Task<Void, Never>?
-    /// The client of the live sync requests: no retry of its own (the engine backs off).
-    private let waiter: SyncClient
+    /// How the engine waits once caught up (its client makes no retry of its own: the engine backs off).
+    private let waiter: LiveWait
+    /// The way of the next wait, and the revision it was learnt at (a live read's cursor holds
+    /// for that revision alone).
+    private var waitWay: (revision: Int64, way: LiveWait.Way) = (-1, .liveRead(.start))
+    /// When the last whole run started (see ``Options/wholeRunInterval``).
+    private var lastWholeRun: ContinuousClock.Instant?
     private var machine = EngineMachine()
     private var state: State = .idle
     private var watchers: [UUID: AsyncStream<State>.Continuation] = [:]
@@ -154,7 +169,7 @@ public actor SyncEngine {
         }
         var server = configuration.server
         server.retry = .none
-        waiter = SyncClient(configuration: server)
+        waiter = LiveWait(client: SyncClient(configuration: server), seconds: options.wait)
     }
 
     /// Starts the loop; a second call does nothing.
@@ -315,7 +330,8 @@ public actor SyncEngine {
     private enum StepOutcome: Sendable {
         case ran(EngineOutcome)
         case caughtUpWithoutPushing(revision: Int64)
-        case waited
+        /// A wait from `revision` ended as `outcome`, or with a failure the next run handles (`nil`).
+        case waited(LiveWait.Outcome?, from: Int64)
         case slept
         case failed(any Error)
     }
@@ -344,6 +360,7 @@ public actor SyncEngine {
                     continue
                 }
                 publish(.syncing)
+                if action == .sync { lastWholeRun = .now }
                 action = await perform(sync(pushing: action == .push))
             case .wait(let revision, let version):
                 publish(.waiting)
@@ -390,8 +407,11 @@ public actor SyncEngine {
                 revision: outcome.report.toRevision, schemaVersion: outcome.report.schemaVersion)
         case .caughtUpWithoutPushing(let revision):
             return machine.runSucceeded(revision: revision, schemaVersion: nil)
-        case .waited:
-            return machine.waitEnded()
+        case .waited(let outcome, let revision):
+            let recent = lastWholeRun.map { .now - $0 < .seconds(options.wholeRunInterval) } ?? false
+            guard let outcome, recent, served != nil else { return machine.waitEnded(then: .wholeRun) }
+            waitWay = (revision, outcome.next)
+            return machine.waitEnded(then: outcome.moved ? .catchUp : .waitAgain)
         case .slept:
             return machine.backoffEnded()
         case .failed(let error):
@@ -430,26 +450,22 @@ public actor SyncEngine {
         }
     }
 
-    /// A held live sync request; its change sets are left to the next run, which applies them
-    /// with everything else from the database's revision (nothing is applied twice).
+    /// A wait for the next commit (``LiveWait``); its change sets are left to the catch-up that
+    /// follows, which applies them with everything else from the database's revision.
     private func wait(after revision: Int64, schemaVersion: Int?) -> @Sendable () async -> StepOutcome {
-        { [waiter, options] in
+        var way = waitWay.way
+        if waitWay.revision != revision, case .liveRead = way { way = .liveRead(.start) }
+        let scopes = served?.scopes.map(ScopeList.init)
+        return { [waiter, way] in
             do {
-                let start = ContinuousClock.now
-                let answer = try await waiter.sync(
-                    from: revision, limit: 1, schemaVersion: schemaVersion, wait: options.wait)
-                // A server that does not hold requests (one older than live sync, or `--max-wait 0`)
-                // answers an empty wait at once: poll it every `wait` seconds instead of in a loop.
-                let elapsed = ContinuousClock.now - start
-                if answer.changeSets.isEmpty, elapsed < .seconds(1) {
-                    try? await Task.sleep(for: .seconds(options.wait) - elapsed)
-                }
-                return .waited
+                let outcome = try await waiter.wait(
+                    after: revision, schemaVersion: schemaVersion, scopes: scopes, way: way)
+                return .waited(outcome, from: revision)
             } catch let error as SyncClientError where Self.isRetryable(error) {
                 return .failed(error)
             } catch {
                 // Anything else (the history compacted past the revision, say) is the next run's to handle.
-                return .waited
+                return .waited(nil, from: revision)
             }
         }
     }

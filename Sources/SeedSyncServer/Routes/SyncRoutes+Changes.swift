@@ -26,6 +26,19 @@ import SeedSyncStore
 /// for those values, whoever asks, and as shareable as an unscoped one. An answer of some scope
 /// values is cut into blocks only when shared caches may keep it (``ServerConfiguration/sharedCache``);
 /// otherwise each looks through to the newest revision, one request instead of one per block.
+///
+/// **Live reads** (`live=CURSOR`, see ``LiveCursor``): a caught-up client asks from its revision
+/// and the server holds the request until a later revision commits, for at most
+/// ``ServerConfiguration/liveReadWait`` (20 s), the same for every client. Every client at one
+/// revision asks one address, so a cache that makes concurrent requests for an address wait for
+/// the first one's answer (nginx's `proxy_cache_lock`, a CDN's request collapsing) sends the origin
+/// one held request per address, however many apps wait. An answer with change sets is as true
+/// later as now (it is only not the newest), so it is kept for the wait plus 5 s: caches that count
+/// a lifetime from the request's start (RFC 9111 adds the time the request was held) still keep it
+/// for the clients collapsed onto it. An empty answer (the wait ended with no commit) goes stale at
+/// the next commit; it carries a new cursor, higher than the one asked with, so the client's next
+/// read is a new address that no cache holds an old answer for. Every live answer says its cursor
+/// (`SeedSync-Live-Cursor`); a server that does not say one does not hold live reads.
 extension SyncRoutes {
     func changes(_ request: Request) async throws -> Response {
         let query = request.uri.queryParameters
@@ -37,6 +50,7 @@ extension SyncRoutes {
                 "schemaVersion", "given: an answer is cached by its address, which must name the version")
         }
         let limit = try Self.limit(query.get("limit"), default: .max, max: .max)
+        let live = try Self.wholeNumber(query.get("live"), named: "live", atLeast: 0).map(LiveCursor.init)
         try await checkHistory(after: after, chain: try Self.chain(query.get("chain")))
         let scope = try readScope(of: request.uri)
         // An answer no shared cache keeps (a reader's own grant, or without --shared-cache) looks
@@ -44,13 +58,33 @@ extension SyncRoutes {
         let shared = scope?.addressed ?? true
         let blocks = scope == nil || (shared && configuration.sharedCache)
         let blockEnd = blocks ? Self.blockEnd(after: after, size: configuration.changesBlockSize) : .max
-        var feed = try await store.changeFeed(
-            after: after, limit: Int(min(Int64(limit), blockEnd - after)), byteBudget: configuration.syncByteBudget,
-            version: version, grant: scope?.grant ?? .all, through: blockEnd)
+        let key = FeedRead(
+            after: after, limit: Int(min(Int64(limit), blockEnd - after)), version: version,
+            grant: scope?.grant ?? .all, through: blockEnd)
+        let read = { @Sendable [store, configuration] in
+            try await store.changeFeed(
+                after: key.after, limit: key.limit, byteBudget: configuration.syncByteBudget, version: key.version,
+                grant: key.grant, through: key.through)
+        }
+        var feed = try await read()
+        if live != nil, feed.maxRevision <= after, try await hold(after: after, for: configuration.liveReadWait) {
+            feed = try await wokenReads.value(for: key, read: read)
+        }
         feed.hasMore = feed.hasMore || feed.maxRevision == blockEnd
         let body = try Self.encode(feed, results: nil, scopes: scope?.values, chains: try await chains(of: feed))
-        let lifetime = feed.hasMore ? "max-age=31536000, immutable" : "max-age=1"
-        var response = cacheable(body, tag: EntityTag(of: body), lifetime: lifetime, answering: request, shared: shared)
+        var response: Response
+        if let live {
+            let next = feed.maxRevision > after ? LiveCursor.start : live.next(every: configuration.liveReadWait)
+            response = cacheable(
+                body, tag: EntityTag(of: body + Array("live \(next.value)".utf8)),
+                lifetime: feed.hasMore
+                    ? Self.finalLifetime : "max-age=\(configuration.liveReadWait.components.seconds + 5)",
+                answering: request, shared: shared)
+            response.headers[HTTPField.Name.seedSyncLiveCursor] = String(next.value)
+        } else {
+            let lifetime = feed.hasMore ? Self.finalLifetime : "max-age=1"
+            response = cacheable(body, tag: EntityTag(of: body), lifetime: lifetime, answering: request, shared: shared)
+        }
         if let key = configuration.answerKey {
             let address = AnswerSignature.address(
                 after: after, schemaVersion: version, limit: query.get("limit").map { _ in limit },
@@ -60,6 +94,9 @@ extension SyncRoutes {
         }
         return response
     }
+
+    /// The `Cache-Control` lifetime of an answer that ends at its block's end or a limit: it never changes.
+    static var finalLifetime: String { "max-age=31536000, immutable" }
 
     /// A `chain` query parameter: the client's ``HistoryChain`` at `after`, when given.
     static func chain(_ text: String?) throws -> HistoryChain? {
@@ -82,4 +119,6 @@ extension SyncRoutes {
 extension HTTPField.Name {
     /// `SeedSync-Signature`, on every `GET /v1/changes` answer of a server with an answer key.
     static let seedSyncSignature = HTTPField.Name(AnswerSignature.headerName)!
+    /// `SeedSync-Live-Cursor`, on every live read's answer: the `live` value of the next read.
+    static let seedSyncLiveCursor = HTTPField.Name(LiveCursor.headerName)!
 }

@@ -146,7 +146,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
         }
         var feed = try await read()
         if feed.changeSets.isEmpty, sync.changeSets.isEmpty, let wait = sync.wait, wait > 0,
-            try await hold(after: sync.maxRevision, seconds: wait)
+            try await hold(after: sync.maxRevision, for: .seconds(wait))
         {
             let key = FeedRead(after: sync.maxRevision, limit: limit, version: version, grant: grant)
             feed = try await wokenReads.value(for: key, read: read)
@@ -179,12 +179,12 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
     }
 
     /// Live sync: holds a caught-up request until a revision after `revision` commits (true), or
-    /// for `seconds` capped by ``ServerConfiguration/maxWait`` (false). A graceful shutdown ends
+    /// for `duration` capped by ``ServerConfiguration/maxWait`` (false). A graceful shutdown ends
     /// every hold at once.
     ///
     /// - Throws: 503 `too_many_waiting` when ``ServerConfiguration/maxWaitingRequests`` are held.
-    private func hold(after revision: Int64, seconds: Int) async throws(ServerError) -> Bool {
-        let deadline = ContinuousClock.now + min(.seconds(seconds), configuration.maxWait)
+    func hold(after revision: Int64, for duration: Duration) async throws(ServerError) -> Bool {
+        let deadline = ContinuousClock.now + min(duration, configuration.maxWait)
         let signal = signal
         let outcome = await withGracefulShutdownHandler {
             await signal.wait(after: revision, until: deadline)
@@ -333,4 +333,6 @@ struct FeedRead: Hashable, Sendable {
     var limit: Int
     var version: Int
     var grant: ScopeGrant
+    /// The last revision the read may reach: a block's end for `GET /v1/changes`.
+    var through: Int64 = .max
 }

@@ -12,7 +12,11 @@
 # through a real nginx (proxy_cache, auth_request: scripts/lib/nginx.sh) in front of two servers
 # started with --shared-cache, against the same apps reading the origin alone
 # (scripts/bench/catchup_load.py): the origin's share of the reads, the cache's hit ratio, requests/s
-# and p99, stale answers and apps that did not reach the server's revision; and, on SQLite,
+# and p99, stale answers and apps that did not reach the server's revision; on SQLite, live reads through
+# nginx (scripts/bench/live_cache_load.py: 1,000, 10,000 and 19,000 apps waiting with live reads, a
+# commit every second for 30 s with a 25-second pause in the middle, in front of one server with
+# --shared-cache: commit-to-app p50/p99, apps that missed a revision, the origin's held requests, reads,
+# CPU and memory); and, on SQLite,
 # requests/s with ES256 JWTs (one cached, or a new one each request) against static tokens. Prints requests/s, p50,
 # p99 and errors per case, and writes them to .build/load/load.json. The SQLite store's two wrk cases are
 # checked against issue 25's targets (sync: 8,000 requests/s, p99 under 25 ms; snapshot: 3,000, p99
@@ -20,12 +24,15 @@
 # nothing in the repository.
 #
 # Usage: scripts/bench/load.sh [--backend sqlite|postgres|all] [--seconds S] [--events N] [--live-clients "1 100 10000"] [--apps N]
+#                              [--live-cache-clients "1000 10000 19000"]
 #   --backend B        which store(s) to load (default all)
 #   --seconds S        length of each wrk and pgbench run (default 15)
 #   --events N         demo events in the served database (default 100000; 2000 locations)
 #   --live-clients L   the numbers of waiting clients of the live sync cases (default "1 100 10000")
 #   --apps N           apps catching up through the cache (default 10000; the origin alone is read by
 #                      N / 50 of them, at least 20)
+#   --live-cache-clients L  the numbers of apps of the live-reads-through-nginx cases (default
+#                      "1000 10000 19000": one process may hold 20,000 files here, see docs/SCALING.md)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/lib/setup.sh
@@ -38,6 +45,7 @@ seconds=15
 events=100000
 live_clients="1 100 10000"
 apps=10000
+live_cache_clients="1000 10000 19000"
 # JWTs minted for the JWT cases: more than the requests of one run, so each is verified once.
 jwt_count=200000
 while [ $# -gt 0 ]; do
@@ -47,6 +55,7 @@ while [ $# -gt 0 ]; do
         --events) events=$2; shift 2 ;;
         --live-clients) live_clients=$2; shift 2 ;;
         --apps) apps=$2; shift 2 ;;
+        --live-cache-clients) live_cache_clients=$2; shift 2 ;;
         *) echo "usage: scripts/bench/load.sh [--backend sqlite|postgres|all] [--seconds S] [--events N] [--live-clients L] [--apps N]" >&2; exit 64 ;;
     esac
 done
@@ -245,6 +254,27 @@ cache_cases() {
         | tee -a "$work/results.jsonl" >&2
 }
 
+# live_cache_cases DATABASE: apps waiting with live reads through nginx in front of one server with
+# --shared-cache, for each number of $live_cache_clients: 30 commits a second apart, with a pause of
+# 25 s in the middle (the origin's 20-second live wait ends once: the apps follow the empty answer's
+# cursor). nginx gets a worker per 19,000 apps (a process may hold 20,000 files here).
+live_cache_cases() {
+    local clients workers
+    for clients in $live_cache_clients; do
+        workers=$(((clients + 18999) / 19000 + 1))
+        mkdir -p "$work/live-cache"
+        start_server "$bin" "$1" "$work/token" "$work/live-cache" "" "$work/admin-token" --shared-cache \
+            --max-waiting-requests $((clients + 100))
+        NGINX_WORKERS=$workers NGINX_CONNECTIONS=19500 start_nginx "$work/live-cache" "$SERVER_URL"
+        echo "==> sqlite behind nginx: $clients apps waiting with live reads, a commit a second" >&2
+        python3 scripts/bench/live_cache_load.py --url "$NGINX_URL" --origin "$SERVER_URL" --token "$work/token" \
+            --admin-token "$work/admin-token" --pid "$SERVER_PID" --clients "$clients" --seconds 30 --gap 25 \
+            --settle 30 --case "sqlite behind nginx, $clients apps waiting with live reads" | tee -a "$work/results.jsonl" >&2
+        stop_nginx
+        stop_server
+    done
+}
+
 # prepare DATABASE: the demo dataset, then 1,000 change sets (so clients can be 100 behind).
 prepare() {
     "$bin/seed-server" init --database "$1" --demo --events "$events" --locations 2000 >&2
@@ -259,6 +289,7 @@ if [ "$backend" != postgres ]; then
     build_seed "$SERVER_URL"
     live_cases sqlite admin "$SERVER_URL"
     stop_server
+    live_cache_cases "$work/server.sqlite"
     jwt_cases "$work/server.sqlite"
 fi
 
@@ -328,7 +359,13 @@ report = {"seconds": int(sys.argv[3]), "events": int(sys.argv[4]), "cores": os.c
 json.dump(report, open(sys.argv[2], "w"), indent=2)
 print(f"\nSeedSync load test ({report['cores']} cores, {report['seconds']} s per run, {report['events']} events)")
 for row in rows:
-    if "apps" in row:
+    if "deliveries" in row:
+        print(f"  {row['case']:<58} p50 {row['p50_ms']:7.1f} ms  p99 {row['p99_ms']:7.1f} ms  {row['commits']} commits,"
+              f" missing {row['missing']}, bad answers {row['bad_answers']}, errors {row['errors']}")
+        print(f"  {'  at the origin':<58} held {row['origin_held_max']} at most (mean {row['origin_held_mean']}),"
+              f" {row['origin_reads_per_commit']} reads per commit, CPU {row['origin_cpu_percent_of_a_core']} % of a core,"
+              f" {row['origin_rss_mib']} MiB")
+    elif "apps" in row:
         print(f"  {row['case']:<58} {row['requests_per_second']:>7} req/s  p50 {row['p50_ms']:7.2f} ms  p99 {row['p99_ms']:7.2f} ms"
               f"  {row['requests']} reads, errors {row['errors']}, stale {row['stale']}, incomplete {row['incomplete']}")
         if "origin_reads" in row:

@@ -11,9 +11,16 @@ NGINX_PID=
 
 # start_nginx WORK URL...: nginx on a free port with the servers at URL... as its origin; sets
 # NGINX_URL. Installs Debian's nginx-light when missing. NGINX_CACHE_EXTRA, when set, is added to the
-# block that answers the change log and snapshot pages (a cache that misbehaves on purpose).
+# block that answers the change log and snapshot pages (a cache that misbehaves on purpose);
+# NGINX_WORKERS sets its worker processes (2 by default) and NGINX_CONNECTIONS the connections each
+# may hold (20,000 by default).
+#
+# Live reads (GET /v1/changes with live=) are held by the origin up to its --live-wait (20 s): the
+# requests that wait for another's answer to the same address (proxy_cache_lock) must wait longer
+# than that (proxy_cache_lock_timeout), and no second request may go to the origin while the first
+# is held (proxy_cache_lock_age: 5 s by default, which would send one more every 5 s).
 start_nginx() {
-    local work=$1 port servers="" extra=${NGINX_CACHE_EXTRA:-}
+    local work=$1 port servers="" extra=${NGINX_CACHE_EXTRA:-} connections=${NGINX_CONNECTIONS:-20000} workers=${NGINX_WORKERS:-2}
     shift
     if ! command -v nginx >/dev/null 2>&1; then
         install_packages nginx-light
@@ -26,10 +33,11 @@ start_nginx() {
     cat >"$work/nginx/nginx.conf" <<CONF
 daemon off;
 user root;
-worker_processes 2;
+worker_processes $workers;
+worker_rlimit_nofile $(nofile_limit "$connections");
 pid $work/nginx/nginx.pid;
 error_log $work/nginx/error.log warn;
-events { worker_connections 20000; }
+events { worker_connections $connections; }
 http {
     access_log off;
     keepalive_requests 100000;
@@ -58,6 +66,7 @@ $servers        keepalive 64;
             proxy_cache_key \$request_uri;
             proxy_cache_lock on;
             proxy_cache_lock_timeout 60s;
+            proxy_cache_lock_age 60s;
             add_header X-Cache-Status \$upstream_cache_status always;
 $extra
         }
@@ -82,6 +91,15 @@ CONF
     NGINX_PID=$!
     await_start nginx "$NGINX_PID" "$work/nginx/error.log" curl -sf -o /dev/null "http://127.0.0.1:$port/health"
     NGINX_URL=http://127.0.0.1:$port
+}
+
+# nofile_limit CONNECTIONS: the file descriptors an nginx worker asks for: a client's and an upstream
+# connection each at most, within the hard limit of this shell (a container may cap it below).
+nofile_limit() {
+    local wanted=$(($1 * 2 + 1000)) hard
+    hard=$(ulimit -Hn)
+    [ "$hard" = unlimited ] || [ "$wanted" -le "$hard" ] || wanted=$hard
+    echo "$wanted"
 }
 
 # stop_nginx: stops the nginx of start_nginx, by its pid.

@@ -9,6 +9,8 @@
 # - with --shared-cache, 200 reads of one snapshot page cost the origin one, and a seed built through
 #   the cache after commits (from pages kept before them) equals one built from the origin;
 # - without --shared-cache (answers `private`), the cache keeps nothing: every read reaches the origin;
+# - live reads through the cache (check_live): 1,500 apps follow commits, none skipping a revision, with a
+#   couple of requests held at the origin;
 # - an nginx that alters the change log answers it passes on (sub_filter) in front of a server that signs
 #   them (--answer-key): seed-import --trust-answers refuses the first altered answer and applies nothing
 #   of it, and the same import straight from the origin catches up.
@@ -137,6 +139,39 @@ check_altered() {
     stop_server
 }
 
+# check_live: live reads through the cache (--shared-cache, a live wait of 2 s). 1,500 apps wait at the
+# head and follow 6 commits, a second apart with a pause of 5 s in the middle (the origin's wait ends
+# twice: the apps follow the empty answers' cursors). Every app must see every revision in order, and
+# the origin must hold a couple of requests, not one per app: nginx passes one request per address on,
+# and one more for every 1,024 requests waiting for it (its cache node counts uses in 10 bits).
+check_live() {
+    local row
+    mkdir -p "$work/live"
+    start_server "$bin" "$work/server.sqlite" "$work/token" "$work/live" "" "$work/admin-token" --shared-cache --live-wait 2
+    start_nginx "$work/live" "$SERVER_URL"
+    row=$(python3 scripts/bench/live_cache_load.py --url "$NGINX_URL" --origin "$SERVER_URL" --token "$work/token" \
+        --admin-token "$work/admin-token" --pid "$SERVER_PID" --clients 1500 --seconds 6 --gap 5)
+    echo "  live: $row" >&2
+    python3 - "$row" <<'PY' || failures=$((failures + 1))
+import json, sys
+row = json.loads(sys.argv[1])
+problems = [f"{name} {row[name]}" for name in ("missing", "bad_answers", "errors", "lost_connections") if row[name]]
+if row["deliveries"] != row["expected_deliveries"]:
+    problems.append(f"{row['deliveries']} commits reached apps, not {row['expected_deliveries']}")
+if not row["cursor_hops"]:
+    problems.append("no app followed the cursor of an empty answer: the pause did not end a live wait")
+if row["origin_held_max"] > 3:
+    problems.append(f"the origin held {row['origin_held_max']} requests at once for 1,500 apps")
+if row["origin_reads_per_commit"] > 4:
+    problems.append(f"the origin answered {row['origin_reads_per_commit']} live reads per commit")
+for problem in problems:
+    print(f"cache-check: FAIL live: {problem}", file=sys.stderr)
+sys.exit(1 if problems else 0)
+PY
+    stop_nginx
+    stop_server
+}
+
 # app_revision FILE: the revision in a seed-format database's metadata.
 app_revision() {
     python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT value FROM _seedsync_seed WHERE key = ?", ("revision",)).fetchone()[0])' "$1"
@@ -178,4 +213,5 @@ PY
     stop_nginx
     stop_server
 done
+check_live
 [ "$failures" -eq 0 ] && echo "cache-check: the change log and snapshot pages through nginx: ok" || exit 1

@@ -40,6 +40,10 @@ public struct SeedBuilder: Sendable {
         public var syncLimit: Int
         /// Also write `OUT.gz`.
         public var gzip: Bool
+        /// The zlib level of `OUT.gz`, 1 (fastest) to 9 (smallest): 6, zlib's default, unless said.
+        /// The manifest records it (``SeedManifest/Compressed/level``); the `.gz` file's bytes depend on
+        /// the seed's and the level alone, so a rebuild at the same level is byte for byte the same.
+        public var gzipLevel: Int
         /// Continue `OUT.partial` when there is one.
         public var resume: Bool
         /// The schema version to build, `nil` for the newest the server serves.
@@ -64,7 +68,8 @@ public struct SeedBuilder: Sendable {
 
         public init(
             output: String, types: [String]? = nil, pageSize: Int = 10_000, syncLimit: Int = 1000, gzip: Bool = false,
-            resume: Bool = false, schemaVersion: Int? = nil, register: Bool = false, scopes: ScopeSeeds? = nil,
+            gzipLevel: Int = 6, resume: Bool = false, schemaVersion: Int? = nil, register: Bool = false,
+            scopes: ScopeSeeds? = nil,
             signingKeys: [SeedSigningKey] = [], publishedAt: URL? = nil
         ) {
             self.publishedAt = publishedAt
@@ -75,6 +80,7 @@ public struct SeedBuilder: Sendable {
             self.pageSize = pageSize
             self.syncLimit = syncLimit
             self.gzip = gzip
+            self.gzipLevel = gzipLevel
             self.resume = resume
             self.schemaVersion = schemaVersion
             self.register = register

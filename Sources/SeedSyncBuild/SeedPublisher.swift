@@ -8,7 +8,7 @@ struct SeedPublisher {
     let files: SeedFiles
     /// The finished seed, `OUT.new` (``SeedFiles/finished``).
     let finished: String
-    /// The build's: whether to write a `.gz` copy, which keys sign the manifest.
+    /// The build's: whether to write a `.gz` copy and at which level, which keys sign the manifest.
     let options: SeedBuilder.Options
     private var gzip: Bool { options.gzip }
 
@@ -30,12 +30,15 @@ struct SeedPublisher {
     private func write() throws -> SeedManifest {
         let (output, manifestPath, compressed) = (files.output, files.manifest, files.gzip)
         // With gzip, one pass over the seed hashes and compresses it.
-        let digests = gzip ? try Gzip.compress(finished, to: SeedFiles.staging(compressed)) : nil
+        let level = options.gzipLevel
+        let digests =
+            gzip ? try Gzip.compress(finished, to: SeedFiles.staging(compressed), level: Int32(level)) : nil
         var manifest = try SeedManifest(describing: finished, digest: digests?.source)
         manifest.file = URL(fileURLWithPath: output).lastPathComponent
         if let digest = digests?.compressed {
             manifest.gzip = .init(
-                file: URL(fileURLWithPath: compressed).lastPathComponent, size: digest.size, sha256: digest.sha256)
+                file: URL(fileURLWithPath: compressed).lastPathComponent, size: digest.size, sha256: digest.sha256,
+                level: level)
         }
         manifest = manifest.signed(with: options.signingKeys)
         try FileSystem.write(manifest.jsonData(), to: SeedFiles.staging(manifestPath))

@@ -35,6 +35,11 @@ struct BuildCommand: AsyncParsableCommand {
     var syncLimit = 1000
     @Option(help: "Seconds a request may wait for data.") var timeout: Double = 30
     @Flag(help: "Also write OUT.gz.") var gzip = false
+    @Option(
+        help: ArgumentHelp(
+            "The zlib level of OUT.gz, 1 (fastest) to 9 (smallest); 6 by default. Implies --gzip; the manifest records it, and a rebuild at the same level is byte for byte the same.",
+            valueName: "1-9"))
+    var gzipLevel: Int?
     @Option(help: "The schema version to build (default: the newest the server serves).") var schemaVersion: Int?
     @Flag(
         help:
@@ -65,6 +70,7 @@ struct BuildCommand: AsyncParsableCommand {
             throw ValidationError("--page-size, --sync-limit and --timeout must be positive")
         }
         guard (schemaVersion ?? 1) >= 1 else { throw ValidationError("--schema-version must be 1 or more") }
+        guard (1...9).contains(gzipLevel ?? 6) else { throw ValidationError("--gzip-level must be 1 to 9") }
         guard types.map({ !$0.split(separator: ",").isEmpty }) ?? true else {
             throw ValidationError("--types needs at least one type")
         }
@@ -111,7 +117,8 @@ struct BuildCommand: AsyncParsableCommand {
         )
         let options = SeedBuilder.Options(
             output: out, types: types.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } },
-            pageSize: pageSize, syncLimit: syncLimit, gzip: gzip, resume: resume, schemaVersion: schemaVersion,
+            pageSize: pageSize, syncLimit: syncLimit, gzip: gzip || gzipLevel != nil, gzipLevel: gzipLevel ?? 6,
+            resume: resume, schemaVersion: schemaVersion,
             register: register, scopes: try scopeSeeds, signingKeys: try signingKeys(),
             publishedAt: publishedAt.flatMap(URL.init(string:))
         )

@@ -14,7 +14,9 @@ struct SeedServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "seed-server",
         abstract: "Serve SeedSync protocol v1 from an embedded SQLite file or a PostgreSQL database, and manage it.",
-        subcommands: [Init.self, Schema.self, Load.self, Mutate.self, Compact.self, Seeds.self, Serve.self]
+        subcommands: [
+            Init.self, Schema.self, Load.self, Mutate.self, Compact.self, Seeds.self, Status.self, Serve.self,
+        ]
     )
 }
 
@@ -224,6 +226,61 @@ extension SeedServerCommand {
                 }
                 print("retired the seed \(seed.sha256) at revision \(seed.revision) (\(seed.retiredAt ?? "earlier"))")
             }
+        }
+    }
+}
+
+extension SeedServerCommand {
+    struct Status: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Show the store's state (revision, compaction floor, schema versions, registered seeds) and, with --server, the live requests a running server holds.",
+            discussion:
+                "The admin token for --server comes from --admin-token-file or SEED_SERVER_ADMIN_TOKEN; it is never printed."
+        )
+
+        @OptionGroup var options: DatabaseOption
+        @Option(help: "A running seed-server on this database, whose /metrics says what it holds (an admin token).")
+        var server: String?
+        @Option(help: "A file whose first line is an admin token of --server.") var adminTokenFile: String?
+        @Flag(help: "Print the status as one JSON object.") var json = false
+
+        func validate() throws {
+            if let server {
+                guard URL(string: server)?.host != nil else { throw ValidationError("--server must be a URL") }
+            }
+        }
+
+        func run() async throws {
+            var status = try await options.withStore(maximumConnections: 2) { try await ServerStatus(store: $0) }
+            if let server, let url = URL(string: server) {
+                let token = try adminToken()
+                do {
+                    try await status.readProcess(at: url, adminToken: token)
+                } catch let error as ServerStatusError {
+                    throw CommandFailure(error.description)
+                }
+            }
+            print(json ? String(decoding: try JSONEncoder.stable().encode(status), as: UTF8.self) : "\(status)")
+        }
+
+        private func adminToken() throws -> String {
+            if let adminTokenFile {
+                guard let text = try? String(contentsOfFile: adminTokenFile, encoding: .utf8),
+                    let token = text.split(whereSeparator: \.isNewline).first.map({
+                        $0.trimmingCharacters(in: .whitespaces)
+                    }),
+                    !token.isEmpty
+                else { throw CommandFailure("cannot read an admin token from \(adminTokenFile)") }
+                return token
+            }
+            guard
+                let token = ProcessInfo.processInfo.environment["SEED_SERVER_ADMIN_TOKEN"]?.split(separator: ",").first
+            else {
+                throw CommandFailure(
+                    "--server needs an admin token: --admin-token-file FILE or SEED_SERVER_ADMIN_TOKEN")
+            }
+            return token.trimmingCharacters(in: .whitespaces)
         }
     }
 }

@@ -71,6 +71,21 @@ import Testing
             #expect(broken.stdout.contains("FAILED  manifest"))
             #expect(broken.stderr.contains("failed manifest"))
 
+            // --gzip-level implies --gzip, and the manifest says the level.
+            let fastest = directory.appendingPathComponent("fastest.sqlite").path
+            let level1 = try await Executables.run(
+                "seed-build", ["--server", url, "--out", fastest, "--gzip-level", "1", "--quiet"],
+                environment: ["SEED_TOKEN": "cli-token"])
+            #expect(level1.status == 0, "\(level1.stderr)")
+            let written = try SeedManifest.read(from: SeedManifest.path(forSeed: fastest))
+            #expect(written.gzip?.level == 1)
+            for bad in ["0", "10"] {
+                let refused = try await Executables.run(
+                    "seed-build", ["--server", url, "--out", fastest, "--gzip-level", bad])
+                #expect(
+                    refused.status == 64 && refused.stderr.contains("--gzip-level must be 1 to 9"), "\(refused.stderr)")
+            }
+
             #expect(try await Executables.run("seed-build", ["--server", "ftp://x", "--out", seed]).status == 64)
             #expect(try await Executables.run("seed-verify", []).status == 64)
         }

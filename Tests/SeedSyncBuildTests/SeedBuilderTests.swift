@@ -74,6 +74,30 @@ import Testing
         }
     }
 
+    /// `--gzip-level`: the manifest records the level, a rebuild at the same level writes the same
+    /// `.gz` bytes, another level other bytes (level 9 no larger than level 1), and every copy
+    /// verifies; a build that does not say one compresses at 6.
+    @Test func theGzipLevelIsRecordedAndARebuildAtItIsByteForByteTheSame() async throws {
+        try await withServedStore(events: 400) { served in
+            func build(_ name: String, level: Int) async throws -> SeedManifest.Compressed {
+                let options = SeedBuilder.Options(
+                    output: served.path(name), pageSize: 500, gzip: true, gzipLevel: level)
+                let report = try await SeedBuilder(client: served.client(), options: options).build()
+                #expect(try await SeedVerifier.verify(report.output + ".gz").passed)
+                return try #require(report.manifest.gzip)
+            }
+            let (fast, again, small) = (
+                try await build("fast.sqlite", level: 1), try await build("again.sqlite", level: 1),
+                try await build("small.sqlite", level: 9)
+            )
+            #expect(fast.level == 1 && small.level == 9)
+            #expect(fast.sha256 == again.sha256, "the same seed at the same level")
+            #expect(fast.sha256 != small.sha256 && small.size <= fast.size)
+            let unsaid = try await served.builder("default.sqlite", pageSize: 500, gzip: true).build()
+            #expect(unsaid.manifest.gzip?.level == 6)
+        }
+    }
+
     @Test func aServerChangingBetweenPagesIsCaughtUp() async throws {
         try await withServedStore { served in
             let mutations = NIOLockedValueBox<UInt64>(100)

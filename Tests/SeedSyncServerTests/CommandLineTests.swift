@@ -2,6 +2,7 @@ import Foundation
 import SeedSyncDemo
 import SeedSyncModel
 import SeedSyncSQLiteStore
+import SeedSyncServer
 import SeedSyncStore
 import SeedSyncTesting
 import Testing
@@ -119,6 +120,59 @@ import FoundationNetworking
             let negative = try await Executables.run(
                 "seed-server", ["compact", "--database", database, "--keep-revisions", "-5"])
             #expect(negative.status == 64 && negative.stderr.contains("--keep-revisions must not be negative"))
+        }
+    }
+
+    /// `seed-server status`: the store's revision, compaction floor, versions and seeds, and with
+    /// `--server` the live reads a running server holds; a token that is not an admin's is refused.
+    @Test func statusShowsTheStoreAndWhatARunningServerHolds() async throws {
+        try await withTemporaryDirectory { directory in
+            let database = directory.appendingPathComponent("server.sqlite").path
+            _ = try await Executables.run(
+                "seed-server", ["init", "--database", database, "--demo", "--events", "50", "--locations", "5"])
+            _ = try await Executables.run("seed-server", ["mutate", "--database", database, "--changes", "30"])
+            let store = try SQLiteSyncStore(path: database)
+            _ = try await store.register(
+                SeedRegistration(sha256: String(repeating: "cd", count: 32), revision: 12, schemaVersion: 1))
+            try store.close()
+            _ = try await Executables.run("seed-server", ["compact", "--database", database, "--keep-revisions", "5"])
+            let server = try Executables.start(
+                "seed-server", ["serve", "--database", database, "--port", "0"],
+                environment: ["SEED_SERVER_TOKENS": "status-read", "SEED_SERVER_ADMIN_TOKENS": "status-admin"])
+            defer { if server.isRunning { server.terminate() } }
+            let base = try #require(await Executables.listeningAddress(of: server))
+            let held = (0..<2).map { _ in
+                Task {
+                    var request = URLRequest(
+                        url: URL(string: "\(base)/v1/changes?after=31&schemaVersion=1&live=0")!, timeoutInterval: 60)
+                    request.setValue("Bearer status-read", forHTTPHeaderField: "Authorization")
+                    _ = try? await TestHTTP.data(for: request)
+                }
+            }
+            defer { for task in held { task.cancel() } }
+            try await LiveSyncTests.waitUntilHeld(2, on: URL(string: base)!, adminToken: "status-admin")
+
+            let shown = try await Executables.run(
+                "seed-server", ["status", "--database", database, "--server", base],
+                environment: ["SEED_SERVER_ADMIN_TOKEN": "status-admin"])
+            #expect(shown.status == 0, "\(shown.stderr)")
+            for line in [
+                "dataset demo, revision 31", "history from revision 12 (compaction floor), kept back to 12",
+                "schema versions served: 1 (newest 1)", "registered seeds: 1 pinning the history, 0 retired",
+                "2 live requests held, revision seen 31",
+            ] {
+                #expect(shown.stdout.contains(line), "\(line) in \(shown.stdout)")
+            }
+            #expect(!shown.stdout.contains("status-admin"), "the token is never printed")
+            let json = try await Executables.run("seed-server", ["status", "--database", database, "--json"])
+            let status = try JSONDecoder().decode(ServerStatus.self, from: Data(json.stdout.utf8))
+            #expect(
+                status.revision == 31 && status.minRevision == 12 && status.seeds.count == 1 && status.process == nil)
+            let refused = try await Executables.run(
+                "seed-server", ["status", "--database", database, "--server", base],
+                environment: ["SEED_SERVER_ADMIN_TOKEN": "status-read"])
+            #expect(
+                refused.status == 1 && refused.stderr.contains("HTTP 403: give an admin token"), "\(refused.stderr)")
         }
     }
 

@@ -253,10 +253,10 @@ import FoundationNetworking
     }
 
     /// Waits (60 s at most: the whole suite shares two cores) until the server's `/metrics` shows `count` held requests.
-    static func waitUntilHeld(_ count: Int, on url: URL) async throws {
+    static func waitUntilHeld(_ count: Int, on url: URL, adminToken: String = liveServerAdminToken) async throws {
         let deadline = ContinuousClock.now + .seconds(60)
         var request = URLRequest(url: url.appendingPathComponent("metrics"))
-        request.setValue("Bearer \(liveServerAdminToken)", forHTTPHeaderField: "Authorization")
+        request.setValue("Bearer \(adminToken)", forHTTPHeaderField: "Authorization")
         while ContinuousClock.now < deadline {
             let (data, _) = try await TestHTTP.data(for: request)
             let held = String(decoding: data, as: UTF8.self).split(separator: "\n").first {

@@ -50,6 +50,7 @@ class Run:
         self.lost = 0
         self.stopping = False
         self.cursor_hops = 0
+        self.early = []  # (revision, arrival) of deliveries before their commit's answer was read
 
     def check(self, after, body):
         key = (after, body)
@@ -120,6 +121,9 @@ class App(asyncio.Protocol):
             sent = run.committed.get(revision)
             if sent is not None:
                 run.latencies.append(now - sent)
+            else:
+                # The answer came before the writer read its commit's revision: timed at the end.
+                run.early.append((revision, now))
         if top > self.revision:
             self.revision, self.cursor = top, 0
         else:
@@ -193,18 +197,20 @@ async def main(options):
     run = Run(options)
     loop = asyncio.get_running_loop()
     start = json.loads(get(options.origin, "/v1/schema", options.token))["revision"]
-    apps = []
-    for index in range(options.clients):
+    async def connect(index):
         source = f"127.0.0.{1 + index % options.sources}"
         try:
             _, app = await loop.create_connection(
                 lambda: App(run, start), run.url.hostname, run.url.port, local_addr=(source, 0))
         except OSError as error:
             sys.exit(f"live_cache_load: app {index} could not connect from {source}: {error}")
-        apps.append(app)
-        if index % 1000 == 999:
-            await asyncio.sleep(0.05)
-    # Every app holds a live read from `start` now (nginx holds all but one, waiting for its answer).
+        return app
+
+    apps = []
+    for first in range(0, options.clients, 500):
+        apps += await asyncio.gather(*(connect(index) for index in range(first, min(first + 500, options.clients))))
+    # Every app holds a live read from `start` now (nginx holds all but a few, waiting for their answer).
+    ramp = time.monotonic()
     await asyncio.sleep(2)
     samples = []
     sampler = asyncio.ensure_future(sample_held(run, samples))
@@ -229,7 +235,8 @@ async def main(options):
     await sampler
     for app in apps:
         app.transport.close()
-    latencies = sorted(run.latencies)
+    latencies = sorted(run.latencies + [now - run.committed[revision] for revision, now in run.early
+                                         if revision in run.committed])
 
     def percentile(p):
         return round(latencies[min(len(latencies) - 1, int(len(latencies) * p))] * 1000, 1) if latencies else None

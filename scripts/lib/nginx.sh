@@ -18,7 +18,9 @@ NGINX_PID=
 # Live reads (GET /v1/changes with live=) are held by the origin up to its --live-wait (20 s): the
 # requests that wait for another's answer to the same address (proxy_cache_lock) must wait longer
 # than that (proxy_cache_lock_timeout), and no second request may go to the origin while the first
-# is held (proxy_cache_lock_age: 5 s by default, which would send one more every 5 s).
+# is held (proxy_cache_lock_age: 5 s by default, which would send one more every 5 s). One more request
+# per address reaches the origin for every 1,024 that wait for it: nginx's cache node counts its uses
+# in 10 bits, and the request that finds the count wrapped to 0 is passed on uncached.
 start_nginx() {
     local work=$1 port servers="" extra=${NGINX_CACHE_EXTRA:-} connections=${NGINX_CONNECTIONS:-20000} workers=${NGINX_WORKERS:-2}
     shift
@@ -67,6 +69,11 @@ $servers        keepalive 64;
             proxy_cache_lock on;
             proxy_cache_lock_timeout 60s;
             proxy_cache_lock_age 60s;
+            # An expired entry (the head of the log, a live read's answer) is refreshed by one request
+            # while the others get the old answer: it is true, only not the newest, and a client goes on
+            # from it (a live read's empty answer leads, by its cursor, to an address not yet stored).
+            # proxy_cache_lock alone holds requests for addresses never stored, not for expired ones.
+            proxy_cache_use_stale updating;
             add_header X-Cache-Status \$upstream_cache_status always;
 $extra
         }

@@ -415,6 +415,16 @@ def run(check, compact, upgrade, publish):
     c.expect("log read, gzip answer", (response.headers.get("ETag") or "").endswith('-gzip"'), f"gzip ETag {response.headers.get('ETag')}")
     c.send("log read, not modified", "GET", "/v1/changes", 304, token="read", query=log,
            headers={"If-None-Match": response.headers.get("ETag", "")}, request_valid=True)
+    # Live reads: from 0 answered at once (the cursor starts over); from the head (3) held for the
+    # server's live wait (1 s here), then empty with a higher cursor.
+    for name, after, cursor in (("live read behind", "0", "0"), ("live read at the head", "3", "7")):
+        response = c.session.get(c.url + "/v1/changes", params={"after": after, "schemaVersion": "1", "live": cursor},
+                                 headers={"Authorization": "Bearer " + c.tokens["read"]}, timeout=TIMEOUT)
+        c.check_answer(name, "GET", "/v1/changes", 200, response.status_code, response.headers, response.content, None)
+        next_cursor = response.headers.get("SeedSync-Live-Cursor", "")
+        wanted = (lambda value: value == "0") if after == "0" else (lambda value: value.isdigit() and int(value) > 7)
+        c.expect(name, wanted(next_cursor), f"SeedSync-Live-Cursor {next_cursor!r} after live={cursor}")
+    c.send("live read, cursor -1", "GET", "/v1/changes", 400, token="read", query=log | {"live": "-1"}, request_valid=False)
     c.send("log read without schemaVersion", "GET", "/v1/changes", 400, token="read", query={"after": "0"}, request_valid=False)
     c.send("log read without after", "GET", "/v1/changes", 400, token="read", query={"schemaVersion": "1"}, request_valid=False)
     c.send("log read, after -1", "GET", "/v1/changes", 400, token="read", query={"after": "-1", "schemaVersion": "1"}, request_valid=False)

@@ -6,10 +6,12 @@ public import SeedSyncModel
 /// A long-lived sync engine for an app: start it once, and it keeps the database current.
 ///
 /// It installs or replaces the database as ``SeedImporter`` does, then loops: push the local
-/// edits and catch up (one ``SeedImporter/run(onEvent:)``), then hold a live sync request
-/// (`"wait"`, see `docs/PROTOCOL.md`) until the server has something newer, and again. A server
-/// change reaches the app within the time the server takes to answer its held request, not at
-/// the next poll. When the server cannot be reached (or fails), the engine backs off with jitter
+/// edits and catch up (one ``SeedImporter/run(onEvent:)``), then wait with a live read (`LiveWait`:
+/// `GET /v1/changes` with `live`, which HTTP caches collapse, or `POST /v1/sync` with `"wait"` from a
+/// server without live reads; see `docs/PROTOCOL.md`) until the server has something newer, catch
+/// up, and again; a whole run comes every ``Options/wholeRunInterval`` seconds. A server change
+/// reaches the app within the time the server takes to answer its held request, not at the next
+/// poll. When the server cannot be reached (or fails), the engine backs off with jitter
 /// (1 s doubling to 60 s by default) and says when it tries again; a failure a retry cannot fix (a
 /// refused token, a database that does not fit the server) waits for ``syncNow()``. A token that
 /// may read but not push keeps the database current; the local edits stay queued.
@@ -36,7 +38,7 @@ public actor SyncEngine {
         case idle
         /// Installing, pushing or catching up.
         case syncing
-        /// Caught up, holding a live sync request for the next change.
+        /// Caught up, waiting (a live read, or a held sync request) for the next change.
         case waiting
         /// Paused by ``SyncEngine/pause()``.
         case paused

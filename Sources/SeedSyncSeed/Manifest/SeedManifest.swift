@@ -17,11 +17,16 @@ public struct SeedManifest: Codable, Sendable, Hashable {
         public var file: String
         public var size: Int64
         public var sha256: String
+        /// The zlib level it was compressed at, 1 to 9 (`seed-build --gzip-level`): with the seed's
+        /// bytes, it decides the `.gz` file's bytes, so a rebuild at the same level is byte for
+        /// byte the same. `nil` in a manifest older than the level: 6.
+        public var level: Int?
 
-        public init(file: String, size: Int64, sha256: String) {
+        public init(file: String, size: Int64, sha256: String, level: Int? = nil) {
             self.file = file
             self.size = size
             self.sha256 = sha256
+            self.level = level
         }
     }
 

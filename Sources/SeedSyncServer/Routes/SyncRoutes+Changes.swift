@@ -29,7 +29,7 @@ import SeedSyncStore
 ///
 /// **Live reads** (`live=CURSOR`, see ``LiveCursor``): a caught-up client asks from its revision
 /// and the server holds the request until a later revision commits, for at most
-/// ``ServerConfiguration/liveReadWait`` (20 s), the same for every client. Every client at one
+/// ``ServerConfiguration/liveReadWait`` (20 s; at most ``ServerConfiguration/maxWait``), the same for every client. Every client at one
 /// revision asks one address, so a cache that makes concurrent requests for an address wait for
 /// the first one's answer (nginx's `proxy_cache_lock`, a CDN's request collapsing) sends the origin
 /// one held request per address, however many apps wait. An answer with change sets is as true
@@ -67,18 +67,18 @@ extension SyncRoutes {
                 grant: key.grant, through: key.through)
         }
         var feed = try await read()
-        if live != nil, feed.maxRevision <= after, try await hold(after: after, for: configuration.liveReadWait) {
+        let liveWait = min(configuration.liveReadWait, configuration.maxWait)
+        if live != nil, feed.maxRevision <= after, try await hold(after: after, for: liveWait) {
             feed = try await wokenReads.value(for: key, read: read)
         }
         feed.hasMore = feed.hasMore || feed.maxRevision == blockEnd
         let body = try Self.encode(feed, results: nil, scopes: scope?.values, chains: try await chains(of: feed))
         var response: Response
         if let live {
-            let next = feed.maxRevision > after ? LiveCursor.start : live.next(every: configuration.liveReadWait)
+            let next = feed.maxRevision > after ? LiveCursor.start : live.next(every: liveWait)
             response = cacheable(
                 body, tag: EntityTag(of: body + Array("live \(next.value)".utf8)),
-                lifetime: feed.hasMore
-                    ? Self.finalLifetime : "max-age=\(configuration.liveReadWait.components.seconds + 5)",
+                lifetime: feed.hasMore ? Self.finalLifetime : "max-age=\(liveWait.components.seconds + 5)",
                 answering: request, shared: shared)
             response.headers[HTTPField.Name.seedSyncLiveCursor] = String(next.value)
         } else {

@@ -2,7 +2,8 @@
 """Live sync latency: commit to client, with N clients waiting.
 
 Opens N keep-alive connections spread over the server URLs given, each holding one
-`POST /v1/sync {"maxRevision": R, "wait": 55}` (waits until every server's `/metrics` shows them
+`POST /v1/sync {"maxRevision": R, "wait": 55}` (or with `--live-reads` a live read,
+`GET /v1/changes?after=R&schemaVersion=1&live=0`) (waits until every server's `/metrics` shows them
 held), then commits one change set (`--writer admin`: `POST /v1/admin/changes` to the first server;
 `--writer psql`: an INSERT through the psql program) and times, for every client, from just
 before the commit is sent until the whole answer carrying the new revision has arrived. Repeats
@@ -40,15 +41,21 @@ def memory_kib(pid):
 class Client:
     """One keep-alive HTTP/1.1 connection holding a sync request at a time."""
 
-    def __init__(self, url, token):
+    def __init__(self, url, token, live_reads=False):
         self.url = urllib.parse.urlsplit(url)
         self.token = token
+        self.live_reads = live_reads
         self.reader = self.writer = None
 
     async def connect(self):
         self.reader, self.writer = await asyncio.open_connection(self.url.hostname, self.url.port)
 
     def send(self, revision):
+        if self.live_reads:
+            self.writer.write((f"GET /v1/changes?after={revision}&schemaVersion=1&live=0 HTTP/1.1\r\n"
+                               f"Host: {self.url.netloc}\r\nAuthorization: Bearer {self.token}\r\n"
+                               "Accept-Encoding: identity\r\n\r\n").encode())
+            return
         body = json.dumps({"maxRevision": revision, "wait": 55}).encode()
         head = (f"POST /v1/sync HTTP/1.1\r\nHost: {self.url.netloc}\r\nAuthorization: Bearer {self.token}\r\n"
                 f"Content-Type: application/json\r\nAccept-Encoding: identity\r\nContent-Length: {len(body)}\r\n\r\n")
@@ -171,6 +178,8 @@ async def main():
     parser.add_argument("--admin-token", required=True)
     parser.add_argument("--pid", type=int, required=True, help="the first server's process id")
     parser.add_argument("--engine", help="a `seed-bench observe` command line to time as well")
+    parser.add_argument("--live-reads", action="store_true",
+                        help="clients wait with live reads (GET /v1/changes with live) instead of POST /v1/sync")
     args = parser.parse_args()
 
     engine = Engine(args.engine) if args.engine else None
@@ -178,7 +187,7 @@ async def main():
         await engine.start()
 
     idle_kib = memory_kib(args.pid)
-    clients = [Client(args.urls[index % len(args.urls)], args.token) for index in range(args.clients)]
+    clients = [Client(args.urls[index % len(args.urls)], args.token, args.live_reads) for index in range(args.clients)]
     for start in range(0, len(clients), 500):
         await asyncio.gather(*(client.connect() for client in clients[start:start + 500]))
     counts = [len(clients[index::len(args.urls)]) for index in range(len(args.urls))]
@@ -220,6 +229,7 @@ async def main():
     } if engine else {}
     print(json.dumps({**engine_figures,
         "clients": args.clients, "rounds": args.rounds, "writer": args.writer, "servers": len(args.urls),
+        "waiting_with": "live reads" if args.live_reads else "POST /v1/sync",
         "p50_ms": percentile(0.50), "p99_ms": percentile(0.99), "max_ms": round(latencies[-1], 1) if latencies else None,
         "mean_ms": round(statistics.mean(latencies), 1) if latencies else None, "errors": errors,
         "error_statuses": error_statuses,

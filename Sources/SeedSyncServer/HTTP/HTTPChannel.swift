@@ -21,12 +21,14 @@ struct SeedHTTP1Channel: ServerChildChannel {
     }
 
     func handle(value: Value, logger: Logger) async {
-        let closed = value.channel.closeFuture
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await base.handle(value: value, logger: logger) }
-            group.addTask { try? await closed.get() }
-            await group.next()
-            group.cancelAll()
+        // The connection's requests run in a task of their own, which the channel's close cancels:
+        // one task and a callback, where a task group would hold two child tasks per connection.
+        let requests = Task { await base.handle(value: value, logger: logger) }
+        value.channel.closeFuture.whenComplete { _ in requests.cancel() }
+        await withTaskCancellationHandler {
+            await requests.value
+        } onCancel: {
+            requests.cancel()
         }
     }
 }

@@ -11,7 +11,9 @@
 # without warnings, real answers against docs/openapi.yaml, 30 seconds of schemathesis, the hostile
 # client matrix on both stores (scripts/suites/hostile-clients.sh), the scope line on both stores (scripts/suites/scope-line.sh: a
 # reader granted some scope values reads nothing of the others), the hostile server matrix against seed-build and seed-import
-# (scripts/suites/hostile-servers.sh), the change log through a real nginx (scripts/suites/cache-check.sh), a short
+# (scripts/suites/hostile-servers.sh), the change log and live reads through a real nginx
+# (scripts/suites/cache-check.sh), the Grafana dashboard's queries against a real Prometheus
+# (scripts/suites/dashboard-check.sh, beside the DocC build), a short
 # crash campaign (scripts/suites/crash-test.sh, 10 kills per target and store), 60 simulated power losses
 # (scripts/suites/power-loss.sh), short soaks on both stores
 # (scripts/suites/soak.sh), and 15 seconds of each libFuzzer target (scripts/suites/fuzz.sh). The tests have 15
@@ -28,6 +30,12 @@ source scripts/lib/watchdog.sh
 ensure_system_packages
 ensure_swift
 command -v gdb >/dev/null 2>&1 || install_packages gdb
+# Installed before any step runs beside another (two apt-gets at once would fight over dpkg's lock);
+# Debian's package starts a Prometheus of its own, which is not wanted.
+if ! command -v prometheus >/dev/null 2>&1; then
+    install_packages prometheus
+    service prometheus stop >/dev/null 2>&1 || true
+fi
 trap 'print_times; stop_postgres' EXIT
 start_postgres
 # Every PostgreSQL test runs here: without a server they fail, never skip (a developer's plain
@@ -56,10 +64,12 @@ timed "OpenAPI and schemathesis" openapi
 # The reliability suites (docs/RELIABILITY.md), short settings; each bounded, so a hang fails in minutes.
 # DocC runs on one core, mostly: beside the hostile matrices, which mostly wait on their clients.
 beside "DocC" run_bounded 600 bash scripts/tools/docs.sh -c release
+beside "dashboard check" run_bounded 300 bash scripts/suites/dashboard-check.sh --bin "$bin"
 timed "hostile clients" run_bounded 600 bash scripts/suites/hostile-clients.sh --bin "$bin"
 timed "scope line" run_bounded 420 bash scripts/suites/scope-line.sh --bin "$bin"
 timed "hostile servers" run_bounded 600 bash scripts/suites/hostile-servers.sh --bin "$bin"
 joined "DocC"
+joined "dashboard check"
 timed "cache check" run_bounded 300 bash scripts/suites/cache-check.sh --bin "$bin"
 timed "crash campaign" run_bounded 600 bash scripts/suites/crash-test.sh --iterations 10 --events 3000 --changes 300 --bin "$bin"
 timed "power loss" run_bounded 300 bash scripts/suites/power-loss.sh --cuts 10 --bin "$bin"

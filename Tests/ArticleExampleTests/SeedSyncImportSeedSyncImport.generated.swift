@@ -18,7 +18,7 @@ extension SeedSyncImportSeedSyncImport {
         _ = report
     }
 
-    /// The example at line 61 of the article.
+    /// The example at line 62 of the article.
     static func example2() async throws {
         let hall = try await importer.write { changes in
             let hall = try changes.create("locations", ["name": "Hall", "city": "Lyon", "latitude": 45.7, "longitude": 4.8])

@@ -8,7 +8,7 @@ import SeedSyncImport
 import SeedSyncModel
 
 extension SeedSyncImportUsingSeedSyncInAnApp {
-    /// The example at line 14 of the article.
+    /// The example at line 15 of the article.
     static func example1() async throws {
         let engine = SyncEngine(
             configuration: .init(seed: seedPath, database: databasePath, server: .init(serverURL: url, token: token))
@@ -19,7 +19,7 @@ extension SeedSyncImportUsingSeedSyncInAnApp {
         _ = engine
     }
 
-    /// The example at line 31 of the article.
+    /// The example at line 32 of the article.
     static func example2() async throws {
         Task {
             for await state in engine.states() {
@@ -28,7 +28,7 @@ extension SeedSyncImportUsingSeedSyncInAnApp {
         }
     }
 
-    /// The example at line 48 of the article.
+    /// The example at line 49 of the article.
     static func example3() async throws {
         await engine.syncNow()  // pull to refresh
         await engine.pause()  // a long edit
@@ -36,7 +36,7 @@ extension SeedSyncImportUsingSeedSyncInAnApp {
         await engine.stop()  // the app goes to the background
     }
 
-    /// The example at line 67 of the article.
+    /// The example at line 71 of the article.
     static func example4() async throws {
         let pool = try DatabasePool(path: databasePath)
         let engine = SyncEngine(configuration: .init(seed: seedPath, database: pool.path, server: server), database: pool)
@@ -50,7 +50,7 @@ extension SeedSyncImportUsingSeedSyncInAnApp {
         _ = titles
     }
 
-    /// The example at line 106 of the article.
+    /// The example at line 110 of the article.
     static func example5() async throws {
         let hall = try await engine.write { changes in
             try changes.create("locations", ["name": "Hall", "city": "Lyon", "latitude": 45.7, "longitude": 4.8])
@@ -61,7 +61,7 @@ extension SeedSyncImportUsingSeedSyncInAnApp {
         _ = hall
     }
 
-    /// The example at line 136 of the article.
+    /// The example at line 140 of the article.
     static func example6() async throws {
         let edit = await engine.beginEdit()
         // the form is open; server changes wait
@@ -69,7 +69,7 @@ extension SeedSyncImportUsingSeedSyncInAnApp {
         _ = edit
     }
 
-    /// The example at line 152 of the article.
+    /// The example at line 156 of the article.
     static func example7() async throws {
         configuration.beforeMerge = { notice in
             guard notice.rows["events"]?.contains(openEvent) == true else { return }
@@ -77,7 +77,7 @@ extension SeedSyncImportUsingSeedSyncInAnApp {
         }
     }
 
-    /// The example at line 172 of the article.
+    /// The example at line 176 of the article.
     static func example8() async throws {
         var configuration = SeedImporter.Configuration(seed: seedPath, database: databasePath, server: server)
         configuration.conflicts = .custom { conflict in

@@ -41,7 +41,7 @@ public struct SeedBuilder: Sendable {
         /// Also write `OUT.gz`.
         public var gzip: Bool
         /// The zlib level of `OUT.gz`, 1 (fastest) to 9 (smallest): 6, zlib's default, unless said.
-        /// The manifest records it (``SeedManifest/Compressed/level``); the `.gz` file's bytes depend on
+        /// The manifest records it (`SeedManifest.Compressed.level`); the `.gz` file's bytes depend on
         /// the seed's and the level alone, so a rebuild at the same level is byte for byte the same.
         public var gzipLevel: Int
         /// Continue `OUT.partial` when there is one.

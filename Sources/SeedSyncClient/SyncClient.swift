@@ -291,7 +291,7 @@ public final class SyncClient: Sendable {
     /// up waits for the next commit through HTTP caches: the server holds the read until a later
     /// revision commits (or its live wait, 20 s by default, ends) and answers every client at
     /// `revision` with the same bytes, so a cache in front of it sends the origin one request for
-    /// all of them. Pass ``LiveCursor/start`` first, then the answer's ``LiveAnswer/cursor``.
+    /// all of them. Pass `LiveCursor.start` first, then the answer's ``LiveAnswer/cursor``.
     /// The request's timeout grows by `wait` seconds, which should exceed the server's live wait.
     ///
     /// An answer with no ``LiveAnswer/cursor`` comes from a server that does not hold live reads

@@ -236,7 +236,7 @@ extension SeedServerCommand {
             abstract:
                 "Show the store's state (revision, compaction floor, schema versions, registered seeds) and, with --server, the live requests a running server holds.",
             discussion:
-                "The admin token for --server comes from --admin-token-file or SEED_SERVER_ADMIN_TOKEN; it is never printed."
+                "The admin token for --server comes from --admin-token-file, SEED_SERVER_ADMIN_TOKEN or the first of SEED_SERVER_ADMIN_TOKENS; it is never printed."
         )
 
         @OptionGroup var options: DatabaseOption
@@ -274,11 +274,15 @@ extension SeedServerCommand {
                 else { throw CommandFailure("cannot read an admin token from \(adminTokenFile)") }
                 return token
             }
+            // SEED_SERVER_ADMIN_TOKENS, as `serve` reads it, when run beside the server with its environment.
+            let environment = ProcessInfo.processInfo.environment
             guard
-                let token = ProcessInfo.processInfo.environment["SEED_SERVER_ADMIN_TOKEN"]?.split(separator: ",").first
+                let token = (environment["SEED_SERVER_ADMIN_TOKEN"] ?? environment["SEED_SERVER_ADMIN_TOKENS"])?
+                    .split(separator: ",").first
             else {
                 throw CommandFailure(
-                    "--server needs an admin token: --admin-token-file FILE or SEED_SERVER_ADMIN_TOKEN")
+                    "--server needs an admin token: --admin-token-file FILE, SEED_SERVER_ADMIN_TOKEN or SEED_SERVER_ADMIN_TOKENS"
+                )
             }
             return token.trimmingCharacters(in: .whitespaces)
         }

@@ -168,6 +168,11 @@ import FoundationNetworking
             let status = try JSONDecoder().decode(ServerStatus.self, from: Data(json.stdout.utf8))
             #expect(
                 status.revision == 31 && status.minRevision == 12 && status.seeds.count == 1 && status.process == nil)
+            // The server's own variable works too (a status run beside it).
+            let beside = try await Executables.run(
+                "seed-server", ["status", "--database", database, "--server", base],
+                environment: ["SEED_SERVER_ADMIN_TOKENS": "status-admin,other"])
+            #expect(beside.status == 0 && beside.stdout.contains("live requests held"), "\(beside.stderr)")
             let refused = try await Executables.run(
                 "seed-server", ["status", "--database", database, "--server", base],
                 environment: ["SEED_SERVER_ADMIN_TOKEN": "status-read"])

@@ -185,12 +185,12 @@ import Darwin
                 let engine = SyncEngine(configuration: configuration, options: .init(wait: 1))
                 await engine.start()
                 try await Self.until(engine, "waiting") { if case .waiting = $0 { true } else { false } }
-                // Each wait is two live reads answered at once (the second with the cursor of the
-                // first), then the rest of the second.
+                // Each wait is four live reads answered at once (each with the cursor of the one
+                // before), then the rest of the second.
                 let before = try await answeredRequests("/v1/changes", on: url)
                 try await Task.sleep(for: .seconds(3))
                 let asked = try await answeredRequests("/v1/changes", on: url) - before
-                #expect((2...8).contains(asked), "\(asked) live reads in 3 s with a wait of 1 s")
+                #expect((4...16).contains(asked), "\(asked) live reads in 3 s with a wait of 1 s")
                 try await fixture.mutate(1, seed: 64)
                 let target = try await fixture.serverRevision()
                 try await Self.eventually("revision \(target)") { try revision(of: fixture.database) == target }

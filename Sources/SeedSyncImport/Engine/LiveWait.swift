@@ -41,13 +41,14 @@ struct LiveWait: Sendable {
     ///
     /// An empty answer that comes at once is the way of a stale answer a cache kept (its cursor
     /// leads past it) or of a server that does not hold requests (`--max-wait 0`): a live read is
-    /// made again at once with the new cursor, and only a second quick empty answer makes the
-    /// engine sleep out the wait (polling such a server every `seconds`, not in a loop).
+    /// made again at once with the new cursor, up to ``quickAnswers`` times (a cache keeps an empty
+    /// answer for the wait and 5 s, so a chain of kept ones is two or three long), and only then does
+    /// the engine sleep out the wait (polling such a server every `seconds`, not in a loop).
     func wait(after revision: Int64, schemaVersion: Int?, scopes: ScopeList?, way: Way) async throws -> Outcome {
         guard case .liveRead(var cursor) = way, let schemaVersion else {
             return try await heldSync(after: revision, schemaVersion: schemaVersion)
         }
-        for attempt in 1...2 {
+        for attempt in 1...Self.quickAnswers {
             let start = ContinuousClock.now
             let answer: LiveAnswer
             do {
@@ -64,10 +65,13 @@ struct LiveWait: Sendable {
             cursor = next
             let elapsed = ContinuousClock.now - start
             if elapsed >= .seconds(1) { break }
-            if attempt == 2 { try? await Task.sleep(for: .seconds(seconds) - elapsed) }
+            if attempt == Self.quickAnswers { try? await Task.sleep(for: .seconds(seconds) - elapsed) }
         }
         return Outcome(moved: false, next: .liveRead(cursor))
     }
+
+    /// The quick empty answers to live reads followed at once before the engine sleeps out a wait.
+    static var quickAnswers: Int { 4 }
 
     /// `POST /v1/sync` with `"wait"`. A server that does not hold requests (one older than live
     /// sync, or `--max-wait 0`) answers an empty wait at once: it is polled every `seconds`

@@ -265,26 +265,18 @@ extension SeedServerCommand {
         }
 
         private func adminToken() throws -> String {
-            if let adminTokenFile {
-                guard let text = try? String(contentsOfFile: adminTokenFile, encoding: .utf8),
-                    let token = text.split(whereSeparator: \.isNewline).first.map({
-                        $0.trimmingCharacters(in: .whitespaces)
-                    }),
-                    !token.isEmpty
-                else { throw CommandFailure("cannot read an admin token from \(adminTokenFile)") }
-                return token
+            let token: String?
+            do {
+                token = try TokenSet.adminToken(environment: ProcessInfo.processInfo.environment, file: adminTokenFile)
+            } catch let error as TokenFileError {
+                throw CommandFailure("\(error)")
             }
-            // SEED_SERVER_ADMIN_TOKENS, as `serve` reads it, when run beside the server with its environment.
-            let environment = ProcessInfo.processInfo.environment
-            guard
-                let token = (environment["SEED_SERVER_ADMIN_TOKEN"] ?? environment["SEED_SERVER_ADMIN_TOKENS"])?
-                    .split(separator: ",").first
-            else {
+            guard let token else {
                 throw CommandFailure(
                     "--server needs an admin token: --admin-token-file FILE, SEED_SERVER_ADMIN_TOKEN or SEED_SERVER_ADMIN_TOKENS"
                 )
             }
-            return token.trimmingCharacters(in: .whitespaces)
+            return token
         }
     }
 }

@@ -168,6 +168,16 @@ import FoundationNetworking
             let status = try JSONDecoder().decode(ServerStatus.self, from: Data(json.stdout.utf8))
             #expect(
                 status.revision == 31 && status.minRevision == 12 && status.seeds.count == 1 && status.process == nil)
+            // A token file read as `serve` reads its own (comments skipped); one that cannot be read is named.
+            let tokenFile = directory.appendingPathComponent("admin-token").path
+            try "# the admin token\nstatus-admin\n".write(toFile: tokenFile, atomically: true, encoding: .utf8)
+            let fromFile = try await Executables.run(
+                "seed-server", ["status", "--database", database, "--server", base, "--admin-token-file", tokenFile])
+            #expect(fromFile.status == 0 && fromFile.stdout.contains("2 live requests held"), "\(fromFile.stderr)")
+            let missing = directory.appendingPathComponent("no-such-token").path
+            let unreadable = try await Executables.run(
+                "seed-server", ["status", "--database", database, "--server", base, "--admin-token-file", missing])
+            #expect(unreadable.status == 1 && unreadable.stderr.contains(missing), "\(unreadable.stderr)")
             // The server's own variable works too (a status run beside it).
             let beside = try await Executables.run(
                 "seed-server", ["status", "--database", database, "--server", base],

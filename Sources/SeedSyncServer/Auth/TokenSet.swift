@@ -69,6 +69,20 @@ public struct TokenSet: Sendable {
         )
     }
 
+    /// The admin token a command sends to a running server (`seed-server status --server`): the
+    /// first of `file`, read as `serve` reads its token files, else the first of
+    /// `SEED_SERVER_ADMIN_TOKEN` or `SEED_SERVER_ADMIN_TOKENS`; `nil` when none is given.
+    ///
+    /// ```swift
+    /// let token = try TokenSet.adminToken(environment: ProcessInfo.processInfo.environment, file: path)
+    /// ```
+    ///
+    /// - Throws: ``TokenFileError`` when `file` cannot be read.
+    public static func adminToken(environment: [String: String], file: String?) throws -> String? {
+        if let file { return try tokens(inFile: file).first }
+        return split(environment["SEED_SERVER_ADMIN_TOKEN"] ?? environment["SEED_SERVER_ADMIN_TOKENS"] ?? "").first
+    }
+
     static func tokens(inFile path: String) throws -> [String] {
         guard let data = FileManager.default.contents(atPath: path) else { throw TokenFileError(unreadable: path) }
         return String(decoding: data, as: UTF8.self)

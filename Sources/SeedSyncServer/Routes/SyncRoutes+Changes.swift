@@ -73,18 +73,14 @@ extension SyncRoutes {
         }
         feed.hasMore = feed.hasMore || feed.maxRevision == blockEnd
         let body = try Self.encode(feed, results: nil, scopes: scope?.values, chains: try await chains(of: feed))
-        var response: Response
-        if let live {
-            let next = feed.maxRevision > after ? LiveCursor.start : live.next(every: liveWait)
-            response = cacheable(
-                body, tag: EntityTag(of: body + Array("live \(next.value)".utf8)),
-                lifetime: feed.hasMore ? Self.finalLifetime : "max-age=\(liveWait.components.seconds + 5)",
-                answering: request, shared: shared)
-            response.headers[HTTPField.Name.seedSyncLiveCursor] = String(next.value)
-        } else {
-            let lifetime = feed.hasMore ? Self.finalLifetime : "max-age=1"
-            response = cacheable(body, tag: EntityTag(of: body), lifetime: lifetime, answering: request, shared: shared)
-        }
+        // A live answer's entity tag holds its cursor, so that a cache never revalidates an empty
+        // answer under one cursor with the same bytes under another.
+        let next = live.map { feed.maxRevision > after ? LiveCursor.start : $0.next(every: liveWait) }
+        let tag = EntityTag(of: next.map { body + Array("live \($0.value)".utf8) } ?? body)
+        let head = live == nil ? "max-age=1" : "max-age=\(liveWait.components.seconds + 5)"
+        var response = cacheable(
+            body, tag: tag, lifetime: feed.hasMore ? Self.finalLifetime : head, answering: request, shared: shared)
+        if let next { response.headers[HTTPField.Name.seedSyncLiveCursor] = String(next.value) }
         if let key = configuration.answerKey {
             let address = AnswerSignature.address(
                 after: after, schemaVersion: version, limit: query.get("limit").map { _ in limit },

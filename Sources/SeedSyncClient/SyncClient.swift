@@ -181,6 +181,42 @@ public final class SyncClient: Sendable {
         return page
     }
 
+    /// `GET /v1/snapshot/{type}/uniform`: which of `fields` (of `schemaVersion`) hold one value in
+    /// every row of `type`, read at `notBefore` or later (the revision the client catches up from),
+    /// for `scopes` when given (``UniformFields``). `nil` from a server that does not offer it (a
+    /// 404 without `unknown_type`): the client downloads the fields as columns instead.
+    ///
+    /// - Throws: ``SyncClientError`` `malformedResponse` for an answer of another type, a value
+    ///   for a field not asked for, or one read before `notBefore` (a cache that leaves the query
+    ///   out of its key).
+    public func uniformFields(
+        of type: String, fields: [String], schemaVersion: Int, notBefore: Int64, scopes: ScopeList? = nil
+    ) async throws -> UniformFields? {
+        var query = [
+            URLQueryItem(name: "fields", value: fields.joined(separator: ",")),
+            URLQueryItem(name: "schemaVersion", value: String(schemaVersion)),
+            URLQueryItem(name: "notBefore", value: String(notBefore)),
+        ]
+        if let scopes { query.append(URLQueryItem(name: "scopes", value: scopes.parameter)) }
+        let path = "v1/snapshot/\(type)/uniform"
+        let answer: UniformFields
+        do {
+            answer = try await send(path: path, query: query) { data, label in
+                try Self.parse(
+                    data, label: label, as: { (json) throws(JSONShapeError) in try UniformFields(json: json) })
+            }
+        } catch let error as SyncClientError where error.status == 404 && error.serverCode != "unknown_type" {
+            return nil
+        }
+        guard answer.type == type, answer.revision >= notBefore, Set(answer.values.keys).isSubset(of: fields) else {
+            throw SyncClientError(
+                .malformedResponse,
+                "GET /\(path)?notBefore=\(notBefore) answered for '\(answer.type)' at revision \(answer.revision) with the fields \(answer.values.keys.sorted().joined(separator: ", ")): it is not the answer asked for (a cache in front of the server may key answers without the query)"
+            )
+        }
+        return answer
+    }
+
     /// `POST /v1/admin/seeds` (an admin token): records a seed so that the server's compaction
     /// keeps the history it needs to catch up.
     public func register(_ seed: SeedRegistration) async throws -> RegisteredSeed {

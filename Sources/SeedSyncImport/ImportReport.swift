@@ -80,11 +80,15 @@ public struct Migration: Sendable, Hashable, Codable {
     public var rowsDownloaded: Int
     /// Bytes received for the downloads and the change sets.
     public var bytesDownloaded: Int64
+    /// The new fields the server said hold one value in every row (`events.notes`), filled in
+    /// locally instead of downloaded (``UniformFields``); in name order.
+    public var fieldsFilled: [String]
 
     public init(
         fromVersion: Int, toVersion: Int, fromRevision: Int64, toRevision: Int64, changes: [String],
-        rowsDownloaded: Int, bytesDownloaded: Int64
+        rowsDownloaded: Int, bytesDownloaded: Int64, fieldsFilled: [String] = []
     ) {
+        self.fieldsFilled = fieldsFilled
         self.fromVersion = fromVersion
         self.toVersion = toVersion
         self.fromRevision = fromRevision

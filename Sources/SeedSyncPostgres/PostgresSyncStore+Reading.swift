@@ -102,9 +102,7 @@ extension PostgresSyncStore {
                 }
                 if let fields { _ = try asked.selecting(fields) }
                 var table = try served.table(type)
-                if projection.isNewest, let fields {
-                    table = PostgresTableSQL(type: try table.type.selecting(fields), tableSchema: tableSchema)
-                }
+                if projection.isNewest, let fields { table = try table.selecting(fields) }
                 let granted = served.schema.scope.flatMap { scope in
                     table.type.isScoped ? grant.sortedValues(as: scope.type).map { ($0, scope.type) } : nil
                 }
@@ -121,6 +119,75 @@ extension PostgresSyncStore {
             }
             throw SyncStoreError.storeUnavailable("the schema of \(location) kept changing while a page was read")
         }
+    }
+
+    /// Each field's newest column read for uniformity (``PostgresTableSQL/uniformity(of:scoped:)``)
+    /// in one statement, which also reads the revision; read again in the newer schema when the
+    /// statement saw a version this process has not loaded yet.
+    public func uniformFields(of type: String, fields: [String], version: Int?, grant: ScopeGrant) async throws
+        -> UniformFields
+    {
+        if servedTables.get().tables[type] != nil { try lockedTables.check(type, name: "\(tableSchema).\(type)") }
+        return try await withConnection { [self] connection in
+            for _ in 0..<3 {
+                let served = self.servedTables.get()
+                let sources = try served.versions.projection(version).newestSources(of: type, fields: fields)
+                let columns = sources.compactMap { if case .column(let name) = $0.source { name } else { nil } }
+                let table = try served.table(type).selecting(columns)
+                let granted = served.schema.scope.flatMap { scope in
+                    table.type.isScoped ? grant.sortedValues(as: scope.type).map { ($0, scope.type) } : nil
+                }
+                let read = try await lockTimeout(of: table) {
+                    try await self.uniformity(of: table, granted: granted, on: connection)
+                }
+                guard read.schemaVersion == served.versions.storedNewest else {
+                    _ = try await self.served(newest: read.schemaVersion, on: connection)
+                    continue
+                }
+                var values: [String: JSONValue] = [:]
+                for (field, source) in sources {
+                    switch source {
+                    case .absent(let value): values[field.name] = value
+                    case .column(let name):
+                        guard let uniform = read.values else {
+                            values[field.name] = field.absentValue
+                            continue
+                        }
+                        if let value = uniform[name] { values[field.name] = value }
+                    }
+                }
+                return UniformFields(type: type, revision: read.revision, values: values)
+            }
+            throw SyncStoreError.storeUnavailable("the schema of \(location) kept changing while a table was read")
+        }
+    }
+
+    /// The revision, the newest version number, and the value of each of `table`'s fields that
+    /// holds one value in every row, by column name (`nil` when the table has no row).
+    private func uniformity(
+        of table: PostgresTableSQL, granted: ([JSONValue], KeyType)?, on connection: PostgresConnection
+    ) async throws -> (revision: Int64, schemaVersion: Int, values: [String: JSONValue]?) {
+        var binds = PostgresBindings()
+        if let granted { binds.append(scopeValues: granted.0, as: granted.1) }
+        let query = PostgresQuery(
+            unsafeSQL: table.uniformity(of: table.type.fields.map(\.name), scoped: granted != nil), binds: binds)
+        let name = "\(tableSchema).\(table.type.name)"
+        for row in try await connection.rows(query, logger: logger) {
+            let cells = row.makeRandomAccess()
+            let revision = try cells[0].decode(Int64.self)
+            let schemaVersion = try cells[1].decode(Int.self)
+            try TableHealth(try cells[2].decode(String?.self), table: name, type: table.type.name).check()
+            let positions = try WireRow.positions(in: cells, from: 4, of: table.type, table: name)
+            guard cells[positions[0]].bytes != nil else { return (revision, schemaVersion, nil) }
+            let uniform = try cells[3].decode([Bool].self)
+            let first = try WireRow(cells: cells, at: positions, of: table.type, table: name).values.dropFirst()
+            var values: [String: JSONValue] = [:]
+            for (field, (isUniform, value)) in zip(table.type.fields, zip(uniform, first)) where isUniform {
+                values[field.name] = value
+            }
+            return (revision, schemaVersion, values)
+        }
+        throw SyncStoreError.storeUnavailable("\(location) has no state row: the store's seedsync schema was changed")
     }
 
     /// One page in the newest version as `table` describes it, and the newest version number the

@@ -102,6 +102,19 @@ package struct TableSQL: Sendable {
         return "SELECT \(columns) FROM \(table)\(filter) ORDER BY \(key) LIMIT ?"
     }
 
+    /// The first row's `column` and whether any row holds another value in it (another value or
+    /// another storage class: `1` and `1.0` differ); with `scoped`, of the rows whose scope value is
+    /// in the JSON array `?`, bound twice. No row when there are none. One pass over the table.
+    package func uniformity(of column: String, scoped: Bool) -> String {
+        let name = quote(column)
+        let filter = scoped ? " WHERE \(scopeIsGranted)" : ""
+        let also = scoped ? "\(scopeIsGranted) AND " : ""
+        return """
+            SELECT f.v, EXISTS (SELECT 1 FROM \(table) WHERE \(also)(\(name) IS NOT f.v OR typeof(\(name)) <> f.t)) \
+            FROM (SELECT \(name) AS v, typeof(\(name)) AS t FROM \(table)\(filter) LIMIT 1) f
+            """
+    }
+
     /// The number of rows; with `scoped`, of the rows whose scope value is in the JSON array `?`.
     package func count(scoped: Bool) -> String {
         "SELECT count(*) FROM \(table)\(scoped ? " WHERE \(scopeIsGranted)" : "")"

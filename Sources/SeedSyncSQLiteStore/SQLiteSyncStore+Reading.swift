@@ -75,6 +75,35 @@ extension SQLiteSyncStore {
         return SnapshotPage.endJSON(&writer, next: count > limit ? next : .null)
     }
 
+    /// Each field's newest column read for uniformity (``TableSQL/uniformity(of:scoped:)``), one
+    /// pass per field, in the transaction that reads the revision.
+    public func uniformFields(of type: String, fields: [String], version: Int?, grant: ScopeGrant) async throws
+        -> UniformFields
+    {
+        try await pool.read { db in
+            let state = try LogState.fetch(db)
+            let served = try self.served(db, state)
+            let sources = try served.versions.projection(version).newestSources(of: type, fields: fields)
+            let table = try served.table(type)
+            let scopes = grant.argument(for: table.type, in: served.schema)
+            var values: [String: JSONValue] = [:]
+            for (field, source) in sources {
+                switch source {
+                case .absent(let value): values[field.name] = value
+                case .column(let column):
+                    let statement = try db.cachedStatement(sql: table.uniformity(of: column, scoped: scopes != nil))
+                    let arguments = scopes.map { StatementArguments([$0, $0]) } ?? StatementArguments()
+                    guard let row = try Row.fetchOne(statement, arguments: arguments) else {
+                        values[field.name] = field.absentValue
+                        continue
+                    }
+                    if !(row[1] as Bool) { values[field.name] = ValueMapping.jsonValue(row[0], as: field.type) }
+                }
+            }
+            return UniformFields(type: type, revision: state.revision, values: values)
+        }
+    }
+
     /// The logged change sets after `revision`, as `ChangeFeedReads` serves them: a state read
     /// shared by the requests that arrive together, the change sets this process already read from
     /// its cache, and the rest from the log in a read transaction of their own, shared too, whose

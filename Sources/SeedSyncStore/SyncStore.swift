@@ -44,6 +44,18 @@ public protocol SyncStore: Sendable {
         of type: String, after: JSONValue?, limit: Int, version: Int?, fields: [String]?, grant: ScopeGrant
     ) async throws -> [UInt8]
 
+    /// Which of `fields` of `type` (names of schema version `version`, the newest when `nil`) hold
+    /// one value in every current row `grant` reads, with that value, read in one transaction at
+    /// the revision the answer says: what a client migrating to the version fills in locally
+    /// instead of downloading (`UniformFields`). A field whose rows differ is left out; a type with
+    /// no rows lists every field with its absent value. Values are compared as stored, so two that
+    /// read the same on the wire but are stored differently count as different: a field is never
+    /// listed when it is not uniform.
+    ///
+    /// - Throws: as ``snapshotPageJSON(of:after:limit:version:fields:grant:)``.
+    func uniformFields(of type: String, fields: [String], version: Int?, grant: ScopeGrant) async throws
+        -> UniformFields
+
     /// The change sets after `revision`, in order, in schema version `version` (the newest when
     /// `nil`): at most `limit`, and no more than `byteBudget` bytes of JSON unless a single change
     /// set is larger (one is always returned when any exists).

@@ -9,7 +9,8 @@ import FoundationNetworking
 #endif
 
 /// A proxy on loopback in front of an origin that may change what it passes on: a cache or a CDN
-/// that serves damaged or altered answers, for the tests of what a client refuses.
+/// that serves damaged or altered answers, for the tests of what a client refuses; or that does
+/// something at the moment an answer passes (a write on the origin between two of a client's reads).
 ///
 /// ```swift
 /// try await withAlteringProxy(to: origin) { answer in
@@ -32,7 +33,7 @@ public struct ProxiedAnswer: Sendable {
 /// Runs `body` with the URL of a proxy to `origin` whose answers `alter` may change; requests
 /// go on unchanged (method, path, query, `Authorization`, `Content-Type` and body).
 public func withAlteringProxy(
-    to origin: URL, alter: @escaping @Sendable (ProxiedAnswer) throws -> ProxiedAnswer,
+    to origin: URL, alter: @escaping @Sendable (ProxiedAnswer) async throws -> ProxiedAnswer,
     _ body: @escaping @Sendable (URL) async throws -> Void
 ) async throws {
     let passedHeaders = ["Content-Type", "ETag", "Cache-Control", "SeedSync-Signature"]
@@ -49,7 +50,7 @@ public func withAlteringProxy(
         let (data, response) = try await TestHTTP.data(for: forwarded)
         var headers: [String: String] = [:]
         for name in passedHeaders { headers[name] = response.value(forHTTPHeaderField: name) }
-        let answer = try alter(
+        let answer = try await alter(
             ProxiedAnswer(
                 path: request.uri.path, query: request.uri.query ?? "", status: response.statusCode, headers: headers,
                 body: data))

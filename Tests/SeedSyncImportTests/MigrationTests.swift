@@ -96,6 +96,126 @@ import Testing
             uniqueKeysWithValues: (contents["events"] ?? []).map { row in (row[0], added.map { row[$0] }) })
     }
 
+    /// Version 1 with two fields added to events: `notes`, non-null with a default, and `rating`,
+    /// nullable without one: every row holds the same value in each when they are added.
+    static let withDefaults: DatasetSchema = {
+        var schema = DemoDataset.schema
+        schema.schemaVersion = 2
+        let events = schema.types.firstIndex { $0.name == "events" }!
+        schema.types[events].fields += [
+            Field(name: "notes", type: .text, default: "no notes yet"),
+            Field(name: "rating", type: .integer, nullable: true),
+        ]
+        return schema
+    }()
+
+    /// A column added with a default (and one added null) is not downloaded row by row: the server
+    /// says every row holds one value, the app fills it in and catches up from its revision. A
+    /// column that stops being uniform while an app migrates (the server's kept answer is older
+    /// than the writes) is brought right by the catch-up; an app past the kept answer's revision
+    /// reads it afresh and downloads the column that now differs. On every store.
+    @Test(arguments: StoreBackend.tested) func aColumnAddedWithADefaultIsFilledInNotDownloaded(
+        backend: StoreBackend
+    ) async throws {
+        try await backend.withDemoStore(events: 200, locations: 10, seed: 3) { store in
+            try await withLiveServer(store, configure: { $0.snapshotMaxAge = .seconds(3_600) }) { url in
+                try await withTemporaryDirectory { directory in
+                    let served = ServedStore(url: url, store: store, directory: directory)
+                    let seed = try await served.builder("v1.sqlite").build().output
+                    @Sendable func importer(_ name: String, through server: URL? = nil) -> SeedImporter {
+                        SeedImporter(
+                            configuration: .init(
+                                seed: seed, database: served.path("\(name)/app.sqlite"),
+                                server: .init(
+                                    serverURL: server ?? url, token: liveServerToken, requestTimeout: 10, retry: .none))
+                        )
+                    }
+                    for name in ["a", "b", "c"] { try await importer(name).run() }
+                    try await backend.upgrade(
+                        store, to: Self.withDefaults,
+                        alterations:
+                            "ALTER TABLE public.events ADD COLUMN notes text NOT NULL DEFAULT 'no notes yet', ADD COLUMN rating bigint"
+                    )
+                    let columns = Self.withDefaults.type(named: "events")!.columnNames
+                    let notes = try #require(columns.firstIndex(of: "notes"))
+                    let rating = try #require(columns.firstIndex(of: "rating"))
+
+                    // Every event then takes one note other than the default, which the apps
+                    // catch up in version 1 (without notes) before they migrate from there.
+                    try await store.commit(
+                        Self.noting(try await Fixtures.contents(of: store), "to be announced", at: notes))
+                    let a = try #require(try await importer("a").run().migration)
+                    #expect(a.fieldsFilled == ["events.notes", "events.rating"] && a.rowsDownloaded == 0)
+                    let upgraded = try await Fixtures.contents(of: store)
+                    #expect(
+                        upgraded["events"]?.allSatisfy { $0[notes] == "to be announced" && $0[rating] == .null } == true
+                    )
+                    #expect(try contents(ofSeed: served.path("a/app.sqlite")) == upgraded)
+
+                    // Notes stop being uniform while b migrates: written just after the server
+                    // answered that they were, before b reads the change sets.
+                    try await withAlteringProxy(to: url) { answer in
+                        if answer.path.hasSuffix("/uniform") {
+                            try await ChangeGenerator.mutate(store, changes: 12, seed: 7)
+                        }
+                        return answer
+                    } _: { proxy in
+                        let b = try #require(try await importer("b", through: proxy).run().migration)
+                        #expect(b.fieldsFilled == ["events.notes", "events.rating"] && b.rowsDownloaded == 0)
+                    }
+                    let changed = try await Fixtures.contents(of: store)
+                    #expect(changed["events"]?.contains { $0[notes] != "to be announced" } == true)
+                    #expect(try contents(ofSeed: served.path("b/app.sqlite")) == changed)
+
+                    // c migrates after the writes: the answer a and b read is kept (an hour), but
+                    // read before c's revision, so the server reads again and notes are downloaded.
+                    let c = try #require(try await importer("c").run().migration)
+                    #expect(!c.fieldsFilled.contains("events.notes") && c.rowsDownloaded == changed["events"]?.count)
+                    #expect(try contents(ofSeed: served.path("c/app.sqlite")) == changed)
+                }
+            }
+        }
+    }
+
+    /// A server from before `GET /v1/snapshot/{type}/uniform` (its 404 names no error code): the
+    /// new columns are downloaded, as they were then.
+    @Test func aServerWithoutUniformFieldsHasItsColumnsDownloaded() async throws {
+        try await withUpgradedServer { fixture in
+            try await withAlteringProxy(to: fixture.served.url) { answer in
+                guard answer.path.hasSuffix("/uniform") else { return answer }
+                var missing = answer
+                (missing.status, missing.body, missing.headers) = (404, Data(), [:])
+                return missing
+            } _: { proxy in
+                let report = try await SeedImporter(
+                    configuration: .init(
+                        seed: fixture.seed, database: fixture.database,
+                        server: .init(serverURL: proxy, token: liveServerToken, requestTimeout: 10, retry: .none))
+                ).run()
+                let migration = try #require(report.migration)
+                #expect(migration.fieldsFilled.isEmpty && migration.rowsDownloaded > 0)
+                #expect(
+                    try contents(ofSeed: fixture.database) == (try await Fixtures.contents(of: fixture.served.store)))
+            }
+        }
+    }
+
+    /// A change set that sets `note` (at column `index`) in every event of `contents`, whole rows.
+    static func noting(_ contents: [String: [[JSONValue]]], _ note: String, at index: Int) -> ChangeSet {
+        let columns = withDefaults.type(named: "events")!.columnNames
+        var events = TypeChanges(type: "events")
+        for row in contents["events"] ?? [] {
+            var attributes: [String: JSONValue] = [:]
+            for (column, value) in zip(columns.dropFirst().dropLast(), row.dropFirst().dropLast()) {
+                attributes[column] = value
+            }
+            attributes[columns[index]] = .string(note)
+            events.update.append(row[0])
+            events.attributes[row[0].keyString!] = attributes
+        }
+        return ChangeSet(changes: [events])
+    }
+
     /// Seeds of a newer version are byte-identical however they are paged, like any seed.
     @Test func seedsOfTheNewVersionAreByteIdentical() async throws {
         try await withUpgradedServer { fixture in

@@ -170,6 +170,11 @@ private final class UnavailableStore: SyncStore {
     func changeFeed(after revision: Int64, limit: Int, byteBudget: Int, version: Int?) async throws -> ChangeFeed {
         throw down
     }
+    func uniformFields(of type: String, fields: [String], version: Int?, grant: ScopeGrant) async throws
+        -> UniformFields
+    {
+        throw down
+    }
     func commit(_ changeSet: ChangeSet) async throws -> Int64 { throw down }
     func push(_ changeSet: PushedChangeSet, retention: Duration, version: Int?, grant: ScopeGrant) async throws
         -> PushResult

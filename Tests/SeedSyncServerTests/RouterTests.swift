@@ -656,6 +656,11 @@ private struct FailingStore: SyncStore {
     func changeFeed(after revision: Int64, limit: Int, byteBudget: Int, version: Int?) async throws -> ChangeFeed {
         throw DiskOnFire()
     }
+    func uniformFields(of type: String, fields: [String], version: Int?, grant: ScopeGrant) async throws
+        -> UniformFields
+    {
+        throw DiskOnFire()
+    }
     func commit(_ changeSet: ChangeSet) async throws -> Int64 { throw DiskOnFire() }
     func push(_ changeSet: PushedChangeSet, retention: Duration, version: Int?, grant: ScopeGrant) async throws
         -> PushResult

@@ -136,3 +136,88 @@ import Testing
         }
     }
 }
+
+/// `uniformFields`: which fields hold one value in every row a grant reads, in a served version,
+/// read with the revision (what a migrating client fills in instead of downloading).
+@Suite struct UniformFieldsTests {
+    @Test(arguments: StoreBackend.tested) func fieldsOfOneValueInEveryRowAreListedWithIt(backend: StoreBackend)
+        async throws
+    {
+        try await backend.withStore { store in
+            let all = ["title", "author_code", "price", "in_stock", "pages"]
+            // No rows: every field, with its absent value.
+            let empty = try await store.uniformFields(of: "books", fields: all, version: nil, grant: .all)
+            #expect(empty.values == Dictionary(uniqueKeysWithValues: all.map { ($0, JSONValue.null) }))
+            try await store.commit(
+                ChangeSet(changes: [
+                    TypeChanges(
+                        type: "books", create: [1, 2, 3],
+                        attributes: Dictionary(
+                            uniqueKeysWithValues: (1...3).map { key in
+                                (
+                                    String(key),
+                                    [
+                                        "title": .string("Book \(key)"), "author_code": .null, "price": 9.5,
+                                        "in_stock": .bool(key != 2), "pages": .null,
+                                    ] as [String: JSONValue]
+                                )
+                            }))
+                ]))
+            let read = try await store.uniformFields(of: "books", fields: all, version: nil, grant: .all)
+            let revision = try await store.revisions().revision
+            #expect(read.type == "books" && read.revision == revision)
+            #expect(read.values == ["author_code": .null, "price": 9.5, "pages": .null])
+            // One row that differs, the last in key order, takes a field off the list.
+            try await store.commit(
+                ChangeSet(changes: [
+                    TypeChanges(
+                        type: "books", update: [3],
+                        attributes: [
+                            "3": [
+                                "title": "Book 3", "author_code": .null, "price": 9.75, "in_stock": true, "pages": 12,
+                            ]
+                        ])
+                ]))
+            let after = try await store.uniformFields(
+                of: "books", fields: ["price", "pages", "author_code"], version: nil, grant: .all)
+            #expect(after.values == ["author_code": .null])
+            await #expect {
+                try await store.uniformFields(of: "books", fields: ["isbn"], version: nil, grant: .all)
+            } throws: { ($0 as? SyncStoreError)?.code == .unknownField }
+            await #expect {
+                try await store.uniformFields(of: "films", fields: ["title"], version: nil, grant: .all)
+            } throws: { ($0 as? SyncStoreError)?.code == .unknownType }
+        }
+    }
+
+    /// A reader of some scope values: uniform over its rows alone.
+    @Test(arguments: StoreBackend.tested) func aGrantReadsItsScopeValuesRowsAlone(backend: StoreBackend) async throws {
+        try await backend.withStore(Fixtures.clubsSchema) { store in
+            try await store.commit(Fixtures.clubsCreation(teams: 1...2, eventsPerTeam: 3))
+            let one = try await store.uniformFields(
+                of: "events", fields: ["team_id", "venue_id"], version: nil, grant: .only([1]))
+            #expect(one.values == ["team_id": 1, "venue_id": 1])
+            let every = try await store.uniformFields(
+                of: "events", fields: ["team_id", "venue_id"], version: nil, grant: .all)
+            #expect(every.values == ["venue_id": 1])
+        }
+    }
+
+    /// An older version's field the newest dropped holds its absent value in every row; the others
+    /// are read from their newest columns.
+    @Test(arguments: StoreBackend.tested) func aFieldTheNewestVersionDroppedHoldsItsAbsentValue(backend: StoreBackend)
+        async throws
+    {
+        try await backend.withStore { store in
+            try await store.commit(Fixtures.catalogCreation(author: "le-guin", book: 1))
+            var newer = Fixtures.catalogSchema
+            newer.schemaVersion += 1
+            let books = newer.types.firstIndex { $0.name == "books" }!
+            newer.types[books].fields.removeAll { $0.name == "pages" }
+            try await backend.upgrade(store, to: newer, alterations: "ALTER TABLE public.books DROP COLUMN pages")
+            let old = try await store.uniformFields(
+                of: "books", fields: ["pages", "in_stock"], version: Fixtures.catalogSchema.schemaVersion, grant: .all)
+            #expect(old.values == ["pages": .null, "in_stock": true])
+        }
+    }
+}

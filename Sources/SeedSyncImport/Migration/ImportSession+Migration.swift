@@ -23,7 +23,8 @@ extension ImportSession {
 
     /// Moves the database to schema version `version` in place, keeping its rows, its revision and
     /// its local edits: downloads the new types whole and the new columns alone (keys and new
-    /// fields, paged), then the change sets from the database's revision in the new version, into
+    /// fields, paged; a new field that holds one value in every row, such as a column added with a
+    /// default, is not downloaded but filled in: ``uniformFields(of:old:version:from:scopes:)``), then the change sets from the database's revision in the new version, into
     /// `files.migration.path`; then the database takes them in one transaction
     /// (``LocalDatabase/migrated(from:to:changes:staging:)``). The catch-up that follows goes on
     /// in the new version.
@@ -51,12 +52,14 @@ extension ImportSession {
         emit(.migrating(from: old.schemaVersion, to: version))
         let fromRevision = try await database.revision()
         let bytesBefore = client.bytesReceived
-        let staging = try MigrationStaging(
-            at: files.migration.path, types: Self.stagedTypes(changes, from: old, to: new))
+        let scopes = server.scopes.map(ScopeList.init)
+        let (staged, uniform) = try await uniformFields(
+            of: Self.stagedTypes(changes, from: old, to: new), old: old, version: version, from: fromRevision,
+            scopes: scopes)
+        let staging = try MigrationStaging(at: files.migration.path, types: staged, uniform: uniform)
         defer { files.migration.remove() }
         let rows = try await stage(
-            into: staging, version: version, from: fromRevision, old: old, excluded: excluded,
-            scopes: server.scopes.map(ScopeList.init))
+            into: staging, version: version, from: fromRevision, old: old, excluded: excluded, scopes: scopes)
         let (migrated, applied, events) = try await database.migrated(
             from: old, to: new, changes: changes, staging: staging)
         database = migrated
@@ -65,7 +68,8 @@ extension ImportSession {
         let migration = Migration(
             fromVersion: old.schemaVersion, toVersion: version, fromRevision: fromRevision,
             toRevision: try await database.revision(), changes: changes.map(\.description), rowsDownloaded: rows,
-            bytesDownloaded: client.bytesReceived - bytesBefore)
+            bytesDownloaded: client.bytesReceived - bytesBefore,
+            fieldsFilled: uniform.flatMap { type, values in values.keys.map { "\(type).\($0)" } }.sorted())
         report.migration = migration
         emit(.migrated(migration))
     }
@@ -101,6 +105,34 @@ extension ImportSession {
             columns.fields = type.fields.filter { added.contains($0.name) }
             return columns
         }
+    }
+
+    /// The new fields of the types the database has that hold one value in every row, asked of the
+    /// server (``SyncClient/uniformFields(of:fields:schemaVersion:notBefore:scopes:)``, read at
+    /// `revision` or later, so a row the catch-up from `revision` leaves alone holds that value),
+    /// taken out of `staged`: those are filled in locally, not downloaded. A type left with no
+    /// field to download is not staged. A server that does not answer it: every field downloaded.
+    ///
+    /// - Returns: the types still to download, and the uniform values by type and field.
+    private func uniformFields(
+        of staged: [EntityType], old: DatasetSchema, version: Int, from revision: Int64, scopes: ScopeList?
+    ) async throws -> (staged: [EntityType], uniform: [String: [String: JSONValue]]) {
+        var remaining: [EntityType] = []
+        var uniform: [String: [String: JSONValue]] = [:]
+        for var type in staged {
+            guard old.type(named: type.name) != nil,
+                let answer = try await client.uniformFields(
+                    of: type.name, fields: type.fields.map(\.name), schemaVersion: version, notBefore: revision,
+                    scopes: type.isScoped ? scopes : nil)
+            else {
+                remaining.append(type)
+                continue
+            }
+            if !answer.values.isEmpty { uniform[type.name] = answer.values }
+            type.fields.removeAll { answer.values[$0.name] != nil }
+            if !type.fields.isEmpty { remaining.append(type) }
+        }
+        return (remaining, uniform)
     }
 
     /// The staged types' pages, read at `revision` or later (the change sets are staged from it),

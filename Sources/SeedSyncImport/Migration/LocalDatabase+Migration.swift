@@ -10,7 +10,8 @@ extension LocalDatabase {
     ///
     /// 1. the tables take the new shape (`SchemaAlteration`: new tables, renamed, added and
     ///    dropped columns; rows take the new columns' defaults);
-    /// 2. the new types' rows are copied in, and the new columns take the server's values;
+    /// 2. the new types' rows are copied in, and the new columns take the server's values (the
+    ///    downloaded ones, or the one value a uniform field holds in every row);
     /// 3. the pending local change sets and their shadows are rewritten for the new schema
     ///    (``Outbox/migrate(_:server:in:)``);
     /// 4. the staged change sets, in the new version, are applied from the database's revision on
@@ -25,6 +26,7 @@ extension LocalDatabase {
     ) async throws -> (database: LocalDatabase, applied: [AppliedChangeSet], events: [ImportEvent]) {
         let path = self.path
         let staged = staging.types
+        let uniform = staging.uniform
         let outcome: ([AppliedChangeSet], [ImportEvent])
         do {
             outcome = try await staging.attached(to: writer) { db in
@@ -32,10 +34,13 @@ extension LocalDatabase {
                 return try SchemaAlteration.alter(db, rebuilding: rebuilding) { db in
                     try SchemaAlteration.apply(changes, from: old, to: new, withoutRowID: true, in: db)
                     for type in staged.values { try Self.copy(type, isNew: old.type(named: type.name) == nil, db) }
+                    for (name, values) in uniform {
+                        if let type = new.type(named: name) { try Self.fill(type, with: values, db) }
+                    }
                     try Outbox(schema: new).migrate(
                         changes,
                         server: { type, key in
-                            try Self.stagedRow(of: type, key: key, staged: staged, db)
+                            try Self.stagedRow(of: type, key: key, staged: staged, uniform: uniform[type.name], db)
                         }, in: db)
                     let applier = ChangeApplier(schema: new)
                     let applied = try applier.apply(MigrationStaging.changeSets(in: db, checkedBy: applier), in: db)
@@ -80,12 +85,26 @@ extension LocalDatabase {
                 """)
     }
 
-    /// The staged new fields of `type[key]`, or `nil` when the download did not have the row.
-    private static func stagedRow(of type: EntityType, key: String, staged: [String: EntityType], _ db: Database)
-        throws -> [String: JSONValue]?
-    {
+    /// Every row of `type` takes `values` (a uniform field's one value, by field name) in its new
+    /// columns; rows that hold it already (the column's default) are not written.
+    private static func fill(_ type: EntityType, with values: [String: JSONValue], _ db: Database) throws {
+        let table = TableSQL(type: type)
+        for field in type.fields {
+            guard let value = values[field.name] else { continue }
+            let stored = ValueMapping.databaseValue(value, as: field.type)
+            try db.execute(
+                sql: "UPDATE main.\(table.table) SET \(quote(field.name)) = ? WHERE \(quote(field.name)) IS NOT ?",
+                arguments: [stored, stored])
+        }
+    }
+
+    /// The server's new fields of `type[key]`: the staged ones, and the `uniform` ones every row
+    /// holds; `nil` when there are none, or the download did not have the row.
+    private static func stagedRow(
+        of type: EntityType, key: String, staged: [String: EntityType], uniform: [String: JSONValue]?, _ db: Database
+    ) throws -> [String: JSONValue]? {
         guard let stagedType = staged[type.name], let keyValue = type.primaryKey.type.key(from: key) else {
-            return nil
+            return uniform
         }
         let table = TableSQL(type: stagedType)
         guard
@@ -95,5 +114,6 @@ extension LocalDatabase {
         else { return nil }
         let values = ValueMapping.jsonRow(row, of: stagedType)
         return Dictionary(uniqueKeysWithValues: zip(stagedType.fields.map(\.name), values.dropFirst()))
+            .merging(uniform ?? [:]) { downloaded, _ in downloaded }
     }
 }

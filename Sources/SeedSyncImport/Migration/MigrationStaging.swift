@@ -7,7 +7,8 @@ import SeedSyncSeed
 /// What a migration (or a grant of more scope values, ``ImportSession/gain(_:granting:into:info:)``)
 /// downloads before it touches the database: a throwaway SQLite file beside it
 /// (`DATABASE.migration`) holding the new types' rows (or the gained values' rows), the new columns of the types that gained
-/// some (a table of the key, the new fields and `revision`), and the change sets from the
+/// some (a table of the key, the new fields and `revision`; a field that holds one value in
+/// every row is kept as that value alone, ``uniform``), and the change sets from the
 /// database's revision on, in the new version. The database then takes it all in one transaction
 /// (see ``LocalDatabase/migrated(from:to:changes:staging:)``); a killed download leaves the file,
 /// which the next run removes before it starts over.
@@ -15,15 +16,19 @@ struct MigrationStaging {
     let path: String
     /// The tables the file holds, by type name: new types whole, other types as key and new fields.
     let types: [String: EntityType]
+    /// The new fields that hold one value in every row, by type and field, with that value: filled
+    /// in, not downloaded (``UniformFields``).
+    let uniform: [String: [String: JSONValue]]
     private let queue: DatabaseQueue
 
     /// The change sets table.
     static let changesTable = "_seedsync_staged_changes"
 
     /// Creates the file at `path` (replacing a leftover) with a table for each of `types`.
-    init(at path: String, types: [EntityType]) throws {
+    init(at path: String, types: [EntityType], uniform: [String: [String: JSONValue]] = [:]) throws {
         DatabaseFiles(path).remove()
         self.path = path
+        self.uniform = uniform
         self.types = Dictionary(uniqueKeysWithValues: types.map { ($0.name, $0) })
         var configuration = Configuration()
         // Rows arrive type by type; the database checks the references when it takes them in.

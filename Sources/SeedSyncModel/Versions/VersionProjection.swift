@@ -182,6 +182,36 @@ public struct VersionProjection: Sendable {
 }
 
 extension VersionProjection {
+    /// Where a field of the served version is in the newest: the column that holds it there, or,
+    /// for a field the newest version dropped, the value every row has for it.
+    package enum NewestSource: Sendable, Hashable {
+        case column(String)
+        case absent(JSONValue)
+    }
+
+    /// Where each of `fields` of `type` (names of the served version) is in the newest version,
+    /// in the order given.
+    ///
+    /// - Throws: ``SyncStoreError`` `unknownType` or `unknownField` for a name the served version
+    ///   does not have.
+    package func newestSources(of type: String, fields: [String]) throws(SyncStoreError)
+        -> [(field: Field, source: NewestSource)]
+    {
+        guard let entity = target.schema.type(named: type), let slots = slots[type] else { throw .unknownType(type) }
+        let newest = history.versions.count - 1
+        return try fields.map { (name) throws(SyncStoreError) in
+            guard let slot = slots.first(where: { $0.name == name }), let field = entity.field(named: name) else {
+                throw .unknownField(name, type: type)
+            }
+            guard slot.lineage.isPresent(in: newest) else {
+                return (field, .absent(slot.lineage.absentValue(writtenIn: newest)))
+            }
+            return (field, .column(slot.lineage.fields[newest]!.name))
+        }
+    }
+}
+
+extension VersionProjection {
     /// The fields of the newest version the served version does not have, by type: the fields a
     /// client of this version cannot write. A row it creates takes their default; a store whose
     /// tables have defaults of their own (PostgreSQL) lets the column's default fill them.

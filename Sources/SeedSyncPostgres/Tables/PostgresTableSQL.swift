@@ -3,7 +3,7 @@ package import SeedSyncModel
 /// The SQL of one served table and its row revisions. Parameters are `$1`, `$2`, …; values are
 /// always bound, names are schema names (quoted).
 package struct PostgresTableSQL: Sendable {
-    let type: EntityType
+    private(set) var type: EntityType
     /// `"public"."events"`: the served table.
     let table: String
     /// `seedsync."_rows_events"`: key and revision of every current row. Every name in `seedsync`
@@ -39,6 +39,16 @@ package struct PostgresTableSQL: Sendable {
                 "the type name \(long.name) is longer than \(maximumNameLength) characters, which PostgreSQL cannot serve (its names end at 63 bytes)"
             )
         }
+    }
+
+    /// This table with the key and `fields` alone (``EntityType/selecting(_:)``): the shape of a
+    /// column download's page.
+    ///
+    /// - Throws: ``SyncStoreError`` `unknownField` for a field the type does not have.
+    func selecting(_ fields: [String]) throws(SyncStoreError) -> PostgresTableSQL {
+        var selected = self
+        selected.type = try type.selecting(fields)
+        return selected
     }
 
     var keyColumnType: String { type.primaryKey.type == .integer ? "bigint" : "text" }
@@ -197,6 +207,23 @@ package struct PostgresTableSQL: Sendable {
     /// The number of rows; with `scoped`, of the rows whose scope value is in the array `$1`.
     package func count(scoped: Bool) -> String {
         scoped ? "SELECT count(*) FROM \(table) t WHERE \(scopeIsGranted(1, in: "t"))" : count
+    }
+
+    /// The state's revision and newest version, the table's health, whether every row holds the
+    /// first row's value in each of `columns` (as a `boolean[]`, their text compared: one value of
+    /// two spellings counts as two), then the first row's cells (`p.*`, `NULL` when there is no
+    /// row); with `scoped`, of the rows whose scope value is in the array `$1`. One statement, so
+    /// one snapshot; one pass over the table per column.
+    func uniformity(of columns: [String], scoped: Bool) -> String {
+        let filter = scoped ? "WHERE \(scopeIsGranted(1, in: "t")) " : ""
+        let also = scoped ? "\(scopeIsGranted(1, in: "u")) AND " : ""
+        let checks = columns.map {
+            "NOT EXISTS (SELECT FROM \(table) u WHERE \(also)u.\(quote($0))::text IS DISTINCT FROM p.\(quote($0))::text)"
+        }
+        return """
+            SELECT s.revision, \(PostgresSchemaRecords.newestColumn), \(health), ARRAY[\(checks.joined(separator: ", "))]::boolean[], p.*
+            FROM seedsync._state s LEFT JOIN LATERAL (SELECT t.* FROM \(table) t \(filter)LIMIT 1) p ON true WHERE s.id = 1
+            """
     }
 
     /// The scope column of `alias` (a scoped type) holds one of the values of the array bound to

@@ -34,6 +34,13 @@ package final class PageCache: @unchecked Sendable {
         /// The scope values a page of a scoped type was read for (``ScopeList/parameter``), or
         /// `nil` for every row.
         package var scopes: String?
+        /// What the answer is: a page, or the uniform fields of the type (`after` `nil`, `limit` 0).
+        package var kind: Kind
+
+        package enum Kind: Hashable, Sendable {
+            case page
+            case uniformFields
+        }
 
         /// The bytes it holds in memory, about: its strings and a fixed overhead.
         package var size: Int {
@@ -41,7 +48,11 @@ package final class PageCache: @unchecked Sendable {
                 + (fields ?? []).reduce(0) { $0 + 16 + $1.utf8.count }
         }
 
-        package init(type: String, after: String?, limit: Int, version: Int, fields: [String]?, scopes: String? = nil) {
+        package init(
+            type: String, after: String?, limit: Int, version: Int, fields: [String]?, scopes: String? = nil,
+            kind: Kind = .page
+        ) {
+            self.kind = kind
             self.type = type
             self.after = after
             self.limit = limit

@@ -32,6 +32,7 @@ struct SyncRoutes<Context: RequestContext>: Sendable {
             middleware: BearerAuthMiddleware(authenticator: authenticator, required: .read, metrics: metrics))
         reader.get("schema") { request, _ in try await schemaInfo(request) }
         reader.get("snapshot/:type") { request, context in try await snapshot(request, context) }
+        reader.get("snapshot/:type/uniform") { request, context in try await uniformFields(request, context) }
         reader.post("sync") { request, _ in try await sync(request) }
         reader.get("changes") { request, _ in try await changes(request) }
         reader.get("auth") { request, _ in try authorize(request) }

@@ -16,7 +16,8 @@
 # (scripts/suites/dashboard-check.sh, beside the DocC build), a short
 # crash campaign (scripts/suites/crash-test.sh, 10 kills per target and store), 60 simulated power losses
 # (scripts/suites/power-loss.sh), short soaks on both stores
-# (scripts/suites/soak.sh), and 15 seconds of each libFuzzer target (scripts/suites/fuzz.sh). The tests have 15
+# (scripts/suites/soak.sh), and 15 seconds of each libFuzzer target (scripts/suites/fuzz.sh, built beside the
+# steps from the API check on, at the lowest priority). The tests have 15
 # minutes (SEEDSYNC_TEST_SECONDS): a run that hangs fails with the tests that did not end and the test
 # process's stacks (scripts/lib/watchdog.sh).
 #
@@ -53,6 +54,9 @@ bin=$(swift build -c release --show-bin-path)
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-24}
 timed "swift test" run_bounded "${SEEDSYNC_TEST_SECONDS:-900}" swift test -c release --skip-build "$@"
 timed "API check" bash scripts/tools/api-check.sh -c release
+# The fuzzer's own build (sanitizers, .build-fuzz) takes the idle core time of the steps below, which
+# mostly wait on servers and clients: at the lowest priority, so their timings do not feel it.
+beside "fuzz build" run_bounded 1500 nice -n 19 bash scripts/suites/fuzz.sh --build-only
 install_check() {
     local prefix
     prefix=$(mktemp -d)
@@ -78,4 +82,5 @@ soaks() {
         && run_bounded 300 bash scripts/suites/soak.sh --seconds 45 --backend postgres --bin "$bin"
 }
 timed "soaks" soaks
-timed "fuzz build and fuzzing" run_bounded 900 bash scripts/suites/fuzz.sh --seconds 15
+joined "fuzz build"
+timed "fuzzing" run_bounded 900 bash scripts/suites/fuzz.sh --seconds 15

@@ -600,6 +600,16 @@ def run(check, compact, upgrade, publish):
     c.expect("column download", page and page["columns"] == ["id", "notes", "revision"], f"columns {page and page['columns']}")
     c.send("column download of an unknown field", "GET", "/v1/snapshot/events", 400, token="read",
            query={"schemaVersion": "2", "fields": "nope"}, request_valid=True)
+    uniform = c.send("uniform fields", "GET", "/v1/snapshot/events/uniform", 200, token="read",
+                     query={"schemaVersion": "2", "fields": "notes,title", "notBefore": "1"}, request_valid=True)
+    c.expect("uniform fields", uniform and uniform["type"] == "events" and "title" not in uniform["uniform"],
+             f"events' titles are not one value in every row: {uniform}")
+    c.send("uniform fields without fields", "GET", "/v1/snapshot/events/uniform", 400, token="read",
+           query={"schemaVersion": "2"}, request_valid=False)
+    c.send("uniform fields of an unknown field", "GET", "/v1/snapshot/events/uniform", 400, token="read",
+           query={"schemaVersion": "2", "fields": "nope"}, request_valid=True)
+    c.send("uniform fields of an unknown type", "GET", "/v1/snapshot/nope/uniform", 404, token="read",
+           query={"fields": "title"}, request_valid=True)
     c.send("snapshot of a type version 1 lacks", "GET", "/v1/snapshot/venues", 404, token="read")
     c.send("snapshot of a new type", "GET", "/v1/snapshot/venues", 200, token="read", query={"schemaVersion": "2"}, request_valid=True)
     c.send("snapshot in a version not served", "GET", "/v1/snapshot/events", 409, token="read", query={"schemaVersion": "9"}, request_valid=True)

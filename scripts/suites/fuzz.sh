@@ -8,18 +8,23 @@
 # stops before fuzzing. Prints the executions per target and the coverage counters the binary
 # holds. The targets are documented in Sources/seed-fuzz/FuzzTarget.swift.
 #
-# Usage: scripts/suites/fuzz.sh [--seconds S] [--targets json,wire,...]   (defaults: 60, every target)
+# With --build-only it builds and checks the instrumentation alone (scripts/test.sh builds beside other
+# steps, then fuzzes: the second build finds nothing to do).
+#
+# Usage: scripts/suites/fuzz.sh [--seconds S] [--targets json,wire,...] [--build-only]   (defaults: 60, every target)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/lib/setup.sh
 
 seconds=60
 targets=json,wire,commit,apply,push,seed,manifest,gzip
+build_only=0
 while [ $# -gt 0 ]; do
     case $1 in
         --seconds) seconds=$2; shift 2 ;;
         --targets) targets=$2; shift 2 ;;
-        *) echo "usage: scripts/suites/fuzz.sh [--seconds S] [--targets json,wire,...]" >&2; exit 64 ;;
+        --build-only) build_only=1; shift ;;
+        *) echo "usage: scripts/suites/fuzz.sh [--seconds S] [--targets json,wire,...] [--build-only]" >&2; exit 64 ;;
     esac
 done
 
@@ -43,6 +48,7 @@ for object in $objects; do
         exit 1
     fi
 done
+[ "$build_only" = 0 ] || exit 0
 mkdir -p .build-fuzz/crashes .build-fuzz/logs
 export LSAN_OPTIONS=suppressions=$PWD/scripts/lib/lsan.supp
 # A trap is reported by libFuzzer with its input; Swift's own crash handler would trip AddressSanitizer.

@@ -91,8 +91,17 @@ public struct SeedImporter: Sendable {
         /// as it came, to show it in a ``MergeNotice``. Larger transactions write each page of a large database fewer times
         /// (`seed-import` uses 50,000: about 30 % faster into a million rows than 5,000, see
         /// `docs/PERFORMANCE.md`); smaller ones hold less in memory and keep the app's own writes
-        /// from waiting long for the writer.
+        /// from waiting long for the writer. A catch-up held in one transaction
+        /// (``catchUpCacheMiB``) hands each answer to the writer as it comes, and this bounds the
+        /// rows read ahead and waiting for it instead.
         public var maxRowsPerTransaction: Int
+        /// The page cache, in MiB, of a catch-up that holds one transaction open across its answers
+        /// (the importer's own connection, with no edit session, merge handler or local change set
+        /// to push): the pages it changes stay there until its one commit, each written once (see
+        /// `docs/PERFORMANCE.md`, case 3). It bounds the catch-up's memory for pages: past it,
+        /// SQLite writes changed pages to the WAL early (slower, never wrong). 0 applies every
+        /// batch in a transaction of its own instead.
+        public var catchUpCacheMiB: Int
         /// Seconds to wait for another importer of the same database before giving up.
         public var lockTimeout: Double
         /// What a server change to a row with a pending local edit does to the edit (the server
@@ -122,6 +131,7 @@ public struct SeedImporter: Sendable {
             reseedIfNewer: Bool = true,
             syncLimit: Int = 1000,
             maxRowsPerTransaction: Int = 5000,
+            catchUpCacheMiB: Int = 128,
             lockTimeout: Double = 30,
             conflicts: ConflictResolution = .serverWins,
             beforeMerge: (@Sendable (MergeNotice) async -> Void)? = nil,
@@ -138,6 +148,7 @@ public struct SeedImporter: Sendable {
             self.reseedIfNewer = reseedIfNewer
             self.syncLimit = syncLimit
             self.maxRowsPerTransaction = maxRowsPerTransaction
+            self.catchUpCacheMiB = catchUpCacheMiB
             self.lockTimeout = lockTimeout
             self.conflicts = conflicts
             self.beforeMerge = beforeMerge

@@ -58,6 +58,10 @@ struct SyncCommand: AsyncParsableCommand {
         help:
             "Rows per transaction, about: while the server has more, answers are read until they hold this many and applied together, each row written once in key order (fewer page writes into a large database, more memory)."
     ) var rowsPerTransaction = 50_000
+    @Option(
+        help:
+            "MiB of page cache for a catch-up held in one transaction (what bounds its memory for pages: past it, changed pages go to the WAL early); 0 commits every batch of --rows-per-transaction on its own."
+    ) var cacheMib = 128
     @Option(help: "Seconds a request may wait for data.") var timeout: Double = 30
     @Option(help: "Seconds to wait for another seed-import of the same database.") var lockTimeout: Double = 30
     @Option(
@@ -87,9 +91,9 @@ struct SyncCommand: AsyncParsableCommand {
         if let seedURL, URL(string: seedURL).flatMap({ ["http", "https"].contains($0.scheme ?? "") }) != true {
             throw ValidationError("--seed-url must be an http:// or https:// address")
         }
-        guard interval > 0, syncLimit > 0, rowsPerTransaction > 0, timeout > 0, lockTimeout >= 0 else {
+        guard interval > 0, syncLimit > 0, rowsPerTransaction > 0, cacheMib >= 0, timeout > 0, lockTimeout >= 0 else {
             throw ValidationError(
-                "--interval, --sync-limit, --rows-per-transaction and --timeout must be positive, --lock-timeout not negative"
+                "--interval, --sync-limit, --rows-per-transaction and --timeout must be positive, --cache-mib and --lock-timeout not negative"
             )
         }
     }
@@ -111,7 +115,7 @@ struct SyncCommand: AsyncParsableCommand {
                 seed: seed ?? "", database: database,
                 server: server,
                 expectedSchemaVersion: expectSchemaVersion, reseedIfNewer: !noReseed, syncLimit: syncLimit,
-                maxRowsPerTransaction: rowsPerTransaction, lockTimeout: lockTimeout, conflicts: conflicts.resolution,
+                maxRowsPerTransaction: rowsPerTransaction, catchUpCacheMiB: cacheMib, lockTimeout: lockTimeout, conflicts: conflicts.resolution,
                 trustedKeys: TrustedKeys(try trust.map(SeedPublicKey.resolve)),
                 seedURL: seedURL.flatMap(URL.init(string:))
             ))

@@ -202,8 +202,12 @@ import Darwin
                 if mode != 1 { try Self.installCopy(of: fixture.seed, at: database) }
                 let window = mode == 0 ? duration : duration / 4
                 let delay = window * (Double(random.next() % 1000) / 1000)
+                // Mode 0 commits every batch (a kill lands between two); the others hold one
+                // transaction across the catch-up (a kill leaves the revision before it).
+                let batches = mode == 0 ? ["--cache-mib", "0"] : []
                 let arguments = Self.arguments(
-                    fixture, seed: seed, database: database, ["--sync-limit", "50", "--rows-per-transaction", "500"])
+                    fixture, seed: seed, database: database,
+                    ["--sync-limit", "50", "--rows-per-transaction", "500"] + batches)
                 var outcome = try await offPool { try Self.runAndKill(after: delay, arguments) }
                 if outcome.hasPrefix("killed-at-") {
                     let revision = Int64(outcome.dropFirst("killed-at-".count))!

@@ -24,6 +24,7 @@ struct ImportFixture: Sendable {
         database: String? = nil,
         reseedIfNewer: Bool = true,
         maxRowsPerTransaction: Int = 5000,
+        catchUpCacheMiB: Int = 128,
         syncLimit: Int = 50,
         lockTimeout: Double = 5,
         expectedSchemaVersion: Int? = nil,
@@ -34,7 +35,7 @@ struct ImportFixture: Sendable {
                 seed: seed ?? self.seed, database: database ?? self.database,
                 server: .init(serverURL: served.url, token: token, requestTimeout: 10, retry: .none),
                 expectedSchemaVersion: expectedSchemaVersion, reseedIfNewer: reseedIfNewer, syncLimit: syncLimit,
-                maxRowsPerTransaction: maxRowsPerTransaction, lockTimeout: lockTimeout
+                maxRowsPerTransaction: maxRowsPerTransaction, catchUpCacheMiB: catchUpCacheMiB, lockTimeout: lockTimeout
             ))
     }
 

@@ -24,6 +24,15 @@ final class CatchUp {
     private var feed: PrefetchingSequence<CheckedAnswer, FeedCursor>.Iterator?
     /// Change sets of answers read and not applied yet.
     private var unapplied: Unapplied
+    /// The transaction held open across the answers, where one may be (``HeldTransaction``):
+    /// `nil` before the first apply and after it ended.
+    private var held: HeldTransaction?
+    /// Whether the catch-up may hold a transaction open: on the importer's own connection, with
+    /// no edit session, merge handler or local change set to push; off for good once one failed.
+    private var mayHold: Bool
+    /// The history chain at ``CatchUpMachine/revision`` while a transaction is held (the database,
+    /// busy with it, is not asked).
+    private var heldChain: HistoryChain?
 
     init(session: ImportSession, database: LocalDatabase, info: SchemaInfo, revision: Int64) {
         let schema = database.metadata.schema
@@ -39,22 +48,53 @@ final class CatchUp {
             excluded: Set(info.types.map(\.name)).subtracting(schema.types.map(\.name)),
             keepsSources: session.configuration.beforeMerge != nil)
         unapplied = Unapplied(maxRows: session.configuration.maxRowsPerTransaction)
+        mayHold =
+            !database.isAppDatabase && session.editing == nil && session.configuration.beforeMerge == nil
+            && session.configuration.catchUpCacheMiB > 0
     }
 
-    /// Runs the steps until the machine says the catch-up is finished.
+    /// Runs the steps until the machine says the catch-up is finished. A transaction held open
+    /// is committed before any step that is not a read or an apply, and at the end; when it fails,
+    /// the catch-up goes on from the database's revision without one.
     func run() async throws {
+        do {
+            try await runSteps()
+        } catch {
+            if held != nil { _ = try? await endHeld(committing: !Task.isCancelled) }
+            throw error
+        }
+    }
+
+    private func runSteps() async throws {
         var step = machine.start()
         while true {
+            if held != nil, !step.keepsHeldTransaction {
+                guard try await endHeld(committing: true) else {
+                    step = machine.recovered(at: try await database.revision())
+                    continue
+                }
+            }
             switch step {
             case .readOutbox(let limit):
-                let entries = try await database.read { [pending] db in try pending.nextPush(limit: limit, in: db) }
+                // Nothing else writes while a transaction is held, and the outbox was empty.
+                let entries =
+                    held != nil
+                    ? [] : try await database.read { [pending] db in try pending.nextPush(limit: limit, in: db) }
+                if !entries.isEmpty { mayHold = false }
                 step = machine.outboxRead(entries)
             case .request(let entries):
                 try Task.checkCancellation()
                 step = try await request(pushing: entries)
             case .apply(let stopReading):
                 if stopReading { feed = nil }
-                try await apply(unapplied.take())
+                if mayHold {
+                    guard try await hold(unapplied.take()) else {
+                        step = machine.recovered(at: try await database.revision())
+                        continue
+                    }
+                } else {
+                    try await apply(unapplied.take())
+                }
                 step = machine.applied()
             case .recover(let minRevision):
                 database = try await session.recover(database, minRevision: minRevision ?? info.minRevision)
@@ -82,8 +122,9 @@ final class CatchUp {
         if !entries.isEmpty { feed = nil }
         let answer: CheckedAnswer
         do {
+            let chain = held != nil ? heldChain : try await database.historyChain(at: machine.revision)
             answer = try await session.next(
-                from: machine.revision, chain: try await database.historyChain(at: machine.revision), pushing: entries,
+                from: machine.revision, chain: chain, pushing: entries,
                 version: database.metadata.schemaVersion,
                 scopes: info.scopes.map(ScopeList.init), check: check, feed: &feed)
         } catch let error as SyncClientError {
@@ -98,7 +139,7 @@ final class CatchUp {
         }
         return machine.answered(
             kept: kept, hasMore: answer.response.hasMore, hadChangeSets: broughtSome,
-            holdsEnough: unapplied.isFull, failure: answer.failure)
+            holdsEnough: mayHold || unapplied.isFull, failure: answer.failure)
     }
 
     /// Applies the results of a push of `count` change sets in one transaction: the conflicting
@@ -123,6 +164,60 @@ final class CatchUp {
         }
         session.record(dropped)
     }
+
+    /// Hands `batches` to the held transaction (started at the first), the revision and chain
+    /// they reach kept here.
+    ///
+    /// - Returns: `false` when the held transaction failed: it was rolled back (what it committed
+    ///   before is recorded), and the catch-up goes on without one from the database's revision.
+    private func hold(_ batches: [[CheckedChangeSet]]) async throws -> Bool {
+        for batch in batches where !batch.isEmpty {
+            try Task.checkCancellation()
+            if held == nil {
+                heldChain = try await database.historyChain(at: machine.revision)
+                held = HeldTransaction(
+                    database: database, applier: applier, pending: pending,
+                    cacheMiB: session.configuration.catchUpCacheMiB,
+                    maxRows: session.configuration.maxRowsPerTransaction, maxRowsPerCommit: Self.maxRowsPerCommit)
+            }
+            guard await held!.write(batch) else { return try await endHeld(committing: false) }
+            // A gap mark the database has reached changes nothing.
+            if let last = batch.last(where: { !$0.isGapMark || ($0.revision ?? 0) > machine.revision }),
+                let revision = last.revision
+            {
+                machine.reached(revision)
+                heldChain = last.chain
+            }
+        }
+        return true
+    }
+
+    /// Ends the held transaction, committing it or rolling it back, and records what it made
+    /// durable.
+    ///
+    /// - Returns: `false` when it failed: a batch or the commit (a reference left dangling is
+    ///   found there), so the rest was rolled back; the catch-up then holds no transaction again.
+    @discardableResult
+    private func endHeld(committing: Bool) async throws -> Bool {
+        guard let transaction = held else { return true }
+        held = nil
+        let outcome = committing ? await transaction.commit() : await transaction.rollBack()
+        session.record(outcome.committed)
+        if let revision = outcome.committed.last?.revision {
+            session.emit(.progress(revision: revision, serverRevision: max(info.revision, revision)))
+        }
+        guard outcome.failure == nil else {
+            mayHold = false
+            feed = nil
+            return false
+        }
+        try await database.checkpointIfLarge()
+        return true
+    }
+
+    /// Rows a held transaction commits after, at most: a process killed in a longer catch-up
+    /// keeps what it committed before.
+    static let maxRowsPerCommit = 1_000_000
 
     /// Applies `batches`, a transaction each (see ``Unapplied``), each after its merge notice.
     private func apply(_ batches: [[CheckedChangeSet]]) async throws {
@@ -161,6 +256,17 @@ final class CatchUp {
             machine.reached(applied.last?.revision ?? machine.revision)
             session.emit(.progress(revision: machine.revision, serverRevision: max(info.revision, machine.revision)))
             try await database.checkpointIfLarge()
+        }
+    }
+}
+
+extension CatchUpMachine.Step {
+    /// Whether a transaction held open goes on through this step: reads and applies do; any
+    /// other step commits it first (what it applied is kept, as a transaction per batch keeps it).
+    fileprivate var keepsHeldTransaction: Bool {
+        switch self {
+        case .readOutbox, .request, .apply: true
+        case .recover, .rebuild, .drop, .fail, .stop, .finish: false
         }
     }
 }

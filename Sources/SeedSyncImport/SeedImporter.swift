@@ -99,8 +99,11 @@ public struct SeedImporter: Sendable {
         /// (the importer's own connection, with no edit session, merge handler or local change set
         /// to push): the pages it changes stay there until its one commit, each written once (see
         /// `docs/PERFORMANCE.md`, case 3). It bounds the catch-up's memory for pages: past it,
-        /// SQLite writes changed pages to the WAL early (slower, never wrong). 0 applies every
-        /// batch in a transaction of its own instead.
+        /// SQLite writes changed pages to the WAL early (slower, never wrong). Such a catch-up
+        /// reports its change sets (``ImportEvent/applied(_:)``, ``ImportEvent/progress(revision:serverRevision:)``)
+        /// at its end, all at once (it commits every 1,000,000 rows too, so that a kill keeps
+        /// those). 0 applies every batch in a transaction of its own instead, reported as each
+        /// commits.
         public var catchUpCacheMiB: Int
         /// Seconds to wait for another importer of the same database before giving up.
         public var lockTimeout: Double

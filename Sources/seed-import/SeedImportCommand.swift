@@ -115,7 +115,8 @@ struct SyncCommand: AsyncParsableCommand {
                 seed: seed ?? "", database: database,
                 server: server,
                 expectedSchemaVersion: expectSchemaVersion, reseedIfNewer: !noReseed, syncLimit: syncLimit,
-                maxRowsPerTransaction: rowsPerTransaction, catchUpCacheMiB: cacheMib, lockTimeout: lockTimeout, conflicts: conflicts.resolution,
+                maxRowsPerTransaction: rowsPerTransaction, catchUpCacheMiB: cacheMib, lockTimeout: lockTimeout,
+                conflicts: conflicts.resolution,
                 trustedKeys: TrustedKeys(try trust.map(SeedPublicKey.resolve)),
                 seedURL: seedURL.flatMap(URL.init(string:))
             ))

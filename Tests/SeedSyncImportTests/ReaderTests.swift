@@ -42,7 +42,8 @@ import Testing
             if catchUpCacheMiB == 0 {
                 #expect(seen.count >= 3, "the reader saw revisions \(seen.keys.sorted())")
             } else {
-                #expect(Set(seen.keys).isSubset(of: [fixture.seedRevision, report.toRevision]), "\(seen.keys.sorted())")
+                #expect(
+                    Set(seen.keys).isSubset(of: [fixture.seedRevision, report.toRevision]), "\(seen.keys.sorted())")
             }
         }
     }

@@ -183,7 +183,7 @@ public final class SyncClient: Sendable {
 
     /// `GET /v1/snapshot/{type}/uniform`: which of `fields` (of `schemaVersion`) hold one value in
     /// every row of `type`, read at `notBefore` or later (the revision the client catches up from),
-    /// for `scopes` when given (``UniformFields``). `nil` from a server that does not offer it (a
+    /// for `scopes` when given (`UniformFields`). `nil` from a server that does not offer it (a
     /// 404 without `unknown_type`): the client downloads the fields as columns instead.
     ///
     /// - Throws: ``SyncClientError`` `malformedResponse` for an answer of another type, a value

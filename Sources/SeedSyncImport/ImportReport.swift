@@ -81,7 +81,7 @@ public struct Migration: Sendable, Hashable, Codable {
     /// Bytes received for the downloads and the change sets.
     public var bytesDownloaded: Int64
     /// The new fields the server said hold one value in every row (`events.notes`), filled in
-    /// locally instead of downloaded (``UniformFields``); in name order.
+    /// locally instead of downloaded (`UniformFields`); in name order.
     public var fieldsFilled: [String]
 
     public init(

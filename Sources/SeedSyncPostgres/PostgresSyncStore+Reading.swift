@@ -121,7 +121,7 @@ extension PostgresSyncStore {
         }
     }
 
-    /// Each field's newest column read for uniformity (``PostgresTableSQL/uniformity(of:scoped:)``)
+    /// Each field's newest column read for uniformity (`PostgresTableSQL.uniformity(of:scoped:)`)
     /// in one statement, which also reads the revision; read again in the newer schema when the
     /// statement saw a version this process has not loaded yet.
     public func uniformFields(of type: String, fields: [String], version: Int?, grant: ScopeGrant) async throws

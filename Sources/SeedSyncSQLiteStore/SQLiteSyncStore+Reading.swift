@@ -75,7 +75,7 @@ extension SQLiteSyncStore {
         return SnapshotPage.endJSON(&writer, next: count > limit ? next : .null)
     }
 
-    /// Each field's newest column read for uniformity (``TableSQL/uniformity(of:scoped:)``), one
+    /// Each field's newest column read for uniformity (`TableSQL.uniformity(of:scoped:)`), one
     /// pass per field, in the transaction that reads the revision.
     public func uniformFields(of type: String, fields: [String], version: Int?, grant: ScopeGrant) async throws
         -> UniformFields

@@ -17,7 +17,7 @@ struct MigrationStaging {
     /// The tables the file holds, by type name: new types whole, other types as key and new fields.
     let types: [String: EntityType]
     /// The new fields that hold one value in every row, by type and field, with that value: filled
-    /// in, not downloaded (``UniformFields``).
+    /// in, not downloaded (`UniformFields`).
     let uniform: [String: [String: JSONValue]]
     private let queue: DatabaseQueue
 

@@ -13,7 +13,7 @@ import SeedSyncSeed
 /// comes (each written in key order, ``ChangeApplier``), the pages it dirties stay in the page
 /// cache (``SeedImporter/Configuration/catchUpCacheMiB``: past it SQLite writes dirty pages to the
 /// WAL early, which is slower, never wrong), and it commits once, when the catch-up ends or has
-/// written ``SeedImporter/Configuration/maxRowsPerCommit`` rows: each page written once.
+/// written ``CatchUp/maxRowsPerCommit`` rows: each page written once.
 ///
 /// The guarantees are those of any transaction of the importer: whole change sets (it commits
 /// between two), the revision stored with the rows (``ChangeApplier`` saves it with each batch),
@@ -39,7 +39,7 @@ final class HeldTransaction: @unchecked Sendable {
     }
 
     /// How the transaction ended: the change sets it made durable, in order (those of the commits
-    /// every ``SeedImporter/Configuration/maxRowsPerCommit`` rows too, when a later batch failed),
+    /// every ``CatchUp/maxRowsPerCommit`` rows too, when a later batch failed),
     /// and the error that rolled back the rest, if one did.
     struct Outcome {
         var committed: [AppliedChangeSet] = []

@@ -38,9 +38,9 @@ public struct UniformFields: JSONReadable, Sendable, Hashable {
         self.values = values
     }
 
-    /// The answer as compact JSON: `type` and `revision` first (a kept page's revision is read from
-    /// its first bytes, ``SnapshotPage/revision(ofJSON:)``), the fields in name order, so equal
-    /// answers are equal bytes.
+    /// The answer as compact JSON: `type` and `revision` first (a server that keeps answers reads
+    /// the revision from their first bytes, as it does a page's), the fields in name order, so
+    /// equal answers are equal bytes.
     public func jsonBytes() -> [UInt8] {
         var writer = JSONWriter(capacity: 64 + values.count * 32)
         writer.beginObject()

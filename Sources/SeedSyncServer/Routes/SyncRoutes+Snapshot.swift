@@ -21,7 +21,7 @@ import SeedSyncStore
 /// (`scopes=`, ``readScope(of:)``), read for those and kept as any page.
 ///
 /// `GET /v1/snapshot/{type}/uniform?fields=a,b[&schemaVersion=V][&notBefore=R][&scopes=1,2]`
-/// answers which of the fields hold one value in every row (``UniformFields``), kept and cached
+/// answers which of the fields hold one value in every row (`UniformFields`), kept and cached
 /// as a page is: it says its revision, and its client catches up from its own, `notBefore`.
 extension SyncRoutes {
     func snapshot(_ request: Request, _ context: Context) async throws -> Response {

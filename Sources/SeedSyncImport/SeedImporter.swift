@@ -101,10 +101,13 @@ public struct SeedImporter: Sendable {
         /// `docs/PERFORMANCE.md`, case 3). It bounds the catch-up's memory for pages: past it,
         /// SQLite writes changed pages to the WAL early (slower, never wrong). Such a catch-up
         /// reports its change sets (``ImportEvent/applied(_:)``, ``ImportEvent/progress(revision:serverRevision:)``)
-        /// at its end, all at once (it commits every 1,000,000 rows too, so that a kill keeps
-        /// those). 0 applies every batch in a transaction of its own instead, reported as each
+        /// at its end, all at once (it commits every ``maxRowsPerCommit`` rows too, so that a kill
+        /// keeps those). 0 applies every batch in a transaction of its own instead, reported as each
         /// commits.
         public var catchUpCacheMiB: Int
+        /// Rows after which a catch-up held in one transaction (``catchUpCacheMiB``) commits and
+        /// goes on in a new one: a process killed in a longer catch-up keeps what was committed.
+        public var maxRowsPerCommit: Int
         /// Seconds to wait for another importer of the same database before giving up.
         public var lockTimeout: Double
         /// What a server change to a row with a pending local edit does to the edit (the server
@@ -135,6 +138,7 @@ public struct SeedImporter: Sendable {
             syncLimit: Int = 1000,
             maxRowsPerTransaction: Int = 5000,
             catchUpCacheMiB: Int = 128,
+            maxRowsPerCommit: Int = 1_000_000,
             lockTimeout: Double = 30,
             conflicts: ConflictResolution = .serverWins,
             beforeMerge: (@Sendable (MergeNotice) async -> Void)? = nil,
@@ -152,6 +156,7 @@ public struct SeedImporter: Sendable {
             self.syncLimit = syncLimit
             self.maxRowsPerTransaction = maxRowsPerTransaction
             self.catchUpCacheMiB = catchUpCacheMiB
+            self.maxRowsPerCommit = maxRowsPerCommit
             self.lockTimeout = lockTimeout
             self.conflicts = conflicts
             self.beforeMerge = beforeMerge

@@ -25,6 +25,7 @@ struct ImportFixture: Sendable {
         reseedIfNewer: Bool = true,
         maxRowsPerTransaction: Int = 5000,
         catchUpCacheMiB: Int = 128,
+        maxRowsPerCommit: Int = 1_000_000,
         syncLimit: Int = 50,
         lockTimeout: Double = 5,
         expectedSchemaVersion: Int? = nil,
@@ -35,7 +36,8 @@ struct ImportFixture: Sendable {
                 seed: seed ?? self.seed, database: database ?? self.database,
                 server: .init(serverURL: served.url, token: token, requestTimeout: 10, retry: .none),
                 expectedSchemaVersion: expectedSchemaVersion, reseedIfNewer: reseedIfNewer, syncLimit: syncLimit,
-                maxRowsPerTransaction: maxRowsPerTransaction, catchUpCacheMiB: catchUpCacheMiB, lockTimeout: lockTimeout
+                maxRowsPerTransaction: maxRowsPerTransaction, catchUpCacheMiB: catchUpCacheMiB,
+                maxRowsPerCommit: maxRowsPerCommit, lockTimeout: lockTimeout
             ))
     }
 

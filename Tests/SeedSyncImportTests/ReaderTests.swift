@@ -11,8 +11,10 @@ import Testing
     /// Every read transaction sees whole change sets: the rows at the stored revision R are exactly
     /// the ones change set R wrote, and no row is newer than R. With a transaction per batch of 5
     /// rows, the reader sees the revisions in between; with one held across the answers
-    /// (``SeedImporter/Configuration/catchUpCacheMiB``), the seed's and the last.
-    @Test(arguments: [0, 128]) func aReaderAlwaysSeesWholeChangeSets(catchUpCacheMiB: Int) async throws {
+    /// (``SeedImporter/Configuration/catchUpCacheMiB``), the seed's and the last, and the ones in
+    /// between again when it commits every 40 rows (``SeedImporter/Configuration/maxRowsPerCommit``).
+    @Test(arguments: [(0, 1_000_000), (128, 1_000_000), (128, 40)])
+    func aReaderAlwaysSeesWholeChangeSets(catchUpCacheMiB: Int, maxRowsPerCommit: Int) async throws {
         try await withImportFixture(events: 400, changesAfter: 300) { fixture in
             let written = try await Self.rowsWritten(by: fixture)
             // Install only: the first run has no server to sync from.
@@ -33,13 +35,14 @@ import Testing
                 }
             }
             let report = try await fixture.importer(
-                maxRowsPerTransaction: 5, catchUpCacheMiB: catchUpCacheMiB, syncLimit: 20
+                maxRowsPerTransaction: 5, catchUpCacheMiB: catchUpCacheMiB, maxRowsPerCommit: maxRowsPerCommit,
+                syncLimit: 20
             ).run()
             syncing.update { $0 = false }
             let (seen, stray) = try await observations.value
             try reader.close()
             #expect(stray.isEmpty, "\(stray.prefix(3))")
-            if catchUpCacheMiB == 0 {
+            if catchUpCacheMiB == 0 || maxRowsPerCommit < 1_000_000 {
                 #expect(seen.count >= 3, "the reader saw revisions \(seen.keys.sorted())")
             } else {
                 #expect(

@@ -50,7 +50,7 @@ final class CatchUp {
         unapplied = Unapplied(maxRows: session.configuration.maxRowsPerTransaction)
         mayHold =
             !database.isAppDatabase && session.editing == nil && session.configuration.beforeMerge == nil
-            && session.configuration.catchUpCacheMiB > 0
+            && session.configuration.catchUpCacheMiB > 0 && session.configuration.maxRowsPerCommit > 0
     }
 
     /// Runs the steps until the machine says the catch-up is finished. A transaction held open
@@ -178,7 +178,8 @@ final class CatchUp {
                 held = HeldTransaction(
                     database: database, applier: applier, pending: pending,
                     cacheMiB: session.configuration.catchUpCacheMiB,
-                    maxRows: session.configuration.maxRowsPerTransaction, maxRowsPerCommit: Self.maxRowsPerCommit)
+                    maxRows: session.configuration.maxRowsPerTransaction,
+                    maxRowsPerCommit: session.configuration.maxRowsPerCommit)
             }
             guard await held!.write(batch) else { return try await endHeld(committing: false) }
             // A gap mark the database has reached changes nothing.
@@ -203,6 +204,7 @@ final class CatchUp {
         held = nil
         let outcome = committing ? await transaction.commit() : await transaction.rollBack()
         session.record(outcome.committed)
+        session.record(outcome.events)
         if let revision = outcome.committed.last?.revision {
             session.emit(.progress(revision: revision, serverRevision: max(info.revision, revision)))
         }
@@ -214,10 +216,6 @@ final class CatchUp {
         try await database.checkpointIfLarge()
         return true
     }
-
-    /// Rows a held transaction commits after, at most: a process killed in a longer catch-up
-    /// keeps what it committed before.
-    static let maxRowsPerCommit = 1_000_000
 
     /// Applies `batches`, a transaction each (see ``Unapplied``), each after its merge notice.
     private func apply(_ batches: [[CheckedChangeSet]]) async throws {

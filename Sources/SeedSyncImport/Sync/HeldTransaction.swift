@@ -13,7 +13,7 @@ import SeedSyncSeed
 /// comes (each written in key order, ``ChangeApplier``), the pages it dirties stay in the page
 /// cache (``SeedImporter/Configuration/catchUpCacheMiB``: past it SQLite writes dirty pages to the
 /// WAL early, which is slower, never wrong), and it commits once, when the catch-up ends or has
-/// written ``CatchUp/maxRowsPerCommit`` rows: each page written once.
+/// written ``SeedImporter/Configuration/maxRowsPerCommit`` rows: each page written once.
 ///
 /// The guarantees are those of any transaction of the importer: whole change sets (it commits
 /// between two), the revision stored with the rows (``ChangeApplier`` saves it with each batch),
@@ -39,10 +39,12 @@ final class HeldTransaction: @unchecked Sendable {
     }
 
     /// How the transaction ended: the change sets it made durable, in order (those of the commits
-    /// every ``CatchUp/maxRowsPerCommit`` rows too, when a later batch failed),
+    /// every ``SeedImporter/Configuration/maxRowsPerCommit`` rows too, when a later batch failed),
     /// and the error that rolled back the rest, if one did.
     struct Outcome {
         var committed: [AppliedChangeSet] = []
+        /// What the local edits' reconciliation with the committed change sets reported.
+        var events: [ImportEvent] = []
         var failure: (any Error)?
     }
 
@@ -80,7 +82,7 @@ final class HeldTransaction: @unchecked Sendable {
     /// before still hold about ``maxRows`` unwritten rows.
     ///
     /// - Returns: `false` when the transaction ended already (a batch failed: ``commit()`` or
-    ///   ``rollBack()`` says why).
+    ///   ``rollBack()`` says why), or the task was cancelled while it waited.
     func write(_ changeSets: [CheckedChangeSet]) async -> Bool {
         let rows = changeSets.reduce(0) { $0 + $1.heldSize }
         while true {
@@ -93,7 +95,7 @@ final class HeldTransaction: @unchecked Sendable {
                 return (true, false)
             }
             if taken { return true }
-            if ended { return false }
+            if ended || Task.isCancelled { return false }
             try? await Task.sleep(for: .milliseconds(2))
         }
     }
@@ -123,7 +125,8 @@ final class HeldTransaction: @unchecked Sendable {
     /// `maxRowsPerCommit` rows.
     private func serve(_ db: Database, applier: ChangeApplier, pending: PendingChanges, maxRowsPerCommit: Int) throws {
         var applied: [AppliedChangeSet] = []
-        var committed = 0
+        var events: [ImportEvent] = []
+        var committed = (changeSets: 0, events: 0)
         var rowsInTransaction = 0
         do {
             try db.beginTransaction(.immediate)
@@ -132,29 +135,35 @@ final class HeldTransaction: @unchecked Sendable {
                 case .batch(let changeSets):
                     let rows = changeSets.reduce(0) { $0 + $1.heldSize }
                     let batch = try applier.apply(changeSets, in: db)
-                    _ = try pending.absorb(batch, in: db)
+                    events += try pending.absorb(batch, in: db)
                     applied += batch
                     rowsInTransaction += rows
                     condition.withLock { queuedRows -= rows }
                     if rowsInTransaction >= maxRowsPerCommit {
                         try db.commit()
-                        committed = applied.count
+                        committed = (applied.count, events.count)
                         try db.beginTransaction(.immediate)
                         rowsInTransaction = 0
                     }
                 case .commit:
                     try db.commit()
-                    finish(Outcome(committed: applied))
+                    finish(Outcome(committed: applied, events: events))
                     return
                 case .rollBack:
                     try db.rollback()
-                    finish(Outcome(committed: Array(applied.prefix(committed))))
+                    finish(
+                        Outcome(
+                            committed: Array(applied.prefix(committed.changeSets)),
+                            events: Array(events.prefix(committed.events))))
                     return
                 }
             }
         } catch {
             if db.isInsideTransaction { try? db.rollback() }
-            finish(Outcome(committed: Array(applied.prefix(committed)), failure: error))
+            finish(
+                Outcome(
+                    committed: Array(applied.prefix(committed.changeSets)),
+                    events: Array(events.prefix(committed.events)), failure: error))
         }
     }
 

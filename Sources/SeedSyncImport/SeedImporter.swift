@@ -101,13 +101,18 @@ public struct SeedImporter: Sendable {
         /// `docs/PERFORMANCE.md`, case 3). It bounds the catch-up's memory for pages: past it,
         /// SQLite writes changed pages to the WAL early (slower, never wrong). Such a catch-up
         /// reports its change sets (``ImportEvent/applied(_:)``, ``ImportEvent/progress(revision:serverRevision:)``)
-        /// at its end, all at once (it commits every ``maxRowsPerCommit`` rows too, so that a kill
-        /// keeps those). 0 applies every batch in a transaction of its own instead, reported as each
+        /// at its end, all at once (it commits every ``maxRowsPerCommit`` rows or
+        /// ``maxSecondsPerCommit`` seconds too). 0 applies every batch in a transaction of its own instead, reported as each
         /// commits.
         public var catchUpCacheMiB: Int
         /// Rows after which a catch-up held in one transaction (``catchUpCacheMiB``) commits and
         /// goes on in a new one: a process killed in a longer catch-up keeps what was committed.
         public var maxRowsPerCommit: Int
+        /// Seconds after which a catch-up held in one transaction commits and goes on in a new one,
+        /// whatever its rows: another writer of the database (a ``LocalWriter`` of the app,
+        /// `seed-import write`) waits for the writer's lock at most about this long, well inside
+        /// the 10 seconds it waits before it gives up.
+        public var maxSecondsPerCommit: Double
         /// Seconds to wait for another importer of the same database before giving up.
         public var lockTimeout: Double
         /// What a server change to a row with a pending local edit does to the edit (the server
@@ -139,6 +144,7 @@ public struct SeedImporter: Sendable {
             maxRowsPerTransaction: Int = 5000,
             catchUpCacheMiB: Int = 128,
             maxRowsPerCommit: Int = 1_000_000,
+            maxSecondsPerCommit: Double = 2,
             lockTimeout: Double = 30,
             conflicts: ConflictResolution = .serverWins,
             beforeMerge: (@Sendable (MergeNotice) async -> Void)? = nil,
@@ -157,6 +163,7 @@ public struct SeedImporter: Sendable {
             self.maxRowsPerTransaction = maxRowsPerTransaction
             self.catchUpCacheMiB = catchUpCacheMiB
             self.maxRowsPerCommit = maxRowsPerCommit
+            self.maxSecondsPerCommit = maxSecondsPerCommit
             self.lockTimeout = lockTimeout
             self.conflicts = conflicts
             self.beforeMerge = beforeMerge

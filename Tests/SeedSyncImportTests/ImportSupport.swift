@@ -26,6 +26,7 @@ struct ImportFixture: Sendable {
         maxRowsPerTransaction: Int = 5000,
         catchUpCacheMiB: Int = 128,
         maxRowsPerCommit: Int = 1_000_000,
+        maxSecondsPerCommit: Double = 2,
         syncLimit: Int = 50,
         lockTimeout: Double = 5,
         expectedSchemaVersion: Int? = nil,
@@ -37,7 +38,7 @@ struct ImportFixture: Sendable {
                 server: .init(serverURL: served.url, token: token, requestTimeout: 10, retry: .none),
                 expectedSchemaVersion: expectedSchemaVersion, reseedIfNewer: reseedIfNewer, syncLimit: syncLimit,
                 maxRowsPerTransaction: maxRowsPerTransaction, catchUpCacheMiB: catchUpCacheMiB,
-                maxRowsPerCommit: maxRowsPerCommit, lockTimeout: lockTimeout
+                maxRowsPerCommit: maxRowsPerCommit, maxSecondsPerCommit: maxSecondsPerCommit, lockTimeout: lockTimeout
             ))
     }
 

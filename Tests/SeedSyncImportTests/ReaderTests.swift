@@ -12,9 +12,12 @@ import Testing
     /// the ones change set R wrote, and no row is newer than R. With a transaction per batch of 5
     /// rows, the reader sees the revisions in between; with one held across the answers
     /// (``SeedImporter/Configuration/catchUpCacheMiB``), the seed's and the last, and the ones in
-    /// between again when it commits every 40 rows (``SeedImporter/Configuration/maxRowsPerCommit``).
-    @Test(arguments: [(0, 1_000_000), (128, 1_000_000), (128, 40)])
-    func aReaderAlwaysSeesWholeChangeSets(catchUpCacheMiB: Int, maxRowsPerCommit: Int) async throws {
+    /// between again when it commits every 40 rows (``SeedImporter/Configuration/maxRowsPerCommit``)
+    /// or every 2 ms (``SeedImporter/Configuration/maxSecondsPerCommit``).
+    @Test(arguments: [(0, 1_000_000, 2), (128, 1_000_000, 2), (128, 40, 2), (128, 1_000_000, 0.002)])
+    func aReaderAlwaysSeesWholeChangeSets(catchUpCacheMiB: Int, maxRowsPerCommit: Int, maxSecondsPerCommit: Double)
+        async throws
+    {
         try await withImportFixture(events: 400, changesAfter: 300) { fixture in
             let written = try await Self.rowsWritten(by: fixture)
             // Install only: the first run has no server to sync from.
@@ -36,13 +39,13 @@ import Testing
             }
             let report = try await fixture.importer(
                 maxRowsPerTransaction: 5, catchUpCacheMiB: catchUpCacheMiB, maxRowsPerCommit: maxRowsPerCommit,
-                syncLimit: 20
+                maxSecondsPerCommit: maxSecondsPerCommit, syncLimit: 20
             ).run()
             syncing.update { $0 = false }
             let (seen, stray) = try await observations.value
             try reader.close()
             #expect(stray.isEmpty, "\(stray.prefix(3))")
-            if catchUpCacheMiB == 0 || maxRowsPerCommit < 1_000_000 {
+            if catchUpCacheMiB == 0 || maxRowsPerCommit < 1_000_000 || maxSecondsPerCommit < 1 {
                 #expect(seen.count >= 3, "the reader saw revisions \(seen.keys.sorted())")
             } else {
                 #expect(

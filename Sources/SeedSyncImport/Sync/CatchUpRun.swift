@@ -51,6 +51,7 @@ final class CatchUp {
         mayHold =
             !database.isAppDatabase && session.editing == nil && session.configuration.beforeMerge == nil
             && session.configuration.catchUpCacheMiB > 0 && session.configuration.maxRowsPerCommit > 0
+            && session.configuration.maxSecondsPerCommit > 0
     }
 
     /// Runs the steps until the machine says the catch-up is finished. A transaction held open
@@ -179,7 +180,7 @@ final class CatchUp {
                     database: database, applier: applier, pending: pending,
                     cacheMiB: session.configuration.catchUpCacheMiB,
                     maxRows: session.configuration.maxRowsPerTransaction,
-                    maxRowsPerCommit: session.configuration.maxRowsPerCommit)
+                    commitsAfter: (session.configuration.maxRowsPerCommit, session.configuration.maxSecondsPerCommit))
             }
             guard await held!.write(batch) else { return try await endHeld(committing: false) }
             // A gap mark the database has reached changes nothing.

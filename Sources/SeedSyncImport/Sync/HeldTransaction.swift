@@ -12,8 +12,9 @@ import SeedSyncSeed
 /// writing starts while the next answers arrive. Held open, the transaction takes each batch as it
 /// comes (each written in key order, ``ChangeApplier``), the pages it dirties stay in the page
 /// cache (``SeedImporter/Configuration/catchUpCacheMiB``: past it SQLite writes dirty pages to the
-/// WAL early, which is slower, never wrong), and it commits once, when the catch-up ends or has
-/// written ``SeedImporter/Configuration/maxRowsPerCommit`` rows: each page written once.
+/// WAL early, which is slower, never wrong), and it commits once, when the catch-up ends (or after
+/// ``SeedImporter/Configuration/maxRowsPerCommit`` rows or ``SeedImporter/Configuration/maxSecondsPerCommit``
+/// seconds, so that another writer of the file never waits long): each page written once.
 ///
 /// The guarantees are those of any transaction of the importer: whole change sets (it commits
 /// between two), the revision stored with the rows (``ChangeApplier`` saves it with each batch),
@@ -39,7 +40,7 @@ final class HeldTransaction: @unchecked Sendable {
     }
 
     /// How the transaction ended: the change sets it made durable, in order (those of the commits
-    /// every ``SeedImporter/Configuration/maxRowsPerCommit`` rows too, when a later batch failed),
+    /// on the way too, when a later batch failed),
     /// and the error that rolled back the rest, if one did.
     struct Outcome {
         var committed: [AppliedChangeSet] = []
@@ -61,7 +62,7 @@ final class HeldTransaction: @unchecked Sendable {
     /// length; batches applied with `applier`, the local edits brought in line by `pending`.
     init(
         database: LocalDatabase, applier: ChangeApplier, pending: PendingChanges, cacheMiB: Int, maxRows: Int,
-        maxRowsPerCommit: Int
+        commitsAfter limit: (rows: Int, seconds: Double)
     ) {
         self.maxRows = max(1, maxRows)
         work = Task { [self] in
@@ -70,7 +71,7 @@ final class HeldTransaction: @unchecked Sendable {
                     let pages = try Int.fetchOne(db, sql: "PRAGMA cache_size") ?? -2000
                     try db.execute(sql: "PRAGMA cache_size = -\(cacheMiB << 10)")
                     defer { try? db.execute(sql: "PRAGMA cache_size = \(pages)") }
-                    try self.serve(db, applier: applier, pending: pending, maxRowsPerCommit: maxRowsPerCommit)
+                    try self.serve(db, applier: applier, pending: pending, commitsAfter: limit)
                 }
             } catch {
                 self.finish(failure: error)
@@ -121,9 +122,14 @@ final class HeldTransaction: @unchecked Sendable {
         return condition.withLock { outcome ?? Outcome(failure: CancellationError()) }
     }
 
-    /// The writer's side: transactions of batches, committed at the end or every
-    /// `maxRowsPerCommit` rows.
-    private func serve(_ db: Database, applier: ChangeApplier, pending: PendingChanges, maxRowsPerCommit: Int) throws {
+    /// The writer's side: transactions of batches, committed at the end, or after `limit`'s rows
+    /// or seconds.
+    private func serve(
+        _ db: Database, applier: ChangeApplier, pending: PendingChanges,
+        commitsAfter limit: (rows: Int, seconds: Double)
+    ) throws {
+        let period = Duration.milliseconds(Int64(limit.seconds * 1000))
+        var began = ContinuousClock.now
         var applied: [AppliedChangeSet] = []
         var events: [ImportEvent] = []
         var committed = (changeSets: 0, events: 0)
@@ -139,11 +145,11 @@ final class HeldTransaction: @unchecked Sendable {
                     applied += batch
                     rowsInTransaction += rows
                     condition.withLock { queuedRows -= rows }
-                    if rowsInTransaction >= maxRowsPerCommit {
+                    if rowsInTransaction >= limit.rows || ContinuousClock.now - began >= period {
                         try db.commit()
                         committed = (applied.count, events.count)
                         try db.beginTransaction(.immediate)
-                        rowsInTransaction = 0
+                        (rowsInTransaction, began) = (0, .now)
                     }
                 case .commit:
                     try db.commit()

@@ -239,29 +239,33 @@ private final class SharedSession: NSObject, URLSessionDataDelegate, @unchecked 
         didReceive response: URLResponse,
         completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
     ) {
-        let (allowed, sink): (Bool, (any ResponseSink)?) = lock.withLock {
-            guard let number = loads[dataTask.taskIdentifier], let limit = pending[number]?.limit else {
-                return (false, nil)
-            }
+        let (known, sink): (Bool, (any ResponseSink)?) = lock.withLock {
+            guard let number = loads[dataTask.taskIdentifier], pending[number] != nil else { return (false, nil) }
             pending[number]!.response = response as? HTTPURLResponse
+            return (true, pending[number]!.sink)
+        }
+        guard known else { return completionHandler(.cancel) }
+        // The sink sees the head first: what it refuses there (a status, a coding) is refused for
+        // that, whatever length the head declares.
+        if let sink, let response = response as? HTTPURLResponse {
+            do {
+                try sink.begin(response)
+            } catch {
+                fail(dataTask, .sink(error))
+                return completionHandler(.cancel)
+            }
+        }
+        let allowed = lock.withLock {
+            guard let number = loads[dataTask.taskIdentifier], let limit = pending[number]?.limit else { return false }
             if response.expectedContentLength > Int64(limit) {
                 pending[number]!.failure = .tooLarge(limit: limit)
             } else if response.expectedContentLength > 0, pending[number]!.sink == nil {
                 // One allocation for the body instead of one per doubling, each copying what came.
                 pending[number]!.data.reserveCapacity(Int(response.expectedContentLength))
             }
-            return (pending[number]!.failure == nil, pending[number]!.sink)
+            return pending[number]!.failure == nil
         }
-        guard allowed, let sink, let response = response as? HTTPURLResponse else {
-            return completionHandler(allowed ? .allow : .cancel)
-        }
-        do {
-            try sink.begin(response)
-            completionHandler(.allow)
-        } catch {
-            fail(dataTask, .sink(error))
-            completionHandler(.cancel)
-        }
+        completionHandler(allowed ? .allow : .cancel)
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {

@@ -53,6 +53,17 @@ public struct SyncClientError: Error, CustomStringConvertible, Sendable {
     public let description: String
     /// The server's `Retry-After`, in seconds, when it sent one.
     package var retryAfter: Double?
+    /// Whether a file download was answered with a `Content-Encoding` (``codedDownload()``): asked
+    /// for again like a cut, since a proxy's glitch passes; a host that always codes fails after
+    /// the retry policy's attempts, with this error.
+    package private(set) var isCodedDownload = false
+
+    /// This error, marked as a coded answer to a file download.
+    package func codedDownload() -> SyncClientError {
+        var marked = self
+        marked.isCodedDownload = true
+        return marked
+    }
 
     package init(
         _ code: Code, _ description: String, status: Int? = nil, serverCode: String? = nil, minRevision: Int64? = nil

@@ -214,7 +214,9 @@ import Testing
                     seed: fixture.seed, database: fixture.database,
                     server: .init(
                         serverURL: URL(string: "http://127.0.0.1:\(client.port!)")!, token: nil, requestTimeout: 5,
-                        maxResponseSize: 256 << 10, retry: retry)
+                        maxResponseSize: 256 << 10, retry: retry),
+                    // The stub's answers follow one another: no commit on the way, however slow the machine.
+                    maxSecondsPerCommit: 600
                 ))
             try await body(importer)
         }

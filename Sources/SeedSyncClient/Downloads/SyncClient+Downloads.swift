@@ -50,7 +50,7 @@ extension SyncClient {
                     .unreachable,
                     "GET \(download.url.absoluteString): the answer ended at byte \(PartialFile.size(of: download.path)) of \(download.size)"
                 )
-            } catch let error as SyncClientError where Self.isRetryable(error) {
+            } catch let error as SyncClientError where Self.isRetryable(error) || error.isCodedDownload {
                 if PartialFile.size(of: download.path) > before { failures = 0 }
                 failures += 1
                 guard failures <= configuration.retry.maxAttempts else { throw error }
@@ -94,7 +94,7 @@ extension SyncClient {
             throw SyncClientError(
                 .malformedResponse,
                 "\(label): the host sent the file with Content-Encoding \(coding), though it was asked for as stored (identity); serve published seeds without compression on the way"
-            )
+            ).codedDownload()
         } catch BoundedLoader.Failure.sink(let error) {
             throw error
         } catch BoundedLoader.Failure.transport(let error) {

@@ -144,19 +144,7 @@ extension PostgresSyncStore {
                     _ = try await self.served(newest: read.schemaVersion, on: connection)
                     continue
                 }
-                var values: [String: JSONValue] = [:]
-                for (field, source) in sources {
-                    switch source {
-                    case .absent(let value): values[field.name] = value
-                    case .column(let name):
-                        guard let uniform = read.values else {
-                            values[field.name] = field.absentValue
-                            continue
-                        }
-                        if let value = uniform[name] { values[field.name] = value }
-                    }
-                }
-                return UniformFields(type: type, revision: read.revision, values: values)
+                return UniformFields(type: type, revision: read.revision, sources: sources, columns: read.values)
             }
             throw SyncStoreError.storeUnavailable("the schema of \(location) kept changing while a table was read")
         }

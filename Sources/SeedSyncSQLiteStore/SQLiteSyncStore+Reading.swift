@@ -76,7 +76,7 @@ extension SQLiteSyncStore {
     }
 
     /// Each field's newest column read for uniformity (`TableSQL.uniformity(of:scoped:)`), one
-    /// pass per field, in the transaction that reads the revision.
+    /// pass per column, in the transaction that reads the revision.
     public func uniformFields(of type: String, fields: [String], version: Int?, grant: ScopeGrant) async throws
         -> UniformFields
     {
@@ -86,21 +86,19 @@ extension SQLiteSyncStore {
             let sources = try served.versions.projection(version).newestSources(of: type, fields: fields)
             let table = try served.table(type)
             let scopes = grant.argument(for: table.type, in: served.schema)
-            var values: [String: JSONValue] = [:]
-            for (field, source) in sources {
-                switch source {
-                case .absent(let value): values[field.name] = value
-                case .column(let column):
-                    let statement = try db.cachedStatement(sql: table.uniformity(of: column, scoped: scopes != nil))
-                    let arguments = scopes.map { StatementArguments([$0, $0]) } ?? StatementArguments()
-                    guard let row = try Row.fetchOne(statement, arguments: arguments) else {
-                        values[field.name] = field.absentValue
-                        continue
-                    }
-                    if !(row[1] as Bool) { values[field.name] = ValueMapping.jsonValue(row[0], as: field.type) }
+            var columns: [String: JSONValue]? = [:]
+            for case (_, .column(let column)) in sources {
+                let statement = try db.cachedStatement(sql: table.uniformity(of: column, scoped: scopes != nil))
+                let arguments = scopes.map { StatementArguments([$0, $0]) } ?? StatementArguments()
+                guard let row = try Row.fetchOne(statement, arguments: arguments) else {
+                    columns = nil  // no row: every field holds its absent value
+                    break
+                }
+                if !(row[1] as Bool) {
+                    columns?[column] = ValueMapping.jsonValue(row[0], as: table.type.field(named: column)?.type)
                 }
             }
-            return UniformFields(type: type, revision: state.revision, values: values)
+            return UniformFields(type: type, revision: state.revision, sources: sources, columns: columns)
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import SeedSyncBuild
+import SeedSyncClient
 import SeedSyncDemo
 import SeedSyncImport
 import SeedSyncModel
@@ -174,6 +175,35 @@ import Testing
                     #expect(try contents(ofSeed: served.path("c/app.sqlite")) == changed)
                 }
             }
+        }
+    }
+
+    /// A uniform-fields answer read before the app's revision (a cache that keys it without the
+    /// query hands out an old one) could say a field is uniform that a change set before the app's
+    /// revision wrote: it is refused, and the database stays at its version and revision.
+    @Test func aUniformAnswerReadBeforeTheAppsRevisionIsRefused() async throws {
+        try await withUpgradedServer { fixture in
+            let before = try revision(of: fixture.database)
+            try await withAlteringProxy(to: fixture.served.url) { answer in
+                guard answer.path.hasSuffix("/uniform"), answer.status == 200 else { return answer }
+                var old = try UniformFields(json: JSONParser.parse(Array(answer.body)))
+                old.revision = 1
+                var stale = answer
+                stale.body = Data(old.jsonBytes())
+                return stale
+            } _: { proxy in
+                let importer = SeedImporter(
+                    configuration: .init(
+                        seed: fixture.seed, database: fixture.database,
+                        server: .init(serverURL: proxy, token: liveServerToken, requestTimeout: 10, retry: .none)))
+                await #expect {
+                    try await importer.run()
+                } throws: { error in
+                    (error as? SyncClientError)?.code == .malformedResponse && "\(error)".contains("revision 1")
+                }
+            }
+            let metadata = try SeedFile(path: fixture.database).metadata()
+            #expect(metadata.schemaVersion == 1 && metadata.revision >= before)
         }
     }
 

@@ -25,6 +25,29 @@ public struct UniformFields: JSONReadable, Sendable, Hashable {
         self.values = values
     }
 
+    /// The answer a store reads for `fields` of `type`: each field's `sources` in the newest
+    /// version (``VersionProjection/newestSources(of:fields:)``), with `columns`, the newest columns
+    /// that hold one value in every row read, by name (`nil` when no row was read: every field
+    /// then holds its absent value). A field the newest version dropped holds its absent value.
+    package init(
+        type: String, revision: Int64, sources: [(field: Field, source: VersionProjection.NewestSource)],
+        columns: [String: JSONValue]?
+    ) {
+        var values: [String: JSONValue] = [:]
+        for (field, source) in sources {
+            switch source {
+            case .absent(let value): values[field.name] = value
+            case .column(let name):
+                guard let columns else {
+                    values[field.name] = field.absentValue
+                    continue
+                }
+                if let value = columns[name] { values[field.name] = value }
+            }
+        }
+        self.init(type: type, revision: revision, values: values)
+    }
+
     /// Reads an answer from parsed JSON (see ``JSONParser``).
     ///
     /// - Throws: ``JSONShapeError`` when a member is missing or of the wrong kind.

@@ -142,8 +142,10 @@ check_altered() {
 # check_live: live reads through the cache (--shared-cache, a live wait of 2 s). 1,500 apps wait at the
 # head and follow 6 commits, a second apart with a pause of 5 s in the middle (the origin's wait ends
 # twice: the apps follow the empty answers' cursors). Every app must see every revision in order, and
-# the origin must hold a couple of requests, not one per app: nginx passes one request per address on,
-# and one more for every 1,024 requests waiting for it (its cache node counts uses in 10 bits).
+# the origin must hold a handful of requests, not one per app: nginx passes one request per address on,
+# and one more for every 1,024 requests waiting for it (its cache node counts uses in 10 bits), so 2 an
+# address here; around a commit the next address's requests arrive while the last one's are still
+# counted, and on a loaded machine (the fuzzer built beside, scripts/test.sh) 4 were seen: 8 at most.
 check_live() {
     local row
     mkdir -p "$work/live"
@@ -160,7 +162,7 @@ if row["deliveries"] != row["expected_deliveries"]:
     problems.append(f"{row['deliveries']} commits reached apps, not {row['expected_deliveries']}")
 if not row["cursor_hops"]:
     problems.append("no app followed the cursor of an empty answer: the pause did not end a live wait")
-if row["origin_held_max"] > 3:
+if row["origin_held_max"] > 8:
     problems.append(f"the origin held {row['origin_held_max']} requests at once for 1,500 apps")
 if row["origin_reads_per_commit"] > 4:
     problems.append(f"the origin answered {row['origin_reads_per_commit']} live reads per commit")
